@@ -1,0 +1,117 @@
+package core
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sourced-go/sourced/codec"
+)
+
+// IDKey is the reserved attribute under which a message's id is indexed when
+// its type belongs to an id-partitioned group (a delete-on-ack queue).
+const IDKey = "__id"
+
+// Condition selects messages of one type whose indexed attributes have all
+// the given values (AND within a condition). A list of conditions selects the
+// union of what each selects (OR across conditions). A condition with no
+// attributes selects every message of its type.
+//
+// Values are canonical key strings, as produced by codec.Canonical.
+type Condition struct {
+	Type  string
+	Attrs map[string]string
+}
+
+// String renders the condition as type(attr=value,...) with attributes in
+// name order, for error messages and logs.
+func (c Condition) String() string {
+	var b strings.Builder
+	b.WriteString(c.Type)
+	b.WriteByte('(')
+	for i, k := range slices.Sorted(maps.Keys(c.Attrs)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(c.Attrs[k])
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// Match reports whether a message of type typ indexed under keys satisfies
+// the condition. keys are the message's key pairs (see codec.Type.Keys).
+func (c Condition) Match(typ string, keys []codec.KeyPair) bool {
+	if typ != c.Type {
+		return false
+	}
+	for name, value := range c.Attrs {
+		if !slices.Contains(keys, codec.KeyPair{Name: name, Value: value}) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchAny reports whether any of conds matches the message.
+func MatchAny(conds []Condition, typ string, keys []codec.KeyPair) bool {
+	for _, c := range conds {
+		if c.Match(typ, keys) {
+			return true
+		}
+	}
+	return false
+}
+
+// ConditionsFor builds the conditions that select the given partition's
+// messages of each type: one condition per type, holding the partition
+// attributes that the type declares. A type that declares none of them
+// contributes no condition (there is no CourseCreated x user_id condition).
+func ConditionsFor(partition map[string]string, types ...*codec.Type) []Condition {
+	conds := make([]Condition, 0, len(types))
+	for _, t := range types {
+		attrs := make(map[string]string, len(partition))
+		for name, value := range partition {
+			if t.Has(name) {
+				attrs[name] = value
+			}
+		}
+		if len(attrs) > 0 {
+			conds = append(conds, Condition{Type: t.Name, Attrs: attrs})
+		}
+	}
+	return conds
+}
+
+// InPartition reports whether a message indexed under keys belongs to the
+// partition under conditional AND: it carries at least one partition
+// attribute, and for every partition attribute it carries, one of its key
+// pairs for that attribute has the partition's value. Matching is on indexed
+// keys, so an attribute left absent (a nil pointer, an omitempty zero value)
+// is ignored. A message whose attribute holds several values (a slice)
+// belongs to each partition whose value is among them.
+func InPartition(partition map[string]string, keys []codec.KeyPair) bool {
+	carried := 0
+	for name, value := range partition {
+		has, match := false, false
+		for _, k := range keys {
+			if k.Name == name {
+				has = true
+				if k.Value == value {
+					match = true
+					break
+				}
+			}
+		}
+		if !has {
+			continue
+		}
+		if !match {
+			return false
+		}
+		carried++
+	}
+	return carried > 0
+}

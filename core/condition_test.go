@@ -1,0 +1,98 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+)
+
+func kp(pairs ...string) []codec.KeyPair {
+	var out []codec.KeyPair
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, codec.KeyPair{Name: pairs[i], Value: pairs[i+1]})
+	}
+	return out
+}
+
+func TestConditionMatch(t *testing.T) {
+	c := core.Condition{Type: "courses.created", Attrs: map[string]string{"course_id": "c1", "course_name": "Algebra"}}
+	cases := []struct {
+		name string
+		typ  string
+		keys []codec.KeyPair
+		want bool
+	}{
+		{"all attributes", "courses.created", kp("course_id", "c1", "course_name", "Algebra"), true},
+		{"extra attributes", "courses.created", kp("course_id", "c1", "course_name", "Algebra", "x", "y"), true},
+		{"one attribute differs", "courses.created", kp("course_id", "c2", "course_name", "Algebra"), false},
+		{"one attribute missing", "courses.created", kp("course_id", "c1"), false},
+		{"other type", "courses.renamed", kp("course_id", "c1", "course_name", "Algebra"), false},
+		{"multi-valued attribute", "courses.created", kp("course_id", "c0", "course_id", "c1", "course_name", "Algebra"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.Match(tc.typ, tc.keys); got != tc.want {
+				t.Fatalf("Match = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	typeOnly := core.Condition{Type: "courses.created"}
+	if !typeOnly.Match("courses.created", nil) || typeOnly.Match("courses.renamed", nil) {
+		t.Fatal("a type-only condition matches every message of its type and no other")
+	}
+	if got := c.String(); got != "courses.created(course_id=c1,course_name=Algebra)" {
+		t.Fatalf("String = %q", got)
+	}
+}
+
+// The conditional-AND table of store-contracts.md §3.2, for the partition
+// (course_name=Algebra, user_id=joe).
+func TestInPartition(t *testing.T) {
+	p := map[string]string{"course_name": "Algebra", "user_id": "joe"}
+	cases := []struct {
+		name string
+		keys []codec.KeyPair
+		want bool
+	}{
+		{"CourseCreated(Algebra)", kp("course_name", "Algebra"), true},
+		{"UserRegistered(joe)", kp("name", "Joe", "user_id", "joe"), true},
+		{"UserJoinedCourse(Algebra, joe)", kp("course_name", "Algebra", "user_id", "joe"), true},
+		{"UserJoinedCourse(Algebra, jake)", kp("course_name", "Algebra", "user_id", "jake"), false},
+		{"UserJoinedCourse(History, joe)", kp("course_name", "History", "user_id", "joe"), false},
+		{"CourseClosed(Algebra)", kp("course_name", "Algebra"), true},
+		{"no partition attribute", kp("name", "Joe"), false},
+		{"slice attribute holding the value", kp("course_name", "Algebra", "user_id", "ann", "user_id", "joe"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := core.InPartition(p, tc.keys); got != tc.want {
+				t.Fatalf("InPartition = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestConditionsForUsesDeclaredAttributesOnly(t *testing.T) {
+	reg := registry()
+	created, _ := reg.ByName("courses.created")
+	notify, _ := reg.ByName("students.notify")
+	enrolled, _ := reg.ByName("courses.student_enrolled")
+	got := core.ConditionsFor(map[string]string{"course_id": "c1", "student_id": "s1"}, created, notify, enrolled)
+	want := []string{
+		"courses.created(course_id=c1)",
+		"students.notify(student_id=s1)",
+		"courses.student_enrolled(course_id=c1,student_id=s1)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("condition %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+	if got := core.ConditionsFor(map[string]string{"user_id": "u1"}, created); len(got) != 0 {
+		t.Fatalf("a type declaring none of the attributes contributes nothing, got %v", got)
+	}
+}

@@ -1,0 +1,222 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/sourced-go/sourced/codec"
+)
+
+// Decider handles commands: it evolves a state from the events of its
+// partition, decides each command against that state (returning events or
+// an error), and reacts to events by dispatching follow-up messages.
+//
+// A Decider is a value: With returns a new one, and copies share nothing
+// mutable. Its consumer group claims the commands it decides and the events
+// it reacts to; the events it evolves are read as the partition's history.
+type Decider[S any] struct {
+	// Group is the consumer group id (normalised by NormalizeGroup).
+	Group string
+	// Label is a human name shown by monitoring (defaults to Group).
+	Label string
+	// PartitionBy are the payload attributes that define the consistency
+	// boundary, e.g. {"course_id"}.
+	PartitionBy []string
+	// KeyTypes gives the Go type of partition keys that are not strings.
+	KeyTypes map[string]reflect.Type
+	// Exclusive marks the decider as the only reactor handling its types.
+	Exclusive bool
+	// Init builds the state before the first event (nil: the zero S).
+	Init func() S
+
+	h *handlers[S]
+}
+
+// Decision is the outcome of Run: the state after the command's events, the
+// events, and the reactions those events trigger.
+type Decision[S any] struct {
+	State     S
+	Events    []Message
+	Reactions []Message
+}
+
+// With returns a copy of d with more handlers.
+func (d Decider[S]) With(hs ...Handler[S]) Decider[S] {
+	d.h = d.compiled().with(hs)
+	return d
+}
+
+func (d Decider[S]) compiled() *handlers[S] {
+	if d.h == nil {
+		return emptyHandlers[S]()
+	}
+	return d.h
+}
+
+// Projection returns the decider's evolve side as a projection.
+func (d Decider[S]) Projection() Projection[S] {
+	h := d.compiled().clone()
+	h.decide, h.decideOrder = map[reflect.Type]func(S, Message) ([]any, error){}, nil
+	h.react, h.reactOrder, h.reactAny = map[reflect.Type]func(S, Message) []any{}, nil, nil
+	h.sync, h.after = nil, nil
+	return Projection[S]{Init: d.Init, h: h}
+}
+
+// Initial returns a fresh initial state.
+func (d Decider[S]) Initial() S { return initial(d.Init, d.compiled()) }
+
+// Evolve applies events to s in order (events without a handler are
+// skipped).
+func (d Decider[S]) Evolve(s S, events ...Message) S { return d.compiled().fold(s, events) }
+
+// Fold evolves a fresh initial state with the history (Messages or bare
+// payloads).
+func (d Decider[S]) Fold(history ...any) S {
+	return d.Evolve(d.Initial(), Messages(history...)...)
+}
+
+// Decide decides cmd against s: the events, correlated with cmd, or the
+// handler's error. A command with no handler is an error matching
+// ErrNotHandled.
+func (d Decider[S]) Decide(s S, cmd Message) ([]Message, error) {
+	t := PayloadType(cmd.Payload)
+	fn, ok := d.compiled().decide[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: decider %q has no decide handler for %v", ErrNotHandled, d.Group, t)
+	}
+	out, err := fn(s, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return events(out, cmd)
+}
+
+// React returns the follow-up messages for event in state s (none when the
+// decider does not react to its type), correlated with the event and with
+// metadata "producer" set to the group.
+func (d Decider[S]) React(s S, event Message) ([]Message, error) {
+	fn := d.compiled().reactFn(PayloadType(event.Payload))
+	if fn == nil {
+		return nil, nil
+	}
+	return dispatch(fn(s, event), event, d.Group)
+}
+
+// Run decides cmd on history as a unit test would: it folds history,
+// decides, evolves the events, and reacts to each event in turn. No store
+// is involved; messages are not stamped (ids and times stay zero unless the
+// inputs had them).
+func (d Decider[S]) Run(history []Message, cmd Message) (Decision[S], error) {
+	s := d.Evolve(d.Initial(), history...)
+	evs, err := d.Decide(s, cmd)
+	if err != nil {
+		return Decision[S]{State: s}, err
+	}
+	s = d.Evolve(s, evs...)
+	var reactions []Message
+	for _, e := range evs {
+		r, err := d.React(s, e)
+		if err != nil {
+			return Decision[S]{State: s, Events: evs}, err
+		}
+		reactions = append(reactions, r...)
+	}
+	return Decision[S]{State: s, Events: evs, Reactions: reactions}, nil
+}
+
+// Handles reports whether the decider decides commands of type t.
+func (d Decider[S]) Handles(t reflect.Type) bool {
+	_, ok := d.compiled().decide[t]
+	return ok
+}
+
+// CommandTypes are the command types the decider decides.
+func (d Decider[S]) CommandTypes() []reflect.Type { return slices.Clone(d.compiled().decideOrder) }
+
+// EvolvedTypes are the event types the decider evolves.
+func (d Decider[S]) EvolvedTypes() []reflect.Type { return slices.Clone(d.compiled().evolveOrder) }
+
+// Err returns the errors found while building the decider, if any.
+func (d Decider[S]) Err() error { return d.compiled().err() }
+
+func (d Decider[S]) groupSpec() groupSpec {
+	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive}
+}
+
+// Spec describes the decider's consumer group: it claims its commands and
+// the events it reacts to, and reads the events it evolves as history.
+func (d Decider[S]) Spec() Spec {
+	h := d.compiled()
+	handled := slices.Clone(h.decideOrder)
+	for _, t := range h.reactionTypes() {
+		if !slices.Contains(handled, t) {
+			handled = append(handled, t)
+		}
+	}
+	return d.groupSpec().spec(handled, slices.Clone(h.evolveOrder), true)
+}
+
+// Check validates the decider against reg: its handlers, its group id, and
+// the partition schema (commands and reactions declare every key, evolved
+// events at least one, keys have the schema's types).
+func (d Decider[S]) Check(reg *codec.Registry) error {
+	h := d.compiled()
+	all := slices.Clone(h.decideOrder)
+	all = append(all, h.reactOrder...)
+	var some []reflect.Type
+	for _, t := range h.evolveOrder {
+		if !slices.Contains(all, t) {
+			some = append(some, t)
+		}
+	}
+	_, err := d.groupSpec().check(reg, h.err(), all, some)
+	return err
+}
+
+// Step decides a claimed batch. The state is folded from the history once;
+// each command is decided on it plus the events of the commands before it
+// in the batch, so a batch never conflicts with itself. Commands in a
+// replayed batch were decided before and are only acknowledged (deciding
+// them again would append their events twice); reactions are skipped too.
+func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
+	h := d.compiled()
+	s := d.Evolve(d.Initial(), positioned(in.History)...)
+	outs := make([]Outcome, 0, len(in.Batch))
+	for i, m := range in.Batch {
+		out := Outcome{Source: m}
+		t := PayloadType(m.Payload)
+		if _, isCmd := h.decide[t]; isCmd && !in.Replaying {
+			evs, err := d.Decide(s, m.Message)
+			if err != nil {
+				return outs, &BatchError{Message: m, Index: i, Err: err}
+			}
+			s = d.Evolve(s, evs...)
+			out.Events = evs
+			b := Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}, Events: evs}
+			out.Sync, out.AfterSync = bindSync(h, b)
+		} else if h.reacts(t) && !in.Replaying {
+			r, err := d.React(s, m.Message)
+			if err != nil {
+				return outs, &BatchError{Message: m, Index: i, Err: err}
+			}
+			out.Reactions = r
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
+// bindSync binds a definition's sync and after-sync work to a batch.
+func bindSync[S any](h *handlers[S], b Batch[S]) ([]func(context.Context, Tx) error, []func(context.Context) error) {
+	var syncs []func(context.Context, Tx) error
+	for _, fn := range h.sync {
+		syncs = append(syncs, func(ctx context.Context, tx Tx) error { return fn(ctx, tx, b) })
+	}
+	var afters []func(context.Context) error
+	for _, fn := range h.after {
+		afters = append(afters, func(ctx context.Context) error { return fn(ctx, b) })
+	}
+	return syncs, afters
+}

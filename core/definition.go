@@ -1,0 +1,319 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/sourced-go/sourced/codec"
+)
+
+// Definition is the type-erased view of a reactor definition (Decider,
+// Projector) that the effects package turns into a reactor: what its
+// consumer group handles, and a pure step from a claimed batch to outcomes.
+// Definitions built with this package implement it; effects.FromDefinition
+// adapts any Definition to the reactor protocol.
+type Definition interface {
+	// Spec describes the definition's consumer group.
+	Spec() Spec
+	// Check validates the definition against a registry: handler errors
+	// and the partition schema. Routers and test helpers call it.
+	Check(reg *codec.Registry) error
+	// Step decides a claimed batch: one Outcome per message, in order. If a
+	// message fails, Step returns the outcomes of the messages before it and
+	// a *BatchError naming the failed one.
+	Step(in StepInput) ([]Outcome, error)
+}
+
+// StateLoader is implemented by definitions that load their state from the
+// user's own storage before a batch (state-stored projectors).
+type StateLoader interface {
+	LoadState(ctx context.Context, partition map[string]string) (state any, found bool, err error)
+}
+
+// Spec describes a definition's consumer group.
+type Spec struct {
+	// Group is the consumer group id, normalised (see NormalizeGroup).
+	Group string
+	// Label is a human name for the group (defaults to Group).
+	Label string
+	// PartitionBy are the partition attribute names, sorted. Empty means
+	// the group is id-partitioned (only allowed when Exclusive).
+	PartitionBy []string
+	// Exclusive marks the group as the only one handling its types.
+	Exclusive bool
+	// Handled are the payload types the group claims.
+	Handled []reflect.Type
+	// Evolved are the payload types read as history. When History is true
+	// the shell reads the partition's messages of these types before each
+	// batch and passes them as StepInput.History.
+	Evolved []reflect.Type
+	History bool
+}
+
+// StepInput is a claimed batch as a definition's Step sees it.
+type StepInput struct {
+	// Partition is the claimed partition's values.
+	Partition map[string]string
+	// History is the partition's messages of the Evolved types (when the
+	// Spec asks for history), in position order.
+	History []PositionedMessage
+	// Batch are the claimed messages, in position order.
+	Batch []PositionedMessage
+	// Replaying is true when every message of the batch was processed
+	// before (the group was reset): reactions are skipped.
+	Replaying bool
+	// State is the state a StateLoader loaded, when Loaded is true.
+	State  any
+	Loaded bool
+}
+
+// Outcome is what one claimed message produced.
+type Outcome struct {
+	// Source is the claimed message.
+	Source PositionedMessage
+	// Events are appended under the decision's guard (a decider's events,
+	// correlated with Source).
+	Events []Message
+	// Reactions are appended without a guard (dispatched follow-ups,
+	// correlated with the event they react to).
+	Reactions []Message
+	// Sync is work for the batch's transaction; AfterSync runs after commit.
+	Sync      []func(ctx context.Context, tx Tx) error
+	AfterSync []func(ctx context.Context) error
+}
+
+// BatchError reports the message of a batch that failed; the outcomes
+// returned with it cover the messages before it.
+type BatchError struct {
+	Message PositionedMessage
+	Index   int
+	Err     error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("sourced: message %d (%s at position %d) failed: %v", e.Index, e.Message.Type, e.Message.Position, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// ErrDefinition is matched by every definition error.
+var ErrDefinition = errors.New("sourced: definition error")
+
+// ErrNotHandled is matched by the error of deciding a command the decider
+// has no handler for.
+var ErrNotHandled = errors.New("sourced: message not handled")
+
+// DefinitionError is a mistake in a definition, found when it is built or
+// checked: it names the group, and where relevant the message type and the
+// partition key.
+type DefinitionError struct {
+	Group   string
+	Message string
+	Key     string
+	Problem string
+}
+
+func (e *DefinitionError) Error() string {
+	var b strings.Builder
+	b.WriteString("sourced: definition of ")
+	if e.Group != "" {
+		fmt.Fprintf(&b, "%q", e.Group)
+	} else {
+		b.WriteString("an unnamed group")
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ", message %s", e.Message)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ", key %q", e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrDefinition) true.
+func (e *DefinitionError) Is(target error) bool { return target == ErrDefinition }
+
+// groupSpec is the part of a definition every kind shares.
+type groupSpec struct {
+	group     string
+	label     string
+	partition []string
+	keyTypes  map[string]reflect.Type
+	exclusive bool
+}
+
+// check validates the group id and the partition schema against reg:
+// commands and reactions (allKeys) declare every key, other evolved events
+// (someKeys) declare at least one, at least one handled type declares all,
+// and each key has the schema's Go type. It returns the normalised group.
+func (g groupSpec) check(reg *codec.Registry, handlerErr error, allKeys, someKeys []reflect.Type) (string, error) {
+	var errs []error
+	group, err := NormalizeGroup(g.group)
+	if err != nil {
+		errs = append(errs, &DefinitionError{Group: g.group, Problem: err.Error()})
+		group = g.group
+	}
+	if handlerErr != nil {
+		errs = append(errs, &DefinitionError{Group: group, Problem: handlerErr.Error()})
+	}
+	defErr := func(t *codec.Type, key, format string, args ...any) {
+		name := ""
+		if t != nil {
+			name = t.Name
+		}
+		errs = append(errs, &DefinitionError{Group: group, Message: name, Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+	if len(g.partition) == 0 && !g.exclusive {
+		defErr(nil, "", "no PartitionBy: only an Exclusive group may be partitioned by message id (a delete-on-ack queue)")
+	}
+	for _, k := range g.partition {
+		if k == IDKey {
+			defErr(nil, k, "%s is reserved for id-partitioned groups: leave PartitionBy empty instead", IDKey)
+		}
+	}
+	types := func(ts []reflect.Type) []*codec.Type {
+		var out []*codec.Type
+		for _, t := range ts {
+			ct, err := reg.ByGoType(t)
+			if err != nil {
+				errs = append(errs, &DefinitionError{Group: group, Message: t.String(), Problem: err.Error()})
+				continue
+			}
+			out = append(out, ct)
+		}
+		return out
+	}
+	all, some := types(allKeys), types(someKeys)
+	if len(g.partition) > 0 {
+		full := false
+		for _, t := range all {
+			for _, k := range g.partition {
+				if !t.Has(k) {
+					defErr(t, k, "commands and reactions must declare every partition key")
+				}
+			}
+		}
+		for _, t := range slices.Concat(all, some) {
+			n := 0
+			for _, k := range g.partition {
+				f, ok := t.Field(k)
+				if !ok {
+					continue
+				}
+				n++
+				want := g.keyType(k)
+				got := f.GoType
+				if f.Multi {
+					got = got.Elem()
+				}
+				if got.Kind() == reflect.Pointer {
+					got = got.Elem()
+				}
+				if got != want && got.Kind() != want.Kind() {
+					defErr(t, k, "key has Go type %v, the partition schema says %v", got, want)
+				}
+				if !f.Indexed {
+					defErr(t, k, "key attribute is not indexable (scalar or slice of scalars)")
+				}
+			}
+			if n == 0 && slices.Contains(some, t) {
+				defErr(t, "", "evolved events must declare at least one partition key of %v", g.partition)
+			}
+			if n == len(g.partition) {
+				full = true
+			}
+		}
+		if !full && len(all)+len(some) > 0 {
+			defErr(nil, "", "no handled message declares every partition key %v, so no partition would ever be created", g.partition)
+		}
+	}
+	return group, errors.Join(errs...)
+}
+
+func (g groupSpec) keyType(k string) reflect.Type {
+	if t, ok := g.keyTypes[k]; ok {
+		return t
+	}
+	return reflect.TypeFor[string]()
+}
+
+func (g groupSpec) spec(handled, evolved []reflect.Type, history bool) Spec {
+	group, err := NormalizeGroup(g.group)
+	if err != nil {
+		group = g.group
+	}
+	label := g.label
+	if label == "" {
+		label = group
+	}
+	return Spec{
+		Group:       group,
+		Label:       label,
+		PartitionBy: slices.Sorted(slices.Values(g.partition)),
+		Exclusive:   g.exclusive,
+		Handled:     handled,
+		Evolved:     evolved,
+		History:     history,
+	}
+}
+
+// dispatch turns what a reaction returned into messages correlated with the
+// event and tagged with the producing group.
+func dispatch(out []any, event Message, group string) ([]Message, error) {
+	msgs := make([]Message, 0, len(out))
+	for i, o := range out {
+		var m Message
+		switch v := o.(type) {
+		case nil:
+			return nil, fmt.Errorf("reaction to %s returned nil at index %d", event.Type, i)
+		case Delayed:
+			m = v.Message
+			switch {
+			case !v.At.IsZero():
+				m.CreatedAt = v.At
+			case v.Delay != 0:
+				m.CreatedAt = event.CreatedAt.Add(v.Delay)
+			}
+		default:
+			m = NewMessage(v)
+		}
+		if m.Payload == nil {
+			return nil, fmt.Errorf("reaction to %s returned a message with no payload at index %d", event.Type, i)
+		}
+		m = m.Correlate(event).WithMetadata(map[string]any{"producer": group})
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// events turns what a decide handler returned into messages correlated with
+// the command.
+func events(out []any, cmd Message) ([]Message, error) {
+	msgs := make([]Message, 0, len(out))
+	for i, o := range out {
+		if o == nil {
+			return nil, fmt.Errorf("decide %s returned nil at index %d", cmd.Type, i)
+		}
+		m := NewMessage(o)
+		if m.Payload == nil {
+			return nil, fmt.Errorf("decide %s returned a message with no payload at index %d", cmd.Type, i)
+		}
+		msgs = append(msgs, m.Correlate(cmd))
+	}
+	return msgs, nil
+}
+
+func positioned(msgs []PositionedMessage) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Message
+	}
+	return out
+}

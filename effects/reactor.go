@@ -1,0 +1,285 @@
+package effects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+)
+
+// Claim is a batch of messages of one partition claimed for a consumer
+// group by a worker.
+type Claim struct {
+	// Group is the consumer group id.
+	Group string
+	// Partition is the claimed partition's values (for an id-partitioned
+	// group, {"__id": message id}).
+	Partition map[string]string
+	// Messages are the claimed messages in position order.
+	Messages []core.PositionedMessage
+	// Guard covers every handled type that declares the partition's
+	// attributes, up to the last claimed message.
+	Guard core.Guard
+	// Replaying is true when every claimed message is at or below the
+	// group's highest acknowledged position (the group was reset).
+	Replaying bool
+	// History holds the partition's messages of the reactor's history types
+	// (see Historian), read when the batch was claimed, and HistoryGuard the
+	// guard of that read. Empty for reactors that want no history.
+	History      []core.PositionedMessage
+	HistoryGuard core.Guard
+}
+
+// Reactor is the reactor protocol: the message types a reactor's consumer
+// group claims, and the handling of a claimed batch.
+//
+// HandleClaim returns one Pair per message it handled, in order. If a
+// message fails, it returns the pairs of the messages before it and an
+// error (ideally a *core.BatchError naming the message): the shell commits
+// those pairs, acknowledges up to the last of them, and hands the error to
+// the group's error strategy.
+type Reactor interface {
+	HandledTypes() []string
+	HandleClaim(ctx context.Context, c Claim) ([]Pair, error)
+}
+
+// Grouper overrides a reactor's consumer group id (default: its Go type's
+// package and name, normalised: jobs.Worker becomes "jobs.worker").
+type Grouper interface{ GroupID() string }
+
+// Labeler overrides a reactor's human label (default: the group id).
+type Labeler interface{ Label() string }
+
+// Partitioner gives a reactor's partition keys (default: none, which is
+// only allowed for exclusive reactors: one partition per message).
+type Partitioner interface{ PartitionKeys() []string }
+
+// Exclusiver marks a reactor as the only one handling its types (default:
+// false). An exclusive reactor with no partition keys is a concurrent,
+// unordered, delete-on-ack work queue.
+type Exclusiver interface{ Exclusive() bool }
+
+// Historian asks the shell to read the partition's messages of these types
+// before each batch (Claim.History).
+type Historian interface{ HistoryTypes() []string }
+
+// Checker is implemented by reactors that validate themselves against the
+// registry when registered.
+type Checker interface {
+	Check(reg *codec.Registry) error
+}
+
+// Info is a reactor's protocol with every default filled in.
+type Info struct {
+	Group       string
+	Label       string
+	PartitionBy []string
+	Exclusive   bool
+	Handled     []string
+	History     []string
+}
+
+// IDPartitioned reports whether the group is partitioned by message id.
+func (i Info) IDPartitioned() bool { return len(i.PartitionBy) == 0 }
+
+// Describe resolves r's protocol with defaults, and checks what can be
+// checked without a registry: a group id that normalises, handled types,
+// and partition keys unless the reactor is exclusive.
+func Describe(r Reactor) (Info, error) {
+	info := Info{Handled: slices.Clone(r.HandledTypes())}
+	group := defaultGroup(r)
+	if g, ok := r.(Grouper); ok {
+		group = g.GroupID()
+	}
+	var err error
+	if info.Group, err = core.NormalizeGroup(group); err != nil {
+		return info, &core.DefinitionError{Group: group, Problem: err.Error()}
+	}
+	info.Label = info.Group
+	if l, ok := r.(Labeler); ok && l.Label() != "" {
+		info.Label = l.Label()
+	}
+	if p, ok := r.(Partitioner); ok {
+		info.PartitionBy = slices.Sorted(slices.Values(p.PartitionKeys()))
+	}
+	if e, ok := r.(Exclusiver); ok {
+		info.Exclusive = e.Exclusive()
+	}
+	if h, ok := r.(Historian); ok {
+		info.History = slices.Clone(h.HistoryTypes())
+	}
+	if len(info.Handled) == 0 {
+		return info, &core.DefinitionError{Group: info.Group, Problem: "handles no message types"}
+	}
+	if info.IDPartitioned() && !info.Exclusive {
+		return info, &core.DefinitionError{Group: info.Group, Problem: "no partition keys: only an exclusive reactor may be partitioned by message id"}
+	}
+	if slices.Contains(info.PartitionBy, core.IDKey) {
+		return info, &core.DefinitionError{Group: info.Group, Key: core.IDKey, Problem: "reserved key: leave the partition keys empty for id-partitioning"}
+	}
+	return info, nil
+}
+
+func defaultGroup(r Reactor) string {
+	t := reflect.TypeOf(r)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	pkg := t.PkgPath()
+	if i := strings.LastIndexByte(pkg, '/'); i >= 0 {
+		pkg = pkg[i+1:]
+	}
+	name := t.Name()
+	if pkg == "" {
+		return name
+	}
+	return pkg + "." + name
+}
+
+// FromDefinition adapts a core definition (Decider, Projector, or any
+// core.Definition) to the reactor protocol, resolving its types' names in
+// reg. The definition is checked (core.Definition.Check) first.
+func FromDefinition(reg *codec.Registry, def core.Definition) (Reactor, error) {
+	if err := def.Check(reg); err != nil {
+		return nil, err
+	}
+	spec := def.Spec()
+	names := func(ts []reflect.Type) ([]string, error) {
+		out := make([]string, 0, len(ts))
+		for _, t := range ts {
+			ct, err := reg.ByGoType(t)
+			if err != nil {
+				return nil, &core.DefinitionError{Group: spec.Group, Message: t.String(), Problem: err.Error()}
+			}
+			out = append(out, ct.Name)
+		}
+		return out, nil
+	}
+	handled, err := names(spec.Handled)
+	if err != nil {
+		return nil, err
+	}
+	var history []string
+	if spec.History {
+		if history, err = names(spec.Evolved); err != nil {
+			return nil, err
+		}
+	}
+	return &definitionReactor{def: def, spec: spec, handled: handled, history: history}, nil
+}
+
+// definitionReactor runs a core.Definition as a Reactor.
+type definitionReactor struct {
+	def     core.Definition
+	spec    core.Spec
+	handled []string
+	history []string
+}
+
+func (d *definitionReactor) HandledTypes() []string { return d.handled }
+func (d *definitionReactor) GroupID() string        { return d.spec.Group }
+func (d *definitionReactor) Label() string          { return d.spec.Label }
+func (d *definitionReactor) PartitionKeys() []string {
+	return d.spec.PartitionBy
+}
+func (d *definitionReactor) Exclusive() bool        { return d.spec.Exclusive }
+func (d *definitionReactor) HistoryTypes() []string { return d.history }
+
+// Definition returns the adapted definition.
+func (d *definitionReactor) Definition() core.Definition { return d.def }
+
+// HandleClaim loads the state of state-stored definitions, then runs Step.
+func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, error) {
+	in := core.StepInput{}
+	if l, ok := d.def.(core.StateLoader); ok {
+		s, found, err := l.LoadState(ctx, c.Partition)
+		if err != nil {
+			if len(c.Messages) > 0 {
+				return nil, &core.BatchError{Message: c.Messages[0], Err: fmt.Errorf("loading state: %w", err)}
+			}
+			return nil, err
+		}
+		in.State, in.Loaded = s, found
+	}
+	return step(d.def, c, in)
+}
+
+// Step is the pure step from a claimed batch to pairs for a core definition:
+// it runs the definition's Step on the claim and turns each outcome into
+// signals. Events are appended under the claim's history guard; reactions
+// without a guard; both already correlated (command -> event, event ->
+// reaction). Sync work becomes Sync and AfterSync signals; every pair ends
+// with an Ack. Reactions are skipped when the claim is a replay.
+func Step(def core.Definition, c Claim) ([]Pair, error) {
+	return step(def, c, core.StepInput{})
+}
+
+func step(def core.Definition, c Claim, in core.StepInput) ([]Pair, error) {
+	in.Partition, in.History, in.Batch, in.Replaying = c.Partition, c.History, c.Messages, c.Replaying
+	outs, err := def.Step(in)
+	pairs := make([]Pair, 0, len(outs))
+	for _, o := range outs {
+		var sigs []Signal
+		if len(o.Events) > 0 {
+			g := c.HistoryGuard
+			sigs = append(sigs, Append{Messages: o.Events, Guard: &g, Correlated: true})
+		}
+		if len(o.Reactions) > 0 {
+			sigs = append(sigs, Append{Messages: o.Reactions, Correlated: true})
+		}
+		for _, w := range o.Sync {
+			sigs = append(sigs, Sync{Work: w})
+		}
+		for _, w := range o.AfterSync {
+			sigs = append(sigs, AfterSync{Work: w})
+		}
+		sigs = append(sigs, Ack{})
+		pairs = append(pairs, Pair{Signals: sigs, Source: o.Source})
+	}
+	if err != nil {
+		var be *core.BatchError
+		if !errors.As(err, &be) && len(c.Messages) > len(outs) {
+			err = &core.BatchError{Message: c.Messages[len(outs)], Index: len(outs), Err: err}
+		}
+		return pairs, err
+	}
+	return pairs, nil
+}
+
+// Messages returns every message the pairs append, in order, correlated as
+// the shell would correlate them (for tests and the Given-When-Then
+// helpers).
+func Messages(pairs []Pair) []core.Message {
+	var out []core.Message
+	for _, p := range pairs {
+		for _, s := range p.Signals {
+			a, ok := s.(Append)
+			if !ok {
+				continue
+			}
+			out = append(out, Correlate(a, p.Source.Message)...)
+		}
+	}
+	return out
+}
+
+// Correlate returns the messages of a as they are to be stored: unless
+// a.Correlated, each is correlated with a.Source or else with source.
+func Correlate(a Append, source core.Message) []core.Message {
+	if a.Correlated {
+		return a.Messages
+	}
+	if a.Source != nil {
+		source = *a.Source
+	}
+	out := make([]core.Message, len(a.Messages))
+	for i, m := range a.Messages {
+		out[i] = m.Correlate(source)
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+package effects
+
+import (
+	"context"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// Signal is an inert instruction for the shell: Append, Sync, AfterSync or
+// Ack.
+type Signal interface{ signal() }
+
+// Append appends Messages in the batch's transaction. Messages dated in the
+// future are scheduled (see core.Message.At).
+//
+// With a Guard, the append fails if a message matching the guard arrived
+// after the guard's position from another transaction; messages appended
+// earlier in the same batch never conflict with it, so several commands of
+// one partition decided in one batch do not conflict with each other.
+//
+// Unless Correlated is set, each message is correlated (see
+// core.Message.Correlate) with Source, or with the pair's source when
+// Source is nil.
+type Append struct {
+	Messages   []core.Message
+	Guard      *core.Guard
+	Source     *core.Message
+	Correlated bool
+}
+
+// Sync runs Work inside the batch's transaction; its error rolls the batch
+// back.
+type Sync struct {
+	Work func(ctx context.Context, tx core.Tx) error
+}
+
+// AfterSync runs Work after the batch's transaction committed.
+type AfterSync struct {
+	Work func(ctx context.Context) error
+}
+
+// Ack acknowledges the pair's source message. Every pair's source is
+// acknowledged when the batch commits (the group's offset moves past the
+// last one), so a plain Ack only says so explicitly; Ack{Delete: true} also
+// removes the source message from the log (delete-on-ack queues). Deletion
+// is never implied by anything else.
+type Ack struct {
+	Delete bool
+}
+
+func (Append) signal()    {}
+func (Sync) signal()      {}
+func (AfterSync) signal() {}
+func (Ack) signal()       {}
+
+// Pair is what a reactor returns for one claimed message: its signals, in
+// the order they are to run, and the message they came from (used for
+// correlation and to move the offset on ack).
+type Pair struct {
+	Signals []Signal
+	Source  core.PositionedMessage
+}

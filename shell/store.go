@@ -1,0 +1,228 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+)
+
+// Store is the message log: appends with consistency guards, condition and
+// partition reads, paging of the whole log, and scheduled messages. The
+// SQLite store (package sqlitestore) is the production implementation and
+// the in-memory store (package memstore) its twin for tests; both pass the
+// conformance suite in package storetest, which is how a new implementation
+// proves it behaves the same.
+//
+// Every method that may block takes a context first. Messages are stamped
+// (id, time, causation, correlation; see core.Message.Stamp) by the store
+// when they are appended, with the store's clock and UUID v7 ids.
+type Store interface {
+	// Registry is the codec registry the store encodes and decodes with.
+	Registry() *codec.Registry
+
+	// Update runs fn in one write transaction (BEGIN IMMEDIATE on SQLite).
+	// If fn returns an error or panics, nothing it did is kept and the
+	// error is returned. Appends are announced to the notifier only after
+	// the outermost transaction commits. fn must not retain tx.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+
+	// Append appends msgs in one transaction; see Tx.Append.
+	Append(ctx context.Context, msgs []core.Message, opts AppendOptions) (AppendResult, error)
+	// Read returns the messages matching any of conds; see Tx.Read.
+	Read(ctx context.Context, conds []core.Condition, opts ReadOptions) (ReadResult, error)
+	// ReadPartition reads one partition under conditional AND; see Tx.ReadPartition.
+	ReadPartition(ctx context.Context, partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	// ReadAll returns one page of the whole log; see Tx.ReadAll.
+	ReadAll(ctx context.Context, opts ReadAllOptions) (Page, error)
+	// All iterates the whole log (or the messages matching opts.Conditions)
+	// from opts.From in opts.Order, fetching pages of opts.Limit lazily. The
+	// iteration stops at the first error, which it yields.
+	All(ctx context.Context, opts ReadAllOptions) iter.Seq2[core.PositionedMessage, error]
+
+	// PromoteScheduled moves scheduled messages due at or before now into
+	// the log, in the order they were scheduled, and returns how many.
+	PromoteScheduled(ctx context.Context, now time.Time) (int, error)
+	// NextScheduled returns when the earliest scheduled message is due, and
+	// false when none is scheduled.
+	NextScheduled(ctx context.Context) (time.Time, bool, error)
+
+	// Stats returns figures about the store.
+	Stats(ctx context.Context) (Stats, error)
+	// Optimize refreshes the query planner's statistics (a bounded ANALYZE
+	// on SQLite). Stores without a planner do nothing.
+	Optimize(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Tx is a write transaction of a Store: everything done through it commits
+// or rolls back together. Reads through a Tx see its own writes.
+type Tx interface {
+	// Append stamps and appends msgs. Messages dated after the store's now
+	// are scheduled instead (see Store.PromoteScheduled). The appended
+	// messages get consecutive positions, returned in AppendResult aligned
+	// with msgs (0 for a scheduled message). Each message is indexed under
+	// the key pairs of its payload.
+	//
+	// With a guard, if any message matching the guard's conditions has a
+	// position after the guard's LastPosition, nothing is written and the
+	// error is a *core.ConflictError (errors.Is ErrConcurrentAppend) that
+	// carries those messages.
+	//
+	// A payload of an unregistered type, an invalid payload (see
+	// codec.Registry.Validate) or a message id already in the log or the
+	// schedule fails the whole append: nothing is written.
+	Append(msgs []core.Message, opts AppendOptions) (AppendResult, error)
+	// Read returns, in position order, the messages matching any of conds
+	// (after opts.After, at most opts.Limit, at most up to opts.Upto), and
+	// the guard for them: the conditions, and as LastPosition the position
+	// of the last message returned when the read was cut short by Limit,
+	// min(Upto, last position) when Upto bounds it, else the store's last
+	// position at read time (so an empty read still guards).
+	Read(conds []core.Condition, opts ReadOptions) (ReadResult, error)
+	// ReadPartition reads the messages of the given types that belong to
+	// the partition under conditional AND (see core.InPartition), in position
+	// order. The guard's conditions are core.ConditionsFor(partition,
+	// types...), built even when the partition has no messages yet, and its
+	// LastPosition follows the rules of Read.
+	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	// ReadAll returns one page of the log; see ReadAllOptions.
+	ReadAll(opts ReadAllOptions) (Page, error)
+	// LastPosition returns the position of the newest message in the log (0
+	// when empty).
+	LastPosition() (int64, error)
+	// Context is the transaction handed to sync work (core.Tx). The SQLite
+	// store's exposes the connection so sync work writes its own tables in
+	// the same transaction.
+	Context() core.Tx
+}
+
+// AppendOptions tune an append.
+type AppendOptions struct {
+	// Guard, when set, makes the append fail with a *core.ConflictError
+	// if a message matching its conditions arrived after its position.
+	Guard *core.Guard
+}
+
+// AppendResult reports what an append did.
+type AppendResult struct {
+	// Positions holds, for each appended message in order, its position in
+	// the log, or 0 when it was scheduled for later.
+	Positions []int64
+	// Messages are the messages as stored, stamped, aligned with Positions.
+	Messages []core.Message
+	// Last is the highest position written (0 when everything was
+	// scheduled or msgs was empty).
+	Last int64
+}
+
+// ReadOptions bound a read.
+type ReadOptions struct {
+	// After skips messages at or before this position.
+	After int64
+	// Upto skips messages after this position (0: no bound), for
+	// point-in-time loads.
+	Upto int64
+	// Limit caps the number of messages returned (0: no cap).
+	Limit int
+}
+
+// ReadResult is what a condition or partition read returns.
+type ReadResult struct {
+	Messages []core.PositionedMessage
+	Guard    core.Guard
+}
+
+// Order is the direction of a ReadAll.
+type Order int
+
+const (
+	// Ascending pages from old to new.
+	Ascending Order = iota
+	// Descending pages from new to old.
+	Descending
+)
+
+// ReadAllOptions page the whole log.
+type ReadAllOptions struct {
+	// From is the inclusive cursor: Ascending returns positions >= From,
+	// Descending positions <= From (0: from the start, or from the newest).
+	From int64
+	// Conditions, when given, restrict the page to matching messages.
+	Conditions []core.Condition
+	// Limit is the page size (0: DefaultPageSize).
+	Limit int
+	// Order is the direction.
+	Order Order
+}
+
+// DefaultPageSize is the page size of ReadAll and All when none is given.
+const DefaultPageSize = 50
+
+// Page is one page of ReadAll.
+type Page struct {
+	Messages []core.PositionedMessage
+	// LastPosition is the store's newest position when the page was read.
+	LastPosition int64
+}
+
+// Next returns the options that fetch the page after p (the same order,
+// limit and conditions), and false when p was the last page.
+func (p Page) Next(opts ReadAllOptions) (ReadAllOptions, bool) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	if len(p.Messages) < limit {
+		return opts, false
+	}
+	last := p.Messages[len(p.Messages)-1].Position
+	if opts.Order == Descending {
+		if last <= 1 {
+			return opts, false
+		}
+		opts.From = last - 1
+	} else {
+		if last >= p.LastPosition {
+			return opts, false
+		}
+		opts.From = last + 1
+	}
+	return opts, true
+}
+
+// Stats are figures about a store.
+type Stats struct {
+	// MaxPosition is the newest position in the log.
+	MaxPosition int64
+	// Scheduled is the number of messages waiting in the schedule.
+	Scheduled int64
+}
+
+// Notifier announces appended message types to subscribers. A store calls
+// Notify after the outermost transaction that appended commits, never on
+// rollback, so a notifier may do I/O. InlineNotifier is the in-process
+// default; a notifier that crosses processes lets workers elsewhere wake.
+type Notifier interface {
+	// Subscribe registers fn to be called with the distinct types of each
+	// committed append; the returned function unsubscribes.
+	Subscribe(fn func(types []string)) (unsubscribe func())
+	// Notify announces the distinct types of a committed append.
+	Notify(types []string)
+}
+
+var (
+	// ErrNotInstalled is returned by opening a store whose tables are
+	// missing: install them (sqlitestore.Install, or your migrations).
+	ErrNotInstalled = errors.New("sourced: store not installed")
+	// ErrDuplicateID is matched by the error of an append whose message id
+	// is already stored (in the log or the schedule). Nothing is written.
+	ErrDuplicateID = errors.New("sourced: duplicate message id")
+	// ErrConcurrentAppend is core.ErrConcurrentAppend, repeated here for
+	// callers of the shell.
+	ErrConcurrentAppend = core.ErrConcurrentAppend
+)
