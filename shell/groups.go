@@ -1,0 +1,352 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// Groups is the consumer-group side of a store: registering groups,
+// claiming partitions with pending work, acknowledging them, the group
+// lifecycle, worker heartbeats and housekeeping. A consumer group processes
+// the log per partition, in parallel across partitions, with one offset and
+// at most one claim per partition.
+type Groups interface {
+	// RegisterGroup creates the group (status active) or updates its
+	// label, partition keys and handled types; a failed or stopped group
+	// keeps its status. Registration also records how the group's handled
+	// types are indexed: by payload, or by message id for an id-partitioned
+	// group (which must be exclusive). Two exclusive owners of one type, or
+	// an exclusive group sharing a type with another group, are refused
+	// with a *GroupConflictError.
+	RegisterGroup(ctx context.Context, g GroupSpec) error
+
+	// ClaimNext claims the partition of group with pending work whose
+	// offset is furthest behind, if any, for workerID, and returns up to
+	// batchSize of its messages. It returns nil and no error when there is
+	// nothing to claim: the group is stopped or failed, retrying and its
+	// retry time has not come, or no partition has pending work that no
+	// other worker holds. An idle group answers in O(1) (the claim-scan
+	// latch).
+	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*Claim, error)
+	// Release frees a claim without moving its offset. Only the claiming
+	// worker may release it (else ErrNotClaimant).
+	Release(ctx context.Context, c *Claim) error
+	// Ack moves the claim's offset to position and frees it; see Tx.Ack.
+	Ack(ctx context.Context, c *Claim, position int64) error
+
+	// StopGroup stops a group (reason is kept in its error context),
+	// StartGroup starts it again and ResetGroup clears its offsets so that
+	// it replays the log once started. Each is one transaction; a status
+	// that does not accept the command returns an *InvalidTransitionError
+	// and writes nothing; an unknown group an *UnknownGroupError.
+	StopGroup(ctx context.Context, group, reason string) error
+	StartGroup(ctx context.Context, group string) error
+	ResetGroup(ctx context.Context, group string) error
+	// RetryGroup moves the group to retrying until at, recording the
+	// failure; FailGroup moves it to failed. Both are worker commands: they
+	// never fail on a status (a stopped group stays stopped).
+	RetryGroup(ctx context.Context, group string, at time.Time, failure Failure) error
+	FailGroup(ctx context.Context, group string, failure Failure) error
+	// Group returns a group's status and figures.
+	Group(ctx context.Context, group string) (GroupInfo, error)
+
+	// Heartbeat records that the workers are alive at at.
+	Heartbeat(ctx context.Context, workerIDs []string, at time.Time) error
+	// ReleaseStaleClaims releases the claims of workers not seen since
+	// now-ttl (workers with no heartbeat at all included, by claim age),
+	// re-checking each claim in the same transaction; returns how many.
+	ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error)
+	// ReleaseDrainedOffsets deletes unclaimed offsets whose partition has no
+	// messages left (drained delete-on-ack queues); returns how many.
+	ReleaseDrainedOffsets(ctx context.Context) (int, error)
+	// PruneOrphanKeyPairs deletes key pairs no message or offset uses.
+	PruneOrphanKeyPairs(ctx context.Context) (int, error)
+
+	// ReadOffsets returns a page of offsets (by ascending id from q.From),
+	// and Offsets iterates them lazily.
+	ReadOffsets(ctx context.Context, q OffsetQuery) (OffsetPage, error)
+	Offsets(ctx context.Context, q OffsetQuery) iter.Seq2[Offset, error]
+}
+
+// GroupTx is the consumer-group side of a write transaction: what the
+// router does in the transaction that appends a batch's messages.
+type GroupTx interface {
+	// Ack moves the claim's offset to position (never backwards) and frees
+	// the claim; the group's highest acknowledged position rises to it; a
+	// retrying group whose failed partition this is recovers to active.
+	// Only the claiming worker may ack (else ErrNotClaimant).
+	Ack(c *Claim, position int64) error
+	// Delete removes messages from the log (delete-on-ack).
+	Delete(positions ...int64) error
+	// AdvanceOffset moves a partition's offset to position without a claim
+	// (creating the offset if needed), so that workers skip a command
+	// handled synchronously. It never moves an offset backwards.
+	AdvanceOffset(group string, partition map[string]string, position int64) error
+}
+
+// GroupSpec describes a consumer group to register.
+type GroupSpec struct {
+	// ID is the normalised group id (see core.NormalizeGroup).
+	ID string
+	// Label is a human name (defaults to ID).
+	Label string
+	// PartitionBy are the partition attributes. Empty means one partition
+	// per message (keyed by core.IDKey), which requires Exclusive.
+	PartitionBy []string
+	// Exclusive marks the group as the sole consumer of its types.
+	Exclusive bool
+	// Handled are the type strings the group claims.
+	Handled []string
+}
+
+// Validate checks a spec on its own (the store checks it against the other
+// registered groups).
+func (g GroupSpec) Validate() error {
+	switch {
+	case g.ID == "":
+		return errors.New("sourced: consumer group with no id")
+	case len(g.Handled) == 0:
+		return fmt.Errorf("sourced: consumer group %q handles no types", g.ID)
+	case len(g.PartitionBy) == 0 && !g.Exclusive:
+		return fmt.Errorf("sourced: consumer group %q has no partition keys: only an exclusive group may be partitioned by message id", g.ID)
+	case slices.Contains(g.PartitionBy, core.IDKey):
+		return fmt.Errorf("sourced: consumer group %q: %s is reserved; leave PartitionBy empty for id-partitioning", g.ID, core.IDKey)
+	}
+	return nil
+}
+
+// Claim is a claimed partition of a consumer group and its pending
+// messages.
+type Claim struct {
+	Group    string
+	WorkerID string
+	// OffsetID identifies the partition's offset.
+	OffsetID int64
+	// Partition holds the partition's values ({"__id": id} for an
+	// id-partitioned group).
+	Partition map[string]string
+	// Messages are the pending messages, in position order (conditional
+	// AND: each matches every partition attribute it carries).
+	Messages []core.PositionedMessage
+	// Guard covers every handled type that declares partition attributes,
+	// up to the last claimed message.
+	Guard core.Guard
+	// Replaying is true when the last claimed message is at or below the
+	// group's highest acknowledged position (the group was reset).
+	Replaying bool
+}
+
+// Last is the position of the claim's last message.
+func (c *Claim) Last() int64 {
+	if len(c.Messages) == 0 {
+		return 0
+	}
+	return c.Messages[len(c.Messages)-1].Position
+}
+
+// Status is a consumer group's status.
+type Status string
+
+// The statuses of a consumer group.
+const (
+	StatusActive   Status = "active"
+	StatusRetrying Status = "retrying"
+	StatusStopped  Status = "stopped"
+	StatusFailed   Status = "failed"
+)
+
+// Command is a change of a consumer group's status.
+type Command string
+
+// Operator commands (Start, Stop, Reset) and worker commands (Retry,
+// Recover, Fail).
+const (
+	CmdStart   Command = "start"
+	CmdStop    Command = "stop"
+	CmdReset   Command = "reset"
+	CmdRetry   Command = "retry"
+	CmdRecover Command = "recover"
+	CmdFail    Command = "fail"
+)
+
+// transitions is the consumer-group status chart of the manual.
+var transitions = map[Status]map[Command]Status{
+	StatusActive:   {CmdStop: StatusStopped, CmdRetry: StatusRetrying, CmdFail: StatusFailed},
+	StatusRetrying: {CmdStart: StatusActive, CmdStop: StatusStopped, CmdRetry: StatusRetrying, CmdRecover: StatusActive, CmdFail: StatusFailed},
+	StatusStopped:  {CmdStart: StatusActive, CmdReset: StatusStopped},
+	StatusFailed:   {CmdStart: StatusActive, CmdStop: StatusStopped, CmdReset: StatusFailed},
+}
+
+// Transition returns the status a command moves a group from status to,
+// or an *InvalidTransitionError naming what the status accepts.
+func Transition(group string, status Status, cmd Command) (Status, error) {
+	if next, ok := transitions[status][cmd]; ok {
+		return next, nil
+	}
+	return status, &InvalidTransitionError{Group: group, Status: status, Command: cmd, Accepts: Accepts(status)}
+}
+
+// Accepts lists the commands a status accepts, in a fixed order.
+func Accepts(status Status) []Command {
+	var out []Command
+	for _, c := range []Command{CmdStart, CmdStop, CmdReset, CmdRetry, CmdRecover, CmdFail} {
+		if _, ok := transitions[status][c]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Claimable reports whether a group with this status and retry time may be
+// claimed at now: active, or retrying once its retry time has passed.
+func Claimable(status Status, retryAt time.Time, now time.Time) bool {
+	switch status {
+	case StatusActive:
+		return true
+	case StatusRetrying:
+		return !retryAt.After(now)
+	}
+	return false
+}
+
+// Failure is the error context of a consumer group, stored as JSON.
+type Failure struct {
+	// RetryCount counts retries since the group last recovered.
+	RetryCount int `json:"retry_count"`
+	// RetryAt is when a retrying group may be claimed again.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// OffsetID is the partition whose batch failed (its ack recovers the
+	// group).
+	OffsetID int64 `json:"offset_id,omitempty"`
+	// ErrorType is the Go type of the error (the class, in Ruby terms).
+	ErrorType string `json:"error_type,omitempty"`
+	// Error is the error's message.
+	Error string `json:"error,omitempty"`
+	// Stack is where the error (or panic) happened.
+	Stack string `json:"stack,omitempty"`
+	// Reason is why an operator stopped the group.
+	Reason string `json:"reason,omitempty"`
+}
+
+// GroupInfo is a consumer group's status and figures.
+type GroupInfo struct {
+	ID      string
+	Label   string
+	Status  Status
+	RetryAt time.Time
+	Failure Failure
+	// OldestProcessed and NewestProcessed are the lowest non-zero and the
+	// highest offset positions; Partitions the number of offsets.
+	OldestProcessed int64
+	NewestProcessed int64
+	Partitions      int64
+	// HighestPosition is the furthest position ever acknowledged.
+	HighestPosition int64
+	PartitionBy     []string
+	Exclusive       bool
+}
+
+// OffsetQuery selects offsets to page through.
+type OffsetQuery struct {
+	// Group filters by group id ("" for all groups).
+	Group string
+	// From is the inclusive offset-id cursor.
+	From int64
+	// Limit is the page size (0: DefaultPageSize).
+	Limit int
+}
+
+// Offset is a partition's offset as monitoring shows it.
+type Offset struct {
+	ID           int64
+	Group        string
+	GroupStatus  Status
+	Partition    map[string]string
+	LastPosition int64
+	Claimed      bool
+	ClaimedAt    time.Time
+	ClaimedBy    string
+}
+
+// PartitionKey renders a partition for display: name:value pairs in name
+// order joined by "|". It is not the stored key (which is unambiguous).
+func PartitionKey(partition map[string]string) string {
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range partition {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + partition[k]
+	}
+	return strings.Join(parts, "|")
+}
+
+// OffsetPage is a page of offsets.
+type OffsetPage struct {
+	Offsets []Offset
+	// Total is the number of offsets matching the query's group filter.
+	Total int64
+}
+
+var (
+	// ErrNotClaimant is matched by the error of acking or releasing a claim
+	// that another worker holds, or that was released.
+	ErrNotClaimant = errors.New("sourced: claim not held by this worker")
+	// ErrGroupNotRegistered is matched by UnknownGroupError.
+	ErrGroupNotRegistered = errors.New("sourced: consumer group not registered")
+)
+
+// UnknownGroupError is returned for a group id that is not registered; it
+// names the registered ones.
+type UnknownGroupError struct {
+	Group string
+	Known []string
+}
+
+func (e *UnknownGroupError) Error() string {
+	return fmt.Sprintf("sourced: unknown consumer group %q (registered: %s)", e.Group, strings.Join(e.Known, ", "))
+}
+
+// Is makes errors.Is(err, ErrGroupNotRegistered) true.
+func (e *UnknownGroupError) Is(target error) bool { return target == ErrGroupNotRegistered }
+
+// InvalidTransitionError is returned by an operator command that the
+// group's status does not accept.
+type InvalidTransitionError struct {
+	Group   string
+	Status  Status
+	Command Command
+	Accepts []Command
+}
+
+func (e *InvalidTransitionError) Error() string {
+	acc := make([]string, len(e.Accepts))
+	for i, c := range e.Accepts {
+		acc[i] = string(c)
+	}
+	return fmt.Sprintf("sourced: can't %s consumer group %s: it's %s. It accepts: %s", e.Command, e.Group, e.Status, strings.Join(acc, ", "))
+}
+
+// GroupConflictError is returned when registering a group that claims
+// types an exclusive group owns (or an exclusive group claiming types
+// another group handles).
+type GroupConflictError struct {
+	Group string
+	Other string
+	Types []string
+}
+
+func (e *GroupConflictError) Error() string {
+	return fmt.Sprintf("sourced: consumer groups %q and %q both handle %s, and one of them is exclusive", e.Group, e.Other, strings.Join(e.Types, ", "))
+}
