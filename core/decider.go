@@ -180,14 +180,18 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 // in the batch, so a batch never conflicts with itself. Commands in a
 // replayed batch were decided before and are only acknowledged (deciding
 // them again would append their events twice); reactions are skipped too.
+// So are commands whose metadata says this group decided them already
+// (DecidedByKey, set by synchronous handling).
 func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 	h := d.compiled()
+	group := d.Spec().Group
 	s := d.Evolve(d.Initial(), positioned(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}
 		t := PayloadType(m.Payload)
-		if _, isCmd := h.decide[t]; isCmd && !in.Replaying {
+		decided := m.Metadata[DecidedByKey] == group
+		if _, isCmd := h.decide[t]; isCmd && !in.Replaying && !decided {
 			evs, err := d.Decide(s, m.Message)
 			if err != nil {
 				return outs, &BatchError{Message: m, Index: i, Err: err}

@@ -28,6 +28,19 @@ type Definition interface {
 	Step(in StepInput) ([]Outcome, error)
 }
 
+// Evolver is what loading a state from the log needs: Decider, Projector
+// and Projection all implement it.
+type Evolver[S any] interface {
+	Initial() S
+	Evolve(s S, events ...Message) S
+	EvolvedTypes() []reflect.Type
+}
+
+// DecidedByKey is the metadata key under which synchronous command handling
+// records the group that already decided a command, so that the group's
+// workers acknowledge it without deciding it again.
+const DecidedByKey = "sourced_decided_by"
+
 // StateLoader is implemented by definitions that load their state from the
 // user's own storage before a batch (state-stored projectors).
 type StateLoader interface {

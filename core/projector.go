@@ -76,6 +76,9 @@ func (p Projector[S]) React(s S, event Message) ([]Message, error) {
 	return dispatch(fn(s, event), event, p.Group)
 }
 
+// EvolvedTypes are the event types the projector evolves.
+func (p Projector[S]) EvolvedTypes() []reflect.Type { return slices.Clone(p.compiled().evolveOrder) }
+
 // Err returns the errors found while building the projector, if any.
 func (p Projector[S]) Err() error { return p.compiled().err() }
 

@@ -87,8 +87,12 @@ type GroupTx interface {
 	Delete(positions ...int64) error
 	// AdvanceOffset moves a partition's offset to position without a claim
 	// (creating the offset if needed), so that workers skip a command
-	// handled synchronously. It never moves an offset backwards.
-	AdvanceOffset(group string, partition map[string]string, position int64) error
+	// handled synchronously. It never moves an offset backwards, and it does
+	// not move it at all (returning false) while the partition holds a
+	// message of the group's handled types between the offset and position
+	// that no worker has processed yet: skipping it would lose it. The
+	// group's highest position rises to position when the offset moves.
+	AdvanceOffset(group string, partition map[string]string, position int64) (bool, error)
 }
 
 // GroupSpec describes a consumer group to register.

@@ -1,0 +1,512 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
+)
+
+// RouterStore is what the router needs of a store: the log and the
+// consumer groups.
+type RouterStore interface {
+	Store
+	Groups
+}
+
+// RouterOptions configure a Router. Zero values take the defaults.
+type RouterOptions struct {
+	// BatchSize caps the messages of one claim (default 50).
+	BatchSize int
+	// ErrorStrategy is the default strategy for failed batches (default:
+	// fail the group).
+	ErrorStrategy ErrorStrategy
+	// MaxConflictRetries is how many times a batch whose append conflicts
+	// is handled again (on a fresh history) before it goes through the error
+	// strategy (default 3).
+	MaxConflictRetries int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives after-sync failures and strategy decisions (default
+	// slog.Default()).
+	Logger *slog.Logger
+	// WorkerID names the router's claims in HandleNext and Drain (default
+	// "router").
+	WorkerID string
+}
+
+// Router runs reactors on a store: it registers their consumer groups,
+// claims their partitions, hands the batches to them, and executes the
+// signals they return in one transaction per batch.
+type Router struct {
+	store    RouterStore
+	opts     RouterOptions
+	reactors []*reactor
+	byGroup  map[string]*reactor
+}
+
+type reactor struct {
+	r    effects.Reactor
+	info effects.Info
+	def  core.Definition
+}
+
+// NewRouter validates reactors together and returns a router for them.
+// Each reactor is an effects.Reactor or a core.Definition (a Decider or a
+// Projector). Definition errors, two reactors with one group id, and an
+// exclusive reactor sharing a type with another are reported here, all at
+// once. Call Setup to register the groups with the store.
+func NewRouter(store RouterStore, opts RouterOptions, reactors ...any) (*Router, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 50
+	}
+	if opts.MaxConflictRetries <= 0 {
+		opts.MaxConflictRetries = 3
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.WorkerID == "" {
+		opts.WorkerID = "router"
+	}
+	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
+	reg := store.Registry()
+	var errs []error
+	for _, x := range reactors {
+		var re reactor
+		switch v := x.(type) {
+		case effects.Reactor:
+			re.r = v
+		case core.Definition:
+			r, err := effects.FromDefinition(reg, v)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			re.r, re.def = r, v
+		default:
+			errs = append(errs, fmt.Errorf("sourced: %T is not a reactor: implement effects.Reactor, or use a core.Decider or core.Projector", x))
+			continue
+		}
+		info, err := effects.Describe(re.r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if c, ok := re.r.(effects.Checker); ok && re.def == nil {
+			if err := c.Check(reg); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, t := range slices.Concat(info.Handled, info.History) {
+			if _, err := reg.ByName(t); err != nil {
+				errs = append(errs, &core.DefinitionError{Group: info.Group, Message: t, Problem: err.Error()})
+			}
+		}
+		re.info = info
+		if prev, dup := rt.byGroup[info.Group]; dup {
+			errs = append(errs, &core.DefinitionError{Group: info.Group, Problem: fmt.Sprintf("two reactors share the group id (%T and %T)", prev.r, re.r)})
+			continue
+		}
+		rt.byGroup[info.Group] = &re
+		rt.reactors = append(rt.reactors, &re)
+	}
+	for i, a := range rt.reactors {
+		for _, b := range rt.reactors[i+1:] {
+			if !a.info.Exclusive && !b.info.Exclusive {
+				continue
+			}
+			var shared []string
+			for _, t := range a.info.Handled {
+				if slices.Contains(b.info.Handled, t) {
+					shared = append(shared, t)
+				}
+			}
+			if len(shared) > 0 {
+				errs = append(errs, &GroupConflictError{Group: a.info.Group, Other: b.info.Group, Types: shared})
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Setup registers every reactor's consumer group with the store.
+func (rt *Router) Setup(ctx context.Context) error {
+	for _, re := range rt.reactors {
+		spec := GroupSpec{ID: re.info.Group, Label: re.info.Label, PartitionBy: re.info.PartitionBy, Exclusive: re.info.Exclusive, Handled: re.info.Handled}
+		if err := rt.store.RegisterGroup(ctx, spec); err != nil {
+			return fmt.Errorf("sourced: registering %s: %w", re.info.Group, err)
+		}
+	}
+	return nil
+}
+
+// Reactors describes the registered reactors, in registration order.
+func (rt *Router) Reactors() []effects.Info {
+	out := make([]effects.Info, len(rt.reactors))
+	for i, re := range rt.reactors {
+		out[i] = re.info
+	}
+	return out
+}
+
+// Store returns the router's store.
+func (rt *Router) Store() RouterStore { return rt.store }
+
+// lookup finds a reactor by group id, label, or the reactor value itself.
+func (rt *Router) lookup(target any) (*reactor, error) {
+	var id string
+	switch v := target.(type) {
+	case string:
+		id = v
+		if n, err := core.NormalizeGroup(v); err == nil && rt.byGroup[n] != nil {
+			id = n
+		}
+		for _, re := range rt.reactors {
+			if re.info.Label == v {
+				id = re.info.Group
+			}
+		}
+	case core.Definition:
+		id = v.Spec().Group
+	case effects.Reactor:
+		info, err := effects.Describe(v)
+		if err != nil {
+			return nil, err
+		}
+		id = info.Group
+	default:
+		return nil, fmt.Errorf("sourced: %T names no reactor", target)
+	}
+	if re, ok := rt.byGroup[id]; ok {
+		return re, nil
+	}
+	return nil, &UnknownGroupError{Group: id, Known: slices.Sorted(maps.Keys(rt.byGroup))}
+}
+
+// HandleNext claims one batch of the reactor named by target (a group id,
+// a label, or the reactor itself) for workerID and processes it. It
+// reports whether there was a batch.
+//
+// The batch's signals run in one transaction that also acknowledges it.
+// If the reactor fails part-way, the messages before the failure are
+// committed and acknowledged and the failure goes to the error strategy.
+// A batch whose guarded append conflicts is handled again on a fresh
+// history, up to MaxConflictRetries times, then goes to the error strategy.
+func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (bool, error) {
+	re, err := rt.lookup(target)
+	if err != nil {
+		return false, err
+	}
+	return rt.handleNext(ctx, re, workerID)
+}
+
+func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (bool, error) {
+	claim, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
+	if err != nil || claim == nil {
+		return false, err
+	}
+	for attempt := 0; ; attempt++ {
+		err = rt.process(ctx, re, claim)
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, core.ErrConcurrentAppend) && attempt < rt.opts.MaxConflictRetries {
+			continue
+		}
+		break
+	}
+	var handled *batchFailure
+	if errors.As(err, &handled) {
+		return true, rt.fail(ctx, re, claim, handled.err)
+	}
+	if relErr := rt.store.Release(ctx, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+		return true, errors.Join(err, relErr)
+	}
+	return true, rt.fail(ctx, re, claim, err)
+}
+
+// batchFailure is a failure after which the claim was already settled (the
+// pairs before it committed and acknowledged).
+type batchFailure struct{ err error }
+
+func (b *batchFailure) Error() string { return b.err.Error() }
+func (b *batchFailure) Unwrap() error { return b.err }
+
+// process handles the claim once: history, reactor, signals, ack.
+func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
+	if len(re.info.History) > 0 {
+		res, err := rt.store.ReadPartition(ctx, claim.Partition, re.info.History, ReadOptions{})
+		if err != nil {
+			return err
+		}
+		ec.History, ec.HistoryGuard = res.Messages, res.Guard
+	}
+	var pairs []effects.Pair
+	handleErr := protect(func() error {
+		var err error
+		pairs, err = re.r.HandleClaim(ctx, ec)
+		return err
+	})
+	if len(pairs) == 0 && handleErr == nil {
+		return rt.store.Release(ctx, claim)
+	}
+	var afters []func(context.Context) error
+	if len(pairs) > 0 {
+		err := rt.store.Update(ctx, func(tx Tx) error {
+			var err error
+			afters, err = rt.execute(ctx, tx, claim, pairs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rt.afterSync(ctx, re, afters)
+	}
+	if handleErr != nil {
+		if len(pairs) > 0 {
+			return &batchFailure{err: handleErr}
+		}
+		return handleErr
+	}
+	return nil
+}
+
+// execute runs a batch's pairs in tx and acknowledges the claim.
+func (rt *Router) execute(ctx context.Context, tx Tx, claim *Claim, pairs []effects.Pair) ([]func(context.Context) error, error) {
+	gtx, ok := tx.(GroupTx)
+	if !ok {
+		return nil, fmt.Errorf("sourced: the store's transactions do not acknowledge claims (%T is not a GroupTx)", tx)
+	}
+	start, err := tx.LastPosition()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		afters  []func(context.Context) error
+		deletes []int64
+		last    int64
+		wrote   bool
+	)
+	for _, p := range pairs {
+		for _, s := range p.Signals {
+			switch s := s.(type) {
+			case effects.Append:
+				msgs := effects.Correlate(s, p.Source.Message)
+				opts := AppendOptions{Guard: s.Guard}
+				if s.Guard != nil && wrote {
+					// Messages after start are this batch's own: check the
+					// guard against the others only, so a batch never
+					// conflicts with itself.
+					if err := checkGuardUpto(tx, *s.Guard, start); err != nil {
+						return nil, err
+					}
+					opts.Guard = nil
+				}
+				if len(msgs) == 0 {
+					continue
+				}
+				if _, err := tx.Append(msgs, opts); err != nil {
+					return nil, err
+				}
+				wrote = true
+			case effects.Sync:
+				if err := protect(func() error { return s.Work(ctx, tx.Context()) }); err != nil {
+					return nil, err
+				}
+			case effects.AfterSync:
+				afters = append(afters, s.Work)
+			case effects.Ack:
+				if s.Delete {
+					deletes = append(deletes, p.Source.Position)
+				}
+			case nil:
+				return nil, fmt.Errorf("sourced: a nil signal for message at position %d", p.Source.Position)
+			default:
+				return nil, fmt.Errorf("sourced: unknown signal %T", s)
+			}
+		}
+		last = max(last, p.Source.Position)
+	}
+	if len(deletes) > 0 {
+		if err := gtx.Delete(deletes...); err != nil {
+			return nil, err
+		}
+	}
+	if last == 0 {
+		return afters, nil // nothing processed: the claim is released by the caller
+	}
+	return afters, gtx.Ack(claim, last)
+}
+
+// checkGuardUpto fails with a *core.ConflictError if a message matching g
+// lies in (g.LastPosition, upto].
+func checkGuardUpto(tx Tx, g core.Guard, upto int64) error {
+	if len(g.Conditions) == 0 || upto <= g.LastPosition {
+		return nil
+	}
+	res, err := tx.Read(g.Conditions, ReadOptions{After: g.LastPosition, Upto: upto})
+	if err != nil {
+		return err
+	}
+	if len(res.Messages) > 0 {
+		return &core.ConflictError{Guard: g, Conflicts: res.Messages}
+	}
+	return nil
+}
+
+func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(context.Context) error) {
+	for _, w := range afters {
+		if err := protect(func() error { return w(ctx) }); err != nil {
+			rt.opts.Logger.ErrorContext(ctx, "sourced: after-sync work failed", "group", re.info.Group, "error", err)
+		}
+	}
+}
+
+// fail applies the error strategy to a failed batch.
+func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error) error {
+	strategy := rt.opts.ErrorStrategy
+	if sp, ok := re.r.(StrategyProvider); ok {
+		strategy = sp.ErrorStrategy()
+	}
+	info, err := rt.store.Group(ctx, re.info.Group)
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	f := failureOf(cause)
+	f.OffsetID = claim.OffsetID
+	f.RetryCount = info.Failure.RetryCount + 1
+	if f.RetryCount <= strategy.Retries {
+		at := rt.opts.Now().Add(strategy.delay(f.RetryCount))
+		f.RetryAt = &at
+		if err := rt.store.RetryGroup(ctx, re.info.Group, at, f); err != nil {
+			return errors.Join(cause, err)
+		}
+		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, retrying", "group", re.info.Group, "retry", f.RetryCount, "at", at, "error", cause)
+		if strategy.OnRetry != nil {
+			strategy.OnRetry(ctx, re.info.Group, cause, f.RetryCount, at)
+		}
+		return nil
+	}
+	f.RetryCount = info.Failure.RetryCount
+	if err := rt.store.FailGroup(ctx, re.info.Group, f); err != nil {
+		return errors.Join(cause, err)
+	}
+	rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", "group", re.info.Group, "error", cause)
+	if strategy.OnFail != nil {
+		strategy.OnFail(ctx, re.info.Group, cause)
+	}
+	return nil
+}
+
+// failureOf records an error: its type, message and stack.
+func failureOf(err error) Failure {
+	f := Failure{ErrorType: fmt.Sprintf("%T", err), Error: err.Error()}
+	var be *core.BatchError
+	if errors.As(err, &be) {
+		f.ErrorType = fmt.Sprintf("%T", be.Err)
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		f.Stack = pe.Stack
+	} else {
+		f.Stack = string(debug.Stack())
+	}
+	return f
+}
+
+// Drain processes batches of every reactor until none has work left. It
+// takes turns between reactors so that one busy reactor does not starve
+// the others.
+func (rt *Router) Drain(ctx context.Context) error {
+	for {
+		worked := false
+		for _, re := range rt.reactors {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			did, err := rt.handleNext(ctx, re, rt.opts.WorkerID)
+			if err != nil {
+				return err
+			}
+			worked = worked || did
+		}
+		if !worked {
+			return nil
+		}
+	}
+}
+
+// Hooks a reactor may implement to hear about operator commands.
+type (
+	// Stopper is called after the reactor's group was stopped.
+	Stopper interface {
+		OnStop(ctx context.Context, reason string) error
+	}
+	// Starter is called after the reactor's group was started.
+	Starter interface{ OnStart(ctx context.Context) error }
+	// Resetter is called after the reactor's group was reset.
+	Resetter interface{ OnReset(ctx context.Context) error }
+)
+
+// Stop stops the group of the reactor named by target, then calls its
+// OnStop hook.
+func (rt *Router) Stop(ctx context.Context, target any, reason string) error {
+	re, err := rt.lookup(target)
+	if err != nil {
+		return err
+	}
+	if err := rt.store.StopGroup(ctx, re.info.Group, reason); err != nil {
+		return err
+	}
+	if h, ok := re.r.(Stopper); ok {
+		return h.OnStop(ctx, reason)
+	}
+	return nil
+}
+
+// Start starts the group of the reactor named by target again, then calls
+// its OnStart hook.
+func (rt *Router) Start(ctx context.Context, target any) error {
+	re, err := rt.lookup(target)
+	if err != nil {
+		return err
+	}
+	if err := rt.store.StartGroup(ctx, re.info.Group); err != nil {
+		return err
+	}
+	if h, ok := re.r.(Starter); ok {
+		return h.OnStart(ctx)
+	}
+	return nil
+}
+
+// Reset clears the offsets of the group of the reactor named by target,
+// then calls its OnReset hook. The group replays the log once started.
+func (rt *Router) Reset(ctx context.Context, target any) error {
+	re, err := rt.lookup(target)
+	if err != nil {
+		return err
+	}
+	if err := rt.store.ResetGroup(ctx, re.info.Group); err != nil {
+		return err
+	}
+	if h, ok := re.r.(Resetter); ok {
+		return h.OnReset(ctx)
+	}
+	return nil
+}

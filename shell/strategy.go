@@ -1,0 +1,69 @@
+package shell
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// ErrorStrategy decides what happens to a consumer group when a batch
+// fails. The zero value fails the group at once (the default strategy): the
+// group stops being claimed until an operator starts it again, and its
+// Failure records the error's type, message and stack.
+//
+// With Retries > 0 the group moves to retrying instead, and is claimed
+// again after Backoff(After, n) for the n-th retry (default: After*n,
+// After defaulting to 3 s); when the retries run out it fails. A group
+// recovers (its retry count back to 0) once the partition that failed is
+// processed.
+type ErrorStrategy struct {
+	Retries int
+	After   time.Duration
+	Backoff func(after time.Duration, retry int) time.Duration
+	// OnRetry is called after the group moved to retrying.
+	OnRetry func(ctx context.Context, group string, err error, retry int, at time.Time)
+	// OnFail is called after the group failed.
+	OnFail func(ctx context.Context, group string, err error)
+}
+
+// StrategyProvider is implemented by reactors that handle their own
+// errors with a strategy of their own.
+type StrategyProvider interface {
+	ErrorStrategy() ErrorStrategy
+}
+
+func (s ErrorStrategy) delay(retry int) time.Duration {
+	after := s.After
+	if after <= 0 {
+		after = 3 * time.Second
+	}
+	if s.Backoff != nil {
+		return s.Backoff(after, retry)
+	}
+	return after * time.Duration(retry)
+}
+
+// PanicError is the error of user code that panicked.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("sourced: panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// protect runs fn, turning a panic into a *PanicError.
+func protect(fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return fn()
+}
