@@ -458,9 +458,13 @@ type (
 		OnStop(ctx context.Context, reason string) error
 	}
 	// Starter is called after the reactor's group was started.
-	Starter interface{ OnStart(ctx context.Context) error }
+	Starter interface {
+		OnStart(ctx context.Context) error
+	}
 	// Resetter is called after the reactor's group was reset.
-	Resetter interface{ OnReset(ctx context.Context) error }
+	Resetter interface {
+		OnReset(ctx context.Context) error
+	}
 )
 
 // Stop stops the group of the reactor named by target, then calls its
