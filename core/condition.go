@@ -2,6 +2,7 @@ package core
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -65,24 +66,50 @@ func MatchAny(conds []Condition, typ string, keys []codec.KeyPair) bool {
 	return false
 }
 
-// ConditionsFor builds the conditions that select the given partition's
-// messages of each type: one condition per type, holding the partition
-// attributes that the type declares. A type that declares none of them
-// contributes no condition (there is no CourseCreated x user_id condition).
+// ConditionsFor builds the conditions that select (at least) the given
+// partition's messages of each type, for reads and guards. A type that
+// declares none of the partition attributes contributes nothing (there is
+// no CourseCreated x user_id condition).
+//
+// A type's condition holds the partition attributes it declares, except
+// those that may be absent from a message (pointers, omitempty attributes,
+// slices): under conditional AND a message lacking one still belongs to the
+// partition, so a condition requiring it would let the guard miss that
+// message. When every declared attribute may be absent, the type gets one
+// condition per attribute instead. The guard may then be wider than the
+// partition (a possible false conflict), never narrower.
 func ConditionsFor(partition map[string]string, types ...*codec.Type) []Condition {
 	conds := make([]Condition, 0, len(types))
 	for _, t := range types {
-		attrs := make(map[string]string, len(partition))
-		for name, value := range partition {
-			if t.Has(name) {
-				attrs[name] = value
+		always := map[string]string{}
+		var optional []string
+		for _, name := range slices.Sorted(maps.Keys(partition)) {
+			f, ok := t.Field(name)
+			if !ok {
+				continue
+			}
+			if mayBeAbsent(f) {
+				optional = append(optional, name)
+			} else {
+				always[name] = partition[name]
 			}
 		}
-		if len(attrs) > 0 {
-			conds = append(conds, Condition{Type: t.Name, Attrs: attrs})
+		switch {
+		case len(always) > 0:
+			conds = append(conds, Condition{Type: t.Name, Attrs: always})
+		default:
+			for _, name := range optional {
+				conds = append(conds, Condition{Type: t.Name, Attrs: map[string]string{name: partition[name]}})
+			}
 		}
 	}
 	return conds
+}
+
+// mayBeAbsent reports whether a message of the type can lack a key pair for
+// the attribute.
+func mayBeAbsent(f codec.Field) bool {
+	return f.OmitEmpty || f.Multi || f.GoType.Kind() == reflect.Pointer || f.GoType.Kind() == reflect.Interface
 }
 
 // InPartition reports whether a message indexed under keys belongs to the

@@ -96,3 +96,43 @@ func TestConditionsForUsesDeclaredAttributesOnly(t *testing.T) {
 		t.Fatalf("a type declaring none of the attributes contributes nothing, got %v", got)
 	}
 }
+
+type Reviewed struct {
+	CourseName string  `json:"course_name"`
+	UserID     *string `json:"user_id"`
+	Note       string  `json:"note,omitempty"`
+}
+
+type Tagged struct {
+	Users []string `json:"user_id"`
+	Note  string   `json:"note,omitempty"`
+}
+
+// A guard built by ConditionsFor must match every message of the partition
+// under conditional AND, including those lacking an optional attribute.
+func TestConditionsForNeverMissesAPartitionMessage(t *testing.T) {
+	reg := codec.NewRegistry()
+	codec.MustRegister[Reviewed](reg, "reviewed")
+	codec.MustRegister[Tagged](reg, "tagged")
+	rt, _ := reg.ByName("reviewed")
+	tt, _ := reg.ByName("tagged")
+	p := map[string]string{"course_name": "Algebra", "user_id": "joe", "note": "x"}
+	conds := core.ConditionsFor(p, rt, tt)
+	want := []string{"reviewed(course_name=Algebra)", "tagged(note=x)", "tagged(user_id=joe)"}
+	if len(conds) != len(want) {
+		t.Fatalf("conditions %v", conds)
+	}
+	for i := range want {
+		if conds[i].String() != want[i] {
+			t.Errorf("condition %d = %s, want %s", i, conds[i], want[i])
+		}
+	}
+	joe := "joe"
+	for _, m := range []any{Reviewed{CourseName: "Algebra"}, Reviewed{CourseName: "Algebra", UserID: &joe}, Tagged{Users: []string{"ann", "joe"}}, Tagged{Note: "x"}} {
+		keys, _ := reg.Keys(m, nil)
+		typ, _ := reg.TypeOf(m)
+		if core.InPartition(p, keys) && !core.MatchAny(conds, typ.Name, keys) {
+			t.Errorf("%+v is in the partition but the guard misses it", m)
+		}
+	}
+}

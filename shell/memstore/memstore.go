@@ -1,0 +1,579 @@
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// ErrClosed is returned by every operation on a store after Close.
+var ErrClosed = errors.New("memstore: store is closed")
+
+// Option configures a Store built by New.
+type Option func(*Store)
+
+// WithClock makes the store read the time from now instead of time.Now. The
+// store stamps messages with it and compares message times with it to decide
+// what to schedule.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.now = now }
+}
+
+// WithNotifier makes the store announce the distinct types of every
+// committed append (and of every promotion of scheduled messages) to n.
+// Without it nothing is announced.
+func WithNotifier(n shell.Notifier) Option {
+	return func(s *Store) { s.notifier = n }
+}
+
+// TxContext is the transaction handed to sync work by Tx.Context (a
+// core.Tx). The in-memory store has nothing beside the log for sync work to
+// write to, so it has no methods.
+type TxContext struct{}
+
+// Store is an in-memory shell.Store. Build it with New; it is safe for
+// concurrent use.
+type Store struct {
+	reg      *codec.Registry
+	now      func() time.Time
+	notifier shell.Notifier
+
+	mu       sync.RWMutex
+	log      []record // ordered by position
+	schedule []record // in the order the messages were scheduled
+	ids      map[uuid.UUID]struct{}
+	closed   bool
+}
+
+// record is a stored message: the envelope, the encoded payload and the key
+// pairs it is indexed under.
+type record struct {
+	position    int64 // 0 while scheduled
+	id          uuid.UUID
+	typ         string
+	version     int
+	payload     []byte
+	metadata    []byte // JSON; nil when the message has no metadata
+	causationID uuid.UUID
+	correlation uuid.UUID
+	createdAt   time.Time
+	keys        []codec.KeyPair
+}
+
+var _ shell.Store = (*Store)(nil)
+
+// New returns an empty store that encodes and decodes payloads with reg.
+func New(reg *codec.Registry, opts ...Option) *Store {
+	s := &Store{reg: reg, now: time.Now, ids: make(map[uuid.UUID]struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Registry returns the codec registry the store was built with.
+func (s *Store) Registry() *codec.Registry { return s.reg }
+
+// Update runs fn in one transaction holding the store's lock. If fn returns
+// an error or panics, everything it appended is undone (positions are then
+// reused by the next append: the log is exactly as before) and the error is
+// returned or the panic continues. After a commit the notifier is told the
+// distinct types appended to the log.
+func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	tx := &tx{s: s, logLen: len(s.log), schedLen: len(s.schedule)}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.rollback()
+		}
+		tx.done = true
+		s.mu.Unlock()
+		if committed {
+			s.notify(tx.types)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}
+
+// Append appends msgs in a transaction of its own; see shell.Tx.Append.
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
+	err = s.Update(ctx, func(tx shell.Tx) error {
+		res, err = tx.Append(msgs, opts)
+		return err
+	})
+	return res, err
+}
+
+// Read returns the messages matching any of conds; see shell.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := s.rlock(ctx); err != nil {
+		return shell.ReadResult{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.read(conds, opts)
+}
+
+// ReadPartition reads one partition under conditional AND; see
+// shell.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := s.rlock(ctx); err != nil {
+		return shell.ReadResult{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.readPartition(partition, types, opts)
+}
+
+// ReadAll returns one page of the log; see shell.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := s.rlock(ctx); err != nil {
+		return shell.Page{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.readAll(opts)
+}
+
+// All iterates the log (or the messages matching opts.Conditions) from
+// opts.From in opts.Order, one page of opts.Limit at a time, fetching the
+// next page only when the iteration gets there.
+func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return func(yield func(core.PositionedMessage, error) bool) {
+		for {
+			page, err := s.ReadAll(ctx, opts)
+			if err != nil {
+				yield(core.PositionedMessage{}, err)
+				return
+			}
+			for _, m := range page.Messages {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			next, more := page.Next(opts)
+			if !more {
+				return
+			}
+			opts = next
+		}
+	}
+}
+
+// PromoteScheduled moves the scheduled messages due at or before now into
+// the log, in the order they were scheduled, keeping their ids and times,
+// and returns how many it moved.
+func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	var types []string
+	kept := s.schedule[:0]
+	n := 0
+	for _, r := range s.schedule {
+		if r.createdAt.After(now) {
+			kept = append(kept, r)
+			continue
+		}
+		r.position = s.lastPosition() + 1
+		s.log = append(s.log, r)
+		types = appendDistinct(types, r.typ)
+		n++
+	}
+	clear(s.schedule[len(kept):])
+	s.schedule = kept
+	s.mu.Unlock()
+	s.notify(types)
+	return n, nil
+}
+
+// NextScheduled returns when the earliest scheduled message is due, and
+// false when none is scheduled.
+func (s *Store) NextScheduled(ctx context.Context) (time.Time, bool, error) {
+	if err := s.rlock(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	defer s.mu.RUnlock()
+	if len(s.schedule) == 0 {
+		return time.Time{}, false, nil
+	}
+	next := slices.MinFunc(s.schedule, func(a, b record) int { return a.createdAt.Compare(b.createdAt) })
+	return next.createdAt, true, nil
+}
+
+// Stats returns the newest position and the number of scheduled messages.
+func (s *Store) Stats(ctx context.Context) (shell.Stats, error) {
+	if err := s.rlock(ctx); err != nil {
+		return shell.Stats{}, err
+	}
+	defer s.mu.RUnlock()
+	return shell.Stats{MaxPosition: s.lastPosition(), Scheduled: int64(len(s.schedule))}, nil
+}
+
+// Optimize does nothing: the in-memory store has no query planner.
+func (s *Store) Optimize(ctx context.Context) error { return ctx.Err() }
+
+// Close drops the store's contents; later calls return ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.log, s.schedule, s.ids = nil, nil, nil
+	return nil
+}
+
+// rlock takes the read lock unless ctx is done or the store is closed.
+func (s *Store) rlock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) notify(types []string) {
+	if s.notifier != nil && len(types) > 0 {
+		s.notifier.Notify(types)
+	}
+}
+
+// lastPosition is the position of the newest message (0 when empty). The
+// caller holds the lock.
+func (s *Store) lastPosition() int64 {
+	if len(s.log) == 0 {
+		return 0
+	}
+	return s.log[len(s.log)-1].position
+}
+
+// read implements Read with the lock held.
+func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	match := func(r *record) bool { return core.MatchAny(conds, r.typ, r.keys) }
+	if len(conds) == 0 {
+		match = func(*record) bool { return false }
+	}
+	return s.scan(match, conds, opts)
+}
+
+// readPartition implements ReadPartition with the lock held.
+func (s *Store) readPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	typs := make([]*codec.Type, 0, len(types))
+	for _, name := range types {
+		t, err := s.reg.ByName(name)
+		if err != nil {
+			return shell.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
+		}
+		typs = append(typs, t)
+	}
+	match := func(r *record) bool {
+		return slices.Contains(types, r.typ) && core.InPartition(partition, r.keys)
+	}
+	return s.scan(match, core.ConditionsFor(partition, typs...), opts)
+}
+
+// scan returns the messages selected by match within opts, in position
+// order, and the guard over conds that the read earns (see shell.Tx.Read).
+func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	last := s.lastPosition()
+	guardPos := last
+	if opts.Upto > 0 && opts.Upto < last {
+		guardPos = opts.Upto
+	}
+	var msgs []core.PositionedMessage
+	for i := s.indexAfter(opts.After); i < len(s.log); i++ {
+		r := &s.log[i]
+		if opts.Upto > 0 && r.position > opts.Upto {
+			break
+		}
+		if !match(r) {
+			continue
+		}
+		m, err := s.decode(r)
+		if err != nil {
+			return shell.ReadResult{}, err
+		}
+		msgs = append(msgs, m)
+		if opts.Limit > 0 && len(msgs) == opts.Limit {
+			guardPos = r.position
+			break
+		}
+	}
+	return shell.ReadResult{Messages: msgs, Guard: core.Guard{Conditions: conds, LastPosition: guardPos}}, nil
+}
+
+// readAll implements ReadAll with the lock held.
+func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = shell.DefaultPageSize
+	}
+	page := shell.Page{LastPosition: s.lastPosition()}
+	take := func(r *record) (bool, error) {
+		if len(opts.Conditions) > 0 && !core.MatchAny(opts.Conditions, r.typ, r.keys) {
+			return true, nil
+		}
+		m, err := s.decode(r)
+		if err != nil {
+			return false, err
+		}
+		page.Messages = append(page.Messages, m)
+		return len(page.Messages) < limit, nil
+	}
+	if opts.Order == shell.Descending {
+		from := opts.From
+		if from <= 0 {
+			from = page.LastPosition
+		}
+		for i := s.indexAfter(from) - 1; i >= 0; i-- {
+			if more, err := take(&s.log[i]); err != nil || !more {
+				return page, err
+			}
+		}
+		return page, nil
+	}
+	for i := s.indexAfter(opts.From - 1); i < len(s.log); i++ {
+		if more, err := take(&s.log[i]); err != nil || !more {
+			return page, err
+		}
+	}
+	return page, nil
+}
+
+// indexAfter returns the index in the log of the first message whose
+// position is after pos.
+func (s *Store) indexAfter(pos int64) int {
+	i, _ := slices.BinarySearchFunc(s.log, pos+1, func(r record, p int64) int {
+		switch {
+		case r.position < p:
+			return -1
+		case r.position > p:
+			return 1
+		}
+		return 0
+	})
+	return i
+}
+
+// decode rebuilds the message of a record, decoding its payload with the
+// registry.
+func (s *Store) decode(r *record) (core.PositionedMessage, error) {
+	payload, err := s.reg.Decode(r.typ, r.version, r.payload)
+	if err != nil {
+		return core.PositionedMessage{}, fmt.Errorf("memstore: decode message %s at position %d: %w", r.id, r.position, err)
+	}
+	var md map[string]any
+	if r.metadata != nil {
+		if err := json.Unmarshal(r.metadata, &md); err != nil {
+			return core.PositionedMessage{}, fmt.Errorf("memstore: decode metadata of message %s: %w", r.id, err)
+		}
+	}
+	return core.PositionedMessage{
+		Message: core.Message{
+			ID:            r.id,
+			Type:          r.typ,
+			Payload:       payload,
+			Metadata:      md,
+			CausationID:   r.causationID,
+			CorrelationID: r.correlation,
+			CreatedAt:     r.createdAt,
+		},
+		Position: r.position,
+	}, nil
+}
+
+// tx is the shell.Tx of an Update. It undoes its appends by truncating the
+// log and the schedule to their lengths at the start (appends only ever add
+// at the end) and forgetting the ids it added.
+type tx struct {
+	s        *Store
+	done     bool
+	logLen   int
+	schedLen int
+	added    []uuid.UUID
+	types    []string // distinct types appended to the log, for the notifier
+}
+
+var errTxDone = errors.New("memstore: transaction used after its Update returned")
+
+func (t *tx) rollback() {
+	s := t.s
+	clear(s.log[t.logLen:])
+	s.log = s.log[:t.logLen]
+	clear(s.schedule[t.schedLen:])
+	s.schedule = s.schedule[:t.schedLen]
+	for _, id := range t.added {
+		delete(s.ids, id)
+	}
+}
+
+func (t *tx) Context() core.Tx { return TxContext{} }
+
+func (t *tx) LastPosition() (int64, error) {
+	if t.done {
+		return 0, errTxDone
+	}
+	return t.s.lastPosition(), nil
+}
+
+func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if t.done {
+		return shell.ReadResult{}, errTxDone
+	}
+	return t.s.read(conds, opts)
+}
+
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if t.done {
+		return shell.ReadResult{}, errTxDone
+	}
+	return t.s.readPartition(partition, types, opts)
+}
+
+func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+	if t.done {
+		return shell.Page{}, errTxDone
+	}
+	return t.s.readAll(opts)
+}
+
+// Append checks every message (registered, valid, id not yet stored) and
+// the guard before it writes anything, so a failed append leaves no trace.
+func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+	if t.done {
+		return shell.AppendResult{}, errTxDone
+	}
+	s := t.s
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, nil
+	}
+	now := s.now()
+	recs := make([]record, len(msgs))
+	stamped := make([]core.Message, len(msgs))
+	batch := make(map[uuid.UUID]struct{}, len(msgs))
+	for i, m := range msgs {
+		r, sm, err := s.prepare(m, now)
+		if err != nil {
+			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: %w", i+1, len(msgs), err)
+		}
+		if _, dup := s.ids[r.id]; dup {
+			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s: %w", i+1, len(msgs), r.id, shell.ErrDuplicateID)
+		}
+		if _, dup := batch[r.id]; dup {
+			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), r.id, shell.ErrDuplicateID)
+		}
+		batch[r.id] = struct{}{}
+		recs[i], stamped[i] = r, sm
+	}
+	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		var conflicts []core.PositionedMessage
+		for i := s.indexAfter(g.LastPosition); i < len(s.log); i++ {
+			r := &s.log[i]
+			if !core.MatchAny(g.Conditions, r.typ, r.keys) {
+				continue
+			}
+			m, err := s.decode(r)
+			if err != nil {
+				return shell.AppendResult{}, err
+			}
+			conflicts = append(conflicts, m)
+		}
+		if len(conflicts) > 0 {
+			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+		}
+	}
+	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
+	for i, r := range recs {
+		if stamped[i].Scheduled(now) {
+			s.schedule = append(s.schedule, r)
+		} else {
+			r.position = s.lastPosition() + 1
+			s.log = append(s.log, r)
+			res.Positions[i] = r.position
+			res.Last = r.position
+			t.types = appendDistinct(t.types, r.typ)
+		}
+		s.ids[r.id] = struct{}{}
+		t.added = append(t.added, r.id)
+	}
+	return res, nil
+}
+
+// prepare validates, stamps and encodes one message.
+func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, error) {
+	typ, err := s.reg.TypeOf(m.Payload)
+	if err != nil {
+		return record{}, m, err
+	}
+	if err := typ.Validate(m.Payload); err != nil {
+		return record{}, m, err
+	}
+	data, err := typ.Encode(m.Payload)
+	if err != nil {
+		return record{}, m, err
+	}
+	if m.Type != "" && m.Type != typ.Name {
+		return record{}, m, fmt.Errorf("message type %q is not the registered name %q of its payload %T: %w", m.Type, typ.Name, m.Payload, codec.ErrInvalid)
+	}
+	m.Type = typ.Name
+	var id uuid.UUID
+	if !m.Stamped() {
+		if id, err = uuid.NewV7(); err != nil {
+			return record{}, m, fmt.Errorf("new message id: %w", err)
+		}
+	}
+	m = m.Stamp(id, now)
+	m.CreatedAt = m.CreatedAt.UTC().Round(0)
+	var md []byte
+	if len(m.Metadata) > 0 {
+		if md, err = json.Marshal(m.Metadata); err != nil {
+			return record{}, m, fmt.Errorf("metadata of %s: %w", typ.Name, err)
+		}
+	}
+	return record{
+		id:          m.ID,
+		typ:         typ.Name,
+		version:     typ.Version,
+		payload:     data,
+		metadata:    md,
+		causationID: m.CausationID,
+		correlation: m.CorrelationID,
+		createdAt:   m.CreatedAt,
+		keys:        typ.Keys(m.Payload, nil),
+	}, m, nil
+}
+
+func appendDistinct(types []string, typ string) []string {
+	if slices.Contains(types, typ) {
+		return types
+	}
+	return append(types, typ)
+}

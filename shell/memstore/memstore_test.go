@@ -1,0 +1,19 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/memstore"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+		s := memstore.New(reg, memstore.WithClock(now), memstore.WithNotifier(n))
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

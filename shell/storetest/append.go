@@ -1,0 +1,286 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+func (s suite) testAppend(t *testing.T) {
+	t.Run("positions are consecutive from 1", func(t *testing.T) {
+		e := s.env(t)
+		r1 := e.append(CourseCreated{"Algebra"}, CourseCreated{"History"}, UserRegistered{"joe", "Joe"})
+		if !slices.Equal(r1.Positions, []int64{1, 2, 3}) || r1.Last != 3 {
+			t.Fatalf("first append: positions %v last %d, want [1 2 3] last 3", r1.Positions, r1.Last)
+		}
+		r2 := e.append(CourseClosed{"Algebra"}, UserJoinedCourse{"History", "joe"})
+		if !slices.Equal(r2.Positions, []int64{4, 5}) || r2.Last != 5 {
+			t.Fatalf("second append: positions %v last %d, want [4 5] last 5", r2.Positions, r2.Last)
+		}
+		if st := e.stats(); st.MaxPosition != 5 || st.Scheduled != 0 {
+			t.Fatalf("stats %+v, want max position 5, none scheduled", st)
+		}
+		e.expectPositions("log", e.log(), 1, 2, 3, 4, 5)
+	})
+
+	t.Run("stamps id, time, type, causation and correlation", func(t *testing.T) {
+		e := s.env(t)
+		now := e.clock.Advance(1500 * time.Millisecond)
+		res := e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"})
+		if len(res.Messages) != 2 {
+			t.Fatalf("append returned %d messages, want 2", len(res.Messages))
+		}
+		wantTypes := []string{TypeCourseCreated, TypeUserRegistered}
+		for i, m := range res.Messages {
+			if m.ID == uuid.Nil || m.ID.Version() != 7 {
+				t.Fatalf("message %d: id %s, want a UUID v7", i, m.ID)
+			}
+			if m.CausationID != m.ID || m.CorrelationID != m.ID {
+				t.Fatalf("message %d: causation %s correlation %s, want both the own id %s", i, m.CausationID, m.CorrelationID, m.ID)
+			}
+			if !m.CreatedAt.Equal(now) {
+				t.Fatalf("message %d: created at %v, want the store clock's %v", i, m.CreatedAt, now)
+			}
+			if m.Type != wantTypes[i] {
+				t.Fatalf("message %d: type %q, want %q", i, m.Type, wantTypes[i])
+			}
+		}
+		if res.Messages[0].ID == res.Messages[1].ID {
+			t.Fatal("two messages got the same id")
+		}
+		want := []core.PositionedMessage{{Message: res.Messages[0], Position: 1}, {Message: res.Messages[1], Position: 2}}
+		e.sameMessages("log", e.log(), want)
+	})
+
+	t.Run("keeps a given envelope and metadata", func(t *testing.T) {
+		e := s.env(t)
+		cause := core.NewMessage(CourseCreated{"Algebra"}).Stamp(uuid.Must(uuid.NewV7()), epoch.Add(-time.Hour))
+		m := core.NewMessage(UserJoinedCourse{"Algebra", "joe"}).Correlate(cause).At(epoch.Add(-time.Minute))
+		m.ID = uuid.Must(uuid.NewV7())
+		m.Metadata = map[string]any{
+			"tenant": "acme",
+			"n":      1.5,
+			"ok":     true,
+			"nested": map[string]any{"list": []any{1.0, "x", nil}},
+		}
+		res := e.append(m)
+		got := res.Messages[0]
+		if got.ID != m.ID || got.CausationID != cause.ID || got.CorrelationID != cause.ID || !got.CreatedAt.Equal(m.CreatedAt) {
+			t.Fatalf("append changed the given envelope: got %+v, want %+v", got, m)
+		}
+		m.Type = TypeUserJoinedCourse
+		e.sameMessages("log", e.log(), []core.PositionedMessage{{Message: m, Position: 1}})
+	})
+
+	t.Run("no metadata reads back empty", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"})
+		if md := e.log()[0].Metadata; len(md) != 0 {
+			t.Fatalf("metadata %v, want none", md)
+		}
+	})
+
+	t.Run("payloads round trip", func(t *testing.T) {
+		e := s.env(t)
+		at := time.Date(2024, 2, 29, 23, 59, 58, 123456000, time.UTC)
+		payloads := []any{
+			DeviceRegistered{"d1", "Thermostat"},
+			AssetRegistered{"a1", "Boiler"},
+			DeviceBound{"d1", "a1"},
+			CourseCreated{"Algebra"},
+			UserRegistered{"joe", "Joe"},
+			UserJoinedCourse{"Algebra", "joe"},
+			CourseClosed{"Algebra"},
+			Transfer{Accounts: []string{"acc1", "acc2"}, Amount: 42},
+			Reading{SensorID: "s1", Count: -7, Active: true, At: at},
+			Signup{Email: "joe@example.com"},
+			Deposit{Account: "acc1", Amount: 10},
+		}
+		e.append(payloads...)
+		for i, m := range e.log() {
+			if !equalPayload(m.Payload, payloads[i]) {
+				t.Fatalf("position %d: payload %#v, want %#v", m.Position, m.Payload, payloads[i])
+			}
+		}
+	})
+
+	t.Run("key pairs are indexed", func(t *testing.T) {
+		e := s.env(t)
+		at := time.Date(2024, 2, 29, 23, 59, 58, 123456000, time.UTC)
+		e.append(
+			DeviceBound{"d1", "a1"},
+			Reading{SensorID: "s1", Count: 42, Active: true, At: at},
+			DeviceBound{"d2", "a1"},
+		)
+		cases := []struct {
+			name string
+			cond core.Condition
+			want []int64
+		}{
+			{"by one string attribute", cond(TypeDeviceBound, "asset_id", "a1"), []int64{1, 3}},
+			{"by two attributes", cond(TypeDeviceBound, "asset_id", "a1", "device_id", "d2"), []int64{3}},
+			{"by an int", cond(TypeReading, "count", e.canonical(42)), []int64{2}},
+			{"by a bool", cond(TypeReading, "active", e.canonical(true)), []int64{2}},
+			{"by a time in another zone", cond(TypeReading, "at", e.canonical(at.In(time.FixedZone("X", -7*3600)))), []int64{2}},
+			{"by a wrong int", cond(TypeReading, "count", e.canonical(41)), nil},
+			{"by a bool of the wrong value", cond(TypeReading, "active", e.canonical(false)), nil},
+			{"by a value of another attribute", cond(TypeDeviceBound, "device_id", "a1"), nil},
+			{"by an attribute the type lacks", cond(TypeDeviceBound, "course_name", "a1"), nil},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				e := e.with(t)
+				got := e.read([]core.Condition{c.cond}, shell.ReadOptions{})
+				e.expectPositions(c.cond.String(), got.Messages, c.want...)
+			})
+		}
+	})
+
+	t.Run("a slice attribute indexes every element", func(t *testing.T) {
+		e := s.env(t)
+		e.append(
+			Transfer{Accounts: []string{"acc1", "acc2"}, Amount: 5},
+			Transfer{Accounts: []string{"acc2", "acc3"}, Amount: 6},
+			Transfer{Accounts: []string{"acc4"}, Amount: 7},
+		)
+		for acc, want := range map[string][]int64{"acc1": {1}, "acc2": {1, 2}, "acc3": {2}, "acc4": {3}, "acc5": nil} {
+			got := e.read([]core.Condition{cond(TypeTransfer, "accounts", acc)}, shell.ReadOptions{})
+			e.expectPositions("read accounts="+acc, got.Messages, want...)
+			got = e.readPartition(part("accounts", acc), []string{TypeTransfer}, shell.ReadOptions{})
+			e.expectPositions("partition accounts="+acc, got.Messages, want...)
+		}
+	})
+
+	t.Run("an empty append writes and announces nothing", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"})
+		e.notes.take()
+		before := e.snapshot()
+		for _, in := range [][]core.Message{nil, {}} {
+			res, err := e.store.Append(e.ctx, in, shell.AppendOptions{})
+			if err != nil {
+				t.Fatalf("empty append: %v", err)
+			}
+			if res.Last != 0 || len(res.Positions) != 0 {
+				t.Fatalf("empty append returned %+v, want last 0 and no positions", res)
+			}
+		}
+		e.unchanged(before)
+	})
+
+	t.Run("an append announces its distinct types once", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"}, CourseCreated{"History"})
+		e.expectNotes([]string{TypeCourseCreated, TypeUserRegistered})
+		e.append(CourseClosed{"Algebra"})
+		e.expectNotes([]string{TypeCourseClosed})
+	})
+}
+
+func (s suite) testBadInput(t *testing.T) {
+	// seed fills a store with a logged and a scheduled message, so that
+	// "nothing written" is checked against a store that holds something.
+	seed := func(t *testing.T) (*env, core.Message, core.Message) {
+		e := s.env(t)
+		logged := e.append(CourseCreated{"Algebra"}).Messages[0]
+		scheduled := e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))).Messages[0]
+		e.notes.take()
+		return e, logged, scheduled
+	}
+	// rejects appends batch and checks the error and that nothing changed.
+	// Each caller then appends the batch's valid message again: its id was
+	// not kept by the failed append.
+	rejects := func(e *env, batch []core.Message, target error) error {
+		e.t.Helper()
+		before := e.snapshot()
+		_, err := e.store.Append(e.ctx, batch, shell.AppendOptions{})
+		if !errors.Is(err, target) {
+			e.t.Fatalf("append: error %v, want one matching %v", err, target)
+		}
+		e.unchanged(before)
+		return err
+	}
+	fresh := func(p any) core.Message {
+		m := core.NewMessage(p)
+		m.ID = uuid.Must(uuid.NewV7())
+		return m
+	}
+
+	t.Run("an unregistered payload type fails the whole batch", func(t *testing.T) {
+		e, _, _ := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		rejects(e, []core.Message{ok, core.NewMessage(unregistered{"x"})}, codec.ErrUnregistered)
+		e.append(ok) // its id was not taken
+	})
+
+	t.Run("a missing required attribute fails the whole batch", func(t *testing.T) {
+		e, _, _ := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		err := rejects(e, []core.Message{ok, core.NewMessage(Signup{})}, codec.ErrInvalid)
+		var ve *codec.ValidationError
+		if !errors.As(err, &ve) || ve.Type != TypeSignup {
+			t.Fatalf("error %v: want a *codec.ValidationError naming %s", err, TypeSignup)
+		}
+		e.append(ok)
+	})
+
+	t.Run("a failing Validate method fails the whole batch", func(t *testing.T) {
+		e, _, _ := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		rejects(e, []core.Message{ok, core.NewMessage(Deposit{Account: "acc1", Amount: 0})}, codec.ErrInvalid)
+		e.append(ok)
+	})
+
+	t.Run("an invalid future-dated message schedules nothing", func(t *testing.T) {
+		e, _, _ := seed(t)
+		later := fresh(UserRegistered{"joe", "Joe"}).At(epoch.Add(2 * time.Hour))
+		rejects(e, []core.Message{later, core.NewMessage(Signup{}).At(epoch.Add(time.Hour))}, codec.ErrInvalid)
+		e.append(later)
+	})
+
+	t.Run("an id already in the log fails the whole batch", func(t *testing.T) {
+		e, logged, _ := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		dup := core.NewMessage(CourseCreated{"History"})
+		dup.ID = logged.ID
+		rejects(e, []core.Message{ok, dup}, shell.ErrDuplicateID)
+		e.append(ok)
+	})
+
+	t.Run("an id already in the schedule fails the whole batch", func(t *testing.T) {
+		e, _, scheduled := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		now := core.NewMessage(CourseCreated{"History"})
+		now.ID = scheduled.ID
+		rejects(e, []core.Message{ok, now}, shell.ErrDuplicateID)
+		rejects(e, []core.Message{now.At(epoch.Add(3 * time.Hour))}, shell.ErrDuplicateID)
+		e.append(ok)
+	})
+
+	t.Run("an id twice in one batch fails the whole batch", func(t *testing.T) {
+		e, _, _ := seed(t)
+		a := fresh(UserRegistered{"joe", "Joe"})
+		b := core.NewMessage(UserRegistered{"jake", "Jake"})
+		b.ID = a.ID
+		rejects(e, []core.Message{a, b}, shell.ErrDuplicateID)
+		e.append(a)
+	})
+
+	t.Run("a promoted message keeps its id reserved", func(t *testing.T) {
+		e, _, scheduled := seed(t)
+		if n, err := e.store.PromoteScheduled(e.ctx, epoch.Add(2*time.Hour)); err != nil || n != 1 {
+			t.Fatalf("promote: %d, %v; want 1", n, err)
+		}
+		e.notes.take()
+		again := core.NewMessage(CourseClosed{"History"})
+		again.ID = scheduled.ID
+		rejects(e, []core.Message{again}, shell.ErrDuplicateID)
+	})
+}

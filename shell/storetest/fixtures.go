@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+)
+
+// The fixture message types of the suite, after the store contracts. All
+// attributes are indexed, so each is a key a condition or a partition can
+// name.
+type (
+	// DeviceRegistered is "device.registered".
+	DeviceRegistered struct {
+		DeviceID string `json:"device_id"`
+		Name     string `json:"name"`
+	}
+	// AssetRegistered is "asset.registered".
+	AssetRegistered struct {
+		AssetID string `json:"asset_id"`
+		Label   string `json:"label"`
+	}
+	// DeviceBound is "device.bound".
+	DeviceBound struct {
+		DeviceID string `json:"device_id"`
+		AssetID  string `json:"asset_id"`
+	}
+	// CourseCreated is "course.created".
+	CourseCreated struct {
+		CourseName string `json:"course_name"`
+	}
+	// UserRegistered is "user.registered".
+	UserRegistered struct {
+		UserID string `json:"user_id"`
+		Name   string `json:"name"`
+	}
+	// UserJoinedCourse is "user.joined_course".
+	UserJoinedCourse struct {
+		CourseName string `json:"course_name"`
+		UserID     string `json:"user_id"`
+	}
+	// CourseClosed is "course.closed".
+	CourseClosed struct {
+		CourseName string `json:"course_name"`
+	}
+	// CourseReviewed is "course.reviewed": its user_id is optional, and a
+	// review without one is indexed under course_name alone.
+	CourseReviewed struct {
+		CourseName string  `json:"course_name"`
+		UserID     *string `json:"user_id,omitempty"`
+	}
+	// Transfer is "transfer.made": its accounts attribute holds several
+	// values, so a transfer belongs to the partition of each account.
+	Transfer struct {
+		Accounts []string `json:"accounts"`
+		Amount   int      `json:"amount"`
+	}
+	// Reading is "sensor.read": non-string attributes, indexed under their
+	// canonical strings (codec.Canonical).
+	Reading struct {
+		SensorID string    `json:"sensor_id"`
+		Count    int       `json:"count"`
+		Active   bool      `json:"active"`
+		At       time.Time `json:"at"`
+	}
+	// Signup is "user.signed_up": its email is required, so a Signup with
+	// an empty email is invalid.
+	Signup struct {
+		Email string `json:"email" sourced:"required"`
+	}
+	// Deposit is "account.deposited": its Validate method rejects an amount
+	// that is not positive.
+	Deposit struct {
+		Account string `json:"account"`
+		Amount  int    `json:"amount"`
+	}
+)
+
+// Validate rejects a deposit whose amount is not positive.
+func (d Deposit) Validate() error {
+	if d.Amount <= 0 {
+		return codec.FieldError{Field: "amount", Problem: "must be positive"}
+	}
+	return nil
+}
+
+// Type strings of the fixtures.
+const (
+	TypeDeviceRegistered = "device.registered"
+	TypeAssetRegistered  = "asset.registered"
+	TypeDeviceBound      = "device.bound"
+	TypeCourseCreated    = "course.created"
+	TypeUserRegistered   = "user.registered"
+	TypeUserJoinedCourse = "user.joined_course"
+	TypeCourseClosed     = "course.closed"
+	TypeCourseReviewed   = "course.reviewed"
+	TypeTransfer         = "transfer.made"
+	TypeReading          = "sensor.read"
+	TypeSignup           = "user.signed_up"
+	TypeDeposit          = "account.deposited"
+)
+
+// NewRegistry returns a registry holding every fixture type of the suite,
+// the registry Run hands to the factory.
+func NewRegistry() (*codec.Registry, error) {
+	reg := codec.NewRegistry()
+	err := errors.Join(
+		codec.Register[DeviceRegistered](reg, TypeDeviceRegistered),
+		codec.Register[AssetRegistered](reg, TypeAssetRegistered),
+		codec.Register[DeviceBound](reg, TypeDeviceBound),
+		codec.Register[CourseCreated](reg, TypeCourseCreated),
+		codec.Register[UserRegistered](reg, TypeUserRegistered),
+		codec.Register[UserJoinedCourse](reg, TypeUserJoinedCourse),
+		codec.Register[CourseClosed](reg, TypeCourseClosed),
+		codec.Register[CourseReviewed](reg, TypeCourseReviewed),
+		codec.Register[Transfer](reg, TypeTransfer),
+		codec.Register[Reading](reg, TypeReading),
+		codec.Register[Signup](reg, TypeSignup),
+		codec.Register[Deposit](reg, TypeDeposit),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// unregistered is a payload type no registry knows.
+type unregistered struct {
+	Note string `json:"note"`
+}

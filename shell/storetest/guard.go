@@ -1,0 +1,272 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+func (s suite) testGuard(t *testing.T) {
+	algebra := []core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}
+
+	t.Run("a matching message after the read conflicts", func(t *testing.T) {
+		e := s.env(t)
+		e.append(UserRegistered{"joe", "Joe"})
+		g := e.read(algebra, shell.ReadOptions{}).Guard
+		e.append(CourseCreated{"Algebra"})
+		e.conflict(e.mustFail(e.appendGuarded(g, CourseCreated{"Algebra"})), 2)
+	})
+
+	t.Run("other types and other values do not conflict", func(t *testing.T) {
+		e := s.env(t)
+		g := e.read(algebra, shell.ReadOptions{}).Guard
+		e.append(CourseCreated{"History"}, CourseClosed{"Algebra"}, UserJoinedCourse{"Algebra", "joe"})
+		if _, err := e.appendGuarded(g, CourseCreated{"Algebra"}); err != nil {
+			t.Fatalf("guarded append: %v", err)
+		}
+	})
+
+	t.Run("an empty read still guards", func(t *testing.T) {
+		e := s.env(t)
+		e.append(UserRegistered{"joe", "Joe"}, UserRegistered{"jake", "Jake"})
+		res := e.read(algebra, shell.ReadOptions{})
+		if len(res.Messages) != 0 || res.Guard.LastPosition != 2 {
+			t.Fatalf("read: %d messages, guard position %d; want none and 2", len(res.Messages), res.Guard.LastPosition)
+		}
+		e.append(CourseCreated{"Algebra"})
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, CourseCreated{"Algebra"})), 3)
+	})
+
+	t.Run("a guard from an older read conflicts", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		old := core.Guard{Conditions: algebra, LastPosition: 0}
+		e.conflict(e.mustFail(e.appendGuarded(old, CourseClosed{"Algebra"})), 1)
+		atOne := core.Guard{Conditions: algebra, LastPosition: 1}
+		if _, err := e.appendGuarded(atOne, CourseClosed{"Algebra"}); err != nil {
+			t.Fatalf("guard at the conflicting message's own position: %v", err)
+		}
+	})
+
+	t.Run("a type-only condition guards every message of the type", func(t *testing.T) {
+		e := s.env(t)
+		g := e.read([]core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{}).Guard
+		e.append(CourseCreated{"Algebra"})
+		if _, err := e.appendGuarded(g, UserRegistered{"joe", "Joe"}); err != nil {
+			t.Fatalf("another type conflicted: %v", err)
+		}
+		g = e.read([]core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{}).Guard
+		e.append(CourseClosed{"Geometry"})
+		e.conflict(e.mustFail(e.appendGuarded(g, UserRegistered{"joe", "Joe"})), 3)
+	})
+
+	t.Run("the conflict error carries the conflicting messages", func(t *testing.T) {
+		e := s.env(t)
+		g := e.read(algebra, shell.ReadOptions{}).Guard
+		r := e.append(CourseCreated{"Algebra"}, CourseCreated{"History"}, CourseCreated{"Algebra"})
+		ce := e.conflict(e.mustFail(e.appendGuarded(g, CourseClosed{"Algebra"})), 1, 3)
+		want := []core.PositionedMessage{{Message: r.Messages[0], Position: 1}, {Message: r.Messages[2], Position: 3}}
+		e.sameMessages("conflicts", ce.Conflicts, want)
+		if ce.Guard.LastPosition != g.LastPosition || !sameConds(ce.Guard.Conditions, g.Conditions) {
+			t.Fatalf("conflict error guard %+v, want %+v", ce.Guard, g)
+		}
+	})
+
+	t.Run("a rejected append writes nothing, scheduled messages included", func(t *testing.T) {
+		e := s.env(t)
+		g := e.read(algebra, shell.ReadOptions{}).Guard
+		e.append(CourseCreated{"Algebra"})
+		e.notes.take()
+		before := e.snapshot()
+		later := core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))
+		_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), later}, shell.AppendOptions{Guard: &g})
+		e.conflict(err, 1)
+		e.unchanged(before)
+	})
+
+	t.Run("a guard without conditions never conflicts", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"}, CourseClosed{"Algebra"})
+		if _, err := e.appendGuarded(core.Guard{}, CourseCreated{"Algebra"}); err != nil {
+			t.Fatalf("guard without conditions: %v", err)
+		}
+		if _, err := e.appendGuarded(core.Guard{Conditions: []core.Condition{}}, CourseCreated{"Algebra"}); err != nil {
+			t.Fatalf("guard with an empty condition list: %v", err)
+		}
+	})
+
+	t.Run("a guard sees the writes of its own transaction", func(t *testing.T) {
+		e := s.env(t)
+		g := e.read(algebra, shell.ReadOptions{}).Guard
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+			_, err := tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: &g})
+			e.conflict(err, 1)
+			// Advancing the guard past the transaction's own append (a
+			// batch under one guard, hazard H1) clears it.
+			_, err = tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: new(g.Advance(1))})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		e.expectPositions("log", e.log(), 1, 2)
+	})
+
+	t.Run("a new partition is created once by two concurrent writers", func(t *testing.T) {
+		rounds := 6
+		if testing.Short() {
+			rounds = 2
+		}
+		for round := range rounds {
+			e := s.env(t)
+			if round%2 == 1 {
+				e.append(UserRegistered{"joe", "Joe"})
+			}
+			ok, conflicts := e.race(2, func(i int) core.Guard {
+				return e.readPartition(part("course_name", "Algebra"), []string{TypeCourseCreated, TypeCourseClosed}, shell.ReadOptions{}).Guard
+			}, func(i int) any { return CourseCreated{"Algebra"} })
+			if ok != 1 || conflicts != 1 {
+				t.Fatalf("round %d: %d appends succeeded and %d conflicted, want 1 and 1", round, ok, conflicts)
+			}
+		}
+	})
+}
+
+// mustFail returns the error of an append, failing the test when it
+// succeeded.
+func (e *env) mustFail(res shell.AppendResult, err error) error {
+	e.t.Helper()
+	if err == nil {
+		e.t.Fatalf("append succeeded at %v, want an error", res.Positions)
+	}
+	return err
+}
+
+// race has n writers read (all reads happen first) and then append
+// concurrently under the guards they read. It returns how many appends
+// succeeded and how many conflicted; any other error fails the test.
+func (e *env) race(n int, read func(i int) core.Guard, write func(i int) any) (ok, conflicts int) {
+	e.t.Helper()
+	guards := make([]core.Guard, n)
+	for i := range n {
+		guards[i] = read(i)
+	}
+	errs := make([]error, n)
+	var start, wg sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		wg.Go(func() {
+			start.Wait()
+			_, errs[i] = e.appendGuarded(guards[i], write(i))
+		})
+	}
+	start.Done()
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, core.ErrConcurrentAppend):
+			conflicts++
+		default:
+			e.t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	return ok, conflicts
+}
+
+// skewWriter reads the facts its decision needs, then appends one message
+// that the other writer's guard matches.
+type skewWriter struct {
+	read  func(e *env) core.Guard
+	write any
+}
+
+func readGuard(conds ...core.Condition) func(e *env) core.Guard {
+	return func(e *env) core.Guard { return e.read(conds, shell.ReadOptions{}).Guard }
+}
+
+func partitionGuard(p map[string]string, types ...string) func(e *env) core.Guard {
+	return func(e *env) core.Guard { return e.readPartition(p, types, shell.ReadOptions{}).Guard }
+}
+
+func (s suite) testWriteSkew(t *testing.T) {
+	pairs := []struct {
+		name string
+		a, b skewWriter
+	}{
+		{
+			"type-only guard against attribute guard",
+			skewWriter{readGuard(cond(TypeCourseCreated)), UserJoinedCourse{"Algebra", "joe"}},
+			skewWriter{readGuard(cond(TypeUserJoinedCourse, "user_id", "joe")), CourseCreated{"History"}},
+		},
+		{
+			"narrow guard against wide guard",
+			skewWriter{readGuard(cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")), UserJoinedCourse{"Algebra", "jake"}},
+			skewWriter{readGuard(cond(TypeUserJoinedCourse, "course_name", "Algebra")), UserJoinedCourse{"Algebra", "joe"}},
+		},
+		{
+			"partition guard against type-only guard",
+			skewWriter{partitionGuard(part("course_name", "Algebra", "user_id", "joe"), TypeCourseCreated, TypeUserJoinedCourse, TypeCourseClosed), CourseClosed{"History"}},
+			skewWriter{readGuard(cond(TypeCourseClosed)), CourseCreated{"Algebra"}},
+		},
+		{
+			"partitions of two accounts of a slice attribute",
+			skewWriter{partitionGuard(part("accounts", "acc1"), TypeTransfer), Transfer{Accounts: []string{"acc2", "acc3"}, Amount: 1}},
+			skewWriter{partitionGuard(part("accounts", "acc2"), TypeTransfer), Transfer{Accounts: []string{"acc1", "acc4"}, Amount: 2}},
+		},
+		{
+			"several conditions against one",
+			skewWriter{readGuard(cond(TypeDeviceBound, "device_id", "d1"), cond(TypeAssetRegistered, "asset_id", "a1")), DeviceRegistered{"d2", "Sensor"}},
+			skewWriter{readGuard(cond(TypeDeviceRegistered, "device_id", "d2")), AssetRegistered{"a1", "Boiler"}},
+		},
+		{
+			"partitions on different attributes",
+			skewWriter{partitionGuard(part("device_id", "d1"), TypeDeviceRegistered, TypeDeviceBound), AssetRegistered{"a1", "Boiler"}},
+			skewWriter{partitionGuard(part("asset_id", "a1"), TypeAssetRegistered, TypeDeviceBound), DeviceBound{"d1", "a2"}},
+		},
+	}
+	setup := []any{UserRegistered{"joe", "Joe"}, DeviceRegistered{"d9", "Other"}}
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			for _, order := range []string{"a then b", "b then a"} {
+				t.Run(order, func(t *testing.T) {
+					e := s.env(t)
+					e.append(setup...)
+					first, second := p.a, p.b
+					if order == "b then a" {
+						first, second = second, first
+					}
+					g1, g2 := first.read(e), second.read(e)
+					r, err := e.appendGuarded(g1, first.write)
+					if err != nil {
+						t.Fatalf("first writer: %v", err)
+					}
+					e.conflict(e.mustFail(e.appendGuarded(g2, second.write)), r.Last)
+				})
+			}
+			t.Run("concurrently", func(t *testing.T) {
+				for round := range rounds {
+					e := s.env(t)
+					e.append(setup...)
+					w := []skewWriter{p.a, p.b}
+					ok, conflicts := e.race(2, func(i int) core.Guard { return w[i].read(e) }, func(i int) any { return w[i].write })
+					if ok != 1 || conflicts != 1 {
+						t.Fatalf("round %d: %d succeeded, %d conflicted; want exactly one of each", round, ok, conflicts)
+					}
+				}
+			})
+		})
+	}
+}

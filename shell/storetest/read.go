@@ -1,0 +1,342 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// courseLog is a log for reads:
+//
+//	1 CourseCreated(Algebra)          6 UserJoinedCourse(History, joe)
+//	2 UserRegistered(joe)             7 CourseClosed(Algebra)
+//	3 UserJoinedCourse(Algebra, joe)  8 CourseCreated(History)
+//	4 UserJoinedCourse(Algebra, jake) 9 DeviceRegistered(d1)
+//	5 UserRegistered(jake)           10 UserJoinedCourse(Algebra, joe)
+func courseLog(e *env) {
+	e.t.Helper()
+	e.append(
+		CourseCreated{"Algebra"},
+		UserRegistered{"joe", "Joe"},
+		UserJoinedCourse{"Algebra", "joe"},
+		UserJoinedCourse{"Algebra", "jake"},
+		UserRegistered{"jake", "Jake"},
+		UserJoinedCourse{"History", "joe"},
+		CourseClosed{"Algebra"},
+		CourseCreated{"History"},
+		DeviceRegistered{"d1", "Thermostat"},
+		UserJoinedCourse{"Algebra", "joe"},
+	)
+}
+
+func (s suite) testRead(t *testing.T) {
+	e := s.env(t)
+	courseLog(e)
+	joinedAlgebra := cond(TypeUserJoinedCourse, "course_name", "Algebra")
+	cases := []struct {
+		name  string
+		conds []core.Condition
+		opts  shell.ReadOptions
+		want  []int64
+		guard int64
+	}{
+		{"no conditions read nothing", nil, shell.ReadOptions{}, nil, 10},
+		{"attributes of one condition are ANDed", []core.Condition{cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 10}, 10},
+		{"conditions are ORed", []core.Condition{cond(TypeUserJoinedCourse, "user_id", "jake"), cond(TypeCourseClosed, "course_name", "Algebra"), cond(TypeUserRegistered, "user_id", "jake")}, shell.ReadOptions{}, []int64{4, 5, 7}, 10},
+		{"overlapping conditions return a message once", []core.Condition{joinedAlgebra, cond(TypeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 4, 6, 10}, 10},
+		{"a condition names one type", []core.Condition{cond(TypeCourseCreated, "course_name", "History")}, shell.ReadOptions{}, []int64{8}, 10},
+		{"a type-only condition matches the whole type", []core.Condition{cond(TypeUserRegistered)}, shell.ReadOptions{}, []int64{2, 5}, 10},
+		{"an unknown value matches nothing", []core.Condition{cond(TypeCourseCreated, "course_name", "Latin")}, shell.ReadOptions{}, nil, 10},
+		{"an attribute the type lacks matches nothing", []core.Condition{cond(TypeCourseCreated, "user_id", "joe")}, shell.ReadOptions{}, nil, 10},
+		{"After skips up to its position", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3}, []int64{4, 10}, 10},
+		{"After past every match", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 10}, nil, 10},
+		{"Limit cuts short: guard at the last returned", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 2}, []int64{3, 4}, 4},
+		{"Limit above the matches: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 5}, []int64{3, 4, 10}, 10},
+		{"After and Limit", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3, Limit: 1}, []int64{4}, 4},
+		{"Upto bounds: guard at Upto", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 7}, []int64{3, 4}, 7},
+		{"Upto with no match before it", []core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{Upto: 5}, nil, 5},
+		{"Upto past the newest: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 50}, []int64{3, 4, 10}, 10},
+		{"Upto and Limit cutting short", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 9, Limit: 1}, []int64{3}, 3},
+		{"After, Upto and Limit", []core.Condition{joinedAlgebra, cond(TypeCourseClosed)}, shell.ReadOptions{After: 3, Upto: 9, Limit: 5}, []int64{4, 7}, 9},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := e.with(t)
+			res := e.read(c.conds, c.opts)
+			e.expectPositions("messages", res.Messages, c.want...)
+			if res.Guard.LastPosition != c.guard {
+				t.Fatalf("guard position %d, want %d", res.Guard.LastPosition, c.guard)
+			}
+			if !sameConds(res.Guard.Conditions, c.conds) {
+				t.Fatalf("guard conditions %v, want the conditions read %v", res.Guard.Conditions, c.conds)
+			}
+		})
+	}
+
+	t.Run("messages read are the messages appended", func(t *testing.T) {
+		e := e.with(t)
+		all := e.log()
+		res := e.read([]core.Condition{cond(TypeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{})
+		want := []core.PositionedMessage{all[2], all[5], all[9]}
+		e.sameMessages("read", res.Messages, want)
+	})
+}
+
+func (s suite) testReadPartition(t *testing.T) {
+	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
+	algebraJoe := part("course_name", "Algebra", "user_id", "joe")
+
+	t.Run("conditional AND", func(t *testing.T) {
+		e := s.env(t)
+		// The table of the store contracts (§3.2), one message each.
+		rows := []struct {
+			payload any
+			in      bool
+		}{
+			{CourseCreated{"Algebra"}, true},
+			{UserRegistered{"joe", "Joe"}, true},
+			{UserJoinedCourse{"Algebra", "joe"}, true},
+			{UserJoinedCourse{"Algebra", "jake"}, false},
+			{UserJoinedCourse{"History", "joe"}, false},
+			{CourseClosed{"Algebra"}, true},
+			// Matching is on indexed keys: an absent attribute is ignored.
+			{CourseReviewed{CourseName: "Algebra"}, true},
+			{CourseReviewed{CourseName: "Algebra", UserID: new("joe")}, true},
+			{CourseReviewed{CourseName: "Algebra", UserID: new("jake")}, false},
+			{CourseReviewed{CourseName: "History"}, false},
+			{CourseCreated{"History"}, false},
+			{UserRegistered{"jake", "Jake"}, false},
+			{DeviceRegistered{"d1", "Thermostat"}, false},
+		}
+		var want []int64
+		for i, r := range rows {
+			e.append(r.payload)
+			if r.in {
+				want = append(want, int64(i+1))
+			}
+		}
+		res := e.readPartition(algebraJoe, append(slices.Clone(handled), TypeCourseReviewed), shell.ReadOptions{})
+		e.expectPositions("partition course_name=Algebra,user_id=joe", res.Messages, want...)
+	})
+
+	t.Run("only the given types", func(t *testing.T) {
+		e := s.env(t)
+		courseLog(e)
+		res := e.readPartition(algebraJoe, []string{TypeUserJoinedCourse, TypeCourseClosed}, shell.ReadOptions{})
+		e.expectPositions("messages", res.Messages, 3, 7, 10)
+		res = e.readPartition(algebraJoe, nil, shell.ReadOptions{})
+		e.expectPositions("no types", res.Messages)
+	})
+
+	t.Run("guard conditions cover every type, present or not", func(t *testing.T) {
+		e := s.env(t)
+		courseLog(e)
+		types := append(slices.Clone(handled), TypeDeviceRegistered)
+		res := e.readPartition(algebraJoe, types, shell.ReadOptions{})
+		want := []core.Condition{
+			cond(TypeCourseCreated, "course_name", "Algebra"),
+			cond(TypeUserRegistered, "user_id", "joe"),
+			cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe"),
+			cond(TypeCourseClosed, "course_name", "Algebra"),
+		}
+		if !sameConds(res.Guard.Conditions, want) {
+			t.Fatalf("guard conditions %v, want %v", res.Guard.Conditions, want)
+		}
+		if res.Guard.LastPosition != 10 {
+			t.Fatalf("guard position %d, want 10", res.Guard.LastPosition)
+		}
+	})
+
+	t.Run("a partition with no messages yet still guards", func(t *testing.T) {
+		e := s.env(t)
+		e.append(UserRegistered{"jake", "Jake"})
+		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
+		if len(res.Messages) != 0 || len(res.Guard.Conditions) != 4 || res.Guard.LastPosition != 1 {
+			t.Fatalf("read of a new partition: %d messages, guard %v; want none and a guard with 4 conditions at 1", len(res.Messages), res.Guard)
+		}
+		e.append(UserJoinedCourse{"Algebra", "jake"}, UserJoinedCourse{"History", "joe"})
+		if _, err := e.appendGuarded(res.Guard, CourseCreated{"Algebra"}); err != nil {
+			t.Fatalf("messages outside the partition conflicted: %v", err)
+		}
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, CourseCreated{"Algebra"})), 4)
+	})
+
+	t.Run("a message of a type not yet seen conflicts", func(t *testing.T) {
+		e := s.env(t)
+		courseLog(e)
+		res := e.readPartition(part("course_name", "History"), handled, shell.ReadOptions{})
+		e.expectPositions("History", res.Messages, 6, 8)
+		e.append(CourseClosed{"History"})
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, UserJoinedCourse{"History", "jake"})), 11)
+	})
+
+	t.Run("After, Upto and Limit", func(t *testing.T) {
+		e := s.env(t)
+		courseLog(e)
+		cases := []struct {
+			name  string
+			opts  shell.ReadOptions
+			want  []int64
+			guard int64
+		}{
+			{"all", shell.ReadOptions{}, []int64{1, 2, 3, 7, 10}, 10},
+			{"After", shell.ReadOptions{After: 3}, []int64{7, 10}, 10},
+			{"Limit cutting short", shell.ReadOptions{Limit: 2}, []int64{1, 2}, 2},
+			{"Limit not reached", shell.ReadOptions{Limit: 9}, []int64{1, 2, 3, 7, 10}, 10},
+			{"Upto", shell.ReadOptions{Upto: 8}, []int64{1, 2, 3, 7}, 8},
+			{"After and Upto", shell.ReadOptions{After: 1, Upto: 3}, []int64{2, 3}, 3},
+			{"After, Upto and Limit", shell.ReadOptions{After: 1, Upto: 9, Limit: 2}, []int64{2, 3}, 3},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				e := e.with(t)
+				res := e.readPartition(algebraJoe, handled, c.opts)
+				e.expectPositions("messages", res.Messages, c.want...)
+				if res.Guard.LastPosition != c.guard {
+					t.Fatalf("guard position %d, want %d", res.Guard.LastPosition, c.guard)
+				}
+			})
+		}
+	})
+
+	t.Run("messages excluded by AND do not conflict", func(t *testing.T) {
+		e := s.env(t)
+		courseLog(e)
+		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
+		e.append(UserJoinedCourse{"Algebra", "jake"}, UserJoinedCourse{"History", "joe"}, CourseCreated{"History"})
+		if _, err := e.appendGuarded(res.Guard, UserJoinedCourse{"Algebra", "joe"}); err != nil {
+			t.Fatalf("guarded append: %v", err)
+		}
+	})
+}
+
+func (s suite) testReadAll(t *testing.T) {
+	// pages follows Page.Next from opts and returns the positions of every
+	// page, failing if paging does not end.
+	pages := func(e *env, opts shell.ReadAllOptions) [][]int64 {
+		e.t.Helper()
+		var out [][]int64
+		for range 1000 {
+			page := e.readAll(opts)
+			if last := e.stats().MaxPosition; page.LastPosition != last {
+				e.t.Fatalf("page last position %d, want the newest position %d", page.LastPosition, last)
+			}
+			out = append(out, positionsOf(page.Messages))
+			next, more := page.Next(opts)
+			if !more {
+				return out
+			}
+			opts = next
+		}
+		e.t.Fatalf("paging %+v does not end (hazard H12): pages so far %v", opts, out)
+		return nil
+	}
+	e := s.env(t)
+	courseLog(e)
+	joe := []core.Condition{cond(TypeUserJoinedCourse, "user_id", "joe"), cond(TypeUserRegistered, "user_id", "joe")}
+	cases := []struct {
+		name string
+		opts shell.ReadAllOptions
+		want [][]int64
+	}{
+		{"ascending", shell.ReadAllOptions{Limit: 4}, [][]int64{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10}}},
+		{"ascending, pages fitting exactly", shell.ReadAllOptions{Limit: 5}, [][]int64{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}}},
+		{"descending", shell.ReadAllOptions{Limit: 4, Order: shell.Descending}, [][]int64{{10, 9, 8, 7}, {6, 5, 4, 3}, {2, 1}}},
+		{"descending, pages fitting exactly", shell.ReadAllOptions{Limit: 5, Order: shell.Descending}, [][]int64{{10, 9, 8, 7, 6}, {5, 4, 3, 2, 1}}},
+		{"ascending from an inclusive cursor", shell.ReadAllOptions{From: 4, Limit: 3}, [][]int64{{4, 5, 6}, {7, 8, 9}, {10}}},
+		{"descending from an inclusive cursor", shell.ReadAllOptions{From: 4, Limit: 3, Order: shell.Descending}, [][]int64{{4, 3, 2}, {1}}},
+		{"ascending with conditions", shell.ReadAllOptions{Conditions: joe, Limit: 2}, [][]int64{{2, 3}, {6, 10}}},
+		{"descending with conditions", shell.ReadAllOptions{Conditions: joe, Limit: 2, Order: shell.Descending}, [][]int64{{10, 6}, {3, 2}, {}}},
+		{"descending with conditions from a cursor", shell.ReadAllOptions{Conditions: joe, From: 9, Limit: 3, Order: shell.Descending}, [][]int64{{6, 3, 2}, {}}},
+		{"ascending with conditions from a cursor", shell.ReadAllOptions{Conditions: joe, From: 6, Limit: 3}, [][]int64{{6, 10}}},
+		{"default page size", shell.ReadAllOptions{}, [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}},
+		{"cursor past the newest", shell.ReadAllOptions{From: 11}, [][]int64{{}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := e.with(t)
+			got := pages(e, c.opts)
+			if !equalPages(got, c.want) {
+				t.Fatalf("pages %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	t.Run("an empty log has one empty page", func(t *testing.T) {
+		e := s.env(t)
+		for _, o := range []shell.Order{shell.Ascending, shell.Descending} {
+			if got := pages(e, shell.ReadAllOptions{Order: o}); !equalPages(got, [][]int64{{}}) {
+				t.Fatalf("order %v: pages %v, want one empty page", o, got)
+			}
+		}
+	})
+
+	t.Run("the default page size is DefaultPageSize", func(t *testing.T) {
+		e := s.env(t)
+		batch := make([]any, shell.DefaultPageSize+3)
+		for i := range batch {
+			batch[i] = CourseCreated{"Algebra"}
+		}
+		e.append(batch...)
+		if got := len(e.readAll(shell.ReadAllOptions{}).Messages); got != shell.DefaultPageSize {
+			t.Fatalf("page of %d messages, want %d", got, shell.DefaultPageSize)
+		}
+	})
+
+	t.Run("All iterates every page", func(t *testing.T) {
+		e := e.with(t)
+		all := e.log()
+		for _, c := range []struct {
+			name string
+			opts shell.ReadAllOptions
+			want []core.PositionedMessage
+		}{
+			{"ascending", shell.ReadAllOptions{Limit: 3}, all},
+			{"descending", shell.ReadAllOptions{Limit: 3, Order: shell.Descending}, reversed(all)},
+			{"with conditions", shell.ReadAllOptions{Limit: 1, Conditions: joe}, []core.PositionedMessage{all[1], all[2], all[5], all[9]}},
+			{"descending with conditions", shell.ReadAllOptions{Limit: 3, Conditions: joe, Order: shell.Descending}, []core.PositionedMessage{all[9], all[5], all[2], all[1]}},
+			{"from a cursor", shell.ReadAllOptions{Limit: 4, From: 8}, all[7:]},
+		} {
+			var got []core.PositionedMessage
+			for m, err := range e.store.All(e.ctx, c.opts) {
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				got = append(got, m)
+				if len(got) > len(all) {
+					t.Fatalf("%s: All does not end", c.name)
+				}
+			}
+			e.sameMessages("All "+c.name, got, c.want)
+		}
+	})
+
+	t.Run("breaking out of All stops it", func(t *testing.T) {
+		e := e.with(t)
+		var got []int64
+		for m, err := range e.store.All(e.ctx, shell.ReadAllOptions{Limit: 2}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m.Position)
+			if len(got) == 3 {
+				break
+			}
+		}
+		if !slices.Equal(got, []int64{1, 2, 3}) {
+			t.Fatalf("got %v, want [1 2 3]", got)
+		}
+	})
+}
+
+func equalPages(a, b [][]int64) bool {
+	return slices.EqualFunc(a, b, func(x, y []int64) bool { return slices.Equal(x, y) })
+}
+
+func reversed[T any](s []T) []T {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}

@@ -1,0 +1,208 @@
+package storetest
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+func (s suite) testUpdate(t *testing.T) {
+	t.Run("appends of one transaction commit together", func(t *testing.T) {
+		e := s.env(t)
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			r1, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{})
+			if err != nil {
+				return err
+			}
+			r2, err := tx.Append(msgs(UserRegistered{"joe", "Joe"}, core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour)), CourseCreated{"History"}), shell.AppendOptions{})
+			if err != nil {
+				return err
+			}
+			if r1.Last != 1 || r2.Last != 3 {
+				t.Errorf("positions in the transaction: %v then %v, want [1] then [2 0 3]", r1.Positions, r2.Positions)
+			}
+			if got := e.notes.take(); len(got) != 0 {
+				t.Errorf("announced %v before the commit", got)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		e.expectPositions("log", e.log(), 1, 2, 3)
+		if st := e.stats(); st.Scheduled != 1 {
+			t.Fatalf("%d scheduled, want 1", st.Scheduled)
+		}
+		e.expectNotes([]string{TypeCourseCreated, TypeUserRegistered})
+	})
+
+	t.Run("reads in a transaction see its writes", func(t *testing.T) {
+		e := s.env(t)
+		e.append(UserRegistered{"joe", "Joe"})
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}, UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+			last, err := tx.LastPosition()
+			if err != nil || last != 3 {
+				t.Errorf("LastPosition %d, %v; want 3", last, err)
+			}
+			r, err := tx.Read([]core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{2}) || r.Guard.LastPosition != 3 {
+				t.Errorf("Read: %v guard %d, %v; want [2] guard 3", positionsOf(r.Messages), r.Guard.LastPosition, err)
+			}
+			r, err = tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse}, shell.ReadOptions{})
+			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{1, 2, 3}) {
+				t.Errorf("ReadPartition: %v, %v; want [1 2 3]", positionsOf(r.Messages), err)
+			}
+			p, err := tx.ReadAll(shell.ReadAllOptions{Order: shell.Descending})
+			if err != nil || !slices.Equal(positionsOf(p.Messages), []int64{3, 2, 1}) || p.LastPosition != 3 {
+				t.Errorf("ReadAll: %v last %d, %v; want [3 2 1] last 3", positionsOf(p.Messages), p.LastPosition, err)
+			}
+			if tx.Context() == nil {
+				t.Error("Context is nil")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+	})
+
+	// rolledBack checks that an Update ending in failure (fail returns an
+	// error or panics) left the store as it was, ids included.
+	rolledBack := func(t *testing.T, fail func() error) {
+		e := s.env(t)
+		e.append(UserRegistered{"joe", "Joe"}, core.NewMessage(CourseClosed{"Old"}).At(epoch.Add(time.Hour)))
+		e.notes.take()
+		before := e.snapshot()
+		logged, scheduled := core.NewMessage(CourseCreated{"Algebra"}), core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Minute))
+		logged.ID, scheduled.ID = uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+		var err error
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
+				if _, err := tx.Append([]core.Message{logged, scheduled}, shell.AppendOptions{}); err != nil {
+					return err
+				}
+				if _, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{}); err != nil {
+					return err
+				}
+				return fail()
+			})
+			return nil
+		}()
+		if panicked == nil && err == nil {
+			t.Fatal("update succeeded, want its failure")
+		}
+		if panicked == nil && !errors.Is(err, errRollback) {
+			t.Fatalf("update: error %v, want the function's error", err)
+		}
+		// The log after a rollback is as before: same messages, same
+		// newest position, nothing scheduled, nothing announced; the next
+		// append takes the next position and the rolled back ids are free.
+		e.unchanged(before)
+		res := e.append(logged, scheduled)
+		if res.Positions[0] != before.stats.MaxPosition+1 {
+			t.Fatalf("the append after the rollback went to position %d, want %d", res.Positions[0], before.stats.MaxPosition+1)
+		}
+	}
+	t.Run("an error rolls everything back", func(t *testing.T) {
+		rolledBack(t, func() error { return errRollback })
+	})
+	t.Run("a panic rolls everything back", func(t *testing.T) {
+		rolledBack(t, func() error { panic("boom") })
+	})
+
+	t.Run("a failed append does not spoil the transaction", func(t *testing.T) {
+		e := s.env(t)
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+			if _, err := tx.Append(msgs(UserRegistered{"jake", "Jake"}, Signup{}), shell.AppendOptions{}); err == nil {
+				t.Error("an invalid append succeeded")
+			}
+			_, err := tx.Append(msgs(UserRegistered{"joe", "Joe"}), shell.AppendOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		log := e.log()
+		e.expectPositions("log", log, 1, 2)
+		if log[1].Payload != (UserRegistered{"joe", "Joe"}) {
+			t.Fatalf("position 2 holds %+v, want joe", log[1].Payload)
+		}
+	})
+
+	t.Run("subscribers are told after the commit", func(t *testing.T) {
+		e := s.env(t)
+		var seen atomic.Int64
+		unsubscribe := e.notes.Subscribe(func([]string) {
+			// A subscriber may read the store: the commit is done.
+			st, err := e.store.Stats(e.ctx)
+			if err != nil {
+				t.Errorf("stats in a subscriber: %v", err)
+			}
+			seen.Store(st.MaxPosition)
+		})
+		defer unsubscribe()
+		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		if seen.Load() != 2 {
+			t.Fatalf("the subscriber saw max position %d, want 2", seen.Load())
+		}
+		_ = e.store.Update(e.ctx, func(tx shell.Tx) error {
+			_, err := tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{})
+			if seen.Load() != 2 {
+				t.Errorf("the subscriber was called inside the transaction")
+			}
+			return errors.Join(err, errRollback)
+		})
+		e.expectNotes([]string{TypeCourseCreated})
+	})
+
+	t.Run("other readers never see a transaction half done", func(t *testing.T) {
+		e := s.env(t)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		var bad atomic.Int64
+		wg.Go(func() {
+			for !stop.Load() {
+				st, err := e.store.Stats(e.ctx)
+				if err == nil && st.MaxPosition != 0 && st.MaxPosition != 3 {
+					bad.Store(st.MaxPosition)
+				}
+				runtime.Gosched()
+			}
+		})
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			for _, p := range []any{CourseCreated{"A"}, CourseCreated{"B"}, CourseCreated{"C"}} {
+				if _, err := tx.Append(msgs(p), shell.AppendOptions{}); err != nil {
+					return err
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return nil
+		})
+		stop.Store(true)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		if b := bad.Load(); b != 0 {
+			t.Fatalf("a reader saw max position %d during the transaction", b)
+		}
+	})
+}
+
+var errRollback = errors.New("storetest: roll back")
