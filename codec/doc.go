@@ -1,0 +1,96 @@
+// Package codec is the message type registry of Sourced: it maps the type
+// strings stored in the log ("courses.created") to Go struct types and
+// back, encodes payloads to JSON at the store boundary, extracts the key
+// pairs every message is indexed under, validates payloads with errors
+// that name the type and the attribute, and upcasts payloads stored in an
+// older shape.
+//
+// It imports only the standard library and holds no package-level state:
+// a Registry is a value the application builds at start-up and passes to
+// the store and the router.
+//
+// # Registry
+//
+// Register compiles a payload struct once: its JSON attributes (as
+// encoding/json sees them, embedded structs flattened), a key extractor per
+// indexed attribute, its decoder and its upcaster chain. A payload the codec
+// could not store and read back fails here, not at 3 a.m., with the type
+// and the attribute path:
+//
+//	type CourseCreated struct {
+//		CourseID string    `json:"course_id" sourced:"required"`
+//		Name     string    `json:"name"`
+//		Seats    int       `json:"seats"`
+//		Tags     []string  `json:"tags"`
+//		StartsOn time.Time `json:"starts_on"`
+//	}
+//
+//	reg := codec.NewRegistry()
+//	codec.MustRegister[CourseCreated](reg, "courses.created")
+//
+// Type strings are lower-case letters, digits, '.', '_' and '-', starting
+// with a letter or a digit. Lookups (ByName, ByGoType, TypeOf) take no lock
+// and are safe while other goroutines register.
+//
+// # JSON
+//
+// Payloads are stored as the JSON encoding/json writes for the struct, so
+// `json` tags apply. Go values round-trip exactly: strings, every integer
+// size (uint64 included, written as JSON integers), floats (NaN and
+// infinities are encode errors), bools, time.Time (RFC 3339 with every
+// nanosecond; the zone comes back as a fixed UTC offset, so compare times
+// with Equal), slices, maps, nested structs, pointers (nil kept) and any
+// json.Marshaler or encoding.TextMarshaler with its unmarshaler. Fields of
+// type any carry free-form JSON data (numbers come back as float64).
+// url.URL has no string form in encoding/json; use URL. Decode returns the
+// struct value, not a pointer, and ignores attributes the struct no longer
+// declares.
+//
+// # Keys
+//
+// Every top-level scalar attribute (string, bool, number, time.Time,
+// TextMarshaler, or a named type of those), pointer to a scalar, and slice
+// or array of scalars is indexed under its JSON name with a canonical
+// value (see Canonical): strings as they are, numbers in decimal, times in
+// UTC as "2006-01-02T15:04:05.000000Z". A nil pointer yields nothing; a
+// slice one pair per distinct element; a zero value is indexed ("" and 0
+// included) unless the field is tagged omitempty or omitzero. Nested
+// structs, maps, interfaces and byte slices are not indexed; neither is a
+// field tagged `sourced:"noindex"`. Attribute names starting with "__" are
+// reserved for the store, which indexes every message id as "__id".
+//
+// Type.Keys reads the compiled field offsets, with no reflection walk: for
+// a payload of a few attributes it allocates the result slice and one
+// string holding every non-string value, and nothing else.
+//
+//	keys := typ.Keys(payload, nil)
+//	// [{course_id c1} {name Algebra} {seats 30} {starts_on 2026-01-02T09:00:00.000000Z} {tags maths} ...]
+//
+// # Validation
+//
+// Validate checks `sourced:"required"` attributes (not the zero value) and
+// runs the payload's Validate method (value or pointer receiver) when it
+// implements Validator. FromMap builds a payload from raw attributes (a
+// decoded JSON request body) and reports every problem at once: unknown
+// attributes, values of the wrong type, missing required attributes and
+// Validate's own findings, in one *ValidationError that lists each field
+// and matches errors.Is(err, ErrInvalid).
+//
+// # Upcasting
+//
+// When a payload's shape changes, bump its Version and register an
+// upcaster from each older version to the next. Stored payloads keep the
+// version they were written at; Decode runs the chain on the raw JSON
+// object, then decodes the result:
+//
+//	codec.MustRegister[CourseCreated](reg, "courses.created",
+//		codec.Version(2),
+//		codec.Upcast(1, func(old map[string]any) (map[string]any, error) {
+//			old["name"] = old["title"] // v1 called it "title"
+//			delete(old, "title")
+//			return old, nil
+//		}))
+//
+// Decoding the current version costs one encoding/json Unmarshal into the
+// struct; only older versions pay for the map round trip.
+package codec

@@ -1,0 +1,269 @@
+package codec
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validator is implemented by payload types with rules beyond required
+// attributes; Validate may have a value or a pointer receiver. To blame
+// attributes, return a *ValidationError, a FieldError, or several joined
+// with errors.Join; any other error is a problem with the whole payload.
+type Validator interface{ Validate() error }
+
+// Validate checks a payload (a registered struct value or a pointer to
+// one): every `sourced:"required"` attribute must hold a non-zero value
+// (use a pointer to require presence while allowing zero), then the
+// payload's Validate method, if any, runs. All problems are returned
+// together in a *ValidationError (errors.Is(err, ErrInvalid)); an
+// unregistered payload is an error wrapping ErrUnregistered.
+func (r *Registry) Validate(payload any) error {
+	t, err := r.TypeOf(payload)
+	if err != nil {
+		return err
+	}
+	return t.Validate(payload)
+}
+
+// Validate checks payload, a t.GoType value or a pointer to one: see
+// Registry.Validate.
+func (t *Type) Validate(payload any) error {
+	rv := reflect.ValueOf(payload)
+	switch rv.Type() {
+	case t.GoType:
+	case t.ptrType:
+		if rv.IsNil() {
+			return &ValidationError{Type: t.Name, Fields: []FieldError{{Problem: "the payload is a nil pointer"}}}
+		}
+		rv = rv.Elem()
+	default:
+		return fmt.Errorf("codec: validate %q: got a %T, want a %v", t.Name, payload, t.GoType)
+	}
+	ve := &ValidationError{Type: t.Name}
+	t.validate(rv, payload, ve, nil)
+	return ve.orNil(t)
+}
+
+// validate adds the required-attribute problems and the Validate method's
+// problems to ve, skipping attributes in failed (already reported).
+func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, failed map[string]bool) {
+	for _, i := range t.required {
+		f := t.Fields[i]
+		if failed[f.Name] || ve.has(f.Name) {
+			continue
+		}
+		if fv, err := rv.FieldByIndexErr(f.Index); err != nil || fv.IsZero() {
+			ve.Fields = append(ve.Fields, FieldError{Field: f.Name, Problem: "is required"})
+		}
+	}
+	var v Validator
+	switch t.validator {
+	case noValidator:
+		return
+	case valueValidator:
+		v = payload.(Validator)
+	case pointerValidator:
+		if payload == nil || reflect.TypeOf(payload) != t.ptrType {
+			// Never call a pointer method on the caller's value: copy it.
+			pv := reflect.New(t.GoType)
+			pv.Elem().Set(rv)
+			payload = pv.Interface()
+		}
+		v = payload.(Validator)
+	}
+	for _, fe := range fieldErrors(v.Validate(), nil) {
+		if (fe.Field != "" && failed[fe.Field]) || slices.Contains(ve.Fields, fe) {
+			continue
+		}
+		ve.Fields = append(ve.Fields, fe)
+	}
+}
+
+// orNil sorts the problems by attribute (declaration order, then unknown
+// attributes, then whole-payload problems) and returns nil if there are none.
+func (ve *ValidationError) orNil(t *Type) error {
+	if len(ve.Fields) == 0 {
+		return nil
+	}
+	rank := func(field string) int {
+		if field == "" {
+			return len(t.Fields) + 1
+		}
+		top, _, _ := strings.Cut(field, ".")
+		if i, ok := t.byName[top]; ok {
+			return i
+		}
+		if i, ok := t.byName[field]; ok {
+			return i
+		}
+		return len(t.Fields)
+	}
+	slices.SortStableFunc(ve.Fields, func(a, b FieldError) int {
+		if c := cmp.Compare(rank(a.Field), rank(b.Field)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Field, b.Field)
+	})
+	return ve
+}
+
+// FromMap builds a payload of message type name from raw attributes, for
+// example a JSON request body decoded into a map[string]any (numbers as
+// float64 or json.Number, times as RFC 3339 strings; native Go values work
+// too), then validates it. It returns the struct value (not a pointer).
+//
+// Every problem is reported in one *ValidationError: attributes the type
+// does not declare, values of the wrong type (each attribute is decoded on
+// its own, so all of them are listed, with nested paths like
+// "address.zip"), required attributes missing or null, and the problems
+// from the type's Validate method (except those about attributes already
+// reported). An unregistered name is an error wrapping ErrUnknownType.
+func (r *Registry) FromMap(name string, raw map[string]any) (any, error) {
+	t, err := r.ByName(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.FromMap(raw)
+}
+
+// FromMap builds and validates a t.GoType value from raw attributes: see
+// Registry.FromMap.
+func (t *Type) FromMap(raw map[string]any) (any, error) {
+	ve := &ValidationError{Type: t.Name}
+	failed := map[string]bool{}
+	pv := reflect.New(t.GoType)
+	v := pv.Elem()
+	for _, f := range t.Fields {
+		rv, present := raw[f.Name]
+		if !present || rv == nil {
+			if f.Required {
+				ve.Fields = append(ve.Fields, FieldError{Field: f.Name, Problem: "is required"})
+				failed[f.Name] = true
+			}
+			continue
+		}
+		fv := reflect.New(f.GoType)
+		if err := decodeValue(rv, fv.Interface()); err != nil {
+			ve.Fields = append(ve.Fields, fieldProblem(f, rv, err))
+			failed[f.Name] = true
+			continue
+		}
+		fieldAlloc(v, f.Index).Set(fv.Elem())
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if !t.Has(name) {
+			ve.Fields = append(ve.Fields, FieldError{Field: name, Problem: "is not an attribute of " + strconv.Quote(t.Name)})
+			failed[name] = true
+		}
+	}
+	t.validate(v, pv.Interface(), ve, failed)
+	if err := ve.orNil(t); err != nil {
+		return nil, err
+	}
+	return v.Interface(), nil
+}
+
+// decodeValue stores the raw value into dst (a pointer) through JSON, as
+// the store would.
+func decodeValue(raw any, dst any) error {
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, dst)
+}
+
+// fieldProblem turns a decoding error of attribute f into a FieldError.
+func fieldProblem(f Field, raw any, err error) FieldError {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		field := f.Name
+		if ute.Field != "" {
+			field += "." + ute.Field
+		}
+		return FieldError{Field: field, Problem: fmt.Sprintf("must be %s, got %s", describe(ute.Type), ute.Value)}
+	}
+	t := f.GoType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == timeType {
+		var pe *time.ParseError
+		if errors.As(err, &pe) {
+			return FieldError{Field: f.Name, Problem: "must be " + describe(t) + ", got " + strconv.Quote(pe.Value)}
+		}
+		return FieldError{Field: f.Name, Problem: "must be " + describe(t) + ", got " + jsonKind(raw)}
+	}
+	return FieldError{Field: f.Name, Problem: "invalid value: " + strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// jsonKind names the JSON kind of a raw value, for error messages.
+func jsonKind(raw any) string {
+	data, err := json.Marshal(raw)
+	if err != nil || len(data) == 0 {
+		return fmt.Sprintf("a %T", raw)
+	}
+	switch data[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// describe names what JSON value a Go type wants, for error messages.
+func describe(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == timeType {
+		return "an RFC 3339 time string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("an integer (%v)", t)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return fmt.Sprintf("a non-negative integer (%v)", t)
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return fmt.Sprintf("a %v", t)
+}
+
+// fieldAlloc returns the settable field at index in v, allocating nil
+// embedded struct pointers on the way.
+func fieldAlloc(v reflect.Value, index []int) reflect.Value {
+	for k, i := range index {
+		if k > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v
+}
