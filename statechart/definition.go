@@ -1,0 +1,228 @@
+package statechart
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+)
+
+var _ core.Definition = Machine[struct{}]{}
+
+// group returns the normalised group id.
+func (m Machine[C]) group() string {
+	g, err := core.NormalizeGroup(m.Group)
+	if err != nil {
+		return m.Group
+	}
+	return g
+}
+
+func appendNew(ts []reflect.Type, more ...reflect.Type) []reflect.Type {
+	for _, t := range more {
+		if t != nil && !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// handled are the types the machine's group claims: its commands and
+// events, its own lifecycle Started and Stop, and its children's Finished.
+func (m Machine[C]) handled() []reflect.Type {
+	mc := m.core()
+	out := appendNew(nil, mc.ch.commands...)
+	out = appendNew(out, mc.ch.events...)
+	if mc.lc != nil {
+		out = appendNew(out, mc.lc.started, mc.lc.stop)
+	}
+	for _, d := range mc.ch.children {
+		if d.lc != nil {
+			out = appendNew(out, d.lc.finished)
+		}
+	}
+	return out
+}
+
+// evolved are the types read as history: state events, the context's
+// events, and the children's Started and Finished.
+func (m Machine[C]) evolved() []reflect.Type {
+	mc := m.core()
+	out := appendNew(nil, m.StateTypes()...)
+	out = appendNew(out, m.Context.EvolvedTypes()...)
+	for _, d := range mc.ch.children {
+		if d.lc != nil {
+			out = appendNew(out, d.lc.started, d.lc.finished)
+		}
+	}
+	return out
+}
+
+// Spec describes the machine's consumer group: it claims its commands, the
+// events it reacts to (On), its lifecycle messages and its children's
+// Finished, and reads as history its state events, the events its context
+// evolves and its children's Started and Finished.
+func (m Machine[C]) Spec() core.Spec {
+	label := m.Label
+	if label == "" {
+		label = m.group()
+	}
+	return core.Spec{
+		Group:       m.group(),
+		Label:       label,
+		PartitionBy: slices.Sorted(slices.Values(m.PartitionBy)),
+		Handled:     m.handled(),
+		Evolved:     m.evolved(),
+		History:     true,
+	}
+}
+
+// Check validates the machine against reg: its definition errors, its
+// group id, its partition keys (a machine is always partitioned), states
+// without an event type, and the partition schema: commands, events,
+// lifecycle messages and state events declare every key; other evolved
+// events at least one. Its children are checked too.
+func (m Machine[C]) Check(reg *codec.Registry) error {
+	errs := []error{m.Err()}
+	group := m.group()
+	if _, err := core.NormalizeGroup(m.Group); err != nil {
+		errs = append(errs, &core.DefinitionError{Group: m.Group, Problem: err.Error()})
+	}
+	defErr := func(msg, key, format string, args ...any) {
+		errs = append(errs, &core.DefinitionError{Group: group, Message: msg, Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+	if len(m.PartitionBy) == 0 {
+		defErr("", "", "a machine needs PartitionBy: its configuration lives in a partition")
+	}
+	mc := m.core()
+	for _, s := range mc.ch.states {
+		if s.d.typ == nil {
+			defErr("", "", "state %q has no event type (declared with Named): declare it with Declare[T] to store its moves", s.d.name)
+		}
+	}
+	all := appendNew(m.handled(), m.StateTypes()...)
+	for _, t := range m.evolved() {
+		ct, err := reg.ByGoType(t)
+		if err != nil {
+			defErr(t.String(), "", "%v", err)
+			continue
+		}
+		if slices.Contains(all, t) {
+			continue
+		}
+		n := 0
+		for _, k := range m.PartitionBy {
+			if ct.Has(k) {
+				n++
+			}
+		}
+		if n == 0 && len(m.PartitionBy) > 0 {
+			defErr(ct.Name, "", "evolved events must declare at least one partition key of %v", m.PartitionBy)
+		}
+	}
+	for _, t := range all {
+		ct, err := reg.ByGoType(t)
+		if err != nil {
+			if !slices.Contains(m.evolved(), t) {
+				defErr(t.String(), "", "%v", err)
+			}
+			continue
+		}
+		for _, k := range m.PartitionBy {
+			if !ct.Has(k) {
+				defErr(ct.Name, k, "commands, events, lifecycle messages and state events of a machine must declare every partition key")
+			}
+		}
+	}
+	for _, d := range mc.ch.children {
+		for _, k := range m.PartitionBy {
+			if !slices.Contains(d.keys, k) {
+				defErr("", k, "child machine %q must be partitioned by every key of its parent's", d.group)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Register registers the machine's state event types in reg, as
+// "<group>.runtime.<state name>" (a part's states as
+// "<group>.runtime.<part prefix>.<name>", its compound state as
+// "<group>.runtime.<part prefix>"), then, for each child machine, its
+// lifecycle messages and its own states. Types already registered under
+// those names are skipped. Commands and data events are the user's to
+// register.
+func (m Machine[C]) Register(reg *codec.Registry) error {
+	return m.core().register(reg, m.group())
+}
+
+func (mc *machineCore) register(reg *codec.Registry, group string) error {
+	var errs []error
+	for _, s := range mc.ch.states {
+		if s.d.typ == nil || s.d.register == nil {
+			continue
+		}
+		name := mc.ch.stateTypeName(group, s)
+		if t, err := reg.ByGoType(s.d.typ); err == nil && t.Name == name {
+			continue
+		}
+		if err := s.d.register(reg, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if mc.lc != nil {
+		if err := mc.lc.register(reg, group); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range mc.ch.children {
+		if d.mc != nil {
+			if err := d.mc.register(reg, d.group); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Step decides a claimed batch (core.Definition): the instance is rebuilt
+// from the history before each message (history interleaved by position,
+// the claimed message itself decided rather than replayed), each message
+// is decided in turn, and its messages are the outcome's Events, in append
+// order, correlated with it. A command no active state accepts, an event
+// nothing reacts to and a stale timer are acknowledged with no events. A
+// replayed batch is only acknowledged: its messages were decided before.
+func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
+	inst := m.New(in.Partition)
+	outs := make([]core.Outcome, 0, len(in.Batch))
+	h := 0
+	for i, b := range in.Batch {
+		for h < len(in.History) && in.History[h].Position < b.Position {
+			if err := m.apply(&inst, in.History[h].Message); err != nil {
+				return outs, &core.BatchError{Message: b, Index: i, Err: fmt.Errorf("loading the machine: %w", err)}
+			}
+			h++
+		}
+		if h < len(in.History) && in.History[h].Position == b.Position {
+			h++
+		}
+		out := core.Outcome{Source: b}
+		if in.Replaying {
+			outs = append(outs, out)
+			continue
+		}
+		next, dec, err := m.Decide(inst, b.Message)
+		switch {
+		case errors.Is(err, ErrCommandNotHandled):
+		case err != nil:
+			return outs, &core.BatchError{Message: b, Index: i, Err: err}
+		default:
+			out.Events = dec.Messages
+			inst = next
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}

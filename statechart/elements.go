@@ -1,0 +1,305 @@
+package statechart
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// Elem is one piece of a chart: a placed state or region, a handler, an
+// eventless transition, an action or a timer. Build elements with the
+// functions of this package (Initial, Place, Final, Region, Command,
+// CommandFunc, On, Always, Done, Entry, After, ...) and give them to
+// Machine.Chart, nested as the diagram is. A misplaced element (a command
+// directly in a region, a region in a final state) is a definition error
+// reported by Machine.Err.
+type Elem struct{ e *elem }
+
+type elemKind uint8
+
+const (
+	eInitial elemKind = iota + 1
+	ePlace
+	eRegion
+	eCommand
+	eOn
+	eAlways
+	eDone
+	eOnFinal
+	eChildrenDone
+	eEntry
+	eExit
+	eAfter
+	eStart
+	eStops
+	ePart
+	eOnDone
+)
+
+var elemNames = map[elemKind]string{
+	eInitial: "Initial", ePlace: "a placed state", eRegion: "Region", eCommand: "Command", eOn: "On",
+	eAlways: "Always", eDone: "Done", eOnFinal: "OnFinal", eChildrenDone: "ChildrenDone",
+	eEntry: "Entry", eExit: "Exit", eAfter: "After", eStart: "Start", eStops: "Stops", ePart: "a part", eOnDone: "OnDone",
+}
+
+type placement uint8
+
+const (
+	plState placement = iota
+	plStarted
+	plFinal
+	plStopped
+)
+
+// handlerFunc is a type-erased command or event handler.
+type handlerFunc func(ctx any, m core.Message, do *Do) error
+
+// actionFunc is a type-erased entry or exit action.
+type actionFunc func(ctx any, mv Move) []any
+
+type elem struct {
+	kind     elemKind
+	state    State
+	place    placement
+	name     string // region name
+	elems    []Elem
+	msgType  reflect.Type
+	ctxType  reflect.Type // the context type a typed function expects (nil: any)
+	handle   handlerFunc
+	targets  []Target
+	guards   []Guard
+	action   actionFunc
+	delay    time.Duration
+	payload  any
+	part     *Part
+	final    State // OnFinal: the part's final state; Start: on-done child final
+	child    *childDecl
+	starts   []*childDecl
+	startNil bool
+	startFn  func(ctx any, mv Move) any
+	onDone   []Elem
+}
+
+// Initial places a region's initial position: where the region waits when
+// it is entered, accepting the commands and events of its elements
+// (Command, CommandFunc, On, OnFunc). The initial position is not a state:
+// it has no event type, it is never listed in paths, and moves from it have
+// the source "<region path>.initial". A region starts either at Initial or
+// at a Started state.
+func Initial(elems ...Elem) Elem {
+	return Elem{&elem{kind: eInitial, elems: elems}}
+}
+
+// Place places state s with its elements: handlers, eventless transitions,
+// actions, timers, and either sub-states (which make s a compound state)
+// or Regions (which make it a parallel state).
+func Place(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: ePlace, state: s, place: plState, elems: elems}}
+}
+
+// Started places state s as its region's start: entering the region enters
+// s at once (in the same move). A child machine's root starts at its
+// Started state, entered by the Started message its parent appends; a
+// part's compound state starts at the part's Started state.
+func Started(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: ePlace, state: s, place: plStarted, elems: elems}}
+}
+
+// Final places a final state: reaching it completes its region. A final
+// state may have Entry and Exit actions and Stops, nothing else. When every
+// region of a state is final, its Done transitions apply; a machine whose
+// root region is final is finished.
+func Final(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: ePlace, state: s, place: plFinal, elems: elems}}
+}
+
+// Stopped places a child machine's stopped state: a root final state that
+// its parent's Stop command moves it to from any started, non-final
+// position (trigger "stop"). Like Final, it may have Entry, Exit and Stops.
+func Stopped(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: ePlace, state: s, place: plStopped, elems: elems}}
+}
+
+// Region places a named region of a parallel state: an independent
+// sub-chart, active (at its start) whenever the state is. Region names are
+// part of paths ("placed.payment.paying") and unique within a machine.
+func Region(name string, elems ...Elem) Elem {
+	return Elem{&elem{kind: eRegion, name: name, elems: elems}}
+}
+
+// Command accepts commands of type M in the state it is placed in, moving
+// to the single declared target, or staying put with no target. A command
+// with several targets needs a handler: use CommandFunc.
+func Command[M any](targets ...Target) Elem {
+	return Elem{&elem{kind: eCommand, msgType: reflect.TypeFor[M](), targets: targets}}
+}
+
+// CommandFunc accepts commands of type M with a handler that may append
+// data events (Do.Event), pick one of the declared targets (Do.To) or
+// reject the command by returning an error (nothing is appended). With one
+// declared target and no call to To the machine moves there; with Stay
+// among the targets it may stay put; with no targets it only appends data.
+// C is the machine's context type, M the command's; both are inferred.
+func CommandFunc[C, M any](fn func(ctx C, cmd M, do *Do) error, targets ...Target) Elem {
+	return Elem{&elem{
+		kind: eCommand, msgType: reflect.TypeFor[M](), ctxType: reflect.TypeFor[C](), targets: targets,
+		handle: func(ctx any, m core.Message, do *Do) error {
+			return fn(ctxAs[C](ctx), payloadAs[M](m.Payload), do)
+		},
+	}}
+}
+
+// On moves the machine to the declared target when it claims an event of
+// type E that another reactor appended, while the state it is placed in is
+// active. Events are never decided while a group replays, and an event no
+// active state reacts to is ignored. E must carry the partition keys.
+func On[E any](targets ...Target) Elem {
+	return Elem{&elem{kind: eOn, msgType: reflect.TypeFor[E](), targets: targets}}
+}
+
+// OnFunc is On with a handler, decided like CommandFunc.
+func OnFunc[C, E any](fn func(ctx C, event E, do *Do) error, targets ...Target) Elem {
+	return Elem{&elem{
+		kind: eOn, msgType: reflect.TypeFor[E](), ctxType: reflect.TypeFor[C](), targets: targets,
+		handle: func(ctx any, m core.Message, do *Do) error {
+			return fn(ctxAs[C](ctx), payloadAs[E](m.Payload), do)
+		},
+	}}
+}
+
+// Always is an eventless transition: while its state is active, after every
+// decision, the first Always whose guards all pass moves the machine to
+// target (recorded with the trigger "always"). A state with an unguarded
+// Always is transient: it is left in the decision that enters it, so it may
+// not accept commands or events, nor have timers, regions, joins or
+// children; an Always after an unguarded one is unreachable.
+func Always(target Target, guards ...Guard) Elem {
+	return Elem{&elem{kind: eAlways, targets: []Target{target}, guards: guards}}
+}
+
+// Done is a join: once every region of the state is at a final state (the
+// sub-state of a compound state is final), the machine moves to target in
+// the same decision (trigger "done"). Several guarded Dones are tried in
+// order; with none passing, the machine stays, and they are tried again
+// after every later decision.
+func Done(target Target, guards ...Guard) Elem {
+	return Elem{&elem{kind: eDone, targets: []Target{target}, guards: guards}}
+}
+
+// Entry runs fn each time the state is entered (outermost state first), with
+// the move that entered it; the commands fn returns are dispatched in the
+// decision (payloads, Messages, or core.Delayed from core.After/At, dated
+// from the triggering message). Partition keys are filled in.
+func Entry[C any](fn func(ctx C, entered Move) []any) Elem {
+	return Elem{&elem{kind: eEntry, ctxType: reflect.TypeFor[C](), action: func(ctx any, mv Move) []any {
+		return fn(ctxAs[C](ctx), mv)
+	}}}
+}
+
+// Exit runs fn each time the state is left (innermost state first), with the
+// move that leaves it; the commands it returns are dispatched as Entry's are.
+func Exit[C any](fn func(ctx C, exiting Move) []any) Elem {
+	return Elem{&elem{kind: eExit, ctxType: reflect.TypeFor[C](), action: func(ctx any, mv Move) []any {
+		return fn(ctxAs[C](ctx), mv)
+	}}}
+}
+
+// After schedules command (a payload, partition keys filled in) d after the
+// message that entered the state. The timer belongs to that entry: if the
+// command arrives after the state was left, even if it was entered again
+// since, it is ignored (acknowledged with no events). The command must be
+// accepted by some state (Command) to do anything.
+func After(d time.Duration, command any) Elem {
+	return Elem{&elem{kind: eAfter, delay: d, payload: command}}
+}
+
+// Guard is a condition of an eventless transition (Always, Done). Build
+// guards with If (on the domain context), In (on the configuration, SCXML's
+// In()), Not and And.
+type Guard struct {
+	fn      func(ctx any, c Config) bool
+	ctxType reflect.Type
+	label   string
+}
+
+// If is a guard on the domain context. C is inferred and must be the
+// machine's context type.
+func If[C any](fn func(ctx C) bool) Guard {
+	return Guard{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ Config) bool { return fn(ctxAs[C](ctx)) }}
+}
+
+// In is a guard on the configuration: true when every state given is active
+// (SCXML's In()). It sees the configuration as it is when the guard is
+// evaluated, in the middle of a decision.
+func In(states ...State) Guard {
+	return Guard{label: "in", fn: func(_ any, c Config) bool {
+		for _, s := range states {
+			if !c.In(s) {
+				return false
+			}
+		}
+		return true
+	}}
+}
+
+// Not negates a guard.
+func Not(g Guard) Guard {
+	return Guard{ctxType: g.ctxType, label: "not " + g.label, fn: func(ctx any, c Config) bool { return !g.fn(ctx, c) }}
+}
+
+// And is true when every guard is.
+func And(guards ...Guard) Guard {
+	var ct reflect.Type
+	for _, g := range guards {
+		if g.ctxType != nil {
+			ct = g.ctxType
+		}
+	}
+	return Guard{ctxType: ct, label: "and", fn: func(ctx any, c Config) bool {
+		for _, g := range guards {
+			if !g.fn(ctx, c) {
+				return false
+			}
+		}
+		return true
+	}}
+}
+
+func ctxAs[C any](ctx any) C {
+	if c, ok := ctx.(C); ok {
+		return c
+	}
+	var zero C
+	return zero
+}
+
+func payloadAs[M any](p any) M {
+	switch v := p.(type) {
+	case M:
+		return v
+	case *M:
+		if v != nil {
+			return *v
+		}
+	}
+	var zero M
+	return zero
+}
+
+func (e Elem) describe() string {
+	if e.e == nil {
+		return "a zero Elem"
+	}
+	n := elemNames[e.e.kind]
+	switch e.e.kind {
+	case ePlace:
+		return fmt.Sprintf("state %q", e.e.state.Name())
+	case eRegion:
+		return fmt.Sprintf("region %q", e.e.name)
+	case eCommand, eOn:
+		return fmt.Sprintf("%s[%v]", n, e.e.msgType)
+	}
+	return n
+}
