@@ -25,8 +25,8 @@ type Claim struct {
 	// Guard covers every handled type that declares the partition's
 	// attributes, up to the last claimed message.
 	Guard core.Guard
-	// Replaying is true when every claimed message is at or below the
-	// group's highest acknowledged position (the group was reset).
+	// Replaying is true when every claimed message was processed before
+	// the group was reset (see shell.Claim).
 	Replaying bool
 	// History holds the partition's messages of the reactor's history types
 	// (see Historian), read when the batch was claimed, and HistoryGuard the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/statechart/groupstatus"
 )
 
 // Groups is the consumer-group side of a store: registering groups,
@@ -142,8 +143,9 @@ type Claim struct {
 	// Guard covers every handled type that declares partition attributes,
 	// up to the last claimed message.
 	Guard core.Guard
-	// Replaying is true when the last claimed message is at or below the
-	// group's highest acknowledged position (the group was reset).
+	// Replaying is true when the last claimed message is at or below how
+	// far this partition had been acknowledged when the group was last
+	// reset: the messages were processed before.
 	Replaying bool
 }
 
@@ -180,30 +182,32 @@ const (
 	CmdFail    Command = "fail"
 )
 
-// transitions is the consumer-group status chart of the manual.
-var transitions = map[Status]map[Command]Status{
-	StatusActive:   {CmdStop: StatusStopped, CmdRetry: StatusRetrying, CmdFail: StatusFailed},
-	StatusRetrying: {CmdStart: StatusActive, CmdStop: StatusStopped, CmdRetry: StatusRetrying, CmdRecover: StatusActive, CmdFail: StatusFailed},
-	StatusStopped:  {CmdStart: StatusActive, CmdReset: StatusStopped},
-	StatusFailed:   {CmdStart: StatusActive, CmdStop: StatusStopped, CmdReset: StatusFailed},
+// commands maps each Command to its value in the status chart.
+var commands = map[Command]any{
+	CmdStart: groupstatus.Start{}, CmdStop: groupstatus.Stop{}, CmdReset: groupstatus.Reset{},
+	CmdRetry: groupstatus.Retry{}, CmdRecover: groupstatus.Recover{}, CmdFail: groupstatus.Fail{},
 }
 
 // Transition returns the status a command moves a group from status to,
-// or an *InvalidTransitionError naming what the status accepts.
+// by the consumer-group status chart (package statechart/groupstatus), or
+// an *InvalidTransitionError naming what the status accepts.
 func Transition(group string, status Status, cmd Command) (Status, error) {
-	if next, ok := transitions[status][cmd]; ok {
-		return next, nil
+	c, ok := commands[cmd]
+	if !ok {
+		return status, fmt.Errorf("sourced: unknown consumer group command %q", cmd)
 	}
-	return status, &InvalidTransitionError{Group: group, Status: status, Command: cmd, Accepts: Accepts(status)}
+	next, err := groupstatus.Next(string(status), c)
+	if err != nil {
+		return status, &InvalidTransitionError{Group: group, Status: status, Command: cmd, Accepts: Accepts(status)}
+	}
+	return Status(next), nil
 }
 
-// Accepts lists the commands a status accepts, in a fixed order.
+// Accepts lists the commands a status accepts, in the chart's order.
 func Accepts(status Status) []Command {
 	var out []Command
-	for _, c := range []Command{CmdStart, CmdStop, CmdReset, CmdRetry, CmdRecover, CmdFail} {
-		if _, ok := transitions[status][c]; ok {
-			out = append(out, c)
-		}
+	for _, name := range groupstatus.Accepts(string(status)) {
+		out = append(out, Command(strings.ToLower(name)))
 	}
 	return out
 }

@@ -25,7 +25,7 @@ type HandleResult[S any] struct {
 
 // HandleOptions tune Handle.
 type HandleOptions struct {
-	// Now stamps the command (default time.Now).
+	// Now stamps the command (default: the store's clock).
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
@@ -49,7 +49,7 @@ func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cm
 		o = opts[0]
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = store.Now
 	}
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)

@@ -15,10 +15,11 @@ import (
 )
 
 // RouterStore is what the router needs of a store: the log and the
-// consumer groups.
+// consumer groups, and the store's clock.
 type RouterStore interface {
 	Store
 	Groups
+	Now() time.Time
 }
 
 // RouterOptions configure a Router. Zero values take the defaults.
@@ -32,7 +33,7 @@ type RouterOptions struct {
 	// is handled again (on a fresh history) before it goes through the error
 	// strategy (default 3).
 	MaxConflictRetries int
-	// Now is the clock (default time.Now).
+	// Now is the clock (default: the store's).
 	Now func() time.Time
 	// Logger receives after-sync failures and strategy decisions (default
 	// slog.Default()).
@@ -71,7 +72,7 @@ func NewRouter(store RouterStore, opts RouterOptions, reactors ...any) (*Router,
 		opts.MaxConflictRetries = 3
 	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = store.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

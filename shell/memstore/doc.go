@@ -22,8 +22,39 @@
 //     is undone completely if the function fails or panics; the notifier is
 //     told about appended types only after the commit.
 //
-// Concurrency: one mutex guards the store. Reads share it; Append, Update
-// and PromoteScheduled hold it exclusively, Update for the whole of its
+// It also implements shell.Groups, and its transactions shell.GroupTx, and
+// passes storetest.RunGroups:
+//
+//   - each registered group keeps its offsets (one per partition) in
+//     memory; an append creates the offsets of the partitions its handled
+//     messages carry in full (AND discovery, handled types only), and
+//     records each such message as pending work of its offset. A message
+//     whose partition attribute holds several values belongs to each
+//     partition it spans. An id-partitioned group (exclusive, no partition
+//     keys) has one partition per message, {core.IDKey: id};
+//   - registering a group (or changing its keys or types) and resetting it
+//     discover its partitions in the whole log at once, so its offsets are
+//     there before any claim (a store may discover lazily; the figures of
+//     the two may differ until a claim scans);
+//   - the offsets with pending work that no worker holds are kept in a
+//     set, and a claim picks the furthest behind among those only. The claim-scan latch is kept as on SQLite: a sign-encoded
+//     version bumped by every append and every release, set clean by a
+//     scan that finds nothing, so an idle group's poll does no scan;
+//   - a claim's messages are fetched under conditional AND; a partition of
+//     one attribute (or a message id) reads its pending positions
+//     directly, a composite one scans the log after its offset;
+//   - failures are stored through JSON, as SQLite stores them;
+//   - PruneOrphanKeyPairs returns 0: there is no dictionary of key pairs,
+//     a message's pairs go with it.
+//
+// Every change a transaction makes (appends, deletes, offsets, claims,
+// group state) pushes a function that undoes it, so a failed Update leaves
+// the store exactly as it was. Positions of rolled back appends are given
+// again; those of deleted messages are not.
+//
+// Concurrency: one mutex guards the store. Reads share it; Append, Update,
+// PromoteScheduled and every consumer-group write (claims included) hold it
+// exclusively, Update for the whole of its
 // function, so a transaction never sees another's writes half done. The
 // function given to Update must use its Tx, never the Store (that would
 // wait for the lock the transaction holds).

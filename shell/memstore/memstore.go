@@ -32,7 +32,7 @@ func WithClock(now func() time.Time) Option {
 
 // WithNotifier makes the store announce the distinct types of every
 // committed append (and of every promotion of scheduled messages) to n.
-// Without it nothing is announced.
+// Without it the store announces to an InlineNotifier of its own.
 func WithNotifier(n shell.Notifier) Option {
 	return func(s *Store) { s.notifier = n }
 }
@@ -52,8 +52,20 @@ type Store struct {
 	mu       sync.RWMutex
 	log      []record // ordered by position
 	schedule []record // in the order the messages were scheduled
-	ids      map[uuid.UUID]struct{}
-	closed   bool
+	// ids maps the id of every stored message to its position (0 while
+	// it is scheduled).
+	ids map[uuid.UUID]int64
+	// maxPos is the highest position ever given: positions of deleted
+	// messages are not reused (those of rolled back appends are).
+	maxPos int64
+	closed bool
+
+	groups     map[string]*group
+	groupList  []*group  // the groups in id order
+	offsets    []*offset // every offset, by ascending id
+	nextOffset int64     // the id of the newest offset
+	workers    map[string]time.Time
+	scans      int // claim scans run (the latch's O(1) polls run none)
 }
 
 // record is a stored message: the envelope, the encoded payload and the key
@@ -75,22 +87,44 @@ var _ shell.Store = (*Store)(nil)
 
 // New returns an empty store that encodes and decodes payloads with reg.
 func New(reg *codec.Registry, opts ...Option) *Store {
-	s := &Store{reg: reg, now: time.Now, ids: make(map[uuid.UUID]struct{})}
+	s := &Store{
+		reg:     reg,
+		now:     time.Now,
+		ids:     make(map[uuid.UUID]int64),
+		groups:  make(map[string]*group),
+		workers: make(map[string]time.Time),
+	}
 	for _, o := range opts {
 		o(s)
 	}
+	if s.notifier == nil {
+		s.notifier = &shell.InlineNotifier{}
+	}
 	return s
 }
+
+// Now returns the store's time (its clock).
+func (s *Store) Now() time.Time { return s.now() }
+
+// Notifier returns the notifier the store announces committed appends to.
+func (s *Store) Notifier() shell.Notifier { return s.notifier }
 
 // Registry returns the codec registry the store was built with.
 func (s *Store) Registry() *codec.Registry { return s.reg }
 
 // Update runs fn in one transaction holding the store's lock. If fn returns
-// an error or panics, everything it appended is undone (positions are then
-// reused by the next append: the log is exactly as before) and the error is
-// returned or the panic continues. After a commit the notifier is told the
-// distinct types appended to the log.
+// an error or panics, everything it did (appends, deletes, offsets, claims,
+// group changes) is undone (positions are then reused by the next append:
+// the store is exactly as before) and the error is returned or the panic
+// continues. After a commit the notifier is told the distinct types
+// appended to the log. The transaction is also a shell.GroupTx.
 func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+	return s.write(ctx, func(t *tx) error { return fn(t) })
+}
+
+// write runs fn in a transaction: the lock held, undone unless fn
+// succeeds, the notifier told after the commit.
+func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -99,7 +133,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	tx := &tx{s: s, logLen: len(s.log), schedLen: len(s.schedule)}
+	tx := &tx{s: s, maxPos: s.maxPos, nextOffset: s.nextOffset}
 	committed := false
 	defer func() {
 		if !committed {
@@ -182,33 +216,28 @@ func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[co
 
 // PromoteScheduled moves the scheduled messages due at or before now into
 // the log, in the order they were scheduled, keeping their ids and times,
-// and returns how many it moved.
+// and returns how many it moved. Promoted messages are appended like any
+// other: they create the offsets of the consumer groups handling them.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
-	if err := ctx.Err(); err != nil {
+	n := 0
+	err := s.write(ctx, func(t *tx) error {
+		old := s.schedule
+		kept := make([]record, 0, len(old))
+		for _, r := range old {
+			if r.createdAt.After(now) {
+				kept = append(kept, r)
+				continue
+			}
+			t.insert(r)
+			n++
+		}
+		s.schedule = kept
+		t.undo = append(t.undo, func() { s.schedule = old })
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return 0, ErrClosed
-	}
-	var types []string
-	kept := s.schedule[:0]
-	n := 0
-	for _, r := range s.schedule {
-		if r.createdAt.After(now) {
-			kept = append(kept, r)
-			continue
-		}
-		r.position = s.lastPosition() + 1
-		s.log = append(s.log, r)
-		types = appendDistinct(types, r.typ)
-		n++
-	}
-	clear(s.schedule[len(kept):])
-	s.schedule = kept
-	s.mu.Unlock()
-	s.notify(types)
 	return n, nil
 }
 
@@ -244,6 +273,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.log, s.schedule, s.ids = nil, nil, nil
+	s.groups, s.groupList, s.offsets, s.workers = nil, nil, nil, nil
 	return nil
 }
 
@@ -410,29 +440,51 @@ func (s *Store) decode(r *record) (core.PositionedMessage, error) {
 	}, nil
 }
 
-// tx is the shell.Tx of an Update. It undoes its appends by truncating the
-// log and the schedule to their lengths at the start (appends only ever add
-// at the end) and forgetting the ids it added.
+// tx is the shell.Tx (and shell.GroupTx) of an Update. Every change it
+// makes pushes a function that undoes it; a rollback runs them newest
+// first, so each finds the store as the change left it.
 type tx struct {
-	s        *Store
-	done     bool
-	logLen   int
-	schedLen int
-	added    []uuid.UUID
-	types    []string // distinct types appended to the log, for the notifier
+	s          *Store
+	done       bool
+	maxPos     int64 // s.maxPos at the start
+	nextOffset int64 // s.nextOffset at the start
+	undo       []func()
+	groups     map[*group]struct{}  // groups whose state was saved
+	offsets    map[*offset]struct{} // offsets whose state was saved
+	types      []string             // distinct types appended to the log, for the notifier
 }
 
 var errTxDone = errors.New("memstore: transaction used after its Update returned")
 
 func (t *tx) rollback() {
-	s := t.s
-	clear(s.log[t.logLen:])
-	s.log = s.log[:t.logLen]
-	clear(s.schedule[t.schedLen:])
-	s.schedule = s.schedule[:t.schedLen]
-	for _, id := range t.added {
-		delete(s.ids, id)
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		t.undo[i]()
 	}
+	t.s.maxPos, t.s.nextOffset = t.maxPos, t.nextOffset
+}
+
+// insert appends a record to the log at the next position, creates or
+// wakes the offsets of the consumer groups handling it, and makes every
+// group's claim scan dirty.
+func (t *tx) insert(r record) int64 {
+	s := t.s
+	s.maxPos++
+	r.position = s.maxPos
+	prev, had := s.ids[r.id]
+	s.log = append(s.log, r)
+	s.ids[r.id] = r.position
+	t.undo = append(t.undo, func() {
+		s.log[len(s.log)-1] = record{}
+		s.log = s.log[:len(s.log)-1]
+		if had {
+			s.ids[r.id] = prev
+		} else {
+			delete(s.ids, r.id)
+		}
+	})
+	t.types = appendDistinct(t.types, r.typ)
+	t.indexed(&s.log[len(s.log)-1])
+	return r.position
 }
 
 func (t *tx) Context() core.Tx { return TxContext{} }
@@ -514,15 +566,16 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	for i, r := range recs {
 		if stamped[i].Scheduled(now) {
 			s.schedule = append(s.schedule, r)
-		} else {
-			r.position = s.lastPosition() + 1
-			s.log = append(s.log, r)
-			res.Positions[i] = r.position
-			res.Last = r.position
-			t.types = appendDistinct(t.types, r.typ)
+			s.ids[r.id] = 0
+			t.undo = append(t.undo, func() {
+				s.schedule[len(s.schedule)-1] = record{}
+				s.schedule = s.schedule[:len(s.schedule)-1]
+				delete(s.ids, r.id)
+			})
+			continue
 		}
-		s.ids[r.id] = struct{}{}
-		t.added = append(t.added, r.id)
+		res.Positions[i] = t.insert(r)
+		res.Last = res.Positions[i]
 	}
 	return res, nil
 }

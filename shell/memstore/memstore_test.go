@@ -10,10 +10,12 @@ import (
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
-		s := memstore.New(reg, memstore.WithClock(now), memstore.WithNotifier(n))
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+func open(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+	s := memstore.New(reg, memstore.WithClock(now), memstore.WithNotifier(n))
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
+
+func TestConformance(t *testing.T) { storetest.Run(t, open) }
+
+func TestGroupConformance(t *testing.T) { storetest.RunGroups(t, open) }

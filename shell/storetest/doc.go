@@ -6,7 +6,8 @@
 //
 // # Using the suite
 //
-// Call Run from a test of the implementation's package with a Factory that
+// Call Run (and RunGroups, for a store with consumer groups) from a test of
+// the implementation's package with a Factory that
 // opens a fresh, installed, empty store per call. The factory must use the
 // registry, clock and notifier it is given (the suite registers its own
 // fixture message types, drives the clock to schedule and promote
@@ -67,6 +68,126 @@
 //     model after every step of random appends (guarded, transactional,
 //     rolled back, invalid, duplicate, scheduled), reads, partition reads,
 //     pages and promotions.
+//
+// # Consumer groups
+//
+// RunGroups is the consumer-group part, for stores that also implement
+// shell.Groups (and whose Update hands out a shell.GroupTx); call it
+// beside Run with the same factory:
+//
+//	func TestGroupConformance(t *testing.T) { storetest.RunGroups(t, open) }
+//
+// It covers:
+//
+//   - Register: a new group is active with nothing processed, the label
+//     defaults to the id, partition keys are sorted; registering again
+//     keeps the status, the failure and the offsets; bad specs (see
+//     shell.GroupSpec.Validate, a group id that core.NormalizeGroup would
+//     change, a handled type the registry does not know) register nothing;
+//     an exclusive group owns its types (*shell.GroupConflictError naming
+//     the new group, the other one and the shared types); non-exclusive
+//     groups sharing a type each get its messages.
+//   - Claim: conditional-AND fetch of the handled types (the table of the
+//     store contracts), batch size, order, ack-then-continue, a slice
+//     attribute delivering a message once to each partition it spans,
+//     AND discovery of partitions from handled types only (hazard H8),
+//     the furthest-behind partition first (ties: the oldest offset),
+//     discovery of messages appended before the group registered, the
+//     claim guard, bad input.
+//   - Ack: only the claimant acks or releases (shell.ErrNotClaimant,
+//     hazard H4), release does not move the offset, acks never move it
+//     back and the highest position is the furthest ack, a partial ack
+//     leaves the rest to any worker, an Update appending events and
+//     acking together.
+//   - AdvanceOffset: skipping a synchronously handled command, never
+//     backwards, never over an unprocessed (or claimed) message of the
+//     partition, bad input.
+//   - Latch: idle groups wake on appends (in transactions and promotions
+//     too) and on releases; the burst of the changes file (commands that
+//     only emit events, workers polling meanwhile) strands nothing.
+//   - Lifecycle: every status against every operator command (the chart
+//     of shell.Transition; refused commands return an
+//     *InvalidTransitionError and write nothing), unknown groups
+//     (*UnknownGroupError naming the registered ones), failures kept as
+//     given, stop reasons, worker commands that never fail on a status,
+//     retry times, recovery by the failed partition only, reset and
+//     replay (Replaying, the highest position surviving the reset, claims
+//     held across a reset void), reset leaving a queue alone.
+//   - Housekeeping: a worker that stops heartbeating loses its batch to
+//     another; a claim of a worker that never heartbeat expires by its age
+//     (hazard H5); drained offsets; orphan key pairs.
+//   - Offsets: ReadOffsets and Offsets (group filter, inclusive cursor,
+//     limits, totals, claims), the figures of shell.GroupInfo.
+//   - Queue: an exclusive group without partition keys hands each message
+//     alone to concurrent workers, deletes it on ack, reaps its drained
+//     offsets; scheduled jobs; synchronously handled jobs.
+//   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
+//     deletes and advances.
+//   - GroupConcurrency: four goroutine workers and an appender, 200
+//     partitions of commands that emit events and a group projecting the
+//     events: everything drains, each message is processed once per group
+//     and in order within its partition, every group ends idle. Meant for
+//     the race detector; a stall of three seconds is reported as stranded
+//     partitions.
+//   - GroupModel: a rapid state-machine test of claims, acks (alone or in
+//     Updates that commit or roll back), releases, advances, operator and
+//     worker commands and the clock, by three workers over two groups,
+//     against a model (see testGroupModel for the invariants).
+//
+// Decisions the suite pins where the contract (shell/groups.go) is silent
+// or ambiguous:
+//
+//   - Pending work: a partition has pending work when a handled message
+//     after its offset carries every partition attribute with the
+//     partition's values (full AND, store contracts 3.5). A message
+//     carrying only some waits: it is delivered, by the conditional-AND
+//     fetch, with the next claim of the partition.
+//   - Claim order: the claimed partition is furthest behind among the
+//     partitions with pending work the store has offsets for. A store may
+//     discover the partitions of a late-registered or reset group lazily
+//     (when its scan finds nothing), so the model does not count
+//     partitions the store has no offset for yet; every such partition
+//     must still be found before ClaimNext returns nil.
+//   - Replaying is per partition: a claim is a replay when its last
+//     position is at or below how far that partition had been
+//     acknowledged when the group was last reset. (The original's
+//     group-wide high-water mark made a first-time claim of a slow
+//     partition report Replaying once a faster partition had acked a
+//     later position, so its reactions were skipped.) A group never reset
+//     never replays. The model pins the rule.
+//   - AdvanceOffset returns true when the offset is at or past position
+//     afterwards (it moved, or was there already) and false only when an
+//     unprocessed message holds it back. A claimed message not yet acked
+//     is unprocessed. Which messages hold it back: those of the handled
+//     types in the partition under conditional AND, strictly between the
+//     offset and position. A partition that does not name exactly the
+//     group's partition attributes (or, for a queue, a message id), and a
+//     position past the newest one, are errors.
+//   - ReleaseDrainedOffsets releases an unclaimed offset when no message of
+//     the group's handled types belongs to its partition under
+//     conditional AND. A composite partition still holding a message that
+//     carries some of its attributes is not drained: a fresh offset would
+//     deliver that message again.
+//   - Claims are identified by group, offset id and worker id: an ack or
+//     release of a claim whose offset is gone (reset, reaped) or held by
+//     another worker fails with ErrNotClaimant. Claims held across a reset
+//     are therefore void.
+//   - ClaimNext with a batch size below 1 or no worker id is an error;
+//     Heartbeat of a worker with no id is an error; ReadOffsets (and
+//     Offsets) of an unknown group return an *UnknownGroupError.
+//   - RetryGroup and FailGroup on a status that does not accept them
+//     return nil and write nothing (not even the failure). StopGroup keeps
+//     the failure's fields, sets its Reason and clears the retry time;
+//     StartGroup and recovery clear the failure (retry count 0).
+//   - Reset of an exclusive group is checked against the chart like any
+//     other, then changes nothing.
+//   - Stale claims: a worker is stale when its last heartbeat, or with no
+//     heartbeat its claim's time, is at or before now-ttl (the suite stays
+//     clear of the boundary). Delete ignores positions not in the log.
+//     Positions of deleted messages are never given again.
+//   - GroupInfo.PartitionBy of a queue may be empty or [core.IDKey];
+//     PruneOrphanKeyPairs may return any count, and 0 once nothing is
+//     left to prune.
 //
 // With -short the concurrent and model-based parts do less work (rapid's
 // own -rapid.checks and -rapid.steps flags tune the model further). When

@@ -1,0 +1,162 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Config configures a Runtime: explicit values with defaults (see
+// DefaultConfig), which FromEnv can override for deployment.
+type Config struct {
+	// Workers is the number of worker goroutines. Zero runs none: a web
+	// process that appends and handles commands synchronously while
+	// another process runs the workers.
+	Workers int
+	// BatchSize caps the messages of one claim.
+	BatchSize int
+	// MaxDrainRounds is how many batches a worker takes from one reactor
+	// before it yields to the others.
+	MaxDrainRounds int
+	// CatchUpInterval is how often every reactor is polled, the safety net
+	// for notifications that never arrive (appends by other processes).
+	CatchUpInterval time.Duration
+	// HeartbeatInterval is how often workers heartbeat and stale claims
+	// are reaped.
+	HeartbeatInterval time.Duration
+	// ClaimTTL is how long a worker may go without heartbeating before its
+	// claims are released to others.
+	ClaimTTL time.Duration
+	// OptimizeInterval is how often the planner statistics are refreshed.
+	OptimizeInterval time.Duration
+	// StopTimeout bounds how long Stop waits for running batches and ticks.
+	StopTimeout time.Duration
+	// Clock is where the runtime takes its time from (default SystemClock).
+	Clock Clock
+	// Logger receives the runtime's logs (default slog.Default()).
+	Logger *slog.Logger
+	// ProcessID prefixes worker ids (default "<hostname>-<pid>").
+	ProcessID string
+	// ErrorStrategy is the default strategy for failed batches.
+	ErrorStrategy ErrorStrategy
+}
+
+// DefaultConfig returns the defaults: 2 workers, batches of 50, 10 rounds
+// per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
+// claim TTL, hourly statistics, a 30 s stop timeout, the system clock.
+func DefaultConfig() Config {
+	return Config{
+		Workers:           2,
+		BatchSize:         50,
+		MaxDrainRounds:    10,
+		CatchUpInterval:   5 * time.Second,
+		HeartbeatInterval: 30 * time.Second,
+		ClaimTTL:          2 * time.Minute,
+		OptimizeInterval:  time.Hour,
+		StopTimeout:       30 * time.Second,
+		Clock:             SystemClock{},
+	}
+}
+
+// Environment variables read by FromEnv, and the settings they override.
+const (
+	EnvWorkers           = "SOURCED_WORKERS"
+	EnvBatchSize         = "SOURCED_BATCH_SIZE"
+	EnvMaxDrainRounds    = "SOURCED_MAX_DRAIN_ROUNDS"
+	EnvCatchUpInterval   = "SOURCED_CATCH_UP_INTERVAL"
+	EnvHeartbeatInterval = "SOURCED_HEARTBEAT_INTERVAL"
+	EnvClaimTTL          = "SOURCED_CLAIM_TTL"
+	EnvOptimizeInterval  = "SOURCED_OPTIMIZE_INTERVAL"
+	EnvStopTimeout       = "SOURCED_STOP_TIMEOUT"
+)
+
+// FromEnv returns c with the settings given in the environment overridden
+// (getenv is os.Getenv when nil): integers for counts, Go durations
+// ("5s", "2m") for intervals. A value that does not parse is an error
+// naming the variable and the setting.
+func (c Config) FromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var errs []error
+	ints := []struct {
+		env, setting string
+		dst          *int
+	}{
+		{EnvWorkers, "Workers", &c.Workers},
+		{EnvBatchSize, "BatchSize", &c.BatchSize},
+		{EnvMaxDrainRounds, "MaxDrainRounds", &c.MaxDrainRounds},
+	}
+	for _, s := range ints {
+		if v := getenv(s.env); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sourced: %s=%q (setting %s): not an integer", s.env, v, s.setting))
+				continue
+			}
+			*s.dst = n
+		}
+	}
+	durs := []struct {
+		env, setting string
+		dst          *time.Duration
+	}{
+		{EnvCatchUpInterval, "CatchUpInterval", &c.CatchUpInterval},
+		{EnvHeartbeatInterval, "HeartbeatInterval", &c.HeartbeatInterval},
+		{EnvClaimTTL, "ClaimTTL", &c.ClaimTTL},
+		{EnvOptimizeInterval, "OptimizeInterval", &c.OptimizeInterval},
+		{EnvStopTimeout, "StopTimeout", &c.StopTimeout},
+	}
+	for _, s := range durs {
+		if v := getenv(s.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sourced: %s=%q (setting %s): not a duration such as 5s or 2m", s.env, v, s.setting))
+				continue
+			}
+			*s.dst = d
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every bad setting, naming it.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(setting string, v any, want string) {
+		errs = append(errs, fmt.Errorf("sourced: config %s = %v: %s", setting, v, want))
+	}
+	if c.Workers < 0 {
+		bad("Workers", c.Workers, "must be 0 or more")
+	}
+	if c.BatchSize < 1 {
+		bad("BatchSize", c.BatchSize, "must be at least 1")
+	}
+	if c.MaxDrainRounds < 1 {
+		bad("MaxDrainRounds", c.MaxDrainRounds, "must be at least 1")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"CatchUpInterval", c.CatchUpInterval}, {"HeartbeatInterval", c.HeartbeatInterval},
+		{"ClaimTTL", c.ClaimTTL}, {"OptimizeInterval", c.OptimizeInterval}, {"StopTimeout", c.StopTimeout},
+	} {
+		if d.v <= 0 {
+			bad(d.name, d.v, "must be a positive duration")
+		}
+	}
+	if c.HeartbeatInterval > 0 && c.ClaimTTL > 0 && c.ClaimTTL <= c.HeartbeatInterval {
+		bad("ClaimTTL", c.ClaimTTL, fmt.Sprintf("must be longer than HeartbeatInterval (%v), or live workers lose their claims", c.HeartbeatInterval))
+	}
+	if c.Clock == nil {
+		bad("Clock", nil, "must be set (SystemClock{} in production)")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,475 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrStopTimeout is returned by a stop that gave up waiting for running
+// batches or ticks after the configured StopTimeout.
+var ErrStopTimeout = errors.New("sourced: stop timed out")
+
+// NotifierSource is implemented by stores that announce their appends, so
+// that a runtime can subscribe to the same notifier.
+type NotifierSource interface {
+	Notifier() Notifier
+}
+
+// ChangeDetector is implemented by stores that can tell cheaply whether
+// anyone else wrote since the last call (PRAGMA data_version on SQLite):
+// the catch-up poll then polls only when something changed.
+type ChangeDetector interface {
+	Changed(ctx context.Context) (bool, error)
+}
+
+// Runtime is the background side of Sourced: worker goroutines that claim
+// and process the reactors' partitions, woken by the store's notifier, and
+// periodic tasks (catch-up poll, heartbeats and stale-claim reaping,
+// scheduled-message promotion, planner statistics).
+//
+// A runtime can be started and stopped again (for instance only while the
+// process holds a leader lock). Stop waits for the workers to finish their
+// current batch.
+type Runtime struct {
+	router *Router
+	store  RouterStore
+	cfg    Config
+	log    *slog.Logger
+
+	byType map[string][]*reactor
+	queue  *workQueue
+
+	Tasks struct {
+		CatchUp, Reaper, Scheduler, Optimizer *Task
+	}
+
+	mu       sync.Mutex
+	running  bool
+	quit     chan struct{}
+	workers  sync.WaitGroup
+	unsub    func()
+	batches  atomic.Int64
+	busy     atomic.Int64
+	schedule chan struct{}
+	ids      []string
+}
+
+// NewRuntime validates cfg and the reactors (see NewRouter) and returns a
+// runtime for them. Nothing runs until Start or Run.
+func NewRuntime(store RouterStore, cfg Config, reactors ...any) (*Runtime, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ProcessID == "" {
+		host, _ := os.Hostname()
+		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger}, reactors...)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{router: router, store: store, cfg: cfg, log: cfg.Logger, byType: map[string][]*reactor{}, schedule: make(chan struct{}, 1)}
+	for _, re := range router.reactors {
+		for _, t := range re.info.Handled {
+			rt.byType[t] = append(rt.byType[t], re)
+		}
+	}
+	rt.queue = newWorkQueue(len(router.reactors))
+	for i := range cfg.Workers {
+		rt.ids = append(rt.ids, fmt.Sprintf("%s-worker-%d", cfg.ProcessID, i+1))
+	}
+	rt.Tasks.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
+	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
+	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
+	rt.Tasks.Scheduler = newScheduler(rt)
+	return rt, nil
+}
+
+// Router returns the runtime's router (for Handle, Stop/Start/Reset...).
+func (rt *Runtime) Router() *Router { return rt.router }
+
+// Start registers the consumer groups, subscribes to the store's notifier
+// and starts the workers and the periodic tasks.
+func (rt *Runtime) Start(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.running {
+		return errors.New("sourced: runtime already started")
+	}
+	if err := rt.router.Setup(ctx); err != nil {
+		return err
+	}
+	if err := rt.heartbeat(ctx); err != nil { // before any claim (H5)
+		return err
+	}
+	if ns, ok := rt.store.(NotifierSource); ok && ns.Notifier() != nil {
+		rt.unsub = ns.Notifier().Subscribe(rt.notified)
+	}
+	rt.quit = make(chan struct{})
+	rt.running = true
+	for _, id := range rt.ids {
+		rt.workers.Add(1)
+		go rt.work(id)
+	}
+	for _, t := range rt.tasks() {
+		t.Start()
+	}
+	rt.enqueueAll()
+	return nil
+}
+
+func (rt *Runtime) tasks() []*Task {
+	return []*Task{rt.Tasks.CatchUp, rt.Tasks.Reaper, rt.Tasks.Scheduler, rt.Tasks.Optimizer}
+}
+
+// Stop stops the periodic tasks and the workers, waiting for the batches
+// they are processing to finish (up to StopTimeout, or until ctx ends),
+// then returns; ErrStopTimeout if they did not finish in time.
+func (rt *Runtime) Stop(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if !rt.running {
+		return nil
+	}
+	rt.running = false
+	if rt.unsub != nil {
+		rt.unsub()
+		rt.unsub = nil
+	}
+	close(rt.quit)
+	ctx, cancel := context.WithTimeout(ctx, rt.cfg.StopTimeout)
+	defer cancel()
+	var errs []error
+	for _, t := range rt.tasks() {
+		if err := t.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { rt.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("%w: workers still busy after %v", ErrStopTimeout, rt.cfg.StopTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts the runtime, runs it until ctx is cancelled, then stops it
+// gracefully.
+func (rt *Runtime) Run(ctx context.Context) error {
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return rt.Stop(context.WithoutCancel(ctx))
+}
+
+// notified wakes the reactors handling the appended types, and the
+// scheduler (a new scheduled message may be due sooner).
+func (rt *Runtime) notified(types []string) {
+	for _, t := range types {
+		for _, re := range rt.byType[t] {
+			rt.queue.push(re)
+		}
+	}
+	select {
+	case rt.schedule <- struct{}{}:
+	default:
+	}
+}
+
+func (rt *Runtime) enqueueAll() {
+	for _, re := range rt.router.reactors {
+		rt.queue.push(re)
+	}
+}
+
+// work is a worker: it takes a reactor with pending work, processes up to
+// MaxDrainRounds batches of it, and requeues it if it still has work, so
+// one busy reactor cannot starve the others.
+func (rt *Runtime) work(id string) {
+	defer rt.workers.Done()
+	for {
+		var re *reactor
+		select {
+		case <-rt.quit:
+			return
+		case re = <-rt.queue.ch:
+			rt.queue.taken(re)
+		}
+		rt.busy.Add(1)
+		more := false
+		for round := 0; round < rt.cfg.MaxDrainRounds; round++ {
+			select {
+			case <-rt.quit:
+				rt.busy.Add(-1)
+				return
+			default:
+			}
+			did, err := rt.router.handleNext(context.Background(), re, id)
+			if err != nil {
+				rt.log.Error("sourced: worker failed to process a batch", "worker", id, "group", re.info.Group, "error", err)
+			}
+			if !did {
+				more = false
+				break
+			}
+			rt.batches.Add(1)
+			more = true
+		}
+		rt.busy.Add(-1)
+		if more {
+			rt.queue.push(re)
+		}
+	}
+}
+
+// catchUp polls every reactor: cheap for idle groups (the claim-scan
+// latch), and skipped when the store tells nothing changed.
+func (rt *Runtime) catchUp(ctx context.Context) error {
+	if cd, ok := rt.store.(ChangeDetector); ok {
+		changed, err := cd.Changed(ctx)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+	}
+	rt.enqueueAll()
+	return nil
+}
+
+func (rt *Runtime) heartbeat(ctx context.Context) error {
+	if len(rt.ids) == 0 {
+		return nil
+	}
+	return rt.store.Heartbeat(ctx, rt.ids, rt.cfg.Clock.Now())
+}
+
+// reap heartbeats this process's workers (one write for all of them),
+// releases the claims of workers gone silent, and reaps drained offsets.
+func (rt *Runtime) reap(ctx context.Context) error {
+	if err := rt.heartbeat(ctx); err != nil {
+		return err
+	}
+	n, err := rt.store.ReleaseStaleClaims(ctx, rt.cfg.Clock.Now(), rt.cfg.ClaimTTL)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		rt.log.Warn("sourced: released stale claims", "count", n)
+		rt.enqueueAll()
+	}
+	if _, err := rt.store.ReleaseDrainedOffsets(ctx); err != nil {
+		return err
+	}
+	_, err = rt.store.PruneOrphanKeyPairs(ctx)
+	return err
+}
+
+// Idle reports whether no worker is processing a batch and no reactor is
+// queued.
+func (rt *Runtime) Idle() bool { return rt.busy.Load() == 0 && rt.queue.len() == 0 }
+
+// WaitIdle waits until the runtime has settled: every reactor was polled
+// after the queue emptied and none had work, and no scheduled message is
+// due before now+horizon. It is for tests, examples and scripts.
+func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if rt.Idle() {
+			next, ok, err := rt.store.NextScheduled(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok || next.After(rt.cfg.Clock.Now().Add(horizon)) {
+				before := rt.batches.Load()
+				if did, err := rt.drainOnce(ctx); err != nil {
+					return err
+				} else if !did && rt.batches.Load() == before && rt.Idle() {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// drainOnce asks every reactor for one batch, as a worker would.
+func (rt *Runtime) drainOnce(ctx context.Context) (bool, error) {
+	any := false
+	for _, re := range rt.router.reactors {
+		did, err := rt.router.handleNext(ctx, re, rt.cfg.ProcessID+"-settle")
+		if err != nil {
+			return any, err
+		}
+		any = any || did
+	}
+	return any, nil
+}
+
+// workQueue holds the reactors with pending work, each at most once however
+// many notifications arrive.
+type workQueue struct {
+	ch     chan *reactor
+	mu     sync.Mutex
+	queued map[*reactor]bool
+}
+
+func newWorkQueue(n int) *workQueue {
+	return &workQueue{ch: make(chan *reactor, max(n, 1)), queued: map[*reactor]bool{}}
+}
+
+func (q *workQueue) push(re *reactor) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queued[re] {
+		return
+	}
+	q.queued[re] = true
+	q.ch <- re
+}
+
+func (q *workQueue) taken(re *reactor) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.queued, re)
+}
+
+func (q *workQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued)
+}
+
+// Task is a periodic task of the runtime, startable and stoppable on its
+// own.
+type Task struct {
+	Name     string
+	Interval time.Duration
+
+	clock Clock
+	run   func(ctx context.Context) error
+	next  func(t *Task) time.Duration // when to tick next (default Interval)
+	wake  <-chan struct{}
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	errs   atomic.Int64
+	ticks  atomic.Int64
+	log    *slog.Logger
+}
+
+func newTask(name string, interval time.Duration, clock Clock, run func(context.Context) error) *Task {
+	return &Task{Name: name, Interval: interval, clock: clock, run: run}
+}
+
+// Start starts the task's loop (a no-op when running).
+func (t *Task) Start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel, t.done = cancel, make(chan struct{})
+	go t.loop(ctx, t.done)
+}
+
+func (t *Task) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	for {
+		d := t.Interval
+		if t.next != nil {
+			d = t.next(t)
+		}
+		timer := t.clock.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		case <-t.wake:
+			// Something changed (an append): work out when to tick again.
+			timer.Stop()
+			continue
+		}
+		t.ticks.Add(1)
+		if err := protect(func() error { return t.run(ctx) }); err != nil && ctx.Err() == nil {
+			t.errs.Add(1)
+			if t.log != nil {
+				t.log.Error("sourced: periodic task failed", "task", t.Name, "error", err)
+			} else {
+				slog.Default().Error("sourced: periodic task failed", "task", t.Name, "error", err)
+			}
+		}
+	}
+}
+
+// Stop stops the task, waiting for a running tick until ctx ends
+// (ErrStopTimeout).
+func (t *Task) Stop(ctx context.Context) error {
+	t.mu.Lock()
+	cancel, done := t.cancel, t.done
+	t.cancel, t.done = nil, nil
+	t.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: task %s", ErrStopTimeout, t.Name)
+	}
+}
+
+// Running reports whether the task's loop runs.
+func (t *Task) Running() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cancel != nil
+}
+
+// Ticks counts the ticks the task ran.
+func (t *Task) Ticks() int64 { return t.ticks.Load() }
+
+// newScheduler promotes scheduled messages: it sleeps until the next one is
+// due (not a fixed tick, so a message due in 1 s is not 5 s late), waking
+// early when an append may have scheduled an earlier one.
+func newScheduler(rt *Runtime) *Task {
+	t := newTask("scheduled messages", rt.cfg.CatchUpInterval, rt.cfg.Clock, func(ctx context.Context) error {
+		n, err := rt.store.PromoteScheduled(ctx, rt.cfg.Clock.Now())
+		if n > 0 {
+			rt.log.Debug("sourced: promoted scheduled messages", "count", n)
+		}
+		return err
+	})
+	t.wake = rt.schedule
+	t.next = func(t *Task) time.Duration {
+		next, ok, err := rt.store.NextScheduled(context.Background())
+		if err != nil || !ok {
+			return t.Interval
+		}
+		return min(max(next.Sub(rt.cfg.Clock.Now()), 0), t.Interval)
+	}
+	return t
+}
