@@ -234,10 +234,13 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 	if errors.As(err, &handled) {
 		return true, rt.fail(ctx, re, claim, handled.err)
 	}
+	// Apply the strategy before releasing the claim, so that no other
+	// worker claims the partition of a group that is about to retry later.
+	failErr := rt.fail(ctx, re, claim, err)
 	if relErr := rt.store.Release(ctx, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
-		return true, errors.Join(err, relErr)
+		return true, errors.Join(failErr, relErr)
 	}
-	return true, rt.fail(ctx, re, claim, err)
+	return true, failErr
 }
 
 // batchFailure is a failure after which the claim was already settled (the

@@ -279,8 +279,10 @@ func (rt *Runtime) reap(ctx context.Context) error {
 }
 
 // Idle reports whether no worker is processing a batch and no reactor is
-// queued.
-func (rt *Runtime) Idle() bool { return rt.busy.Load() == 0 && rt.queue.len() == 0 }
+// queued for one (a runtime without workers is always idle).
+func (rt *Runtime) Idle() bool {
+	return rt.busy.Load() == 0 && (rt.queue.len() == 0 || len(rt.ids) == 0)
+}
 
 // WaitIdle waits until the runtime has settled: every reactor was polled
 // after the queue emptied and none had work, and no scheduled message is

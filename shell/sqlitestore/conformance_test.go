@@ -1,0 +1,25 @@
+package sqlitestore_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+// TestConformance runs the store conformance suite against file databases.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+		path := filepath.Join(t.TempDir(), "store.db")
+		s, err := sqlitestore.Install(t.Context(), path, sqlitestore.Options{Registry: reg, Now: now, Notifier: n})
+		if err != nil {
+			t.Fatalf("install: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

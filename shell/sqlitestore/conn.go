@@ -1,0 +1,125 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+var memSeq atomic.Int64
+
+// dbURI turns the path given to Open into what SQLite opens. ":memory:" (or
+// "") becomes a private in-memory database on the memdb VFS that every
+// connection of the store shares (named with "/" so it is shared, unique per
+// call): for tests only, it disappears when the store closes. Anything else
+// is a file path or a "file:" URI.
+func dbURI(path string) (uri string, memory bool) {
+	if path == "" || path == ":memory:" {
+		return fmt.Sprintf("file:/sourced-memory-%d?vfs=memdb", memSeq.Add(1)), true
+	}
+	return path, false
+}
+
+const openFlags = sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenURI
+
+// prepareConn applies the per-connection settings. They are properties of
+// the connection, not of the file, so every connection the store opens gets
+// them:
+//   - foreign_keys = ON: links to messages cascade when messages are
+//     deleted, and a link to a missing key pair fails;
+//   - busy_timeout: waiting for another process's write lock, instead of
+//     failing with SQLITE_BUSY at once;
+//   - synchronous = NORMAL when the file is in WAL mode: a commit is
+//     durable against a crash of the process, and the database cannot be
+//     corrupted by a power loss, but the last transactions before a power
+//     loss may roll back. Outside WAL SQLite's default (FULL) is kept.
+//   - query_only on reader connections, so a read can never write.
+func prepareConn(conn *sqlite.Conn, busy time.Duration, reader bool) error {
+	conn.SetBusyTimeout(busy)
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA foreign_keys = ON", nil); err != nil {
+		return fmt.Errorf("sqlitestore: foreign_keys: %w", err)
+	}
+	var mode string
+	err := sqlitex.ExecuteTransient(conn, "PRAGMA journal_mode", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { mode = stmt.ColumnText(0); return nil },
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore: journal_mode: %w", err)
+	}
+	if strings.EqualFold(mode, "wal") {
+		if err := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL", nil); err != nil {
+			return fmt.Errorf("sqlitestore: synchronous: %w", err)
+		}
+	}
+	if reader {
+		if err := sqlitex.ExecuteTransient(conn, "PRAGMA query_only = ON", nil); err != nil {
+			return fmt.Errorf("sqlitestore: query_only: %w", err)
+		}
+	}
+	return nil
+}
+
+// openWriter opens the store's single writer connection.
+func openWriter(uri string, busy time.Duration) (*sqlite.Conn, error) {
+	conn, err := sqlite.OpenConn(uri, openFlags)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", uri, err)
+	}
+	if err := prepareConn(conn, busy, false); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// openReaders opens the pool of reader connections.
+func openReaders(uri string, size int, busy time.Duration) (*sqlitex.Pool, error) {
+	pool, err := sqlitex.NewPool(uri, sqlitex.PoolOptions{
+		Flags:    openFlags,
+		PoolSize: size,
+		PrepareConn: func(conn *sqlite.Conn) error {
+			return prepareConn(conn, busy, true)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open readers %s: %w", uri, err)
+	}
+	return pool, nil
+}
+
+// setPageSize sets the page size of a database that has no pages yet (a
+// new file); an existing file keeps its own.
+func setPageSize(conn *sqlite.Conn, size int) error {
+	var pages int64
+	err := sqlitex.ExecuteTransient(conn, "PRAGMA page_count", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { pages = stmt.ColumnInt64(0); return nil },
+	})
+	if err != nil || pages > 0 {
+		return err
+	}
+	return sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA page_size = %d", size), nil)
+}
+
+// setWAL switches the file to write-ahead logging (a property of the file,
+// set outside any transaction). In-memory databases keep their mode.
+func setWAL(conn *sqlite.Conn) error {
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA journal_mode = WAL", nil); err != nil {
+		return fmt.Errorf("sqlitestore: journal_mode = WAL: %w", err)
+	}
+	return sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL", nil)
+}
+
+// withReader takes a reader connection for the duration of fn.
+func (s *Store) withReader(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+	conn, err := s.readers.Take(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	defer s.readers.Put(conn)
+	return fn(conn)
+}

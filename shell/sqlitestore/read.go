@@ -1,0 +1,487 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"zombiezen.com/go/sqlite"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// row is a message row as read, before decoding: reads merge and cut rows
+// and decode only the ones they return.
+type row struct {
+	pos      int64
+	id       string
+	typ      string
+	version  int
+	caus     string
+	corr     string
+	payload  []byte
+	metadata []byte // nil when NULL
+	created  string
+}
+
+// scanRow reads the messageColumns of the current result row.
+func scanRow(stmt *sqlite.Stmt) row {
+	r := row{
+		pos:     stmt.ColumnInt64(0),
+		id:      stmt.ColumnText(1),
+		typ:     stmt.ColumnText(2),
+		version: stmt.ColumnInt(3),
+		caus:    stmt.ColumnText(4),
+		corr:    stmt.ColumnText(5),
+		created: stmt.ColumnText(8),
+	}
+	r.payload = columnBytes(stmt, 6)
+	if stmt.ColumnType(7) != sqlite.TypeNull {
+		r.metadata = columnBytes(stmt, 7)
+	}
+	return r
+}
+
+func columnBytes(stmt *sqlite.Stmt, col int) []byte {
+	b := make([]byte, stmt.ColumnLen(col))
+	stmt.ColumnBytes(col, b)
+	return b
+}
+
+// decode rebuilds a message from its row, decoding the payload with the
+// registry (upcasting old versions).
+func (s *Store) decode(r *row) (core.PositionedMessage, error) {
+	fail := func(what string, err error) (core.PositionedMessage, error) {
+		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)
+	}
+	payload, err := s.reg.Decode(r.typ, r.version, r.payload)
+	if err != nil {
+		return fail("payload", err)
+	}
+	m := core.PositionedMessage{Position: r.pos}
+	m.Type = r.typ
+	m.Payload = payload
+	if m.ID, err = uuid.Parse(r.id); err != nil {
+		return fail("id", err)
+	}
+	if r.caus != "" {
+		if m.CausationID, err = uuid.Parse(r.caus); err != nil {
+			return fail("causation id", err)
+		}
+	}
+	if r.corr != "" {
+		if m.CorrelationID, err = uuid.Parse(r.corr); err != nil {
+			return fail("correlation id", err)
+		}
+	}
+	if m.CreatedAt, err = parseTime(r.created); err != nil {
+		return fail("created_at", err)
+	}
+	if r.metadata != nil {
+		if err := json.Unmarshal(r.metadata, &m.Metadata); err != nil {
+			return fail("metadata", err)
+		}
+	}
+	return m, nil
+}
+
+func (s *Store) decodeRows(rows []row) ([]core.PositionedMessage, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	out := make([]core.PositionedMessage, len(rows))
+	for i := range rows {
+		m, err := s.decode(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// queryInt runs a constant query returning one integer.
+func queryInt(conn *sqlite.Conn, query string, args ...any) (int64, error) {
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return 0, err
+	}
+	bindArgs(stmt, 1, args...)
+	defer stmt.Reset()
+	has, err := stmt.Step()
+	if err != nil || !has {
+		return 0, err
+	}
+	return stmt.ColumnInt64(0), nil
+}
+
+func bindArgs(stmt *sqlite.Stmt, from int, args ...any) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case int64:
+			stmt.BindInt64(from+i, v)
+		case int:
+			stmt.BindInt64(from+i, int64(v))
+		case string:
+			stmt.BindText(from+i, v)
+		case nil:
+			stmt.BindNull(from + i)
+		default:
+			panic(fmt.Sprintf("sqlitestore: bind %T", a))
+		}
+	}
+}
+
+func lastPosition(conn *sqlite.Conn, q *queries) (int64, error) {
+	return queryInt(conn, q.lastPosition)
+}
+
+// keyPairID resolves the id of a key pair, through the writer's cache when
+// w is not nil. ok is false when the key pair does not exist.
+func (s *Store) keyPairID(conn *sqlite.Conn, w *writer, name, value string) (id int64, ok bool, err error) {
+	k := keyPair{name, value}
+	if w != nil {
+		if id, ok := w.lookup(k); ok {
+			return id, true, nil
+		}
+	}
+	stmt, err := conn.Prepare(s.q.selectKeyPair)
+	if err != nil {
+		return 0, false, err
+	}
+	stmt.BindText(1, name)
+	stmt.BindText(2, value)
+	has, err := stmt.Step()
+	if err != nil {
+		stmt.Reset()
+		return 0, false, err
+	}
+	if has {
+		id = stmt.ColumnInt64(0)
+	}
+	if err := stmt.Reset(); err != nil {
+		return 0, false, err
+	}
+	if has && w != nil {
+		// Journaled: the id may have been inserted by the open transaction.
+		w.remember(k, id)
+	}
+	return id, has, nil
+}
+
+// bound is a position range: lo exclusive, hi inclusive.
+type bound struct{ lo, hi int64 }
+
+// conditionGroup is the conditions sharing one attribute set: one query.
+type conditionGroup struct {
+	attrs [][2]string // sorted by name
+	types []string
+}
+
+// groupConditions groups conditions by their attribute sets; type-only
+// conditions come back as typeOnly.
+func groupConditions(conds []core.Condition) (typeOnly []string, groups []conditionGroup) {
+	index := make(map[string]int)
+	for _, c := range conds {
+		if len(c.Attrs) == 0 {
+			if !slices.Contains(typeOnly, c.Type) {
+				typeOnly = append(typeOnly, c.Type)
+			}
+			continue
+		}
+		attrs := make([][2]string, 0, len(c.Attrs))
+		for k, v := range c.Attrs {
+			attrs = append(attrs, [2]string{k, v})
+		}
+		slices.SortFunc(attrs, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
+		var key strings.Builder
+		for _, a := range attrs {
+			key.WriteString(a[0])
+			key.WriteByte(0)
+			key.WriteString(a[1])
+			key.WriteByte(0)
+		}
+		i, ok := index[key.String()]
+		if !ok {
+			i = len(groups)
+			index[key.String()] = i
+			groups = append(groups, conditionGroup{attrs: attrs})
+		}
+		if !slices.Contains(groups[i].types, c.Type) {
+			groups[i].types = append(groups[i].types, c.Type)
+		}
+	}
+	return typeOnly, groups
+}
+
+// queryConditions returns the rows matching any of conds within b, in
+// position order (descending if desc), at most limit (0: all).
+func (s *Store) queryConditions(conn *sqlite.Conn, w *writer, conds []core.Condition, b bound, limit int, desc bool) ([]row, error) {
+	typeOnly, groups := groupConditions(conds)
+	var rows []row
+	var err error
+	queries := 0
+	if len(typeOnly) > 0 {
+		sh := shape{kind: shapeTypes, types: padded(len(typeOnly)), desc: desc}
+		rows, err = s.queryShape(conn, sh, b, limit, nil, nil, typeOnly, rows)
+		if err != nil {
+			return nil, err
+		}
+		queries++
+	}
+	ids := make([]int64, 0, 4)
+group:
+	for _, g := range groups {
+		ids = ids[:0]
+		for _, a := range g.attrs {
+			id, ok, err := s.keyPairID(conn, w, a[0], a[1])
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue group // nothing was ever indexed under this pair
+			}
+			ids = append(ids, id)
+		}
+		sh := shape{kind: shapeKeys, attrs: len(ids), types: padded(len(g.types)), desc: desc}
+		rows, err = s.queryShape(conn, sh, b, limit, ids, nil, g.types, rows)
+		if err != nil {
+			return nil, err
+		}
+		queries++
+	}
+	if queries > 1 {
+		rows = mergeRows(rows, desc)
+	}
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows, nil
+}
+
+// mergeRows sorts rows of several queries into one position order without
+// duplicates.
+func mergeRows(rows []row, desc bool) []row {
+	slices.SortFunc(rows, func(a, b row) int {
+		if desc {
+			return cmp.Compare(b.pos, a.pos)
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	return slices.CompactFunc(rows, func(a, b row) bool { return a.pos == b.pos })
+}
+
+// queryShape runs a shape statement and appends its rows to dst. The
+// types list is padded by repeating its last element.
+func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids []int64, nms []string, types []string, dst []row) ([]row, error) {
+	stmt, err := conn.Prepare(s.q.get(sh))
+	if err != nil {
+		return dst, err
+	}
+	stmt.BindInt64(1, b.lo)
+	stmt.BindInt64(2, b.hi)
+	if limit > 0 {
+		stmt.BindInt64(3, int64(limit))
+	} else {
+		stmt.BindInt64(3, -1)
+	}
+	p := firstListParam
+	for _, id := range ids {
+		stmt.BindInt64(p, id)
+		p++
+	}
+	for _, n := range nms {
+		stmt.BindText(p, n)
+		p++
+	}
+	for i := range sh.types {
+		stmt.BindText(p, types[min(i, len(types)-1)])
+		p++
+	}
+	for {
+		has, err := stmt.Step()
+		if err != nil {
+			stmt.Reset()
+			return dst, err
+		}
+		if !has {
+			break
+		}
+		dst = append(dst, scanRow(stmt))
+	}
+	return dst, stmt.Reset()
+}
+
+// readBound returns the store's last position and the range a read with
+// opts covers.
+func readBound(conn *sqlite.Conn, q *queries, opts shell.ReadOptions) (last int64, b bound, err error) {
+	last, err = lastPosition(conn, q)
+	if err != nil {
+		return 0, b, err
+	}
+	b = bound{lo: opts.After, hi: last}
+	if opts.Upto > 0 && opts.Upto < last {
+		b.hi = opts.Upto
+	}
+	return last, b, nil
+}
+
+// finish decodes rows into a ReadResult with the guard of shell.Tx.Read.
+func (s *Store) finish(rows []row, conds []core.Condition, b bound, limit int) (shell.ReadResult, error) {
+	msgs, err := s.decodeRows(rows)
+	if err != nil {
+		return shell.ReadResult{}, err
+	}
+	g := core.Guard{Conditions: conds, LastPosition: b.hi}
+	if limit > 0 && len(msgs) == limit {
+		g.LastPosition = msgs[len(msgs)-1].Position
+	}
+	return shell.ReadResult{Messages: msgs, Guard: g}, nil
+}
+
+// read implements Read on conn (a reader in a snapshot, or the writer in
+// its transaction when w is set).
+func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	_, b, err := readBound(conn, s.q, opts)
+	if err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+	}
+	var rows []row
+	if len(conds) > 0 && b.lo < b.hi {
+		if rows, err = s.queryConditions(conn, w, conds, b, opts.Limit, false); err != nil {
+			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+		}
+	}
+	return s.finish(rows, conds, b, opts.Limit)
+}
+
+// readPartition implements ReadPartition.
+func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	typs := make([]*codec.Type, 0, len(types))
+	var names []string
+	for _, name := range types {
+		t, err := s.reg.ByName(name)
+		if err != nil {
+			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+		}
+		if !slices.Contains(names, name) {
+			typs = append(typs, t)
+			names = append(names, name)
+		}
+	}
+	conds := core.ConditionsFor(partition, typs...)
+	_, b, err := readBound(conn, s.q, opts)
+	if err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+	}
+	rows, err := s.queryPartition(conn, w, partition, names, b, opts.Limit)
+	if err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+	}
+	return s.finish(rows, conds, b, opts.Limit)
+}
+
+// queryPartition runs the conditional-AND fetch.
+func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+	if len(partition) == 0 || len(types) == 0 || b.lo >= b.hi {
+		return nil, nil
+	}
+	attrs := make([]string, 0, len(partition))
+	for k := range partition {
+		attrs = append(attrs, k)
+	}
+	slices.Sort(attrs)
+	ids := make([]int64, len(attrs))
+	found := 0
+	for i, a := range attrs {
+		id, ok, err := s.keyPairID(conn, w, a, partition[a])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ids[i] = id
+			found++
+		} else {
+			ids[i] = -1 // no message carries this value; its name still counts
+		}
+	}
+	if found == 0 {
+		return nil, nil
+	}
+	if len(attrs) == 1 {
+		// One attribute: every message linked to the pair belongs.
+		sh := shape{kind: shapeKeys, attrs: 1, types: padded(len(types))}
+		return s.queryShape(conn, sh, b, limit, ids, nil, types, nil)
+	}
+	sh := shape{kind: shapePartition, attrs: len(attrs), types: padded(len(types))}
+	return s.queryShape(conn, sh, b, limit, ids, attrs, types, nil)
+}
+
+// readAll implements ReadAll.
+func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts shell.ReadAllOptions) (shell.Page, error) {
+	last, err := lastPosition(conn, s.q)
+	if err != nil {
+		return shell.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
+	}
+	page := shell.Page{LastPosition: last}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = shell.DefaultPageSize
+	}
+	desc := opts.Order == shell.Descending
+	b := bound{lo: max(opts.From, 1) - 1, hi: last}
+	if desc {
+		b.lo = 0
+		if opts.From > 0 && opts.From < last {
+			b.hi = opts.From
+		}
+	}
+	var rows []row
+	if len(opts.Conditions) > 0 {
+		rows, err = s.queryConditions(conn, w, opts.Conditions, b, limit, desc)
+	} else {
+		rows, err = s.scanAll(conn, b, limit, desc)
+	}
+	if err != nil {
+		return shell.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
+	}
+	if page.Messages, err = s.decodeRows(rows); err != nil {
+		return shell.Page{}, err
+	}
+	return page, nil
+}
+
+func (s *Store) scanAll(conn *sqlite.Conn, b bound, limit int, desc bool) ([]row, error) {
+	query := s.q.readAllAsc
+	if desc {
+		query = s.q.readAllDesc
+	}
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	stmt.BindInt64(1, b.lo+1)
+	stmt.BindInt64(2, b.hi)
+	stmt.BindInt64(3, int64(limit))
+	var rows []row
+	for {
+		has, err := stmt.Step()
+		if err != nil {
+			stmt.Reset()
+			return nil, err
+		}
+		if !has {
+			break
+		}
+		rows = append(rows, scanRow(stmt))
+	}
+	return rows, stmt.Reset()
+}
+
+const maxPosition = math.MaxInt64

@@ -1,0 +1,151 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+// promoteBatch is how many due rows one statement step fetches; all due
+// rows are promoted in the one transaction.
+const promoteBatch = 100
+
+// PromoteScheduled moves the scheduled messages due at or before now into
+// the log, in the order they were scheduled, in one BEGIN IMMEDIATE
+// transaction, and returns how many it moved. A promoted message keeps its
+// id, metadata and creation time (the time it was scheduled for) and is
+// indexed like any appended message. Promoters in several processes are
+// safe: the write lock serialises them, and each deletes the rows it
+// promotes, so a message is promoted once.
+func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err error) {
+	err = s.Update(ctx, func(stx shell.Tx) error {
+		t := stx.(*tx)
+		due := appendTime(nil, now)
+		for {
+			batch, err := t.dueRows(due)
+			if err != nil {
+				return err
+			}
+			for i := range batch {
+				if err := t.promote(&batch[i]); err != nil {
+					return err
+				}
+			}
+			n += len(batch)
+			if len(batch) < promoteBatch {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// scheduledRow is a due row of the schedule.
+type scheduledRow struct {
+	id int64
+	row
+}
+
+func (t *tx) dueRows(due []byte) ([]scheduledRow, error) {
+	stmt, err := t.conn.Prepare(t.s.q.selectDue)
+	if err != nil {
+		return nil, err
+	}
+	stmt.BindText(1, bytesText(due))
+	stmt.BindInt64(2, promoteBatch)
+	var out []scheduledRow
+	for {
+		has, err := stmt.Step()
+		if err != nil {
+			stmt.Reset()
+			return nil, fmt.Errorf("sqlitestore: promote: %w", err)
+		}
+		if !has {
+			break
+		}
+		// Same columns as a message row, with the schedule id first.
+		r := scheduledRow{id: stmt.ColumnInt64(0)}
+		r.row = row{
+			id:      stmt.ColumnText(1),
+			typ:     stmt.ColumnText(2),
+			version: stmt.ColumnInt(3),
+			caus:    stmt.ColumnText(4),
+			corr:    stmt.ColumnText(5),
+			payload: columnBytes(stmt, 6),
+			created: stmt.ColumnText(8),
+		}
+		if stmt.ColumnType(7) != sqlite.TypeNull {
+			r.metadata = columnBytes(stmt, 7)
+		}
+		out = append(out, r)
+	}
+	return out, stmt.Reset()
+}
+
+// promote moves one scheduled row into the log.
+func (t *tx) promote(r *scheduledRow) error {
+	s := t.s
+	stmt, err := t.conn.Prepare(s.q.deleteScheduled)
+	if err != nil {
+		return err
+	}
+	stmt.BindInt64(1, r.id)
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlitestore: promote: %w", err)
+	}
+	// Decode to index the payload as the current code sees it (upcast).
+	pm, err := s.decode(&r.row)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: promote: %w", err)
+	}
+	typ, err := s.reg.ByName(r.typ)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: promote: %w", err)
+	}
+	m := pm.Message
+	// Keep the stored payload and its version as they are.
+	p := prepared{typ: typ, version: r.version, payload: r.payload, metadata: r.metadata}
+	p.keys = s.keysOf(typ, &m, nil)
+	if _, err := t.insertMessage(&m, &p, []byte(r.created)); err != nil {
+		return err
+	}
+	if !slices.Contains(t.types, m.Type) {
+		t.types = append(t.types, m.Type)
+	}
+	return nil
+}
+
+// NextScheduled returns when the earliest scheduled message is due, and
+// false when none is scheduled.
+func (s *Store) NextScheduled(ctx context.Context) (at time.Time, ok bool, err error) {
+	err = s.withReader(ctx, func(conn *sqlite.Conn) error {
+		stmt, err := conn.Prepare(s.q.nextScheduled)
+		if err != nil {
+			return err
+		}
+		defer stmt.Reset()
+		has, err := stmt.Step()
+		if err != nil || !has || stmt.ColumnType(0) == sqlite.TypeNull {
+			return err
+		}
+		at, err = parseTime(stmt.ColumnText(0))
+		ok = err == nil
+		return err
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlitestore: next scheduled: %w", err)
+	}
+	return at, ok, nil
+}

@@ -1,0 +1,453 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Registry encodes, decodes, validates and indexes payloads. Required.
+	Registry *codec.Registry
+	// Prefix names the store's tables (<prefix>_messages, ...), indexes
+	// (idx_<prefix>_...) and triggers (trg_<prefix>_...), so several stores
+	// can share one file. It must match ^[A-Za-z_][A-Za-z0-9_]*$. Default
+	// DefaultPrefix ("sourced").
+	Prefix string
+	// Now is the store's clock: it stamps messages and decides which are
+	// future-dated (scheduled). Default time.Now.
+	Now func() time.Time
+	// Notifier is told the distinct types of every committed append and
+	// promotion. Default a new *shell.InlineNotifier (see Store.Notifier).
+	Notifier shell.Notifier
+	// PoolSize is the number of reader connections. Default
+	// max(4, GOMAXPROCS).
+	PoolSize int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// connection or process before failing with SQLITE_BUSY. Default 5s.
+	BusyTimeout time.Duration
+	// Logger receives the store's rare diagnostics (installs, optimizes).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// PageSize is the SQLite page size Install gives a new, empty database
+	// file (a property of the file: ignored once the file has tables).
+	// Default DefaultPageSize.
+	PageSize int
+}
+
+// DefaultPageSize is the page size Install gives a new database: 2 KiB,
+// not SQLite's usual 4 KiB. Measured on this SQLite (modernc.org/sqlite, a
+// translation of the C library to Go, with its own C heap): splitting a
+// B-tree page allocates a scratch buffer of about 2.5 pages' worth of cells,
+// which for 4 KiB pages often exceeds the allocator's 16 KiB size classes
+// and is then served by mmap, page faults and munmap on every split. With 2
+// KiB pages it stays in a size class and is reused: batched appends used
+// about 30% less CPU, and a 100-message partition read of a million-message
+// log took 0.35 ms instead of 0.6 ms. Rows and index keys are still stored
+// inline up to about 2 KiB and 490 bytes (beyond that SQLite uses overflow
+// pages), which fits typical message payloads and key values.
+const DefaultPageSize = 2048
+
+// DefaultBusyTimeout is the BusyTimeout used when Options leaves it zero.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Store is the SQLite message store, a shell.Store. It is safe for
+// concurrent use by many goroutines; several processes may open the same
+// file. Build it with Open (tables installed) or Install.
+type Store struct {
+	reg      *codec.Registry
+	names    names
+	q        *queries
+	now      func() time.Time
+	notifier shell.Notifier
+	log      *slog.Logger
+	uri      string
+	memory   bool
+	pageSize int
+
+	// writer holds the one writer connection: taking it from the channel
+	// is taking the write lock of this process (SQLite's own lock then
+	// serialises processes).
+	writer  chan *writer
+	readers *sqlitex.Pool
+
+	// basis maps a message type to how its messages are indexed. Empty:
+	// every type is indexed by its payload. Consumer groups partitioned by
+	// message id will record core.IDKey indexing here.
+	basisMu sync.RWMutex
+	basis   map[string]indexBasis
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ shell.Store = (*Store)(nil)
+
+// indexBasis is what a message is indexed under.
+type indexBasis uint8
+
+const (
+	// indexPayload indexes every key pair of the payload.
+	indexPayload indexBasis = iota
+	// indexID indexes only core.IDKey = message id (id-partitioned queues).
+	indexID
+)
+
+// Open opens the store in the SQLite database at path, whose tables must
+// be installed (by Install or an app's migrations built from Schema):
+// otherwise the error matches shell.ErrNotInstalled. path is a file path
+// or a "file:" URI; ":memory:" opens a private in-memory database, for
+// tests (it is then empty, so use Install).
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	s, err := open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := <-s.writer
+	missing, err := missingTables(w.conn, s.names)
+	s.writer <- w
+	if err == nil && len(missing) > 0 {
+		err = fmt.Errorf("%w: %s has no table %v (prefix %q): run sqlitestore.Install or apply sqlitestore.Schema", shell.ErrNotInstalled, path, missing, s.names.prefix)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Install opens the store at path like Open, creating its schema first
+// where it is missing (see Store.Install).
+func Install(ctx context.Context, path string, opts Options) (*Store, error) {
+	s, err := open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Install(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("sqlitestore: Options.Registry is required")
+	}
+	prefix, err := checkPrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		reg:      opts.Registry,
+		names:    namesFor(prefix),
+		now:      opts.Now,
+		notifier: opts.Notifier,
+		log:      opts.Logger,
+		writer:   make(chan *writer, 1),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.notifier == nil {
+		s.notifier = new(shell.InlineNotifier)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.pageSize = opts.PageSize
+	if s.pageSize == 0 {
+		s.pageSize = DefaultPageSize
+	}
+	if s.pageSize < 512 || s.pageSize > 65536 || s.pageSize&(s.pageSize-1) != 0 {
+		return nil, fmt.Errorf("sqlitestore: page size %d is not a power of two between 512 and 65536", opts.PageSize)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	size := opts.PoolSize
+	if size <= 0 {
+		size = max(4, runtime.GOMAXPROCS(0))
+	}
+	pinAllocator()
+	s.q = newQueries(s.names)
+	s.uri, s.memory = dbURI(path)
+	conn, err := openWriter(s.uri, busy)
+	if err != nil {
+		return nil, err
+	}
+	s.writer <- newWriter(conn)
+	if s.readers, err = openReaders(s.uri, size, busy); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Install creates the store's tables and indexes where missing
+// (idempotent; safe to run from several processes at once), switches the
+// file to WAL, and refreshes the planner statistics (Optimize). Applied
+// schema versions are recorded in <prefix>_schema_migrations, per prefix.
+func (s *Store) Install(ctx context.Context) error {
+	w, err := s.takeWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.putWriter(w)
+	if err := setPageSize(w.conn, s.pageSize); err != nil {
+		return err
+	}
+	if !s.memory {
+		if err := setWAL(w.conn); err != nil {
+			return err
+		}
+	}
+	applied, err := migrate(ctx, w.conn, s.names)
+	if err != nil {
+		return err
+	}
+	w.reset() // statements prepared against an older schema
+	if applied > 0 {
+		s.log.Info("sqlitestore: installed schema", "prefix", s.names.prefix, "migrations", applied)
+	}
+	return s.optimize(ctx, w.conn)
+}
+
+// Registry returns the codec registry the store encodes and decodes with.
+func (s *Store) Registry() *codec.Registry { return s.reg }
+
+// Notifier returns the notifier the store announces committed appends to,
+// for subscribing to it.
+func (s *Store) Notifier() shell.Notifier { return s.notifier }
+
+// Prefix returns the store's table prefix.
+func (s *Store) Prefix() string { return s.names.prefix }
+
+// Close closes the store's connections. It waits for a running write
+// transaction to finish.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		w := <-s.writer
+		close(s.writer)
+		s.closeErr = errors.Join(s.readers.Close(), w.conn.Close())
+	})
+	return s.closeErr
+}
+
+var errClosed = errors.New("sqlitestore: store is closed")
+
+func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
+	select {
+	case w, ok := <-s.writer:
+		if !ok {
+			return nil, errClosed
+		}
+		if ctx.Done() != nil {
+			w.conn.SetInterrupt(ctx.Done())
+		}
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) putWriter(w *writer) {
+	w.conn.SetInterrupt(nil)
+	s.writer <- w
+}
+
+// Update runs fn in one BEGIN IMMEDIATE transaction on the writer
+// connection. If fn returns an error or panics the transaction rolls back
+// (the panic continues after the rollback). An append that fails for a
+// documented reason (invalid payload, duplicate id, guard conflict) writes
+// nothing and the transaction may go on; one that fails while writing (an
+// I/O error, an interruption) aborts it: the transaction's further use
+// fails and Update rolls back and returns that error. After the commit the
+// notifier is told the distinct types appended to the log. Do not call the
+// Store's writing methods from inside fn (they wait for the writer fn
+// holds): use tx.
+func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+	return s.update(ctx, false, fn)
+}
+
+// update is Update; solo marks a transaction that makes exactly one
+// append, whose failure rolls the whole transaction back (so the append
+// needs no savepoint of its own).
+func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) error {
+	w, err := s.takeWriter(ctx)
+	if err != nil {
+		return err
+	}
+	t := &tx{s: s, w: w, conn: w.conn, solo: solo}
+	committed := false
+	defer func() {
+		t.done = true
+		if !committed {
+			w.rollback()
+		}
+		s.putWriter(w)
+		if committed && len(t.types) > 0 {
+			s.notifier.Notify(t.types)
+		}
+	}()
+	if err := w.begin(); err != nil {
+		return fmt.Errorf("sqlitestore: begin immediate: %w", err)
+	}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.failed != nil {
+		return fmt.Errorf("sqlitestore: transaction rolled back: an append failed while writing: %w", t.failed)
+	}
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("sqlitestore: commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+// Append appends msgs in a transaction of its own; see shell.Tx.Append.
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, ctx.Err()
+	}
+	err = s.update(ctx, true, func(tx shell.Tx) error {
+		res, err = tx.Append(msgs, opts)
+		return err
+	})
+	return res, err
+}
+
+// Read returns the messages matching any of conds; see shell.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (res shell.ReadResult, err error) {
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		res, err = s.read(conn, nil, conds, opts)
+		return err
+	})
+	return res, err
+}
+
+// ReadPartition reads one partition under conditional AND; see
+// shell.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (res shell.ReadResult, err error) {
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		res, err = s.readPartition(conn, nil, partition, types, opts)
+		return err
+	})
+	return res, err
+}
+
+// ReadAll returns one page of the log; see shell.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (page shell.Page, err error) {
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		page, err = s.readAll(conn, nil, opts)
+		return err
+	})
+	return page, err
+}
+
+// All iterates the log (or the messages matching opts.Conditions) from
+// opts.From in opts.Order, reading one page of opts.Limit at a time and the
+// next page only when the iteration gets there. No connection is held
+// while the loop body runs.
+func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return func(yield func(core.PositionedMessage, error) bool) {
+		for {
+			page, err := s.ReadAll(ctx, opts)
+			if err != nil {
+				yield(core.PositionedMessage{}, err)
+				return
+			}
+			for _, m := range page.Messages {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			next, more := page.Next(opts)
+			if !more {
+				return
+			}
+			opts = next
+		}
+	}
+}
+
+// Stats returns the newest position and the number of scheduled messages.
+func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		if st.MaxPosition, err = lastPosition(conn, s.q); err != nil {
+			return err
+		}
+		st.Scheduled, err = queryInt(conn, s.q.countScheduled)
+		return err
+	})
+	return st, err
+}
+
+// Optimize refreshes the query planner's statistics with a bounded ANALYZE
+// (PRAGMA analysis_limit = 400, then ANALYZE, on the writer connection:
+// analysis_limit is per connection). Run it after install (Install does)
+// and periodically as the log grows.
+func (s *Store) Optimize(ctx context.Context) error {
+	w, err := s.takeWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.putWriter(w)
+	return s.optimize(ctx, w.conn)
+}
+
+func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA analysis_limit = 400", nil); err != nil {
+		return fmt.Errorf("sqlitestore: optimize: %w", err)
+	}
+	for _, t := range s.names.requiredTables() {
+		if err := sqlitex.ExecuteTransient(conn, "ANALYZE "+t, nil); err != nil {
+			return fmt.Errorf("sqlitestore: optimize: %w", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// withSnapshot runs fn on a reader connection inside one read transaction,
+// so every statement of fn sees the same snapshot of the database.
+func (s *Store) withSnapshot(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+	return s.withReader(ctx, func(conn *sqlite.Conn) (err error) {
+		if err := execPrepped(conn, "BEGIN DEFERRED"); err != nil {
+			return fmt.Errorf("sqlitestore: begin: %w", err)
+		}
+		defer func() {
+			// A read transaction has nothing to keep: roll it back.
+			if !conn.AutocommitEnabled() {
+				if rerr := execPrepped(conn, "ROLLBACK"); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+		}()
+		return fn(conn)
+	})
+}
+
+// indexBasisOf returns how messages of type typ are indexed.
+func (s *Store) indexBasisOf(typ string) indexBasis {
+	s.basisMu.RLock()
+	defer s.basisMu.RUnlock()
+	return s.basis[typ]
+}

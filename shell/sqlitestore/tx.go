@@ -1,0 +1,499 @@
+package sqlitestore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/google/uuid"
+	"zombiezen.com/go/sqlite"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// TxContext is what the SQLite store hands to sync work as its core.Tx
+// (shell.Tx.Context): the connection of the open write transaction, so sync
+// work writes its own tables (read models, outboxes) in the same
+// transaction as the append and the ack. It is valid only until the
+// transaction ends; do not begin or end transactions on it.
+type TxContext struct {
+	conn *sqlite.Conn
+}
+
+// Conn returns the connection of the open transaction.
+func (c *TxContext) Conn() *sqlite.Conn { return c.conn }
+
+// tx is the shell.Tx of an Update.
+type tx struct {
+	s      *Store
+	w      *writer
+	conn   *sqlite.Conn
+	done   bool
+	solo   bool     // the transaction exists for this one append
+	failed error    // an append failed while writing: the transaction must roll back
+	types  []string // distinct types appended to the log, for the notifier
+}
+
+var _ shell.Tx = (*tx)(nil)
+
+var errTxDone = errors.New("sqlitestore: transaction used after its Update returned")
+
+// usable reports why the transaction cannot be used, if it cannot.
+func (t *tx) usable() error {
+	if t.done {
+		return errTxDone
+	}
+	if t.failed != nil {
+		return fmt.Errorf("sqlitestore: transaction aborted by a failed append: %w", t.failed)
+	}
+	return nil
+}
+
+func (t *tx) Context() core.Tx { return &TxContext{conn: t.conn} }
+
+func (t *tx) LastPosition() (int64, error) {
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	return lastPosition(t.conn, t.s.q)
+}
+
+func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.ReadResult{}, err
+	}
+	return t.s.read(t.conn, t.w, conds, opts)
+}
+
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.ReadResult{}, err
+	}
+	return t.s.readPartition(t.conn, t.w, partition, types, opts)
+}
+
+func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := t.usable(); err != nil {
+		return shell.Page{}, err
+	}
+	return t.s.readAll(t.conn, t.w, opts)
+}
+
+// prepared is one message ready to write.
+type prepared struct {
+	typ       *codec.Type
+	version   int // payload version (the type's, or an older one on promotion)
+	payload   []byte
+	metadata  []byte // nil: NULL
+	scheduled bool
+	keys      []codec.KeyPair
+}
+
+// Append validates, stamps and encodes every message, checks the guard and
+// checks that no id is stored yet, all before it writes anything, so an
+// append failing for any of the documented reasons leaves no trace in the
+// transaction. (No savepoint: one makes SQLite journal every page the
+// append then changes, measured 30% more CPU.) A failure while writing
+// (I/O, interruption) aborts the transaction.
+func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.AppendResult{}, err
+	}
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, nil
+	}
+	s := t.s
+	now := s.now()
+	stamped := make([]core.Message, len(msgs))
+	preps := make([]prepared, len(msgs))
+	seen := make(map[uuid.UUID]struct{}, len(msgs))
+	keyBuf := make([]codec.KeyPair, 0, 2*len(msgs)) // shared by the messages' key lists
+	for i, m := range msgs {
+		m, p, err := s.prepare(m, now, keyBuf)
+		if err != nil {
+			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: %w", i+1, len(msgs), err)
+		}
+		if _, dup := seen[m.ID]; dup {
+			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
+		}
+		seen[m.ID] = struct{}{}
+		keyBuf = p.keys[len(p.keys):]
+		stamped[i], preps[i] = m, p
+	}
+	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		rows, err := s.queryConditions(t.conn, t.w, g.Conditions, bound{lo: g.LastPosition, hi: maxPosition}, 0, false)
+		if err != nil {
+			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append: guard check: %w", err)
+		}
+		if len(rows) > 0 {
+			conflicts, err := s.decodeRows(rows)
+			if err != nil {
+				return shell.AppendResult{}, err
+			}
+			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+		}
+	}
+
+	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
+	if err := t.write(stamped, preps, now, &res); err != nil {
+		if !t.solo {
+			// Rows of this append may be written: the transaction cannot
+			// commit any more (see Store.Update).
+			t.failed = err
+		}
+		return shell.AppendResult{}, err
+	}
+	return res, nil
+}
+
+// write inserts the prepared messages.
+func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *shell.AppendResult) error {
+	if err := t.checkIDs(msgs, preps); err != nil {
+		return err
+	}
+	var nowText []byte
+	for i := range msgs {
+		m, p := &msgs[i], &preps[i]
+		if p.scheduled {
+			if nowText == nil {
+				nowText = appendTime(nil, now)
+			}
+			if err := t.insertScheduled(m, p, nowText); err != nil {
+				return err
+			}
+			continue
+		}
+		pos, err := t.insertMessage(m, p, nil)
+		if err != nil {
+			return err
+		}
+		res.Positions[i] = pos
+		res.Last = pos
+		if !slices.Contains(t.types, m.Type) {
+			t.types = append(t.types, m.Type)
+		}
+	}
+	return nil
+}
+
+// checkIDs fails with shell.ErrDuplicateID, before anything is written,
+// if a message's id is already stored. Within one table the unique index
+// would catch it at the insert, which is enough when the append is its
+// transaction's only work (the failure rolls everything back); an append
+// sharing its transaction probes first. Across the log and the schedule
+// the probe is always needed. The schedule is usually empty, so an append
+// of its own usually pays one probe.
+func (t *tx) checkIDs(msgs []core.Message, preps []prepared) error {
+	var inLog, inSchedule []uuid.UUID
+	anyScheduled := -1
+	for i := range msgs {
+		id := msgs[i].ID
+		if preps[i].scheduled {
+			inLog = append(inLog, id)
+			if !t.solo {
+				inSchedule = append(inSchedule, id)
+			}
+			continue
+		}
+		if !t.solo {
+			inLog = append(inLog, id)
+		}
+		if anyScheduled < 0 {
+			n, err := queryInt(t.conn, t.s.q.anyScheduled)
+			if err != nil {
+				return fmt.Errorf("sqlitestore: append: %w", err)
+			}
+			anyScheduled = int(n)
+		}
+		if anyScheduled > 0 {
+			inSchedule = append(inSchedule, id)
+		}
+	}
+	if err := t.probeIDs(shapeLoggedIDs, inLog, "in the log"); err != nil {
+		return err
+	}
+	return t.probeIDs(shapeScheduledIDs, inSchedule, "scheduled")
+}
+
+// idChunk is the most ids one probe statement checks.
+const idChunk = 64
+
+// probeIDs fails if any of ids is in the table of kind.
+func (t *tx) probeIDs(kind shapeKind, ids []uuid.UUID, where string) error {
+	var bufs [idChunk][36]byte
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), idChunk)]
+		ids = ids[len(chunk):]
+		sh := shape{kind: kind, types: padded(len(chunk))}
+		stmt, err := t.conn.Prepare(t.s.q.get(sh))
+		if err != nil {
+			return err
+		}
+		for i := range sh.types {
+			j := min(i, len(chunk)-1)
+			encodeUUID(bufs[j][:], chunk[j])
+			stmt.BindText(i+1, bytesText(bufs[j][:]))
+		}
+		has, err := stmt.Step()
+		var found string
+		if has {
+			found = stmt.ColumnText(0)
+		}
+		if rerr := stmt.Reset(); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return fmt.Errorf("sqlitestore: append: %w", err)
+		}
+		if has {
+			return fmt.Errorf("sqlitestore: append: message id %s is already %s: %w", found, where, shell.ErrDuplicateID)
+		}
+	}
+	return nil
+}
+
+// insertMessage inserts one message into the log and links it to its key
+// pairs; created overrides the created_at text when not nil.
+//
+// Every statement inserts one row: a multi-row INSERT into a table with a
+// unique or foreign key constraint makes SQLite keep a statement journal
+// (to undo a half-done statement), which measured slower than the steps
+// it saves.
+func (t *tx) insertMessage(m *core.Message, p *prepared, created []byte) (int64, error) {
+	stmt, err := t.conn.Prepare(t.s.q.insertMessage)
+	if err != nil {
+		return 0, err
+	}
+	var idBuf, causBuf, corrBuf [36]byte
+	var tbuf [timeWidth]byte
+	encodeUUID(idBuf[:], m.ID)
+	encodeUUID(causBuf[:], m.CausationID)
+	encodeUUID(corrBuf[:], m.CorrelationID)
+	if created == nil {
+		created = appendTime(tbuf[:0], m.CreatedAt)
+	}
+	stmt.BindText(1, bytesText(idBuf[:]))
+	stmt.BindText(2, p.typ.Name)
+	stmt.BindInt64(3, int64(p.version))
+	stmt.BindText(4, bytesText(causBuf[:]))
+	stmt.BindText(5, bytesText(corrBuf[:]))
+	stmt.BindText(6, bytesText(p.payload))
+	if p.metadata != nil {
+		stmt.BindText(7, bytesText(p.metadata))
+	} else {
+		stmt.BindNull(7)
+	}
+	stmt.BindText(8, bytesText(created))
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, duplicateOr(err, m.ID, "append")
+	}
+	pos := t.conn.LastInsertRowID()
+	for _, k := range p.keys {
+		if err := t.link(pos, k); err != nil {
+			return 0, fmt.Errorf("sqlitestore: append: index %s under %s: %w", m.ID, k, err)
+		}
+	}
+	return pos, nil
+}
+
+// link links the message at pos to key pair k, creating the key pair if
+// it is new.
+func (t *tx) link(pos int64, k codec.KeyPair) error {
+	for attempt := 0; ; attempt++ {
+		id, err := t.keyPairForWrite(k)
+		if err != nil {
+			return err
+		}
+		stmt, err := t.conn.Prepare(t.s.q.insertLink)
+		if err != nil {
+			return err
+		}
+		stmt.BindInt64(1, pos)
+		stmt.BindInt64(2, id)
+		_, err = stmt.Step()
+		if rerr := stmt.Reset(); err == nil {
+			err = rerr
+		}
+		if err != nil && attempt == 0 && sqlite.ErrCode(err) == sqlite.ResultConstraintForeignKey {
+			// A cached id went stale (the key pair was pruned): resolve again.
+			t.w.forget(keyPair{k.Name, k.Value})
+			continue
+		}
+		return err
+	}
+}
+
+// keyPairForWrite returns the id of key pair k, inserting it if needed.
+func (t *tx) keyPairForWrite(k codec.KeyPair) (int64, error) {
+	kp := keyPair{k.Name, k.Value}
+	if id, ok := t.w.lookup(kp); ok {
+		return id, nil
+	}
+	stmt, err := t.conn.Prepare(t.s.q.insertKeyPair)
+	if err != nil {
+		return 0, err
+	}
+	stmt.BindText(1, k.Name)
+	stmt.BindText(2, k.Value)
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if t.conn.Changes() == 1 {
+		id := t.conn.LastInsertRowID()
+		t.w.remember(kp, id)
+		return id, nil
+	}
+	id, ok, err := t.s.keyPairID(t.conn, t.w, k.Name, k.Value)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("key pair %s vanished", k)
+	}
+	return id, nil
+}
+
+// insertScheduled puts one future-dated message into the schedule.
+func (t *tx) insertScheduled(m *core.Message, p *prepared, nowText []byte) error {
+	stmt, err := t.conn.Prepare(t.s.q.insertScheduled)
+	if err != nil {
+		return err
+	}
+	var idBuf, causBuf, corrBuf [36]byte
+	var tbuf [timeWidth]byte
+	encodeUUID(idBuf[:], m.ID)
+	encodeUUID(causBuf[:], m.CausationID)
+	encodeUUID(corrBuf[:], m.CorrelationID)
+	stmt.BindText(1, bytesText(idBuf[:]))
+	stmt.BindText(2, p.typ.Name)
+	stmt.BindInt64(3, int64(p.version))
+	stmt.BindText(4, bytesText(causBuf[:]))
+	stmt.BindText(5, bytesText(corrBuf[:]))
+	stmt.BindText(6, bytesText(p.payload))
+	if p.metadata != nil {
+		stmt.BindText(7, bytesText(p.metadata))
+	} else {
+		stmt.BindNull(7)
+	}
+	stmt.BindText(8, bytesText(appendTime(tbuf[:0], m.CreatedAt)))
+	stmt.BindText(9, bytesText(nowText))
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return duplicateOr(err, m.ID, "schedule")
+	}
+	return nil
+}
+
+// duplicateOr maps a uniqueness failure on a message id (the unique
+// indexes) to shell.ErrDuplicateID.
+func duplicateOr(err error, id uuid.UUID, op string) error {
+	switch sqlite.ErrCode(err) {
+	case sqlite.ResultConstraintUnique, sqlite.ResultConstraintPrimaryKey:
+		return fmt.Errorf("sqlitestore: %s: message id %s: %w (%v)", op, id, shell.ErrDuplicateID, err)
+	}
+	return fmt.Errorf("sqlitestore: %s message %s: %w", op, id, err)
+}
+
+// prepare validates, stamps and encodes one message, and extracts the key
+// pairs it is indexed under (appended to keyBuf).
+func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair) (core.Message, prepared, error) {
+	typ, err := s.reg.TypeOf(m.Payload)
+	if err != nil {
+		return m, prepared{}, err
+	}
+	if err := typ.Validate(m.Payload); err != nil {
+		return m, prepared{}, err
+	}
+	data, err := typ.Encode(m.Payload)
+	if err != nil {
+		return m, prepared{}, err
+	}
+	if m.Type != "" && m.Type != typ.Name {
+		return m, prepared{}, fmt.Errorf("message type %q is not the registered name %q of its payload %T: %w", m.Type, typ.Name, m.Payload, codec.ErrInvalid)
+	}
+	m.Type = typ.Name
+	var id uuid.UUID
+	if !m.Stamped() {
+		if id, err = uuid.NewV7(); err != nil {
+			return m, prepared{}, fmt.Errorf("new message id: %w", err)
+		}
+	}
+	m = m.Stamp(id, now)
+	// Stored with microseconds in UTC: what the caller gets back is what a
+	// read returns.
+	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Microsecond)
+	p := prepared{typ: typ, version: typ.Version, payload: data, scheduled: m.Scheduled(now)}
+	if len(m.Metadata) > 0 {
+		if p.metadata, err = json.Marshal(m.Metadata); err != nil {
+			return m, prepared{}, fmt.Errorf("metadata of %s: %w", typ.Name, err)
+		}
+	}
+	if !p.scheduled {
+		p.keys = s.keysOf(typ, &m, keyBuf)
+	}
+	return m, p, nil
+}
+
+// keysOf returns the key pairs a message is indexed under, by the index
+// basis of its type.
+func (s *Store) keysOf(typ *codec.Type, m *core.Message, dst []codec.KeyPair) []codec.KeyPair {
+	if s.indexBasisOf(typ.Name) == indexID {
+		return append(dst, codec.KeyPair{Name: core.IDKey, Value: m.ID.String()})
+	}
+	return typ.Keys(m.Payload, dst)
+}
+
+// timeLayout is how times are stored: UTC, fixed width, microseconds, so
+// that text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+const timeWidth = len(timeLayout)
+
+func appendTime(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, timeLayout)
+}
+
+func formatTime(t time.Time) string { return string(appendTime(nil, t)) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
+
+// encodeUUID writes the canonical 36-character form of id into dst.
+func encodeUUID(dst []byte, id uuid.UUID) {
+	const hex = "0123456789abcdef"
+	j := 0
+	for i, b := range id {
+		switch i {
+		case 4, 6, 8, 10:
+			dst[j] = '-'
+			j++
+		}
+		dst[j] = hex[b>>4]
+		dst[j+1] = hex[b&0x0f]
+		j += 2
+	}
+}
+
+// bytesText views b as a string without copying, for binding: SQLite
+// copies bound text before the call returns.
+func bytesText(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

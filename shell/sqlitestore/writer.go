@@ -1,0 +1,126 @@
+package sqlitestore
+
+import (
+	"zombiezen.com/go/sqlite"
+)
+
+// writer is the store's one writer connection and the state that lives
+// with it: the cache of key pair ids.
+//
+// The cache maps (name, value) to the key pair's id. It is only touched by
+// whoever holds the writer, so it needs no lock. Ids inserted by a
+// transaction are journaled: if the transaction (or the append's savepoint)
+// rolls back, those ids were never committed and are dropped from the
+// cache. Ids are never reused (key_pairs.id is AUTOINCREMENT), so an entry
+// can only go stale if a key pair is deleted; the link's foreign key then
+// fails and the append re-resolves the id (see tx.linkKeyPair).
+//
+// The cache has two generations of at most cacheGeneration entries each:
+// when the current one fills up it becomes the old one and the previous
+// old one is dropped, so memory stays bounded while the values shared by
+// many messages (hit again and again) stay cached.
+type writer struct {
+	conn    *sqlite.Conn
+	cur     map[keyPair]int64
+	old     map[keyPair]int64
+	journal []keyPair // ids cached by the open transaction
+}
+
+type keyPair struct{ name, value string }
+
+const cacheGeneration = 1 << 16
+
+func newWriter(conn *sqlite.Conn) *writer {
+	return &writer{conn: conn, cur: make(map[keyPair]int64)}
+}
+
+func (w *writer) lookup(k keyPair) (int64, bool) {
+	if id, ok := w.cur[k]; ok {
+		return id, true
+	}
+	if id, ok := w.old[k]; ok {
+		w.put(k, id)
+		return id, true
+	}
+	return 0, false
+}
+
+func (w *writer) put(k keyPair, id int64) {
+	if len(w.cur) >= cacheGeneration {
+		w.old, w.cur = w.cur, make(map[keyPair]int64, cacheGeneration/4)
+	}
+	w.cur[k] = id
+}
+
+// remember caches an id inserted by the open transaction.
+func (w *writer) remember(k keyPair, id int64) {
+	w.put(k, id)
+	w.journal = append(w.journal, k)
+}
+
+// forget drops a cached id (found stale).
+func (w *writer) forget(k keyPair) {
+	delete(w.cur, k)
+	delete(w.old, k)
+}
+
+// undo drops the ids cached since journal mark.
+func (w *writer) undo(mark int) {
+	for _, k := range w.journal[mark:] {
+		w.forget(k)
+	}
+	clear(w.journal[mark:])
+	w.journal = w.journal[:mark]
+}
+
+// reset empties the cache (after a schema change).
+func (w *writer) reset() {
+	w.cur = make(map[keyPair]int64)
+	w.old = nil
+	w.journal = w.journal[:0]
+}
+
+func (w *writer) begin() error {
+	w.journal = w.journal[:0]
+	return execPrepped(w.conn, "BEGIN IMMEDIATE")
+}
+
+func (w *writer) commit() error {
+	if err := execPrepped(w.conn, "COMMIT"); err != nil {
+		return err
+	}
+	clear(w.journal)
+	w.journal = w.journal[:0]
+	return nil
+}
+
+// rollback rolls the open transaction back (if SQLite has not already) and
+// drops the ids it cached.
+func (w *writer) rollback() {
+	w.undo(0)
+	if w.conn.AutocommitEnabled() {
+		return
+	}
+	// Roll back even if the context was canceled.
+	old := w.conn.SetInterrupt(nil)
+	defer w.conn.SetInterrupt(old)
+	if err := execPrepped(w.conn, "ROLLBACK"); err != nil {
+		// The connection is unusable in an unknown transaction state;
+		// there is no safe way to continue.
+		panic("sqlitestore: rollback failed: " + err.Error())
+	}
+}
+
+// execPrepped runs a constant statement that returns no rows, through the
+// connection's statement cache.
+func execPrepped(conn *sqlite.Conn, query string) error {
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	return err
+}
