@@ -461,10 +461,13 @@ type hooked struct {
 	events []string
 }
 
-func (h *hooked) GroupID() string                                { return "hooked" }
-func (h *hooked) OnStop(_ context.Context, reason string) error { h.events = append(h.events, "stop:"+reason); return nil }
-func (h *hooked) OnStart(context.Context) error                 { h.events = append(h.events, "start"); return nil }
-func (h *hooked) OnReset(context.Context) error                 { h.events = append(h.events, "reset"); return nil }
+func (h *hooked) GroupID() string { return "hooked" }
+func (h *hooked) OnStop(_ context.Context, reason string) error {
+	h.events = append(h.events, "stop:"+reason)
+	return nil
+}
+func (h *hooked) OnStart(context.Context) error { h.events = append(h.events, "start"); return nil }
+func (h *hooked) OnReset(context.Context) error { h.events = append(h.events, "reset"); return nil }
 
 func TestLifecycleHooks(t *testing.T) {
 	ctx := context.Background()
