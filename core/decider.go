@@ -126,6 +126,20 @@ func (d Decider[S]) Run(history []Message, cmd Message) (Decision[S], error) {
 	return Decision[S]{State: s, Events: evs, Reactions: reactions}, nil
 }
 
+// DecideCommand folds the history and decides cmd (CommandDecider), with
+// the decider's sync work bound to the decision.
+func (d Decider[S]) DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
+	s := d.Evolve(d.Initial(), positioned(history)...)
+	evs, err := d.Decide(s, cmd.Message)
+	if err != nil {
+		return Outcome{Source: cmd}, err
+	}
+	s = d.Evolve(s, evs...)
+	out := Outcome{Source: cmd, Events: evs}
+	out.Sync, out.AfterSync = bindSync(d.compiled(), Batch[S]{State: s, Partition: partition, Messages: []PositionedMessage{cmd}, Events: evs})
+	return out, nil
+}
+
 // Handles reports whether the decider decides commands of type t.
 func (d Decider[S]) Handles(t reflect.Type) bool {
 	_, ok := d.compiled().decide[t]

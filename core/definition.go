@@ -28,6 +28,21 @@ type Definition interface {
 	Step(in StepInput) ([]Outcome, error)
 }
 
+// CommandDecider is a definition that can decide one command on a
+// partition's history outside a claimed batch: what synchronous command
+// handling (shell.Handle) needs. Decider and statechart.Machine implement
+// it.
+type CommandDecider interface {
+	Definition
+	// DecideCommand decides cmd (already appended at its position) on the
+	// partition's history (its messages of the Spec's Evolved types, in
+	// position order): the outcome's Events are appended with the command,
+	// its Sync work runs in the same transaction. A rejection is returned
+	// as the handler's error (matching ErrNotHandled when nothing accepts
+	// the command).
+	DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error)
+}
+
 // Evolver is what loading a state from the log needs: Decider, Projector
 // and Projection all implement it.
 type Evolver[S any] interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,14 +14,20 @@ import (
 	"github.com/sourced-go/sourced/core"
 )
 
-// HandleResult is what synchronous command handling returns: the command as
-// appended (stamped), the decider's state after its events, and the events.
-type HandleResult[S any] struct {
-	Command core.Message
-	State   S
-	Events  []core.Message
-	// Position is the command's position in the log.
+// CommandResult is what synchronous command handling returns: the command
+// as appended (stamped) and its position, and the messages the decision
+// appended with it.
+type CommandResult struct {
+	Command  core.Message
 	Position int64
+	Events   []core.Message
+}
+
+// HandleResult is what Handle returns for a decider: the command, its
+// events, and the decider's state after them.
+type HandleResult[S any] struct {
+	CommandResult
+	State S
 }
 
 // HandleOptions tune Handle.
@@ -35,8 +42,9 @@ type HandleOptions struct {
 // the command, reads the decider's partition, decides, appends the command
 // and its events under the read's guard, and moves the decider's offset
 // past the command so that workers do not decide it again, all in one
-// transaction. Reactions to the events still run: the decider's workers
-// claim the events as usual.
+// transaction (sync work included; after-sync work runs after commit).
+// Reactions to the events still run: the decider's workers claim the
+// events as usual.
 //
 // Errors: an invalid command (codec.ErrInvalid, with every failing field);
 // the decider's own rejection, as returned by its handler; an append that
@@ -44,6 +52,25 @@ type HandleOptions struct {
 // decider whose group is not registered with the store
 // (ErrGroupNotRegistered). In every case nothing is appended.
 func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
+	var res HandleResult[S]
+	if err := d.Err(); err != nil {
+		return res, err
+	}
+	var history []core.PositionedMessage
+	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage) { history = h })
+	res.CommandResult = cr
+	res.State = d.Evolve(d.Evolve(d.Initial(), messagesOf(history)...), cr.Events...)
+	return res, err
+}
+
+// HandleCommand is Handle for any definition that decides commands one at
+// a time (core.CommandDecider), such as a statechart.Machine: a command no
+// active state accepts returns an error matching core.ErrNotHandled.
+func HandleCommand(ctx context.Context, store RouterStore, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
+	return handle(ctx, store, d, cmd, opts, nil)
+}
+
+func handle(ctx context.Context, store RouterStore, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage)) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -53,10 +80,7 @@ func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cm
 	}
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
-	res := HandleResult[S]{Command: msg}
-	if err := d.Err(); err != nil {
-		return res, err
-	}
+	res := CommandResult{Command: msg}
 	if err := reg.Validate(msg.Payload); err != nil {
 		return res, err
 	}
@@ -67,13 +91,11 @@ func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cm
 	}
 	partition := map[string]string{}
 	for _, k := range keys {
-		for _, p := range spec.PartitionBy {
-			if k.Name == p {
-				if _, seen := partition[p]; seen {
-					return res, fmt.Errorf("sourced: command %T holds several values of partition key %q: a command decides in one partition", msg.Payload, p)
-				}
-				partition[p] = k.Value
+		if slices.Contains(spec.PartitionBy, k.Name) {
+			if _, seen := partition[k.Name]; seen {
+				return res, fmt.Errorf("sourced: command %T holds several values of partition key %q: a command decides in one partition", msg.Payload, k.Name)
 			}
+			partition[k.Name] = k.Value
 		}
 	}
 	if len(partition) != len(spec.PartitionBy) {
@@ -90,36 +112,65 @@ func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cm
 	if err != nil {
 		return res, err
 	}
-	msg = msg.Stamp(id, o.Now()).WithMetadata(map[string]any{core.DecidedByKey: spec.Group})
+	msg = msg.Stamp(id, o.Now())
 	res.Command = msg
+	var afters []func(context.Context) error
 	err = store.Update(ctx, func(tx Tx) error {
 		gtx, ok := tx.(GroupTx)
 		if !ok {
 			return fmt.Errorf("sourced: the store's transactions do not move offsets (%T is not a GroupTx)", tx)
 		}
-		read, err := tx.ReadPartition(partition, history, ReadOptions{})
+		h, err := tx.ReadPartition(partition, history, ReadOptions{})
 		if err != nil {
 			return err
 		}
-		s := d.Evolve(d.Initial(), messagesOf(read.Messages)...)
-		events, err := d.Decide(s, msg)
+		if read != nil {
+			read(h.Messages)
+		}
+		// Append the command first, under the read's guard: from then on
+		// this transaction holds the write lock, so the decision's events
+		// can follow without another check.
+		marked := msg.WithMetadata(map[string]any{core.DecidedByKey: spec.Group})
+		appended, err := tx.Append([]core.Message{marked}, AppendOptions{Guard: &h.Guard})
 		if err != nil {
-			res.State = s
 			return err
 		}
-		appended, err := tx.Append(append([]core.Message{msg}, events...), AppendOptions{Guard: &read.Guard})
+		res.Command, res.Position = appended.Messages[0], appended.Positions[0]
+		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
+		out, err := d.DecideCommand(partition, h.Messages, cmdMsg)
 		if err != nil {
+			var be *core.BatchError
+			if errors.As(err, &be) {
+				err = be.Err
+			}
 			return err
 		}
-		res.Command, res.Events = appended.Messages[0], appended.Messages[1:]
-		res.Position = appended.Positions[0]
-		res.State = d.Evolve(s, res.Events...)
-		_, err = gtx.AdvanceOffset(spec.Group, partition, res.Position)
-		return err
+		if len(out.Events) > 0 {
+			evs, err := tx.Append(out.Events, AppendOptions{})
+			if err != nil {
+				return err
+			}
+			res.Events = evs.Messages
+		}
+		if _, err := gtx.AdvanceOffset(spec.Group, partition, res.Position); err != nil {
+			return err
+		}
+		for _, w := range out.Sync {
+			if err := protect(func() error { return w(ctx, tx.Context()) }); err != nil {
+				return err
+			}
+		}
+		afters = out.AfterSync
+		return nil
 	})
 	if err != nil {
 		res.Events = nil
 		return res, err
+	}
+	for _, w := range afters {
+		if err := protect(func() error { return w(ctx) }); err != nil {
+			return res, fmt.Errorf("sourced: after-sync work failed (the command and its events are stored): %w", err)
+		}
 	}
 	return res, nil
 }

@@ -83,7 +83,7 @@ func NewRouter(store RouterStore, opts RouterOptions, reactors ...any) (*Router,
 	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
 	reg := store.Registry()
 	var errs []error
-	for _, x := range reactors {
+	for _, x := range expand(reactors) {
 		var re reactor
 		switch v := x.(type) {
 		case effects.Reactor:
@@ -142,6 +142,35 @@ func NewRouter(store RouterStore, opts RouterOptions, reactors ...any) (*Router,
 		return nil, err
 	}
 	return rt, nil
+}
+
+// Bundle is implemented by values that stand for several reactors: a
+// statechart machine with the child machines it starts (recursively), or a
+// bounded context's module. Registering a Bundle registers every
+// definition Reactors returns; a group reached twice is registered once.
+type Bundle interface {
+	Reactors() []core.Definition
+}
+
+// expand replaces bundles by their reactors.
+func expand(xs []any) []any {
+	var out []any
+	seen := map[string]bool{}
+	for _, x := range xs {
+		b, ok := x.(Bundle)
+		if !ok {
+			out = append(out, x)
+			continue
+		}
+		for _, d := range b.Reactors() {
+			if d == nil || seen[d.Spec().Group] {
+				continue
+			}
+			seen[d.Spec().Group] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Setup registers every reactor's consumer group with the store.

@@ -116,6 +116,7 @@ type childDecl struct {
 	keys  []string
 	lc    *lifecycle
 	mc    *machineCore
+	def   core.Definition // the child machine itself, to register it as a reactor
 }
 
 // ChildRef is a child machine as its parent knows it, from the Started and

@@ -349,3 +349,20 @@ func TestRegisterRegistersChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Registering a machine registers the children it starts: Reactors lists
+// the machine and each child machine once.
+func TestReactorsListsChildMachines(t *testing.T) {
+	m := shop(t)
+	var groups []string
+	for _, d := range m.Reactors() {
+		groups = append(groups, d.Spec().Group)
+	}
+	want := []string{m.Spec().Group, "line_item_machine", "payment_machine"}
+	if !slices.Equal(groups, want) {
+		t.Fatalf("reactors %v, want %v", groups, want)
+	}
+	if got := lineItems.Reactors(); len(got) != 1 {
+		t.Fatalf("a machine without children is its only reactor: %v", got)
+	}
+}

@@ -187,27 +187,25 @@ func (mc *machineCore) register(reg *codec.Registry, group string) error {
 	return errors.Join(errs...)
 }
 
-// Step decides a claimed batch (core.Definition): the instance is rebuilt
-// from the history before each message (history interleaved by position,
-// the claimed message itself decided rather than replayed), each message
-// is decided in turn, and its messages are the outcome's Events, in append
-// order, correlated with it. A command no active state accepts, an event
-// nothing reacts to and a stale timer are acknowledged with no events. A
-// replayed batch is only acknowledged: its messages were decided before.
+// Step decides a claimed batch (core.Definition). The instance is rebuilt
+// from the whole history read with the claim (every message of it but the
+// claimed ones themselves, which are decided rather than replayed): a
+// command is decided on the machine as it is now, which is what the
+// history's guard protects. Each message is then decided in turn, and its
+// messages are the outcome's Events, in append order, correlated with it.
+// A command no active state accepts, an event nothing reacts to and a
+// stale timer are acknowledged with no events. A replayed batch is only
+// acknowledged: its messages were decided before.
 func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
-	inst := m.New(in.Partition)
 	outs := make([]core.Outcome, 0, len(in.Batch))
-	h := 0
+	inst, err := m.current(in.Partition, in.History, in.Batch)
+	if err != nil {
+		if len(in.Batch) > 0 {
+			return outs, &core.BatchError{Message: in.Batch[0], Err: fmt.Errorf("loading the machine: %w", err)}
+		}
+		return outs, err
+	}
 	for i, b := range in.Batch {
-		for h < len(in.History) && in.History[h].Position < b.Position {
-			if err := m.apply(&inst, in.History[h].Message); err != nil {
-				return outs, &core.BatchError{Message: b, Index: i, Err: fmt.Errorf("loading the machine: %w", err)}
-			}
-			h++
-		}
-		if h < len(in.History) && in.History[h].Position == b.Position {
-			h++
-		}
 		out := core.Outcome{Source: b}
 		if in.Replaying {
 			outs = append(outs, out)
@@ -225,4 +223,40 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// current rebuilds the instance from history, leaving out the messages of
+// batch (they are decided, not replayed).
+func (m Machine[C]) current(partition map[string]string, history, batch []core.PositionedMessage) (Instance[C], error) {
+	inst := m.New(partition)
+	skip := make(map[int64]bool, len(batch))
+	for _, b := range batch {
+		skip[b.Position] = true
+	}
+	for _, h := range history {
+		if skip[h.Position] {
+			continue
+		}
+		if err := m.apply(&inst, h.Message); err != nil {
+			return inst, err
+		}
+	}
+	return inst, nil
+}
+
+// DecideCommand decides cmd on the machine rebuilt from the partition's
+// history, for synchronous handling (core.CommandDecider): the messages to
+// append, or ErrCommandNotHandled when no active state accepts it.
+func (m Machine[C]) DecideCommand(partition map[string]string, history []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out := core.Outcome{Source: cmd}
+	inst, err := m.current(partition, history, []core.PositionedMessage{cmd})
+	if err != nil {
+		return out, err
+	}
+	_, dec, err := m.Decide(inst, cmd.Message)
+	if err != nil {
+		return out, err
+	}
+	out.Events = dec.Messages
+	return out, nil
 }

@@ -159,7 +159,28 @@ func (m Machine[C]) Child() Child {
 		group = m.Group
 	}
 	mc := m.core()
-	return Child{&childDecl{group: group, keys: slices.Clone(m.PartitionBy), lc: mc.lc, mc: mc}}
+	return Child{&childDecl{group: group, keys: slices.Clone(m.PartitionBy), lc: mc.lc, mc: mc, def: m}}
+}
+
+// Reactors returns the machine and every child machine it (or its parts,
+// or its children) may start, each once: what registering the machine
+// with a router registers.
+func (m Machine[C]) Reactors() []core.Definition {
+	out := []core.Definition{m}
+	seen := map[*machineCore]bool{m.core(): true}
+	var walk func(mc *machineCore)
+	walk = func(mc *machineCore) {
+		for _, d := range mc.ch.children {
+			if d.mc == nil || seen[d.mc] || d.def == nil {
+				continue
+			}
+			seen[d.mc] = true
+			out = append(out, d.def)
+			walk(d.mc)
+		}
+	}
+	walk(m.core())
+	return out
 }
 
 // Instance is a machine's state for one partition: its configuration, its

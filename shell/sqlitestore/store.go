@@ -289,7 +289,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
 
 // update is Update; solo marks a transaction that makes exactly one
 // append, whose failure rolls the whole transaction back (so the append
-// needs no savepoint of its own).
+// need not probe for duplicate ids that a unique index will catch).
 func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) error {
 	w, err := s.takeWriter(ctx)
 	if err != nil {
@@ -415,6 +415,7 @@ func (s *Store) Optimize(ctx context.Context) error {
 }
 
 func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
+	start := time.Now()
 	if err := sqlitex.ExecuteTransient(conn, "PRAGMA analysis_limit = 400", nil); err != nil {
 		return fmt.Errorf("sqlitestore: optimize: %w", err)
 	}
@@ -423,6 +424,7 @@ func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
 			return fmt.Errorf("sqlitestore: optimize: %w", err)
 		}
 	}
+	s.log.Debug("sqlitestore: analyzed", "prefix", s.names.prefix, "took", time.Since(start))
 	return ctx.Err()
 }
 

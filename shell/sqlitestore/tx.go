@@ -139,6 +139,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		}
 	}
 
+	if err := t.checkIDs(stamped, preps); err != nil {
+		return shell.AppendResult{}, err
+	}
 	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
 	if err := t.write(stamped, preps, now, &res); err != nil {
 		if !t.solo {
@@ -153,9 +156,6 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 
 // write inserts the prepared messages.
 func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *shell.AppendResult) error {
-	if err := t.checkIDs(msgs, preps); err != nil {
-		return err
-	}
 	var nowText []byte
 	for i := range msgs {
 		m, p := &msgs[i], &preps[i]

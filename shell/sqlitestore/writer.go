@@ -9,11 +9,11 @@ import (
 //
 // The cache maps (name, value) to the key pair's id. It is only touched by
 // whoever holds the writer, so it needs no lock. Ids inserted by a
-// transaction are journaled: if the transaction (or the append's savepoint)
-// rolls back, those ids were never committed and are dropped from the
-// cache. Ids are never reused (key_pairs.id is AUTOINCREMENT), so an entry
-// can only go stale if a key pair is deleted; the link's foreign key then
-// fails and the append re-resolves the id (see tx.linkKeyPair).
+// transaction are journaled: if the transaction rolls back, those ids were
+// never committed and are dropped from the cache. Ids are never reused
+// (key_pairs.id is AUTOINCREMENT), so an entry can only go stale if a key
+// pair is deleted; the link's foreign key then fails and the append
+// resolves the id again (see tx.link).
 //
 // The cache has two generations of at most cacheGeneration entries each:
 // when the current one fills up it becomes the old one and the previous
