@@ -51,7 +51,7 @@ type HandleOptions struct {
 // conflicts with a concurrent one (ErrConcurrentAppend: decide again); a
 // decider whose group is not registered with the store
 // (ErrGroupNotRegistered). In every case nothing is appended.
-func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
+func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
 	var res HandleResult[S]
 	if err := d.Err(); err != nil {
 		return res, err
@@ -66,11 +66,11 @@ func Handle[S any](ctx context.Context, store RouterStore, d core.Decider[S], cm
 // HandleCommand is Handle for any definition that decides commands one at
 // a time (core.CommandDecider), such as a statechart.Machine: a command no
 // active state accepts returns an error matching core.ErrNotHandled.
-func HandleCommand(ctx context.Context, store RouterStore, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
+func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
 	return handle(ctx, store, d, cmd, opts, nil)
 }
 
-func handle(ctx context.Context, store RouterStore, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage)) (CommandResult, error) {
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage)) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -116,10 +116,6 @@ func handle(ctx context.Context, store RouterStore, d core.CommandDecider, cmd a
 	res.Command = msg
 	var afters []func(context.Context) error
 	err = store.Update(ctx, func(tx Tx) error {
-		gtx, ok := tx.(GroupTx)
-		if !ok {
-			return fmt.Errorf("sourced: the store's transactions do not move offsets (%T is not a GroupTx)", tx)
-		}
 		h, err := tx.ReadPartition(partition, history, ReadOptions{})
 		if err != nil {
 			return err
@@ -152,7 +148,7 @@ func handle(ctx context.Context, store RouterStore, d core.CommandDecider, cmd a
 			}
 			res.Events = evs.Messages
 		}
-		if _, err := gtx.AdvanceOffset(spec.Group, partition, res.Position); err != nil {
+		if _, err := tx.AdvanceOffset(spec.Group, partition, res.Position); err != nil {
 			return err
 		}
 		for _, w := range out.Sync {

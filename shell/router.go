@@ -14,14 +14,6 @@ import (
 	"github.com/sourced-go/sourced/effects"
 )
 
-// RouterStore is what the router needs of a store: the log and the
-// consumer groups, and the store's clock.
-type RouterStore interface {
-	Store
-	Groups
-	Now() time.Time
-}
-
 // RouterOptions configure a Router. Zero values take the defaults.
 type RouterOptions struct {
 	// BatchSize caps the messages of one claim (default 50).
@@ -47,7 +39,7 @@ type RouterOptions struct {
 // claims their partitions, hands the batches to them, and executes the
 // signals they return in one transaction per batch.
 type Router struct {
-	store    RouterStore
+	store    Store
 	opts     RouterOptions
 	reactors []*reactor
 	byGroup  map[string]*reactor
@@ -64,7 +56,7 @@ type reactor struct {
 // Projector). Definition errors, two reactors with one group id, and an
 // exclusive reactor sharing a type with another are reported here, all at
 // once. Call Setup to register the groups with the store.
-func NewRouter(store RouterStore, opts RouterOptions, reactors ...any) (*Router, error) {
+func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 50
 	}
@@ -194,7 +186,7 @@ func (rt *Router) Reactors() []effects.Info {
 }
 
 // Store returns the router's store.
-func (rt *Router) Store() RouterStore { return rt.store }
+func (rt *Router) Store() Store { return rt.store }
 
 // lookup finds a reactor by group id, label, or the reactor value itself.
 func (rt *Router) lookup(target any) (*reactor, error) {
@@ -321,10 +313,6 @@ func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error 
 
 // execute runs a batch's pairs in tx and acknowledges the claim.
 func (rt *Router) execute(ctx context.Context, tx Tx, claim *Claim, pairs []effects.Pair) ([]func(context.Context) error, error) {
-	gtx, ok := tx.(GroupTx)
-	if !ok {
-		return nil, fmt.Errorf("sourced: the store's transactions do not acknowledge claims (%T is not a GroupTx)", tx)
-	}
 	start, err := tx.LastPosition()
 	if err != nil {
 		return nil, err
@@ -376,14 +364,14 @@ func (rt *Router) execute(ctx context.Context, tx Tx, claim *Claim, pairs []effe
 		last = max(last, p.Source.Position)
 	}
 	if len(deletes) > 0 {
-		if err := gtx.Delete(deletes...); err != nil {
+		if err := tx.Delete(deletes...); err != nil {
 			return nil, err
 		}
 	}
 	if last == 0 {
 		return afters, nil // nothing processed: the claim is released by the caller
 	}
-	return afters, gtx.Ack(claim, last)
+	return afters, tx.Ack(claim, last)
 }
 
 // checkGuardUpto fails with a *core.ConflictError if a message matching g

@@ -17,7 +17,7 @@ import (
 	"github.com/sourced-go/sourced/shell/memstore"
 )
 
-func newRouter(t *testing.T, clk *clock, opts shell.RouterOptions, reactors ...any) (*shell.Router, shell.RouterStore) {
+func newRouter(t *testing.T, clk *clock, opts shell.RouterOptions, reactors ...any) (*shell.Router, shell.Store) {
 	t.Helper()
 	store := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
 	opts.Now = clk.Now

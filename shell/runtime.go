@@ -15,12 +15,6 @@ import (
 // batches or ticks after the configured StopTimeout.
 var ErrStopTimeout = errors.New("sourced: stop timed out")
 
-// NotifierSource is implemented by stores that announce their appends, so
-// that a runtime can subscribe to the same notifier.
-type NotifierSource interface {
-	Notifier() Notifier
-}
-
 // ChangeDetector is implemented by stores that can tell cheaply whether
 // anyone else wrote since the last call (PRAGMA data_version on SQLite):
 // the catch-up poll then polls only when something changed.
@@ -38,7 +32,7 @@ type ChangeDetector interface {
 // current batch.
 type Runtime struct {
 	router *Router
-	store  RouterStore
+	store  Store
 	cfg    Config
 	log    *slog.Logger
 
@@ -62,7 +56,7 @@ type Runtime struct {
 
 // NewRuntime validates cfg and the reactors (see NewRouter) and returns a
 // runtime for them. Nothing runs until Start or Run.
-func NewRuntime(store RouterStore, cfg Config, reactors ...any) (*Runtime, error) {
+func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -111,8 +105,8 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if err := rt.heartbeat(ctx); err != nil { // before any claim (H5)
 		return err
 	}
-	if ns, ok := rt.store.(NotifierSource); ok && ns.Notifier() != nil {
-		rt.unsub = ns.Notifier().Subscribe(rt.notified)
+	if n := rt.store.Notifier(); n != nil {
+		rt.unsub = n.Subscribe(rt.notified)
 	}
 	rt.quit = make(chan struct{})
 	rt.running = true

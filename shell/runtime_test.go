@@ -44,7 +44,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func startRuntime(t *testing.T, store shell.RouterStore, cfg shell.Config, reactors ...any) *shell.Runtime {
+func startRuntime(t *testing.T, store shell.Store, cfg shell.Config, reactors ...any) *shell.Runtime {
 	t.Helper()
 	rt, err := shell.NewRuntime(store, cfg, reactors...)
 	if err != nil {

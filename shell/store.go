@@ -23,6 +23,11 @@ import (
 type Store interface {
 	// Registry is the codec registry the store encodes and decodes with.
 	Registry() *codec.Registry
+	// Now is the store's clock: what it stamps messages with and compares
+	// scheduled times to.
+	Now() time.Time
+	// Notifier is where the store announces committed appends.
+	Notifier() Notifier
 
 	// Update runs fn in one write transaction (BEGIN IMMEDIATE on SQLite).
 	// If fn returns an error or panics, nothing it did is kept and the
@@ -57,6 +62,9 @@ type Store interface {
 	Optimize(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
+
+	// Groups is the consumer-group side of the store.
+	Groups
 }
 
 // Tx is a write transaction of a Store: everything done through it commits
@@ -99,6 +107,9 @@ type Tx interface {
 	// store's exposes the connection so sync work writes its own tables in
 	// the same transaction.
 	Context() core.Tx
+
+	// GroupTx is the consumer-group side of the transaction.
+	GroupTx
 }
 
 // AppendOptions tune an append.
@@ -201,6 +212,8 @@ type Stats struct {
 	MaxPosition int64
 	// Scheduled is the number of messages waiting in the schedule.
 	Scheduled int64
+	// Groups describes every registered consumer group, by id.
+	Groups []GroupInfo
 }
 
 // Notifier announces appended message types to subscribers. A store calls

@@ -808,6 +808,11 @@ func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error
 	if err != nil {
 		return shell.GroupInfo{}, err
 	}
+	return g.info(), nil
+}
+
+// info describes the group; the caller holds the lock.
+func (g *group) info() shell.GroupInfo {
 	info := shell.GroupInfo{
 		ID:              g.id,
 		Label:           g.label,
@@ -829,7 +834,7 @@ func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error
 		}
 		info.NewestProcessed = max(info.NewestProcessed, off.last)
 	}
-	return info, nil
+	return info
 }
 
 // Heartbeat records that the workers are alive at at.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -261,7 +262,11 @@ func (s *Store) Stats(ctx context.Context) (shell.Stats, error) {
 		return shell.Stats{}, err
 	}
 	defer s.mu.RUnlock()
-	return shell.Stats{MaxPosition: s.lastPosition(), Scheduled: int64(len(s.schedule))}, nil
+	st := shell.Stats{MaxPosition: s.lastPosition(), Scheduled: int64(len(s.schedule))}
+	for _, id := range slices.Sorted(maps.Keys(s.groups)) {
+		st.Groups = append(st.Groups, s.groups[id].info())
+	}
+	return st, nil
 }
 
 // Optimize does nothing: the in-memory store has no query planner.

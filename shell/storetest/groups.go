@@ -13,19 +13,13 @@ import (
 	"github.com/sourced-go/sourced/shell"
 )
 
-// GroupStore is a store with consumer groups, what RunGroups tests.
-type GroupStore interface {
-	shell.Store
-	shell.Groups
-}
-
 // RunGroups runs the consumer-group part of the conformance suite against
 // the stores open makes: registration, claims, acks, advancing offsets, the
 // claim-scan latch, the group lifecycle, housekeeping, monitoring,
 // delete-on-ack queues, transactions, a concurrent run and a model-based
-// test. The stores must implement shell.Groups, and the transactions of
-// their Update shell.GroupTx. Every subtest opens its own store. With
-// -short, the concurrency and model-based parts do less work.
+// test. Run runs it too; RunGroups runs this part alone. Every subtest
+// opens its own store. With -short, the concurrency and model-based parts
+// do less work.
 func RunGroups(t *testing.T, open Factory) {
 	s := suite{open: open}
 	t.Run("Register", s.testRegister)
@@ -80,17 +74,13 @@ func groupSpec(id string) shell.GroupSpec {
 // genv is an env whose store has consumer groups.
 type genv struct {
 	*env
-	gs GroupStore
+	gs shell.Store
 }
 
 func (s suite) genv(t *testing.T, groups ...string) *genv {
 	t.Helper()
 	e := s.env(t)
-	gs, ok := e.store.(GroupStore)
-	if !ok {
-		t.Fatalf("the store %T does not implement shell.Groups", e.store)
-	}
-	ge := &genv{env: e, gs: gs}
+	ge := &genv{env: e, gs: e.store}
 	for _, id := range groups {
 		ge.register(groupSpec(id))
 	}

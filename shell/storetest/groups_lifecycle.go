@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -398,6 +399,27 @@ func (s suite) testHousekeeping(t *testing.T) {
 }
 
 func (s suite) testOffsets(t *testing.T) {
+	t.Run("Stats describe every group, by id", func(t *testing.T) {
+		e := s.genv(t, devices, bindings)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		c := e.claim(devices, "w1", 10)
+		e.ack(c, c.Last())
+		if err := e.gs.StopGroup(e.ctx, bindings, "paused"); err != nil {
+			t.Fatal(err)
+		}
+		st := e.stats()
+		if len(st.Groups) != 2 || st.Groups[0].ID != bindings || st.Groups[1].ID != devices {
+			t.Fatalf("stats groups %+v, want %s then %s", st.Groups, bindings, devices)
+		}
+		for _, g := range st.Groups {
+			if want := e.info(g.ID); !reflect.DeepEqual(g, want) {
+				t.Fatalf("stats of %s: %+v, want what Group says: %+v", g.ID, g, want)
+			}
+		}
+		if st.Groups[0].Status != shell.StatusStopped || st.Groups[0].Failure.Reason != "paused" || st.Groups[1].NewestProcessed != c.Last() || st.Groups[1].Label != "Devices" {
+			t.Fatalf("stats groups %+v", st.Groups)
+		}
+	})
 	t.Run("ReadOffsets pages by id, filtered by group", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
 		e.append(DeviceRegistered{"d1", "a"}, DeviceBound{"d1", "a1"}, DeviceRegistered{"d2", "b"}, DeviceBound{"d2", "a2"}, DeviceRegistered{"d3", "c"})

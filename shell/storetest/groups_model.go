@@ -40,11 +40,7 @@ func (s suite) testGroupModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		e0, release := s.scopedEnv(t, rt)
 		defer release()
-		gs, ok := e0.store.(GroupStore)
-		if !ok {
-			rt.Fatalf("the store %T does not implement shell.Groups", e0.store)
-		}
-		m := &groupModel{e: &genv{env: e0, gs: gs}}
+		m := &groupModel{e: &genv{env: e0, gs: e0.store}}
 		for _, id := range []string{enrolments, accounts} {
 			spec := groupSpec(id)
 			m.e.register(spec)

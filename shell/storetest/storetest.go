@@ -41,6 +41,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Update", s.testUpdate)
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Model", s.testModel)
+	t.Run("Groups", func(t *testing.T) { RunGroups(t, open) })
 }
 
 type suite struct{ open Factory }
@@ -281,7 +282,7 @@ func (e *env) snapshot() snapshot {
 func (e *env) unchanged(before snapshot) {
 	e.t.Helper()
 	after := e.snapshot()
-	if after.stats != before.stats {
+	if !reflect.DeepEqual(after.stats, before.stats) {
 		e.t.Fatalf("stats changed: before %+v, after %+v", before.stats, after.stats)
 	}
 	if after.due != before.due || !after.next.Equal(before.next) {
