@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+)
+
+// The router benchmarks' domain: deposits into accounts, a decider that
+// keeps a balance, and a projector that counts deposits.
+type (
+	benchDeposit struct {
+		Account string `json:"account"`
+		Amount  int    `json:"amount"`
+	}
+	benchDeposited struct {
+		Account string `json:"account"`
+		Amount  int    `json:"amount"`
+	}
+)
+
+func routerRegistry(b *testing.B) *codec.Registry {
+	b.Helper()
+	reg := codec.NewRegistry()
+	codec.MustRegister[benchDeposit](reg, "bench.deposit")
+	codec.MustRegister[benchDeposited](reg, "bench.deposited")
+	return reg
+}
+
+var benchAccounts = core.Decider[int]{Group: "bench.accounts", PartitionBy: []string{"account"}}.With(
+	core.Evolve(func(balance int, e benchDeposited) int { return balance + e.Amount }),
+	core.Decide(func(balance int, c benchDeposit) ([]any, error) {
+		if c.Amount <= 0 {
+			return nil, fmt.Errorf("a deposit must be positive")
+		}
+		return []any{benchDeposited(c)}, nil
+	}),
+)
+
+var benchCounter = core.Projector[int]{Group: "bench.counter", PartitionBy: []string{"account"}}.With(
+	core.Evolve(func(n int, _ benchDeposited) int { return n + 1 }),
+)
+
+func routerStore(b *testing.B) *sqlitestore.Store {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	s, err := sqlitestore.Install(context.Background(), path, sqlitestore.Options{Registry: routerRegistry(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func account(i int) string { return "acct-" + strconv.Itoa(i) }
+
+// BenchmarkHandle handles commands synchronously (Handle: read the
+// partition, decide, append command and event under the guard, move the
+// offset: one transaction) on a decider whose partition holds 10 events,
+// on a file database; it reports commands per second.
+func BenchmarkHandle(b *testing.B) {
+	ctx := context.Background()
+	s := routerStore(b)
+	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchAccounts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Each handled command gets a partition of its own holding 10 events.
+	n := b.N
+	for from := 0; from < n; from += 1000 {
+		var seed []core.Message
+		for i := from; i < min(from+1000, n); i++ {
+			for range 10 {
+				seed = append(seed, core.NewMessage(benchDeposited{Account: account(i), Amount: 1}))
+			}
+		}
+		if _, err := s.Append(ctx, seed, shell.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(i), Amount: 5})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.State != 15 {
+			b.Fatalf("balance %d, want 15", res.State)
+		}
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
+}
+
+// BenchmarkDrain appends 1,000 partitions x 10 commands up front, then the
+// router drains a decider (deciding the 10,000 commands) and a projector
+// (projecting the 10,000 events); msgs/s counts the 20,000 messages the two
+// groups processed.
+func BenchmarkDrain(b *testing.B) {
+	ctx := context.Background()
+	const partitions, perPartition = 1000, 10
+	for range b.N {
+		b.StopTimer()
+		s := routerStore(b)
+		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet()}, benchAccounts, benchCounter)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rt.Setup(ctx); err != nil {
+			b.Fatal(err)
+		}
+		var cmds []core.Message
+		for i := range partitions * perPartition {
+			cmds = append(cmds, core.NewMessage(benchDeposit{Account: account(i % partitions), Amount: 1}))
+		}
+		if _, err := s.Append(ctx, cmds, shell.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := rt.Drain(ctx); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want := int64(2 * partitions * perPartition); st.MaxPosition != want {
+			b.Fatalf("log holds %d messages, want %d", st.MaxPosition, want)
+		}
+		b.ReportMetric(float64(2*partitions*perPartition)/elapsed.Seconds(), "msgs/s")
+		b.StartTimer()
+	}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// BenchmarkEndToEnd appends 10,000 commands from one goroutine while the
+// runtime (2 workers) runs a decider and a projector, and times until every
+// group caught up. It reports commands per second and the latency from a
+// command's append to the commit of the batch that decided it (p50-us,
+// p99-us).
+func BenchmarkEndToEnd(b *testing.B) {
+	ctx := context.Background()
+	const commands, partitions = 10000, 1000
+	for range b.N {
+		b.StopTimer()
+		s := routerStore(b)
+		var mu sync.Mutex
+		appended := make(map[uuid.UUID]time.Time, commands)
+		var latencies []time.Duration
+		timed := benchAccounts.With(core.AfterSync(func(_ context.Context, batch core.Batch[int]) error {
+			now := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range batch.Messages {
+				if at, ok := appended[m.ID]; ok {
+					latencies = append(latencies, now.Sub(at))
+				}
+			}
+			return nil
+		}))
+		cfg := shell.DefaultConfig()
+		cfg.Logger = quiet()
+		rt, err := shell.NewRuntime(s, cfg, timed, benchCounter)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rt.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		for i := range commands {
+			id := uuid.Must(uuid.NewV7())
+			m := core.NewMessage(benchDeposit{Account: account(i % partitions), Amount: 1})
+			m.ID = id
+			mu.Lock()
+			appended[id] = time.Now()
+			mu.Unlock()
+			if _, err := s.Append(ctx, []core.Message{m}, shell.AppendOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wait, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		err = rt.WaitIdle(wait, 0)
+		cancel()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rt.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		mu.Lock()
+		if len(latencies) != commands {
+			b.Fatalf("%d commands decided, want %d", len(latencies), commands)
+		}
+		slices.Sort(latencies)
+		p50, p99 := latencies[len(latencies)/2], latencies[len(latencies)*99/100]
+		mu.Unlock()
+		b.ReportMetric(float64(commands)/elapsed.Seconds(), "cmds/s")
+		b.ReportMetric(float64(p50.Microseconds()), "p50-us")
+		b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+		b.StartTimer()
+	}
+}
