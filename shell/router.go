@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 )
@@ -119,13 +121,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 			if !a.info.Exclusive && !b.info.Exclusive {
 				continue
 			}
-			var shared []string
-			for _, t := range a.info.Handled {
-				if slices.Contains(b.info.Handled, t) {
-					shared = append(shared, t)
-				}
-			}
-			if len(shared) > 0 {
+			if shared := lo.Intersect(a.info.Handled, b.info.Handled); len(shared) > 0 {
 				errs = append(errs, &GroupConflictError{Group: a.info.Group, Other: b.info.Group, Types: shared})
 			}
 		}
