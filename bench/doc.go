@@ -4,5 +4,8 @@
 //
 //	go test ./bench -run XXX -bench . -benchmem
 //
-// It has no non-test code; nothing imports it.
+// Its one piece of non-test code, QueueDrain, is the queue drain shared
+// with the bench/peers module (a separate module that measures Sourced
+// against River, so that the library never depends on River); nothing
+// else imports this package.
 package bench
