@@ -15,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
-		s, err := sqlitestore.Install(t.Context(), path, sqlitestore.Options{Registry: reg, Now: now, Notifier: n})
+		s, err := sqlitestore.Install(t.Context(), path, sqlitestore.Options{Registry: reg, Now: now, Notifier: n, PoolSize: 1})
 		if err != nil {
 			t.Fatalf("install: %v", err)
 		}

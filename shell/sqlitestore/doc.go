@@ -33,7 +33,8 @@
 // # Concurrency model
 //
 // A Store holds one writer connection and a pool of reader connections.
-// Every write (Update, Append, PromoteScheduled, Optimize) takes the writer,
+// Every write (Update, Append, PromoteScheduled, Optimize, and the
+// consumer-group operations) takes the writer,
 // so writes of one process are serialised in Go, and runs in one BEGIN
 // IMMEDIATE transaction, so writes of several processes are serialised by
 // SQLite's write lock, waited for up to Options.BusyTimeout: a read-then-
@@ -41,12 +42,30 @@
 // checked inside the transaction holds across processes. Reads outside a
 // transaction run on a reader in one read transaction (a consistent
 // snapshot), concurrently with the writer thanks to WAL. Appends are
-// announced to the notifier after the commit, never on rollback.
+// announced to the notifier after the commit, never on rollback; a commit
+// that only scheduled messages announces their types (a runtime's
+// scheduler then re-computes when the next one is due).
 //
 // Every connection gets its settings when it is opened: foreign_keys=ON,
 // busy_timeout, and synchronous=NORMAL when the file is in WAL mode (a
 // commit survives a crash of the process; a power loss may lose the last
 // commits but never corrupts the file). Readers are query_only.
+//
+// # Consumer groups
+//
+// The store is also a shell.Groups: registered groups (their configuration
+// is stored, so every process's appends create their offsets), claims of
+// partitions with pending work, acks, the group lifecycle, heartbeats and
+// housekeeping. Every operation that writes is one BEGIN IMMEDIATE
+// transaction. Pending work is tracked by a marker per offset kept exact
+// in the append's transaction, so the claim scan is one descent of a
+// partial index whatever the number of caught-up partitions; an idle
+// group's poll is answered by the claim-scan latch (triggers in the
+// database make it dirty on every message insert and claim release), and
+// in the common case by an in-memory cache keyed on PRAGMA data_version
+// without touching the database's tables. See groups.go for the design.
+// Store.Changed (shell.ChangeDetector) tells the runtime's catch-up poll
+// whether anything was committed since its last call.
 //
 // # Sync work
 //
@@ -61,7 +80,13 @@
 // SQL text is constant, so zombiezen's per-connection statement cache
 // always hits: lists are padded to a fixed set of shapes, and parameters
 // the planner could inspect are written "+?N" so that new bindings never
-// force a recompile. Key pair ids are cached in memory by the writer
+// force a recompile. Statements that fire a trigger are written INSERT OR
+// FAIL / UPDATE OR FAIL: with the default ABORT, a statement that may both
+// abort and write several rows (a trigger counts) makes SQLite keep a
+// statement journal, whose 64 KiB chunks this build's allocator maps and
+// unmaps on every statement (measured: claim+ack 1,900/s with ABORT,
+// 5,600/s with FAIL). For a single-row statement FAIL and ABORT undo the
+// same (nothing). Key pair ids are cached in memory by the writer
 // (dropped again when their transaction rolls back). See DefaultPageSize
 // for the page size of new files, and pinAllocator (alloc_linux.go) for
 // the C heap tuning of this SQLite build.

@@ -23,6 +23,7 @@ import (
 // the column keeps using its index.
 type queries struct {
 	n names
+	g *groupQueries
 
 	insertMessage   string
 	insertKeyPair   string
@@ -31,6 +32,7 @@ type queries struct {
 	insertScheduled string
 	lastPosition    string
 	anyScheduled    string
+	logEmpty        string
 	countScheduled  string
 	nextScheduled   string
 	selectDue       string
@@ -58,6 +60,9 @@ const (
 	shapePartition                     // conditional-AND partition, 2+ attributes
 	shapeLoggedIDs                     // which of some message ids are in the log
 	shapeScheduledIDs                  // which of some message ids are scheduled
+	shapeWake                          // the first message waking a partition (full AND)
+	shapeDiscover                      // partition key pairs of messages of some types
+	shapeTyped                         // positions and ids of messages of some types
 )
 
 // messageColumns are the columns every message read selects, in the order
@@ -67,7 +72,8 @@ const messageColumns = `m.position, m.message_id, m.message_type, m.payload_vers
 func newQueries(n names) *queries {
 	return &queries{
 		n: n,
-		insertMessage: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at)
+		g: newGroupQueries(n),
+		insertMessage: fmt.Sprintf(`INSERT OR FAIL INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`, n.messages),
 		insertKeyPair:   fmt.Sprintf(`INSERT INTO %s (name, value) VALUES (?1, ?2) ON CONFLICT (name, value) DO NOTHING`, n.keyPairs),
 		selectKeyPair:   fmt.Sprintf(`SELECT id FROM %s WHERE name = +?1 AND value = +?2`, n.keyPairs),
@@ -75,6 +81,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`, n.messages),
 		lastPosition:    fmt.Sprintf(`SELECT coalesce(max(position), 0) FROM %s`, n.messages),
 		countScheduled:  fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
 		anyScheduled:    fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s)`, n.scheduled),
+		logEmpty:        fmt.Sprintf(`SELECT NOT EXISTS (SELECT 1 FROM %s)`, n.messages),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ?1`, n.scheduled),
 		insertScheduled: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at, scheduled_at)
@@ -136,6 +143,12 @@ func (q *queries) get(sh shape) string {
 		sql = fmt.Sprintf(`SELECT message_id FROM %s WHERE message_id IN (%s) LIMIT 1`, q.n.messages, placeholders(1, sh.types))
 	case shapeScheduledIDs:
 		sql = fmt.Sprintf(`SELECT message_id FROM %s WHERE message_id IN (%s) LIMIT 1`, q.n.scheduled, placeholders(1, sh.types))
+	case shapeWake:
+		sql = q.buildWake(sh)
+	case shapeDiscover:
+		sql = q.buildDiscover(sh)
+	case shapeTyped:
+		sql = q.buildTyped(sh)
 	}
 	q.shapes[sh] = sql
 	return sql

@@ -117,7 +117,7 @@ func (t *tx) promote(r *scheduledRow) error {
 	m := pm.Message
 	// Keep the stored payload and its version as they are.
 	p := prepared{typ: typ, version: r.version, payload: r.payload, metadata: r.metadata}
-	p.keys = s.keysOf(typ, &m, nil)
+	p.keys = keysOf(typ, &m, nil, t.gs.basis)
 	if _, err := t.insertMessage(&m, &p, []byte(r.created)); err != nil {
 		return err
 	}

@@ -37,6 +37,12 @@ type names struct {
 	messageKeyPairs string
 	scheduled       string
 	migrations      string
+	groups          string
+	offsets         string
+	offsetKeyPairs  string
+	workers         string
+	orphans         string
+	counters        string
 }
 
 func namesFor(prefix string) names {
@@ -47,13 +53,19 @@ func namesFor(prefix string) names {
 		messageKeyPairs: prefix + "_message_key_pairs",
 		scheduled:       prefix + "_scheduled_messages",
 		migrations:      prefix + "_schema_migrations",
+		groups:          prefix + "_consumer_groups",
+		offsets:         prefix + "_offsets",
+		offsetKeyPairs:  prefix + "_offset_key_pairs",
+		workers:         prefix + "_workers",
+		orphans:         prefix + "_key_pair_candidates",
+		counters:        prefix + "_counters",
 	}
 }
 
 // requiredTables are the tables Open checks for: the store is installed
 // when all of them exist. A migration that adds tables adds them here.
 func (n names) requiredTables() []string {
-	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled}
+	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters}
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -62,7 +74,7 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 // migrations is the ordered list of schema scripts, written with {p} for the
 // table prefix. Each script is idempotent (IF NOT EXISTS everywhere), so it
 // can be re-run over a schema an app created from Schema by hand, and a
-// later version appends scripts (consumer groups: offsets, consumer_groups,
+// later version appends scripts (2: consumer groups, offsets,
 // offset_key_pairs, workers and the claim-latch triggers) without touching
 // the ones already applied. Never edit a released script: append a new one.
 //
@@ -87,6 +99,14 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 //   - scheduled_messages holds future-dated messages as columns (not one
 //     JSON blob), the same as messages, with available_at (when due, the
 //     message's created_at) and scheduled_at (when it was appended).
+//   - Consumer groups (migration 2, see groups.go): offsets carry their
+//     partition as a JSON array of [name, value] pairs (unambiguous,
+//     hazard H9; the readable form is shell.PartitionKey), a pending marker
+//     (next_position) indexed by a partial index of the claimable offsets,
+//     and a replay mark; times are the same fixed-width UTC text. The
+//     latch triggers are created with the tables, so they hold for every
+//     writer. <prefix>_counters lets other processes' writers notice a
+//     changed group configuration or pruned key pairs.
 //   - Message ids are unique in each table by a unique index, and across
 //     the log and the schedule by the append, which probes the other table
 //     inside its write transaction. (Triggers would do it in SQL, but any
@@ -137,6 +157,79 @@ CREATE TABLE IF NOT EXISTS {p}_scheduled_messages (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_scheduled_messages_id ON {p}_scheduled_messages (message_id);
 CREATE INDEX IF NOT EXISTS idx_{p}_scheduled_messages_available ON {p}_scheduled_messages (available_at);`,
+
+	// 2: consumer groups, their offsets, worker heartbeats and the
+	// claim-scan latch triggers (see groups.go for the design).
+	`CREATE TABLE IF NOT EXISTS {p}_consumer_groups (
+	id               INTEGER PRIMARY KEY AUTOINCREMENT,
+	group_id         TEXT    NOT NULL,
+	label            TEXT    NOT NULL,
+	status           TEXT    NOT NULL DEFAULT 'active',
+	partition_by     TEXT    NOT NULL DEFAULT '[]',
+	exclusive        INTEGER NOT NULL DEFAULT 0,
+	handled          TEXT    NOT NULL DEFAULT '[]',
+	highest_position INTEGER NOT NULL DEFAULT 0,
+	scan_version     INTEGER NOT NULL DEFAULT 0,
+	retry_at         TEXT,
+	failure          TEXT    NOT NULL DEFAULT '{"retry_count":0}',
+	config_version   INTEGER NOT NULL DEFAULT 0,
+	created_at       TEXT    NOT NULL,
+	updated_at       TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_consumer_groups_id ON {p}_consumer_groups (group_id);
+
+CREATE TABLE IF NOT EXISTS {p}_offsets (
+	id                INTEGER PRIMARY KEY AUTOINCREMENT,
+	consumer_group_id INTEGER NOT NULL REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,
+	partition_key     TEXT    NOT NULL,
+	last_position     INTEGER NOT NULL DEFAULT 0,
+	next_position     INTEGER,
+	replay_until      INTEGER NOT NULL DEFAULT 0,
+	claimed           INTEGER NOT NULL DEFAULT 0,
+	claimed_at        TEXT,
+	claimed_by        TEXT,
+	drain_check       INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_offsets_partition ON {p}_offsets (consumer_group_id, partition_key);
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_pending ON {p}_offsets (consumer_group_id, last_position)
+	WHERE next_position IS NOT NULL AND claimed = 0;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_next ON {p}_offsets (next_position) WHERE next_position IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_claimed ON {p}_offsets (claimed_by) WHERE claimed = 1;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_drain ON {p}_offsets (consumer_group_id) WHERE drain_check = 1;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_group ON {p}_offsets (consumer_group_id);
+
+CREATE TABLE IF NOT EXISTS {p}_offset_key_pairs (
+	offset_id   INTEGER NOT NULL REFERENCES {p}_offsets (id) ON DELETE CASCADE,
+	key_pair_id INTEGER NOT NULL REFERENCES {p}_key_pairs (id),
+	PRIMARY KEY (offset_id, key_pair_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_{p}_offset_key_pairs_key ON {p}_offset_key_pairs (key_pair_id, offset_id);
+
+CREATE TABLE IF NOT EXISTS {p}_workers (
+	id        TEXT NOT NULL PRIMARY KEY,
+	last_seen TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS {p}_key_pair_candidates (
+	key_pair_id INTEGER PRIMARY KEY
+);
+
+CREATE TABLE IF NOT EXISTS {p}_counters (
+	name  TEXT    NOT NULL PRIMARY KEY,
+	value INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER IF NOT EXISTS trg_{p}_dirty_on_message AFTER INSERT ON {p}_messages
+BEGIN
+	UPDATE {p}_consumer_groups SET scan_version = 1 - scan_version WHERE scan_version < 0;
+END;
+
+CREATE TRIGGER IF NOT EXISTS trg_{p}_dirty_on_release AFTER UPDATE OF claimed ON {p}_offsets
+WHEN old.claimed = 1 AND new.claimed = 0
+BEGIN
+	UPDATE {p}_consumer_groups SET scan_version = 1 - scan_version
+	WHERE id = new.consumer_group_id AND scan_version < 0;
+END;`,
 }
 
 // Migrations returns the store's schema scripts for the given prefix, in

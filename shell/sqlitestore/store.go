@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -84,11 +85,13 @@ type Store struct {
 	writer  chan *writer
 	readers *sqlitex.Pool
 
-	// basis maps a message type to how its messages are indexed. Empty:
-	// every type is indexed by its payload. Consumer groups partitioned by
-	// message id will record core.IDKey indexing here.
-	basisMu sync.RWMutex
-	basis   map[string]indexBasis
+	// watch is the connection that watches PRAGMA data_version for the
+	// idle-claim cache and Changed.
+	watch *watcher
+	// commits counts the commits of the writer.
+	commits atomic.Int64
+	// noIdleCache turns the idle-claim cache off (benchmarks of the latch).
+	noIdleCache bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -198,13 +201,19 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
+	if s.watch, err = openWatcher(s.uri, s.memory); err != nil {
+		s.readers.Close()
+		conn.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // Install creates the store's tables and indexes where missing
 // (idempotent; safe to run from several processes at once), switches the
-// file to WAL, and refreshes the planner statistics (Optimize). Applied
-// schema versions are recorded in <prefix>_schema_migrations, per prefix.
+// file to WAL, and refreshes the planner statistics (Optimize) unless the
+// log is empty. Applied schema versions are recorded in
+// <prefix>_schema_migrations, per prefix.
 func (s *Store) Install(ctx context.Context) error {
 	w, err := s.takeWriter(ctx)
 	if err != nil {
@@ -224,11 +233,21 @@ func (s *Store) Install(ctx context.Context) error {
 		return err
 	}
 	w.reset() // statements prepared against an older schema
+	w.groups = nil
 	if applied > 0 {
 		s.log.Info("sqlitestore: installed schema", "prefix", s.names.prefix, "migrations", applied)
 	}
+	// ANALYZE records nothing for empty tables: skip it on a new store
+	// (re-reading the statistics of every index costs more than the rest
+	// of an install).
+	if empty, err := queryInt(w.conn, s.q.logEmpty); err != nil || empty == 1 {
+		return err
+	}
 	return s.optimize(ctx, w.conn)
 }
+
+// Now returns the store's time (Options.Now).
+func (s *Store) Now() time.Time { return s.now() }
 
 // Registry returns the codec registry the store encodes and decodes with.
 func (s *Store) Registry() *codec.Registry { return s.reg }
@@ -246,7 +265,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		w := <-s.writer
 		close(s.writer)
-		s.closeErr = errors.Join(s.readers.Close(), w.conn.Close())
+		s.closeErr = errors.Join(s.readers.Close(), s.watch.close(), w.conn.Close())
 	})
 	return s.closeErr
 }
@@ -302,14 +321,29 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 		if !committed {
 			w.rollback()
 		}
+		if t.configChanged {
+			w.groupsStale = true
+		}
+		if committed && t.prunedBump {
+			w.prunedVersion++ // our own prune: the cache dropped its ids already
+		}
 		s.putWriter(w)
-		if committed && len(t.types) > 0 {
-			s.notifier.Notify(t.types)
+		if committed {
+			switch {
+			case len(t.types) > 0:
+				s.notifier.Notify(t.types)
+			case len(t.scheduledTypes) > 0:
+				s.notifier.Notify(t.scheduledTypes)
+			}
 		}
 	}()
 	if err := w.begin(); err != nil {
 		return fmt.Errorf("sqlitestore: begin immediate: %w", err)
 	}
+	if err := w.sync(s); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	t.gs = w.groups
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -319,6 +353,7 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("sqlitestore: commit: %w", err)
 	}
+	s.commits.Add(1)
 	committed = true
 	return nil
 }
@@ -389,13 +424,17 @@ func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[co
 	}
 }
 
-// Stats returns the newest position and the number of scheduled messages.
+// Stats returns the newest position, the number of scheduled messages and
+// every consumer group's figures (see Store.Group).
 func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if st.MaxPosition, err = lastPosition(conn, s.q); err != nil {
 			return err
 		}
-		st.Scheduled, err = queryInt(conn, s.q.countScheduled)
+		if st.Scheduled, err = queryInt(conn, s.q.countScheduled); err != nil {
+			return err
+		}
+		st.Groups, err = s.groupInfos(conn)
 		return err
 	})
 	return st, err
@@ -445,11 +484,4 @@ func (s *Store) withSnapshot(ctx context.Context, fn func(conn *sqlite.Conn) err
 		}()
 		return fn(conn)
 	})
-}
-
-// indexBasisOf returns how messages of type typ are indexed.
-func (s *Store) indexBasisOf(typ string) indexBasis {
-	s.basisMu.RLock()
-	defer s.basisMu.RUnlock()
-	return s.basis[typ]
 }

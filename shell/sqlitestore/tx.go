@@ -37,6 +37,17 @@ type tx struct {
 	solo   bool     // the transaction exists for this one append
 	failed error    // an append failed while writing: the transaction must roll back
 	types  []string // distinct types appended to the log, for the notifier
+	// scheduledTypes are the distinct types scheduled; announced when the
+	// transaction appended nothing to the log, so that a runtime's
+	// scheduler re-computes when the next message is due.
+	scheduledTypes []string
+	gs             *groupSet
+	// configChanged is set when the transaction changed a group's
+	// configuration: the writer reloads it after a rollback too.
+	configChanged bool
+	prunedBump    bool    // the transaction bumped the key_pairs counter
+	kpIDs         []int64 // scratch: the key pair ids of the message being inserted
+	tuples        tuples  // scratch: the partitions of the message being inserted
 }
 
 var _ shell.Tx = (*tx)(nil)
@@ -114,7 +125,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	keyBuf := make([]codec.KeyPair, 0, 2*len(msgs)) // shared by the messages' key lists
 	for i, m := range msgs {
-		m, p, err := s.prepare(m, now, keyBuf)
+		m, p, err := s.prepare(m, now, keyBuf, t.gs.basis)
 		if err != nil {
 			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
@@ -160,6 +171,9 @@ func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *sh
 	for i := range msgs {
 		m, p := &msgs[i], &preps[i]
 		if p.scheduled {
+			if !slices.Contains(t.scheduledTypes, m.Type) {
+				t.scheduledTypes = append(t.scheduledTypes, m.Type)
+			}
 			if nowText == nil {
 				nowText = appendTime(nil, now)
 			}
@@ -297,25 +311,33 @@ func (t *tx) insertMessage(m *core.Message, p *prepared, created []byte) (int64,
 		return 0, duplicateOr(err, m.ID, "append")
 	}
 	pos := t.conn.LastInsertRowID()
+	t.kpIDs = t.kpIDs[:0]
 	for _, k := range p.keys {
-		if err := t.link(pos, k); err != nil {
+		id, err := t.link(pos, k)
+		if err != nil {
 			return 0, fmt.Errorf("sqlitestore: append: index %s under %s: %w", m.ID, k, err)
+		}
+		t.kpIDs = append(t.kpIDs, id)
+	}
+	if groups := t.gs.byType[p.typ.Name]; len(groups) > 0 {
+		if err := t.eager(groups, pos, m, p.keys, t.kpIDs); err != nil {
+			return 0, fmt.Errorf("sqlitestore: append: offsets of %s: %w", m.ID, err)
 		}
 	}
 	return pos, nil
 }
 
 // link links the message at pos to key pair k, creating the key pair if
-// it is new.
-func (t *tx) link(pos int64, k codec.KeyPair) error {
+// it is new, and returns the key pair's id.
+func (t *tx) link(pos int64, k codec.KeyPair) (int64, error) {
 	for attempt := 0; ; attempt++ {
 		id, err := t.keyPairForWrite(k)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		stmt, err := t.conn.Prepare(t.s.q.insertLink)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		stmt.BindInt64(1, pos)
 		stmt.BindInt64(2, id)
@@ -328,7 +350,7 @@ func (t *tx) link(pos int64, k codec.KeyPair) error {
 			t.w.forget(keyPair{k.Name, k.Value})
 			continue
 		}
-		return err
+		return id, err
 	}
 }
 
@@ -412,7 +434,7 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 
 // prepare validates, stamps and encodes one message, and extracts the key
 // pairs it is indexed under (appended to keyBuf).
-func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair) (core.Message, prepared, error) {
+func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, basis map[string]indexBasis) (core.Message, prepared, error) {
 	typ, err := s.reg.TypeOf(m.Payload)
 	if err != nil {
 		return m, prepared{}, err
@@ -445,15 +467,16 @@ func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair) (
 		}
 	}
 	if !p.scheduled {
-		p.keys = s.keysOf(typ, &m, keyBuf)
+		p.keys = keysOf(typ, &m, keyBuf, basis)
 	}
 	return m, p, nil
 }
 
 // keysOf returns the key pairs a message is indexed under, by the index
-// basis of its type.
-func (s *Store) keysOf(typ *codec.Type, m *core.Message, dst []codec.KeyPair) []codec.KeyPair {
-	if s.indexBasisOf(typ.Name) == indexID {
+// basis of its type (the handled types of an id-partitioned group are
+// indexed under core.IDKey only; see GroupSpec).
+func keysOf(typ *codec.Type, m *core.Message, dst []codec.KeyPair, basis map[string]indexBasis) []codec.KeyPair {
+	if basis[typ.Name] == indexID {
 		return append(dst, codec.KeyPair{Name: core.IDKey, Value: m.ID.String()})
 	}
 	return typ.Keys(m.Payload, dst)

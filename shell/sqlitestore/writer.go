@@ -24,6 +24,13 @@ type writer struct {
 	cur     map[keyPair]int64
 	old     map[keyPair]int64
 	journal []keyPair // ids cached by the open transaction
+
+	// The consumer-group configuration (see writer.sync).
+	groups        *groupSet
+	groupsStale   bool  // this writer changed it: reload before use
+	dataVersion   int64 // PRAGMA data_version at the last sync
+	groupsVersion int64 // the groups counter the configuration was loaded at
+	prunedVersion int64 // the key_pairs counter the key pair cache is valid at
 }
 
 type keyPair struct{ name, value string }

@@ -1,0 +1,402 @@
+package sqlitestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// groupConf is the configuration of a registered consumer group, as the
+// writer caches it: what the append path needs for eager offsets and the
+// index basis, and the claim path for its fetch and guard.
+type groupConf struct {
+	row         int64 // consumer_groups.id
+	name        string
+	partitionBy []string // sorted; empty for an id-partitioned group
+	exclusive   bool
+	handled     []string      // sorted, distinct
+	types       []*codec.Type // the handled types, for claim guards
+	missing     error         // a handled type this registry does not know
+}
+
+func (g *groupConf) byID() bool { return len(g.partitionBy) == 0 }
+
+func (g *groupConf) handles(typ string) bool {
+	_, ok := slices.BinarySearch(g.handled, typ)
+	return ok
+}
+
+// groupSet is every registered group of the store.
+type groupSet struct {
+	list   []*groupConf // by name
+	byName map[string]*groupConf
+	byRow  map[int64]*groupConf
+	byType map[string][]*groupConf
+	// basis holds how messages of a type are indexed: by message id for
+	// the handled types of an id-partitioned group, else by payload.
+	basis map[string]indexBasis
+}
+
+func (gs *groupSet) names() []string {
+	out := make([]string, len(gs.list))
+	for i, g := range gs.list {
+		out[i] = g.name
+	}
+	return out
+}
+
+// lookup returns a registered group, or an *UnknownGroupError naming the
+// registered ones.
+func (gs *groupSet) lookup(name string) (*groupConf, error) {
+	if g, ok := gs.byName[name]; ok {
+		return g, nil
+	}
+	return nil, &shell.UnknownGroupError{Group: name, Known: gs.names()}
+}
+
+// Counter names in <prefix>_counters: bumped by a change that other
+// processes' writers must notice (they read the counters when another
+// connection committed since their last transaction).
+const (
+	counterGroups = "groups"    // a group's partitioning or handled types changed
+	counterPruned = "key_pairs" // key pairs were deleted (cached ids may be stale)
+)
+
+// sync brings the writer's caches up to date at the start of a
+// transaction. PRAGMA data_version on the writer connection changes only
+// when another connection (another process, another Store on the file)
+// committed since the last call; only then are the counters read, and the
+// group configuration reloaded or the key pair cache emptied if they
+// moved. A change this writer made itself marks the configuration stale.
+func (w *writer) sync(s *Store) error {
+	dv, err := queryInt(w.conn, s.q.g.dataVer)
+	if err != nil {
+		return err
+	}
+	if w.groups != nil && !w.groupsStale && dv == w.dataVersion {
+		return nil
+	}
+	w.dataVersion = dv
+	var groups, pruned int64
+	err = w.rows(s.q.g.counters, nil, func(stmt *sqlite.Stmt) {
+		switch stmt.ColumnText(0) {
+		case counterGroups:
+			groups = stmt.ColumnInt64(1)
+		case counterPruned:
+			pruned = stmt.ColumnInt64(1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if pruned != w.prunedVersion {
+		w.reset()
+		w.prunedVersion = pruned
+	}
+	if w.groups == nil || w.groupsStale || groups != w.groupsVersion {
+		gs, err := loadGroups(w.conn, s)
+		if err != nil {
+			return err
+		}
+		w.groups, w.groupsVersion, w.groupsStale = gs, groups, false
+	}
+	return nil
+}
+
+// rows runs a constant query and calls fn for each row.
+func (w *writer) rows(query string, bind func(*sqlite.Stmt), fn func(*sqlite.Stmt)) error {
+	return queryRows(w.conn, query, bind, fn)
+}
+
+func queryRows(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt), fn func(*sqlite.Stmt)) error {
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return err
+	}
+	if bind != nil {
+		bind(stmt)
+	}
+	for {
+		has, err := stmt.Step()
+		if err != nil {
+			stmt.Reset()
+			return err
+		}
+		if !has {
+			break
+		}
+		fn(stmt)
+	}
+	return stmt.Reset()
+}
+
+// exec runs a constant statement that returns no rows, and returns the
+// number of rows it changed.
+func exec(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt)) (int, error) {
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return 0, err
+	}
+	if bind != nil {
+		bind(stmt)
+	}
+	_, err = stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return conn.Changes(), nil
+}
+
+// loadGroups reads every group's configuration.
+func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
+	gs := &groupSet{
+		byName: map[string]*groupConf{},
+		byRow:  map[int64]*groupConf{},
+		byType: map[string][]*groupConf{},
+		basis:  map[string]indexBasis{},
+	}
+	var perr error
+	err := queryRows(conn, s.q.g.loadGroups, nil, func(stmt *sqlite.Stmt) {
+		g := &groupConf{row: stmt.ColumnInt64(0), name: stmt.ColumnText(1), exclusive: stmt.ColumnInt(3) != 0}
+		if err := json.Unmarshal([]byte(stmt.ColumnText(2)), &g.partitionBy); err != nil && perr == nil {
+			perr = fmt.Errorf("sqlitestore: consumer group %s: partition_by: %w", g.name, err)
+		}
+		if err := json.Unmarshal([]byte(stmt.ColumnText(4)), &g.handled); err != nil && perr == nil {
+			perr = fmt.Errorf("sqlitestore: consumer group %s: handled: %w", g.name, err)
+		}
+		gs.list = append(gs.list, g)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: load consumer groups: %w", err)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	for _, g := range gs.list {
+		slices.Sort(g.handled)
+		slices.Sort(g.partitionBy)
+		for _, name := range g.handled {
+			typ, err := s.reg.ByName(name)
+			if err != nil {
+				g.missing = fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)
+				continue
+			}
+			g.types = append(g.types, typ)
+			gs.byType[name] = append(gs.byType[name], g)
+			if g.byID() {
+				gs.basis[name] = indexID
+			}
+		}
+		gs.byName[g.name] = g
+		gs.byRow[g.row] = g
+	}
+	return gs, nil
+}
+
+// partitionKey encodes a partition unambiguously (hazard H9) as the JSON
+// array of its [name, value] pairs in name order, e.g.
+// [["course_name","Algebra"],["user_id","joe"]]: names and values are JSON
+// strings, so no value can forge a separator. The encoding is canonical
+// (one text per partition: only '"', '\' and control characters are
+// escaped, as \", \\ and \u00XX), because the text is the offset's unique
+// key. shell.PartitionKey renders the readable form for display.
+func partitionKey(dst []byte, names, values []string) []byte {
+	dst = append(dst, '[')
+	for i := range names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		dst = appendJSONString(dst, names[i])
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, values[i])
+		dst = append(dst, ']')
+	}
+	return append(dst, ']')
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// parsePartition decodes a partition key (see partitionKey; any JSON array
+// of [name, value] string pairs is accepted).
+func parsePartition(key string) (map[string]string, error) {
+	var pairs [][2]string
+	if !utf8.ValidString(key) || strings.ContainsRune(key, '\\') {
+		// Values with escapes or invalid UTF-8: decode by hand so that the
+		// bytes come back exactly as encoded.
+		return parsePartitionSlow(key)
+	}
+	if err := json.Unmarshal([]byte(key), &pairs); err != nil {
+		return nil, fmt.Errorf("sqlitestore: partition key %q: %w", key, err)
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		out[p[0]] = p[1]
+	}
+	return out, nil
+}
+
+func parsePartitionSlow(key string) (map[string]string, error) {
+	bad := func() (map[string]string, error) {
+		return nil, fmt.Errorf("sqlitestore: partition key %q is not a JSON array of [name, value] pairs", key)
+	}
+	out := map[string]string{}
+	i := 0
+	str := func() (string, bool) {
+		if i >= len(key) || key[i] != '"' {
+			return "", false
+		}
+		i++
+		var b []byte
+		for i < len(key) {
+			c := key[i]
+			switch {
+			case c == '"':
+				i++
+				return string(b), true
+			case c == '\\':
+				if i+1 >= len(key) {
+					return "", false
+				}
+				e := key[i+1]
+				i += 2
+				switch e {
+				case '"', '\\', '/':
+					b = append(b, e)
+				case 'b':
+					b = append(b, '\b')
+				case 'f':
+					b = append(b, '\f')
+				case 'n':
+					b = append(b, '\n')
+				case 'r':
+					b = append(b, '\r')
+				case 't':
+					b = append(b, '\t')
+				case 'u':
+					if i+4 > len(key) {
+						return "", false
+					}
+					var r rune
+					for _, h := range key[i : i+4] {
+						r <<= 4
+						switch {
+						case h >= '0' && h <= '9':
+							r |= h - '0'
+						case h >= 'a' && h <= 'f':
+							r |= h - 'a' + 10
+						case h >= 'A' && h <= 'F':
+							r |= h - 'A' + 10
+						default:
+							return "", false
+						}
+					}
+					i += 4
+					b = utf8.AppendRune(b, r)
+				default:
+					return "", false
+				}
+			default:
+				b = append(b, c)
+				i++
+			}
+		}
+		return "", false
+	}
+	expect := func(c byte) bool {
+		if i < len(key) && key[i] == c {
+			i++
+			return true
+		}
+		return false
+	}
+	if !expect('[') {
+		return bad()
+	}
+	if expect(']') {
+		return out, nil
+	}
+	for {
+		if !expect('[') {
+			return bad()
+		}
+		name, ok := str()
+		if !ok || !expect(',') {
+			return bad()
+		}
+		value, ok := str()
+		if !ok || !expect(']') {
+			return bad()
+		}
+		out[name] = value
+		if expect(']') {
+			if i != len(key) {
+				return bad()
+			}
+			return out, nil
+		}
+		if !expect(',') {
+			return bad()
+		}
+	}
+}
+
+// partitionOf returns the partition of g a map names, encoded, and an
+// error when it does not name exactly g's partition attributes (or, for
+// an id-partitioned group, a message id).
+func partitionOf(g *groupConf, partition map[string]string) (map[string]string, []byte, error) {
+	if g.byID() {
+		id, ok := partition[core.IDKey]
+		if len(partition) != 1 || !ok {
+			return nil, nil, fmt.Errorf("sqlitestore: partition %v of %s is not {%q: message id}", partition, g.name, core.IDKey)
+		}
+		u, err := parseUUID(id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sqlitestore: partition %v of %s is not {%q: message id}: %w", partition, g.name, core.IDKey, err)
+		}
+		p := map[string]string{core.IDKey: u}
+		return p, partitionKey(nil, []string{core.IDKey}, []string{u}), nil
+	}
+	if len(partition) != len(g.partitionBy) {
+		return nil, nil, fmt.Errorf("sqlitestore: partition %v of %s does not hold exactly its partition attributes %v", partition, g.name, g.partitionBy)
+	}
+	values := make([]string, len(g.partitionBy))
+	for i, name := range g.partitionBy {
+		v, ok := partition[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("sqlitestore: partition %v of %s does not hold exactly its partition attributes %v", partition, g.name, g.partitionBy)
+		}
+		values[i] = v
+	}
+	p := make(map[string]string, len(partition))
+	for k, v := range partition {
+		p[k] = v
+	}
+	return p, partitionKey(nil, g.partitionBy, values), nil
+}

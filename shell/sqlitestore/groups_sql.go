@@ -1,0 +1,200 @@
+package sqlitestore
+
+import (
+	"fmt"
+	"strings"
+)
+
+// groupQueries holds the SQL text of the consumer-group statements, built
+// once from the table names and reused verbatim (see queries). Parameters
+// compared with indexed columns are written "+?N" for the same reason.
+type groupQueries struct {
+	counters    string
+	bumpCount   string
+	dataVer     string
+	loadGroups  string
+	groupNames  string
+	groupByName string
+
+	insertGroup  string
+	updateConfig string
+	updateLabel  string
+	groupState   string
+	latch        string
+	dirty        string
+	rescan       string
+	setStatus    string
+	ackGroup     string
+	raiseHighest string
+	groupInfo    string
+	groupInfos   string
+
+	scan          string
+	claim         string
+	held          string
+	ack           string
+	release       string
+	wake          string
+	insertOffset  string
+	linkOffset    string
+	offsetKeys    string
+	offsetByKey   string
+	setNext       string
+	advance       string
+	groupOffsets  string
+	resetOffsets  string
+	offsetsAtNext string
+
+	flagDrain       string
+	candidatesOfMsg string
+	deleteMessage   string
+	drainable       string
+	clearDrain      string
+	candidatesOfOff string
+	deleteOffset    string
+	prune           string
+	clearCandidates string
+
+	heartbeat    string
+	releaseStale string
+
+	readOffsets      string
+	readGroupOffsets string
+	countOffsets     string
+	countGroup       string
+
+	linkIgnore string
+}
+
+func newGroupQueries(n names) *groupQueries {
+	g, o, okp := n.groups, n.offsets, n.offsetKeyPairs
+	// A group's figures: one pass over its offsets.
+	info := fmt.Sprintf(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
+	count(o.id), coalesce(min(CASE WHEN o.last_position > 0 THEN o.last_position END), 0), coalesce(max(o.last_position), 0)
+FROM %s g LEFT JOIN %s o ON o.consumer_group_id = g.id`, g, o)
+	offsetCols := `o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, o.claimed_by`
+	recovers := `status = 'retrying' AND json_extract(failure, '$.offset_id') = +?3`
+	return &groupQueries{
+		counters:    fmt.Sprintf(`SELECT name, value FROM %s`, n.counters),
+		bumpCount:   fmt.Sprintf(`INSERT INTO %s (name, value) VALUES (?1, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1`, n.counters),
+		dataVer:     `PRAGMA data_version`,
+		loadGroups:  fmt.Sprintf(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, g),
+		groupNames:  fmt.Sprintf(`SELECT group_id FROM %s ORDER BY group_id`, g),
+		groupByName: fmt.Sprintf(`SELECT id FROM %s WHERE group_id = ?1`, g),
+
+		insertGroup: fmt.Sprintf(`INSERT INTO %s (group_id, label, partition_by, exclusive, handled, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`, g),
+		updateConfig: fmt.Sprintf(`UPDATE %s SET label = ?2, partition_by = ?3, exclusive = ?4, handled = ?5, updated_at = ?6 WHERE id = ?1`, g),
+		updateLabel:  fmt.Sprintf(`UPDATE %s SET label = ?2, updated_at = ?3 WHERE id = ?1 AND label <> ?2`, g),
+		groupState:   fmt.Sprintf(`SELECT status, retry_at, scan_version, failure, highest_position FROM %s WHERE id = ?1`, g),
+		// The latch: compare-and-set clean against the version scanned.
+		latch: fmt.Sprintf(`UPDATE %s SET scan_version = -(+?2) - 1 WHERE id = ?1 AND scan_version = +?2`, g),
+		// Dirty: a version above every earlier one.
+		dirty:     fmt.Sprintf(`UPDATE %s SET scan_version = abs(scan_version) + 1 WHERE id = ?1`, g),
+		rescan:    fmt.Sprintf(`UPDATE %s SET scan_version = 0 WHERE id = ?1`, g),
+		setStatus: fmt.Sprintf(`UPDATE %s SET status = ?2, retry_at = ?3, failure = ?4, updated_at = ?5 WHERE id = ?1`, g),
+		// An ack raises the highest position and recovers a retrying group
+		// whose failed partition this is; it writes nothing otherwise.
+		ackGroup: fmt.Sprintf(`UPDATE %[1]s SET highest_position = max(highest_position, +?2),
+	status = CASE WHEN %[2]s THEN 'active' ELSE status END,
+	retry_at = CASE WHEN %[2]s THEN NULL ELSE retry_at END,
+	failure = CASE WHEN %[2]s THEN '{"retry_count":0}' ELSE failure END,
+	updated_at = CASE WHEN %[2]s THEN ?4 ELSE updated_at END
+WHERE id = ?1 AND (highest_position < +?2 OR %[2]s)`, g, recovers),
+		raiseHighest: fmt.Sprintf(`UPDATE %s SET highest_position = +?2 WHERE id = ?1 AND highest_position < +?2`, g),
+		groupInfo:    info + ` WHERE g.group_id = ?1 GROUP BY g.id`,
+		groupInfos:   info + ` GROUP BY g.id ORDER BY g.group_id`,
+
+		// The claim scan: the unclaimed offset with pending work furthest
+		// behind, ties by id, from the partial index of pending offsets
+		// (which holds nothing else, so a group whose partitions are all
+		// caught up answers from an empty range of it).
+		scan: fmt.Sprintf(`SELECT id, partition_key, last_position, replay_until FROM %[1]s INDEXED BY idx_%[2]s_offsets_pending
+WHERE consumer_group_id = +?1 AND next_position IS NOT NULL AND claimed = 0
+ORDER BY last_position, id LIMIT 1`, o, n.prefix),
+		claim:   fmt.Sprintf(`UPDATE OR FAIL %s SET claimed = 1, claimed_at = ?2, claimed_by = ?3 WHERE id = ?1 AND claimed = 0`, o),
+		held:    fmt.Sprintf(`SELECT last_position, claimed, claimed_by, partition_key FROM %s WHERE id = ?1 AND consumer_group_id = ?2`, o),
+		ack:     fmt.Sprintf(`UPDATE OR FAIL %s SET last_position = ?2, next_position = ?3, claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE id = ?1`, o),
+		release: fmt.Sprintf(`UPDATE OR FAIL %s SET claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE id = ?1`, o),
+		// Eager offsets: a new message marks its partition's offset pending
+		// unless it is already.
+		wake:         fmt.Sprintf(`UPDATE %s SET next_position = +?3 WHERE consumer_group_id = +?1 AND partition_key = +?2 AND next_position IS NULL AND last_position < +?3`, o),
+		insertOffset: fmt.Sprintf(`INSERT INTO %s (consumer_group_id, partition_key, next_position, drain_check) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, o),
+		linkOffset:   fmt.Sprintf(`INSERT INTO %s (offset_id, key_pair_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`, okp),
+		offsetKeys:   fmt.Sprintf(`SELECT key_pair_id FROM %s WHERE offset_id = ?1`, okp),
+		offsetByKey:  fmt.Sprintf(`SELECT id, last_position FROM %s WHERE consumer_group_id = +?1 AND partition_key = +?2`, o),
+		setNext:      fmt.Sprintf(`UPDATE %s SET next_position = ?2 WHERE id = ?1 AND next_position IS NOT ?2`, o),
+		advance:      fmt.Sprintf(`UPDATE %s SET last_position = ?2, next_position = ?3 WHERE id = ?1`, o),
+		groupOffsets: fmt.Sprintf(`SELECT id, partition_key, last_position, next_position FROM %s WHERE consumer_group_id = ?1`, o),
+		resetOffsets: fmt.Sprintf(`UPDATE %s SET replay_until = max(replay_until, last_position), last_position = 0,
+	claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE consumer_group_id = ?1`, o),
+		offsetsAtNext: fmt.Sprintf(`SELECT id, consumer_group_id, last_position FROM %s WHERE next_position = +?1`, o),
+
+		flagDrain: fmt.Sprintf(`UPDATE OR FAIL %[1]s SET drain_check = 1 WHERE drain_check = 0 AND id IN (
+	SELECT ok.offset_id FROM %[2]s l CROSS JOIN %[3]s ok ON ok.key_pair_id = l.key_pair_id WHERE l.message_position = ?1)`, o, n.messageKeyPairs, okp),
+		candidatesOfMsg: fmt.Sprintf(`INSERT OR IGNORE INTO %s (key_pair_id) SELECT key_pair_id FROM %s WHERE message_position = ?1`, n.orphans, n.messageKeyPairs),
+		deleteMessage:   fmt.Sprintf(`DELETE FROM %s WHERE position = ?1`, n.messages),
+		drainable:       fmt.Sprintf(`SELECT id, consumer_group_id, partition_key, claimed, next_position FROM %s WHERE drain_check = 1`, o),
+		clearDrain:      fmt.Sprintf(`UPDATE %s SET drain_check = 0 WHERE id = ?1`, o),
+		candidatesOfOff: fmt.Sprintf(`INSERT OR IGNORE INTO %s (key_pair_id) SELECT key_pair_id FROM %s WHERE offset_id = ?1`, n.orphans, okp),
+		deleteOffset:    fmt.Sprintf(`DELETE FROM %s WHERE id = ?1`, o),
+		prune: fmt.Sprintf(`DELETE FROM %[1]s WHERE id IN (SELECT key_pair_id FROM %[2]s)
+AND NOT EXISTS (SELECT 1 FROM %[3]s l WHERE l.key_pair_id = %[1]s.id)
+AND NOT EXISTS (SELECT 1 FROM %[4]s ok WHERE ok.key_pair_id = %[1]s.id)
+RETURNING name, value`, n.keyPairs, n.orphans, n.messageKeyPairs, okp),
+		clearCandidates: fmt.Sprintf(`DELETE FROM %s`, n.orphans),
+
+		heartbeat: fmt.Sprintf(`INSERT INTO %s (id, last_seen) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
+		// A claim is stale when its worker was last seen at or before the
+		// cutoff, or, for a worker that never heartbeat, when it was made
+		// at or before the cutoff (hazard H5).
+		releaseStale: fmt.Sprintf(`UPDATE %[1]s SET claimed = 0, claimed_at = NULL, claimed_by = NULL
+WHERE claimed = 1 AND coalesce((SELECT w.last_seen FROM %[2]s w WHERE w.id = %[1]s.claimed_by), claimed_at) <= ?1`, o, n.workers),
+
+		readOffsets: fmt.Sprintf(`SELECT %s FROM %s o CROSS JOIN %s g ON g.id = o.consumer_group_id
+WHERE o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),
+		readGroupOffsets: fmt.Sprintf(`SELECT %s FROM %s o CROSS JOIN %s g ON g.id = o.consumer_group_id
+WHERE o.consumer_group_id = +?3 AND o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),
+		countOffsets: fmt.Sprintf(`SELECT count(*) FROM %s`, o),
+		countGroup:   fmt.Sprintf(`SELECT count(*) FROM %s WHERE consumer_group_id = ?1`, o),
+
+		linkIgnore: fmt.Sprintf(`INSERT INTO %s (message_position, key_pair_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`, n.messageKeyPairs),
+	}
+}
+
+// buildWake: the first message after a position that wakes a partition:
+// one of the types, linked to every one of the key pairs (full AND, store
+// contracts 3.5). Same parameters as buildKeys; selects the position only.
+func (q *queries) buildWake(sh shape) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT l1.message_position FROM %s l1", q.n.messageKeyPairs)
+	for i := 2; i <= sh.attrs; i++ {
+		fmt.Fprintf(&b, "\nCROSS JOIN %[1]s l%[2]d ON l%[2]d.message_position = l1.message_position AND l%[2]d.key_pair_id = +?%[3]d",
+			q.n.messageKeyPairs, i, firstListParam+i-1)
+	}
+	fmt.Fprintf(&b, "\nCROSS JOIN %s m ON m.position = l1.message_position", q.n.messages)
+	fmt.Fprintf(&b, "\nWHERE l1.key_pair_id = +?%d AND l1.message_position > +?1 AND l1.message_position <= +?2", firstListParam)
+	fmt.Fprintf(&b, "\nAND m.message_type IN (%s)", placeholders(firstListParam+sh.attrs, sh.types))
+	b.WriteString("\nORDER BY l1.message_position LIMIT +?3")
+	return b.String()
+}
+
+// buildDiscover: the key pairs of the given attribute names carried by the
+// messages of the types, in position order (discovering a group's
+// partitions). Params: ?1.. types, then names.
+func (q *queries) buildDiscover(sh shape) string {
+	return fmt.Sprintf(`SELECT m.position, k.id, k.name, k.value FROM %s m
+CROSS JOIN %s l ON l.message_position = m.position
+CROSS JOIN %s k ON k.id = l.key_pair_id
+WHERE m.message_type IN (%s) AND k.name IN (%s)
+ORDER BY m.position`, q.n.messages, q.n.messageKeyPairs, q.n.keyPairs,
+		placeholders(1, sh.types), placeholders(1+sh.types, sh.attrs))
+}
+
+// buildTyped: the positions and ids of the messages of the types, in
+// position order (discovering an id-partitioned group's partitions).
+// Params: ?1.. types.
+func (q *queries) buildTyped(sh shape) string {
+	return fmt.Sprintf(`SELECT position, message_id FROM %s WHERE message_type IN (%s) ORDER BY position`,
+		q.n.messages, placeholders(1, sh.types))
+}
