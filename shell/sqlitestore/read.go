@@ -60,8 +60,11 @@ func (s *Store) decode(r *row) (core.PositionedMessage, error) {
 	fail := func(what string, err error) (core.PositionedMessage, error) {
 		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)
 	}
-	payload, err := s.reg.Decode(r.typ, r.version, r.payload)
-	if err != nil {
+	var payload any
+	var err error
+	if s.raw {
+		payload = json.RawMessage(slices.Clone(r.payload))
+	} else if payload, err = s.reg.Decode(r.typ, r.version, r.payload); err != nil {
 		return fail("payload", err)
 	}
 	m := core.PositionedMessage{Position: r.pos}

@@ -8,6 +8,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -148,4 +149,56 @@ func (s *Store) NextScheduled(ctx context.Context) (at time.Time, ok bool, err e
 		return time.Time{}, false, fmt.Errorf("sqlitestore: next scheduled: %w", err)
 	}
 	return at, ok, nil
+}
+
+// ReadScheduled returns up to limit scheduled messages (all when limit <=
+// 0), soonest due first: each message's CreatedAt is when it is due.
+func (s *Store) ReadScheduled(ctx context.Context, limit int) ([]core.Message, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	var rows []row
+	err := s.withReader(ctx, func(conn *sqlite.Conn) error {
+		stmt, err := conn.Prepare(s.q.listScheduled)
+		if err != nil {
+			return err
+		}
+		stmt.BindInt64(1, int64(limit))
+		for {
+			has, err := stmt.Step()
+			if err != nil {
+				stmt.Reset()
+				return err
+			}
+			if !has {
+				break
+			}
+			r := row{
+				id:      stmt.ColumnText(1),
+				typ:     stmt.ColumnText(2),
+				version: stmt.ColumnInt(3),
+				caus:    stmt.ColumnText(4),
+				corr:    stmt.ColumnText(5),
+				payload: columnBytes(stmt, 6),
+				created: stmt.ColumnText(8),
+			}
+			if stmt.ColumnType(7) != sqlite.TypeNull {
+				r.metadata = columnBytes(stmt, 7)
+			}
+			rows = append(rows, r)
+		}
+		return stmt.Reset()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: read scheduled: %w", err)
+	}
+	out := make([]core.Message, 0, len(rows))
+	for i := range rows {
+		m, err := s.decode(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m.Message)
+	}
+	return out, nil
 }

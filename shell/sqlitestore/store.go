@@ -47,6 +47,12 @@ type Options struct {
 	// file (a property of the file: ignored once the file has tables).
 	// Default DefaultPageSize.
 	PageSize int
+	// RawPayloads opens the store for tools that know none of the
+	// application's types (the sourced CLI): payloads are returned as
+	// stored, as json.RawMessage, and Registry may be nil. Such a store
+	// reads the log, pages it and operates consumer groups; appends and
+	// partition reads, which need the types, fail.
+	RawPayloads bool
 }
 
 // DefaultPageSize is the page size Install gives a new database: 2 KiB,
@@ -70,6 +76,7 @@ const DefaultBusyTimeout = 5 * time.Second
 // file. Build it with Open (tables installed) or Install.
 type Store struct {
 	reg      *codec.Registry
+	raw      bool // payloads returned as stored (Options.RawPayloads)
 	names    names
 	q        *queries
 	now      func() time.Time
@@ -148,7 +155,10 @@ func Install(ctx context.Context, path string, opts Options) (*Store, error) {
 
 func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Registry == nil {
-		return nil, errors.New("sqlitestore: Options.Registry is required")
+		if !opts.RawPayloads {
+			return nil, errors.New("sqlitestore: Options.Registry is required")
+		}
+		opts.Registry = codec.NewRegistry()
 	}
 	prefix, err := checkPrefix(opts.Prefix)
 	if err != nil {
@@ -159,6 +169,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		reg:      opts.Registry,
+		raw:      opts.RawPayloads,
 		names:    namesFor(prefix),
 		now:      opts.Now,
 		notifier: opts.Notifier,

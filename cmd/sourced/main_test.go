@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+)
+
+type CourseCreated struct {
+	CourseID   string `json:"course_id"`
+	CourseName string `json:"course_name"`
+}
+
+type Reminder struct {
+	CourseID string `json:"course_id"`
+}
+
+// fixture installs a store with a few messages, a consumer group that
+// processed some of them, and a scheduled message.
+func fixture(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	reg := codec.NewRegistry()
+	codec.MustRegister[CourseCreated](reg, "courses.created")
+	codec.MustRegister[Reminder](reg, "courses.reminder")
+	s, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := core.Messages(
+		CourseCreated{CourseID: "c1", CourseName: "Algebra"},
+		CourseCreated{CourseID: "c2", CourseName: "History"},
+		CourseCreated{CourseID: "c3", CourseName: "Algebra II"},
+	)
+	msgs = append(msgs, core.NewMessage(Reminder{CourseID: "c1"}).At(time.Now().Add(time.Hour)))
+	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimNext(ctx, "courses.catalog", "w1", 10)
+	if err != nil || c == nil {
+		t.Fatalf("claim %v %v", c, err)
+	}
+	if err := s.Ack(ctx, c, c.Last()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestCommands(t *testing.T) {
+	db := fixture(t)
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-db", db, "stats"}, []string{"max position  3", "scheduled     1", "courses.catalog", "active", "3"}},
+		{[]string{"-db", db, "log", "-limit", "2"}, []string{"POSITION", `{"course_id":"c1","course_name":"Algebra"}`, "more: -from 3"}},
+		{[]string{"-db", db, "log", "-type", "courses.created", "-where", "course_name=History"}, []string{"2 ", "History"}},
+		{[]string{"-db", db, "log", "-desc", "-limit", "1"}, []string{"3 ", "Algebra II"}},
+		{[]string{"-db", db, "offsets", "-group", "courses.catalog"}, []string{"3 offset(s)", "course_id:c1"}},
+		{[]string{"-db", db, "schedule"}, []string{"courses.reminder", `{"course_id":"c1"}`}},
+		{[]string{"-db", db, "groups", "stop", "courses.catalog", "deploy"}, []string{"courses.catalog: stopped"}},
+		{[]string{"-db", db, "groups", "reset", "courses.catalog"}, []string{"courses.catalog: stopped"}},
+		{[]string{"-db", db, "groups", "start", "courses.catalog"}, []string{"courses.catalog: active"}},
+		{[]string{"migrate", "-print"}, []string{"CREATE TABLE", "sourced_messages"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args[min(2, len(tc.args)-1):], " "), func(t *testing.T) {
+			out, errOut, code := cli(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestJSON(t *testing.T) {
+	db := fixture(t)
+	out, errOut, code := cli(t, "-db", db, "-json", "stats")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	var st struct {
+		MaxPosition int64
+		Groups      []struct{ ID, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.MaxPosition != 3 || len(st.Groups) != 1 || st.Groups[0].ID != "courses.catalog" {
+		t.Fatalf("stats JSON %s (%v)", out, err)
+	}
+	out, _, _ = cli(t, "-db", db, "-json", "log", "-limit", "1")
+	var page struct {
+		Next     *int64
+		Messages []struct {
+			Position int64
+			Type     string
+			Payload  map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil || len(page.Messages) != 1 || page.Messages[0].Payload["course_name"] != "Algebra" || page.Next == nil || *page.Next != 2 {
+		t.Fatalf("log JSON %s (%v)", out, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	_, errOut, code := cli(t, "-db", missing, "stats")
+	if code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("missing file: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("the tool created the missing file")
+	}
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	_, errOut, code = cli(t, "-db", empty, "stats")
+	if code != 1 || !strings.Contains(errOut, "not installed") {
+		t.Fatalf("uninstalled: %d %s", code, errOut)
+	}
+	_, errOut, code = cli(t, "-db", empty, "frobnicate")
+	if code != 2 || !strings.Contains(errOut, "unknown command") || !strings.Contains(errOut, "Usage:") {
+		t.Fatalf("unknown command: %d %s", code, errOut)
+	}
+	db := fixture(t)
+	_, errOut, code = cli(t, "-db", db, "groups", "reset", "courses.catalog")
+	if code != 1 || !strings.Contains(errOut, "It accepts: stop") {
+		t.Fatalf("reset of an active group: %d %s", code, errOut)
+	}
+	_, errOut, code = cli(t, "-db", db, "groups", "stop", "nope")
+	if code != 1 || !strings.Contains(errOut, "courses.catalog") {
+		t.Fatalf("unknown group: %d %s", code, errOut)
+	}
+	_, errOut, code = cli(t, "-db", db, "log", "-where", "a=b")
+	if code != 2 || !strings.Contains(errOut, "-type") {
+		t.Fatalf("where without type: %d %s", code, errOut)
+	}
+}
