@@ -101,9 +101,6 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if len(partition) != len(spec.PartitionBy) {
 		return res, fmt.Errorf("sourced: command %T does not carry every partition key %v of %s", msg.Payload, spec.PartitionBy, spec.Group)
 	}
-	if _, err := store.Group(ctx, spec.Group); err != nil {
-		return res, err
-	}
 	history, err := typeNames(reg, spec.Evolved)
 	if err != nil {
 		return res, err
@@ -148,6 +145,8 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			}
 			res.Events = evs.Messages
 		}
+		// An unregistered group fails here (*UnknownGroupError), which rolls
+		// the command and its events back.
 		if _, err := tx.AdvanceOffset(spec.Group, partition, res.Position); err != nil {
 			return err
 		}

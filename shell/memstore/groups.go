@@ -998,26 +998,5 @@ func (s *Store) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.Off
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
 // The iteration stops at the first error, which it yields.
 func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return func(yield func(shell.Offset, error) bool) {
-		limit := q.Limit
-		if limit <= 0 {
-			limit = shell.DefaultPageSize
-		}
-		for {
-			page, err := s.ReadOffsets(ctx, q)
-			if err != nil {
-				yield(shell.Offset{}, err)
-				return
-			}
-			for _, o := range page.Offsets {
-				if !yield(o, nil) {
-					return
-				}
-			}
-			if len(page.Offsets) < limit {
-				return
-			}
-			q.From = page.Offsets[len(page.Offsets)-1].ID + 1
-		}
-	}
+	return shell.PageOffsets(ctx, s.ReadOffsets, q)
 }

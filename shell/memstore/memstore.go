@@ -194,25 +194,7 @@ func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.P
 // opts.From in opts.Order, one page of opts.Limit at a time, fetching the
 // next page only when the iteration gets there.
 func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return func(yield func(core.PositionedMessage, error) bool) {
-		for {
-			page, err := s.ReadAll(ctx, opts)
-			if err != nil {
-				yield(core.PositionedMessage{}, err)
-				return
-			}
-			for _, m := range page.Messages {
-				if !yield(m, nil) {
-					return
-				}
-			}
-			next, more := page.Next(opts)
-			if !more {
-				return
-			}
-			opts = next
-		}
-	}
+	return shell.PageMessages(ctx, s.ReadAll, opts)
 }
 
 // PromoteScheduled moves the scheduled messages due at or before now into

@@ -414,25 +414,7 @@ func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (page sh
 // next page only when the iteration gets there. No connection is held
 // while the loop body runs.
 func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return func(yield func(core.PositionedMessage, error) bool) {
-		for {
-			page, err := s.ReadAll(ctx, opts)
-			if err != nil {
-				yield(core.PositionedMessage{}, err)
-				return
-			}
-			for _, m := range page.Messages {
-				if !yield(m, nil) {
-					return
-				}
-			}
-			next, more := page.Next(opts)
-			if !more {
-				return
-			}
-			opts = next
-		}
-	}
+	return shell.PageMessages(ctx, s.ReadAll, opts)
 }
 
 // Stats returns the newest position, the number of scheduled messages and
