@@ -85,6 +85,9 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
 	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
 	rt.Tasks.Scheduler = newScheduler(rt)
+	for _, t := range rt.tasks() {
+		t.log = cfg.Logger
+	}
 	return rt, nil
 }
 
@@ -309,15 +312,15 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 
 // drainOnce asks every reactor for one batch, as a worker would.
 func (rt *Runtime) drainOnce(ctx context.Context) (bool, error) {
-	any := false
+	worked := false
 	for _, re := range rt.router.reactors {
 		did, err := rt.router.handleNext(ctx, re, rt.cfg.ProcessID+"-settle")
 		if err != nil {
-			return any, err
+			return worked, err
 		}
-		any = any || did
+		worked = worked || did
 	}
-	return any, nil
+	return worked, nil
 }
 
 // workQueue holds the reactors with pending work, each at most once however
@@ -410,11 +413,7 @@ func (t *Task) loop(ctx context.Context, done chan struct{}) {
 		t.ticks.Add(1)
 		if err := protect(func() error { return t.run(ctx) }); err != nil && ctx.Err() == nil {
 			t.errs.Add(1)
-			if t.log != nil {
-				t.log.Error("sourced: periodic task failed", "task", t.Name, "error", err)
-			} else {
-				slog.Default().Error("sourced: periodic task failed", "task", t.Name, "error", err)
-			}
+			t.log.Error("sourced: periodic task failed", "task", t.Name, "error", err)
 		}
 	}
 }
