@@ -1,11 +1,25 @@
 // Package shell is the imperative shell of Sourced: everything that touches
-// the world. This package holds the Store interface that every store
-// implementation satisfies (the SQLite store in sqlitestore, the in-memory
-// twin in memstore, proved alike by the conformance suite in storetest),
-// the Notifier that announces committed appends, and the errors callers
-// match with errors.Is.
+// the world, around the pure core.
 //
-// Every store call that may block takes a context.Context first. Every
+//   - Store is the interface every store implements: the message log
+//     (appends with consistency guards, condition and partition reads,
+//     paging, scheduled messages) and the consumer groups (claims, acks,
+//     the status chart, heartbeats, housekeeping, monitoring). The SQLite
+//     store is in sqlitestore, its in-memory twin in memstore, and the
+//     conformance suite that proves them alike in storetest.
+//   - Router runs reactors on a store: it claims a partition, hands the
+//     batch to the reactor, and executes the signals it returns in one
+//     transaction that also acknowledges the batch; ErrorStrategy decides
+//     what a failure does to the group.
+//   - Handle and HandleCommand decide a command synchronously (for web
+//     handlers); Load reads a state straight from the log.
+//   - Runtime runs workers and the periodic tasks (catch-up poll,
+//     stale-claim reaper, scheduled-message promotion, statistics) in the
+//     background; Supervise runs it until SIGINT/SIGTERM. Every component
+//     takes its time from a Clock, and SimClock lets tests advance time
+//     without sleeping.
+//
+// Every call that may block takes a context.Context first. Every
 // transaction that reads and then writes is a write transaction from its
 // start (BEGIN IMMEDIATE on SQLite), so a decision's read and its guarded
 // append can never be separated by another writer's commit.
