@@ -71,30 +71,36 @@ func storeBatch(dst []core.Message, seq, n int, accounts int) []core.Message {
 // to a file database in WAL mode and reports messages per second.
 func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 100} {
-		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
-			s := storeOpen(b)
-			ctx := context.Background()
-			msgs := make([]core.Message, 0, batch)
-			seq := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for b.Loop() {
-				msgs = storeBatch(msgs, seq, batch, storeAccounts)
-				seq += batch
-				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(seq)/time.Since(start).Seconds(), "msgs/s")
-		})
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { appendLoop(b, storeOpen(b), batch) })
 	}
+}
+
+// appendLoop appends batches of batch messages to s until the benchmark
+// ends and reports msgs/s.
+func appendLoop(b *testing.B, s *sqlitestore.Store, batch int) {
+	ctx := context.Background()
+	msgs := make([]core.Message, 0, batch)
+	seq := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		msgs = storeBatch(msgs, seq, batch, storeAccounts)
+		seq += batch
+		if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(seq)/time.Since(start).Seconds(), "msgs/s")
 }
 
 // BenchmarkAppendGuarded appends single messages, each guarded by a
 // condition on its partition (the account), as a decider does.
-func BenchmarkAppendGuarded(b *testing.B) {
-	s := storeOpen(b)
+func BenchmarkAppendGuarded(b *testing.B) { appendGuardedLoop(b, storeOpen(b)) }
+
+// appendGuardedLoop appends single guarded messages to s until the
+// benchmark ends and reports msgs/s.
+func appendGuardedLoop(b *testing.B, s *sqlitestore.Store) {
 	ctx := context.Background()
 	var last int64
 	msgs := make([]core.Message, 0, 1)
