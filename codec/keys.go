@@ -305,42 +305,15 @@ func (t *Type) appendKeys(base unsafe.Pointer, dst []KeyPair) ([]KeyPair, error)
 			if kf.omitEmpty && kf.ptrs == 0 && isZeroScalar(kf.kind, kf.typ, p) {
 				continue
 			}
-			if kf.kind == kString {
-				dst = append(dst, KeyPair{Name: kf.name, Value: *(*string)(p)})
-				continue
-			}
-			lo := len(buf)
-			var err error
-			buf, err = appendScalar(buf, kf.kind, kf.typ, p)
-			if err != nil {
-				buf = buf[:lo]
-				firstErr = keyErr(firstErr, t, kf.name, err)
-				continue
-			}
-			spans = append(spans, span{int32(len(dst)), int32(lo), int32(len(buf))})
-			dst = append(dst, KeyPair{Name: kf.name})
+			dst, buf, spans, firstErr = t.appendKey(kf, p, dst, buf, spans, firstErr)
 			continue
 		}
 		data, n := kf.elems(p)
 		for j := range n {
 			ep := kf.elem(data, j)
-			if ep == nil {
-				continue
+			if ep != nil {
+				dst, buf, spans, firstErr = t.appendKey(kf, ep, dst, buf, spans, firstErr)
 			}
-			if kf.kind == kString {
-				dst = append(dst, KeyPair{Name: kf.name, Value: *(*string)(ep)})
-				continue
-			}
-			lo := len(buf)
-			var err error
-			buf, err = appendScalar(buf, kf.kind, kf.typ, ep)
-			if err != nil {
-				buf = buf[:lo]
-				firstErr = keyErr(firstErr, t, kf.name, err)
-				continue
-			}
-			spans = append(spans, span{int32(len(dst)), int32(lo), int32(len(buf))})
-			dst = append(dst, KeyPair{Name: kf.name})
 		}
 	}
 	if len(spans) > 0 {
@@ -356,6 +329,22 @@ func (t *Type) appendKeys(base unsafe.Pointer, dst []KeyPair) ([]KeyPair, error)
 		dst = dst[:start+len(slices.Compact(tail))]
 	}
 	return dst, firstErr
+}
+
+// appendKey appends the key pair of the scalar at p: a string value
+// directly, any other value's canonical text to buf, recorded in spans so
+// that appendKeys fills it in from one string at the end.
+func (t *Type) appendKey(kf *keyField, p unsafe.Pointer, dst []KeyPair, buf []byte, spans []span, firstErr error) ([]KeyPair, []byte, []span, error) {
+	if kf.kind == kString {
+		return append(dst, KeyPair{Name: kf.name, Value: *(*string)(p)}), buf, spans, firstErr
+	}
+	lo := len(buf)
+	buf, err := appendScalar(buf, kf.kind, kf.typ, p)
+	if err != nil {
+		return dst, buf[:lo], spans, keyErr(firstErr, t, kf.name, err)
+	}
+	spans = append(spans, span{int32(len(dst)), int32(lo), int32(len(buf))})
+	return append(dst, KeyPair{Name: kf.name}), buf, spans, firstErr
 }
 
 func keyErr(first error, t *Type, field string, err error) error {

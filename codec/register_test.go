@@ -433,3 +433,17 @@ func TestFieldsMatchEncodingJSON(t *testing.T) {
 		t.Errorf("Fields = %v, encoding/json writes %v", names, keys)
 	}
 }
+
+func TestNames(t *testing.T) {
+	r := codec.NewRegistry()
+	codec.MustRegister[created](r, "courses.created")
+	got, err := r.Names(reflect.TypeFor[created]())
+	if err != nil || len(got) != 1 || got[0] != "courses.created" {
+		t.Fatalf("Names = %v, %v", got, err)
+	}
+	type stranger struct{ A string }
+	_, err = r.Names(reflect.TypeFor[created](), reflect.TypeFor[stranger]())
+	if !errors.Is(err, codec.ErrUnregistered) || !strings.Contains(err.Error(), "stranger") {
+		t.Fatalf("an unregistered type: %v", err)
+	}
+}

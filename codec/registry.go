@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -147,6 +148,22 @@ func (r *Registry) TypeOf(payload any) (*Type, error) {
 		return nil, fmt.Errorf("%w: the payload is nil", ErrUnregistered)
 	}
 	return r.ByGoType(reflect.TypeOf(payload))
+}
+
+// Names returns the type strings of the Go types ts, in order; the error
+// wraps ErrUnregistered and names every Go type that was never registered.
+func (r *Registry) Names(ts ...reflect.Type) ([]string, error) {
+	out := make([]string, 0, len(ts))
+	var errs []error
+	for _, t := range ts {
+		ct, err := r.ByGoType(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, ct.Name)
+	}
+	return out, errors.Join(errs...)
 }
 
 // Types returns every registered type, sorted by Name.

@@ -129,7 +129,7 @@ func (d Decider[S]) Run(history []Message, cmd Message) (Decision[S], error) {
 // DecideCommand folds the history and decides cmd (CommandDecider), with
 // the decider's sync work bound to the decision.
 func (d Decider[S]) DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
-	s := d.Evolve(d.Initial(), positioned(history)...)
+	s := d.Evolve(d.Initial(), MessagesOf(history)...)
 	evs, err := d.Decide(s, cmd.Message)
 	if err != nil {
 		return Outcome{Source: cmd}, err
@@ -198,8 +198,11 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 // (DecidedByKey, set by synchronous handling).
 func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 	h := d.compiled()
-	group := d.Spec().Group
-	s := d.Evolve(d.Initial(), positioned(in.History)...)
+	group, err := NormalizeGroup(d.Group)
+	if err != nil {
+		group = d.Group
+	}
+	s := d.Evolve(d.Initial(), MessagesOf(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}

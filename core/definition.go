@@ -338,7 +338,8 @@ func events(out []any, cmd Message) ([]Message, error) {
 	return msgs, nil
 }
 
-func positioned(msgs []PositionedMessage) []Message {
+// MessagesOf returns the messages of positioned messages, in order.
+func MessagesOf(msgs []PositionedMessage) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Message

@@ -136,9 +136,9 @@ func (p Projector[S]) Step(in StepInput) ([]Outcome, error) {
 				s = ls
 			}
 		}
-		s = p.Evolve(s, positioned(in.Batch)...)
+		s = p.Evolve(s, MessagesOf(in.Batch)...)
 	default:
-		s = p.Evolve(p.Initial(), positioned(in.History)...)
+		s = p.Evolve(p.Initial(), MessagesOf(in.History)...)
 	}
 	outs := make([]Outcome, 0, len(in.Batch))
 	for i, m := range in.Batch {

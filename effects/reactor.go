@@ -150,13 +150,9 @@ func FromDefinition(reg *codec.Registry, def core.Definition) (Reactor, error) {
 	}
 	spec := def.Spec()
 	names := func(ts []reflect.Type) ([]string, error) {
-		out := make([]string, 0, len(ts))
-		for _, t := range ts {
-			ct, err := reg.ByGoType(t)
-			if err != nil {
-				return nil, &core.DefinitionError{Group: spec.Group, Message: t.String(), Problem: err.Error()}
-			}
-			out = append(out, ct.Name)
+		out, err := reg.Names(ts...)
+		if err != nil {
+			return nil, &core.DefinitionError{Group: spec.Group, Problem: err.Error()}
 		}
 		return out, nil
 	}
@@ -189,9 +185,6 @@ func (d *definitionReactor) PartitionKeys() []string {
 }
 func (d *definitionReactor) Exclusive() bool        { return d.spec.Exclusive }
 func (d *definitionReactor) HistoryTypes() []string { return d.history }
-
-// Definition returns the adapted definition.
-func (d *definitionReactor) Definition() core.Definition { return d.def }
 
 // HandleClaim loads the state of state-stored definitions, then runs Step.
 func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, error) {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 )
 
@@ -59,7 +57,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	var history []core.PositionedMessage
 	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage) { history = h })
 	res.CommandResult = cr
-	res.State = d.Evolve(d.Evolve(d.Initial(), messagesOf(history)...), cr.Events...)
+	res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
 	return res, err
 }
 
@@ -101,7 +99,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if len(partition) != len(spec.PartitionBy) {
 		return res, fmt.Errorf("sourced: command %T does not carry every partition key %v of %s", msg.Payload, spec.PartitionBy, spec.Group)
 	}
-	history, err := typeNames(reg, spec.Evolved)
+	history, err := reg.Names(spec.Evolved...)
 	if err != nil {
 		return res, err
 	}
@@ -179,7 +177,7 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	types, err := typeNames(store.Registry(), e.EvolvedTypes())
+	types, err := store.Registry().Names(e.EvolvedTypes()...)
 	if err != nil {
 		var zero S
 		return zero, core.Guard{}, err
@@ -189,27 +187,5 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 		var zero S
 		return zero, core.Guard{}, err
 	}
-	return e.Evolve(e.Initial(), messagesOf(res.Messages)...), res.Guard, nil
-}
-
-func typeNames(reg *codec.Registry, ts []reflect.Type) ([]string, error) {
-	out := make([]string, 0, len(ts))
-	var errs []error
-	for _, t := range ts {
-		ct, err := reg.ByGoType(t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, ct.Name)
-	}
-	return out, errors.Join(errs...)
-}
-
-func messagesOf(ms []core.PositionedMessage) []core.Message {
-	out := make([]core.Message, len(ms))
-	for i, m := range ms {
-		out[i] = m.Message
-	}
-	return out
+	return e.Evolve(e.Initial(), core.MessagesOf(res.Messages)...), res.Guard, nil
 }

@@ -181,9 +181,6 @@ func (rt *Router) Reactors() []effects.Info {
 	return out
 }
 
-// Store returns the router's store.
-func (rt *Router) Store() Store { return rt.store }
-
 // lookup finds a reactor by group id, label, or the reactor value itself.
 func (rt *Router) lookup(target any) (*reactor, error) {
 	var id string

@@ -476,7 +476,7 @@ func TestOrderAtDecidesFromStoredPaths(t *testing.T) {
 	}
 }
 
-func positioned(ms []core.Message, from int64) []core.PositionedMessage {
+func MessagesOf(ms []core.Message, from int64) []core.PositionedMessage {
 	out := make([]core.PositionedMessage, len(ms))
 	for i, m := range ms {
 		out[i] = core.PositionedMessage{Message: m, Position: from + int64(i)}
@@ -495,7 +495,7 @@ func TestOrderStepAsADefinition(t *testing.T) {
 	}
 	in := f.m.New(map[string]string{"order_id": "o1"})
 	_, history := f.run(in, PlaceOrder{OrderID: "o1", Total: 10, Items: 1})
-	hist := positioned(history, 2) // the PlaceOrder command was at 1
+	hist := MessagesOf(history, 2) // the PlaceOrder command was at 1
 	batch := []core.PositionedMessage{
 		{Message: f.msg(StartPayment{OrderID: "o1", Card: "4242"}), Position: 4},
 		{Message: f.msg(DispatchShipment{OrderID: "o1"}), Position: 5}, // not accepted: acked with no events
