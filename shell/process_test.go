@@ -2,6 +2,7 @@ package shell_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -175,16 +176,30 @@ func appendJobs(t *testing.T, store shell.Store, from, n, shards int) {
 	for i := from; i < from+n; i++ {
 		msgs = append(msgs, core.NewMessage(Job{JobID: "j" + strconv.Itoa(i), Shard: "s" + strconv.Itoa(i%shards)}))
 		if len(msgs) == 100 {
-			if _, err := store.Append(context.Background(), msgs, shell.AppendOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			appendRetrying(t, store, msgs)
 			msgs = msgs[:0]
 		}
 	}
 	if len(msgs) > 0 {
-		if _, err := store.Append(context.Background(), msgs, shell.AppendOptions{}); err != nil {
+		appendRetrying(t, store, msgs)
+	}
+}
+
+// appendRetrying appends msgs, trying again while worker processes hold
+// the write lock for longer than the busy timeout (shell.ErrBusy: nothing
+// was written).
+func appendRetrying(t *testing.T, store shell.Store, msgs []core.Message) {
+	t.Helper()
+	for {
+		_, err := store.Append(context.Background(), msgs, shell.AppendOptions{})
+		if errors.Is(err, shell.ErrBusy) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		return
 	}
 }
 
@@ -215,6 +230,9 @@ func waitDone(t *testing.T, store shell.Store, jobs int, limit time.Duration) ma
 		}
 		if len(perJob) == jobs {
 			return perProcess
+		}
+		if info, err := store.Group(context.Background(), "jobs.worker"); err == nil && info.Status == shell.StatusFailed {
+			t.Fatalf("%d of %d jobs done; the group failed: %s", len(perJob), jobs, info.Failure.Error)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d jobs done after %v", len(perJob), jobs, limit)

@@ -221,6 +221,9 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // committed and acknowledged and the failure goes to the error strategy.
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
+// A batch that fails because the store is busy (ErrBusy) or ctx ended is
+// released and the error returned: it is not the reactor's failure, and
+// the group's error strategy is not applied.
 func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (bool, error) {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -248,6 +251,15 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 	if errors.As(err, &handled) {
 		return true, rt.fail(ctx, re, claim, handled.err)
 	}
+	if transient(ctx, err) {
+		// Not the reactor's failure: free the partition for the next try
+		// (if the store is still busy, the reaper frees it after the
+		// claim's TTL) and report the error to the caller.
+		if relErr := rt.store.Release(context.WithoutCancel(ctx), claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+			return true, errors.Join(err, relErr)
+		}
+		return true, err
+	}
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failErr := rt.fail(ctx, re, claim, err)
@@ -255,6 +267,17 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return true, errors.Join(failErr, relErr)
 	}
 	return true, failErr
+}
+
+// transient tells whether err is the store's or the caller's, not the
+// reactor's: a busy store or a canceled context. Such a batch wrote
+// nothing and is handled again later; it does not count against the
+// group's error strategy.
+func transient(ctx context.Context, err error) bool {
+	if errors.Is(err, ErrBusy) {
+		return true
+	}
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // batchFailure is a failure after which the claim was already settled (the

@@ -296,6 +296,58 @@ func TestPanicIsAnError(t *testing.T) {
 	}
 }
 
+// busyStore is a store whose write transactions fail with ErrBusy while
+// busy is set, as when another process holds the write lock.
+type busyStore struct {
+	shell.Store
+	busy bool
+}
+
+func (b *busyStore) Update(ctx context.Context, fn func(shell.Tx) error) error {
+	if b.busy {
+		return fmt.Errorf("test: begin immediate: %w", shell.ErrBusy)
+	}
+	return b.Store.Update(ctx, fn)
+}
+
+// A busy store is not the reactor's failure: the batch is released, the
+// error returned, the group stays active with no retry counted, and the
+// batch is handled once the store is free.
+func TestBusyStoreIsNotAFailure(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	inner := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
+	store := &busyStore{Store: inner}
+	f := &flaky{}
+	rt, err := shell.NewRouter(store, shell.RouterOptions{Now: clk.Now}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
+	store.busy = true
+	did, err := rt.HandleNext(ctx, f, "w")
+	if !did || !errors.Is(err, shell.ErrBusy) {
+		t.Fatalf("HandleNext on a busy store: did %v, err %v", did, err)
+	}
+	info, _ := store.Group(ctx, "shell_test.flaky")
+	if info.Status != shell.StatusActive || info.Failure.RetryCount != 0 || info.Failure.Error != "" {
+		t.Fatalf("group after a busy batch: %+v", info)
+	}
+	store.busy = false
+	if did, err := rt.HandleNext(ctx, f, "w2"); !did || err != nil {
+		t.Fatalf("HandleNext after the store is free: did %v, err %v (the busy claim was not released?)", did, err)
+	}
+	if did, _ := rt.HandleNext(ctx, f, "w2"); did {
+		t.Fatal("the batch was not acknowledged")
+	}
+	if f.calls != 2 {
+		t.Fatalf("reactor called %d times, want 2", f.calls)
+	}
+}
+
 // conflicting appends under a guard that every batch violates.
 type conflicting struct{ calls int }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -214,6 +215,14 @@ func (rt *Runtime) work(id string) {
 			default:
 			}
 			did, err := rt.router.handleNext(context.Background(), re, id)
+			if errors.Is(err, ErrBusy) {
+				// Another process holds the write lock: back off, then
+				// try this reactor again later.
+				rt.log.Warn("sourced: store busy, backing off", "worker", id, "group", re.info.Group)
+				rt.backoff()
+				more = true
+				break
+			}
 			if err != nil {
 				rt.log.Error("sourced: worker failed to process a batch", "worker", id, "group", re.info.Group, "error", err)
 			}
@@ -230,6 +239,20 @@ func (rt *Runtime) work(id string) {
 		}
 	}
 }
+
+// backoff waits a short random time (real time, not the configured clock:
+// it waits for another process's lock) or until the runtime stops.
+func (rt *Runtime) backoff() {
+	t := time.NewTimer(busyBackoff/2 + rand.N(busyBackoff))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-rt.quit:
+	}
+}
+
+// busyBackoff is the mean wait of a worker that found the store busy.
+const busyBackoff = 20 * time.Millisecond
 
 // catchUp polls every reactor: cheap for idle groups (the claim-scan
 // latch), and skipped when the store tells nothing changed.

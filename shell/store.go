@@ -238,4 +238,10 @@ var (
 	// ErrConcurrentAppend is core.ErrConcurrentAppend, repeated here for
 	// callers of the shell.
 	ErrConcurrentAppend = core.ErrConcurrentAppend
+	// ErrBusy is matched by the error of an operation that could not take
+	// the store's write lock in time (another process held it for longer
+	// than the store's busy timeout). The operation wrote nothing and may
+	// be retried; the router and the runtime treat it as transient, never
+	// as a reactor's failure.
+	ErrBusy = errors.New("sourced: store busy")
 )

@@ -2,11 +2,13 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/sourced-go/sourced/shell"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -121,5 +123,19 @@ func (s *Store) withReader(ctx context.Context, fn func(conn *sqlite.Conn) error
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
 	defer s.readers.Put(conn)
-	return fn(conn)
+	return busyOr(fn(conn))
+}
+
+// busyOr marks an error caused by a lock SQLite could not take within the
+// busy timeout (SQLITE_BUSY, SQLITE_LOCKED and their extended codes) as
+// shell.ErrBusy, so callers can tell a transient failure from a real one.
+func busyOr(err error) error {
+	if err == nil || errors.Is(err, shell.ErrBusy) {
+		return err
+	}
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultBusy, sqlite.ResultLocked:
+		return fmt.Errorf("%w: %w", shell.ErrBusy, err)
+	}
+	return err
 }

@@ -207,7 +207,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.writer <- newWriter(conn)
+	s.writer <- newWriter(conn, busy)
 	if s.readers, err = openReaders(s.uri, size, busy); err != nil {
 		conn.Close()
 		return nil, err
@@ -320,7 +320,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
 // update is Update; solo marks a transaction that makes exactly one
 // append, whose failure rolls the whole transaction back (so the append
 // need not probe for duplicate ids that a unique index will catch).
-func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) error {
+func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) (err error) {
+	defer func() { err = busyOr(err) }()
 	w, err := s.takeWriter(ctx)
 	if err != nil {
 		return err
@@ -348,7 +349,7 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 			}
 		}
 	}()
-	if err := w.begin(); err != nil {
+	if err := w.begin(ctx.Done()); err != nil {
 		return fmt.Errorf("sqlitestore: begin immediate: %w", err)
 	}
 	if err := w.sync(s); err != nil {

@@ -519,3 +519,68 @@ func TestConcurrentPromoters(t *testing.T) {
 		t.Fatalf("%d messages left scheduled", st.Scheduled)
 	}
 }
+
+// TestBusyIsErrBusy holds the write lock from another connection (as
+// another process would) for longer than the busy timeout: the append
+// fails with shell.ErrBusy, writes nothing, and succeeds once the lock is
+// gone.
+func TestBusyIsErrBusy(t *testing.T) {
+	path := dbPath(t)
+	s := install(t, path, sqlitestore.Options{BusyTimeout: 30 * time.Millisecond})
+	other, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := sqlitex.ExecuteTransient(other, "BEGIN IMMEDIATE", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{})
+	if !errors.Is(err, shell.ErrBusy) {
+		t.Fatalf("append under another writer's lock: got %v, want shell.ErrBusy", err)
+	}
+	if err := sqlitex.ExecuteTransient(other, "ROLLBACK", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ReadAll(t.Context(), shell.ReadAllOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 0 {
+		t.Fatalf("a busy append wrote %d messages", len(res.Messages))
+	}
+	appendOK(t, s, courseCreated{"A"})
+}
+
+// TestWriterIsNotStarved: a store whose goroutines commit back to back
+// (four appenders sharing one writer) hands the file's write lock over
+// between transactions, and another store on the same file (as another
+// process would) gets it well within its busy timeout. SQLite's own busy
+// handler sleeps up to 100 ms between tries and missed those short gaps
+// for whole timeouts under the race detector.
+func TestWriterIsNotStarved(t *testing.T) {
+	path := dbPath(t)
+	hog := install(t, path, sqlitestore.Options{})
+	other := install(t, path, sqlitestore.Options{BusyTimeout: time.Second})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				hog.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{})
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 10 {
+		time.Sleep(20 * time.Millisecond)
+		if _, err := other.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"B"})}, shell.AppendOptions{}); err != nil {
+			t.Fatalf("append %d while another store commits back to back: %v", i, err)
+		}
+	}
+}

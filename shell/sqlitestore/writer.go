@@ -1,6 +1,9 @@
 package sqlitestore
 
 import (
+	"math/rand/v2"
+	"time"
+
 	"zombiezen.com/go/sqlite"
 )
 
@@ -21,6 +24,7 @@ import (
 // many messages (hit again and again) stay cached.
 type writer struct {
 	conn    *sqlite.Conn
+	busy    time.Duration // the busy timeout
 	cur     map[keyPair]int64
 	old     map[keyPair]int64
 	journal []keyPair // ids cached by the open transaction
@@ -37,8 +41,8 @@ type keyPair struct{ name, value string }
 
 const cacheGeneration = 1 << 16
 
-func newWriter(conn *sqlite.Conn) *writer {
-	return &writer{conn: conn, cur: make(map[keyPair]int64)}
+func newWriter(conn *sqlite.Conn, busy time.Duration) *writer {
+	return &writer{conn: conn, busy: busy, cur: make(map[keyPair]int64)}
 }
 
 func (w *writer) lookup(k keyPair) (int64, bool) {
@@ -87,9 +91,46 @@ func (w *writer) reset() {
 	w.journal = w.journal[:0]
 }
 
-func (w *writer) begin() error {
+// begin opens a BEGIN IMMEDIATE transaction, waiting up to the busy
+// timeout for another process's write lock.
+//
+// It polls for the lock itself, every few hundred microseconds with
+// jitter, rather than through SQLite's busy handler: that one sleeps up to
+// 100 ms between tries, so a process whose peers commit back to back
+// rarely finds the lock free at the moment it wakes and can wait out its
+// whole timeout (seen under the race detector with three processes on one
+// file). done ends the wait early.
+func (w *writer) begin(done <-chan struct{}) error {
 	w.journal = w.journal[:0]
-	return execPrepped(w.conn, "BEGIN IMMEDIATE")
+	w.conn.SetBusyTimeout(0)
+	defer w.conn.SetBusyTimeout(w.busy)
+	var deadline time.Time
+	var timer *time.Timer
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 2*time.Millisecond) {
+		err := execPrepped(w.conn, "BEGIN IMMEDIATE")
+		if err == nil || sqlite.ErrCode(err).ToPrimary() != sqlite.ResultBusy {
+			return err
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(w.busy)
+		}
+		if !now.Before(deadline) {
+			return err
+		}
+		d := min(wait/2+rand.N(wait), deadline.Sub(now))
+		if timer == nil {
+			timer = time.NewTimer(d)
+			defer timer.Stop()
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+		case <-done:
+			return err
+		}
+	}
 }
 
 func (w *writer) commit() error {
