@@ -80,6 +80,11 @@ type Spec struct {
 	// batch and passes them as StepInput.History.
 	Evolved []reflect.Type
 	History bool
+	// LoadsState is true when the definition loads its state from the
+	// application's storage before each batch (a state-stored projector,
+	// through StateLoader). Other definitions are pure: their Step only
+	// computes, so the shell may run it inside the write transaction.
+	LoadsState bool
 }
 
 // StepInput is a claimed batch as a definition's Step sees it.

@@ -95,7 +95,9 @@ func (p Projector[S]) Spec() Spec {
 			handled = append(handled, t)
 		}
 	}
-	return p.groupSpec().spec(handled, slices.Clone(h.evolveOrder), p.Load == nil)
+	spec := p.groupSpec().spec(handled, slices.Clone(h.evolveOrder), p.Load == nil)
+	spec.LoadsState = p.Load != nil
+	return spec
 }
 
 // Check validates the projector against reg.

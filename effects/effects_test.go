@@ -201,3 +201,36 @@ func TestCorrelateUsesTheSourceUnlessCorrelated(t *testing.T) {
 		t.Fatal("a correlated append is left alone")
 	}
 }
+
+// Deciders and event-sourced projectors are pure (the shell may handle
+// them inside the write transaction); a state-stored projector, whose Load
+// reads the application's storage, and a reactor that does not say so are
+// not.
+func TestPurity(t *testing.T) {
+	roster := core.Projector[[]string]{Group: "rosters", PartitionBy: []string{"course_id"}}.With(
+		core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
+	)
+	stored := roster
+	stored.Load = func(context.Context, map[string]string) ([]string, bool, error) { return nil, false, nil }
+	for _, c := range []struct {
+		name string
+		def  core.Definition
+		pure bool
+	}{{"decider", enrolment, true}, {"event-sourced projector", roster, true}, {"state-stored projector", stored, false}} {
+		r, err := effects.FromDefinition(registry(), c.def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := effects.Describe(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Pure != c.pure {
+			t.Errorf("%s: pure %v, want %v", c.name, info.Pure, c.pure)
+		}
+	}
+	info, err := effects.Describe(&jobs{})
+	if err != nil || info.Pure {
+		t.Fatalf("a plain reactor: pure %v, err %v", info.Pure, err)
+	}
+}

@@ -68,6 +68,17 @@ type Exclusiver interface{ Exclusive() bool }
 // before each batch (Claim.History).
 type Historian interface{ HistoryTypes() []string }
 
+// Pure marks a reactor whose HandleClaim does no I/O and returns quickly
+// (it only computes pairs from the claim and its history). The shell may
+// then run it inside the write transaction that commits its signals, and
+// claim and handle several partitions in one transaction: one commit for
+// many batches instead of two per batch. Reactors that call services,
+// sleep or read other databases must not be pure: they would hold the
+// store's write lock meanwhile. Deciders, event-sourced projectors and
+// projections are pure (FromDefinition); state-stored projectors are not
+// (their Load reads the application's own storage).
+type Pure interface{ Pure() bool }
+
 // Checker is implemented by reactors that validate themselves against the
 // registry when registered.
 type Checker interface {
@@ -82,6 +93,8 @@ type Info struct {
 	Exclusive   bool
 	Handled     []string
 	History     []string
+	// Pure: see the Pure interface.
+	Pure bool
 }
 
 // IDPartitioned reports whether the group is partitioned by message id.
@@ -112,6 +125,9 @@ func Describe(r Reactor) (Info, error) {
 	}
 	if h, ok := r.(Historian); ok {
 		info.History = slices.Clone(h.HistoryTypes())
+	}
+	if p, ok := r.(Pure); ok {
+		info.Pure = p.Pure()
 	}
 	if len(info.Handled) == 0 {
 		return info, &core.DefinitionError{Group: info.Group, Problem: "handles no message types"}
@@ -185,6 +201,9 @@ func (d *definitionReactor) PartitionKeys() []string {
 }
 func (d *definitionReactor) Exclusive() bool        { return d.spec.Exclusive }
 func (d *definitionReactor) HistoryTypes() []string { return d.history }
+
+// Pure is true unless the definition loads its state (Spec.LoadsState).
+func (d *definitionReactor) Pure() bool { return !d.spec.LoadsState }
 
 // HandleClaim loads the state of state-stored definitions, then runs Step.
 func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, error) {

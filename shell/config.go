@@ -18,6 +18,10 @@ type Config struct {
 	Workers int
 	// BatchSize caps the messages of one claim.
 	BatchSize int
+	// ClaimsPerTransaction caps how many claims of a pure reactor (see
+	// effects.Pure) a worker claims, handles and acknowledges in one write
+	// transaction. 1 handles every claim in a transaction of its own.
+	ClaimsPerTransaction int
 	// MaxDrainRounds is how many batches a worker takes from one reactor
 	// before it yields to the others.
 	MaxDrainRounds int
@@ -44,20 +48,22 @@ type Config struct {
 	ErrorStrategy ErrorStrategy
 }
 
-// DefaultConfig returns the defaults: 2 workers, batches of 50, 10 rounds
+// DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
+// claims of a pure reactor per transaction, 10 rounds
 // per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
 // claim TTL, hourly statistics, a 30 s stop timeout, the system clock.
 func DefaultConfig() Config {
 	return Config{
-		Workers:           2,
-		BatchSize:         50,
-		MaxDrainRounds:    10,
-		CatchUpInterval:   5 * time.Second,
-		HeartbeatInterval: 30 * time.Second,
-		ClaimTTL:          2 * time.Minute,
-		OptimizeInterval:  time.Hour,
-		StopTimeout:       30 * time.Second,
-		Clock:             SystemClock{},
+		Workers:              2,
+		BatchSize:            50,
+		ClaimsPerTransaction: DefaultClaimsPerTransaction,
+		MaxDrainRounds:       10,
+		CatchUpInterval:      5 * time.Second,
+		HeartbeatInterval:    30 * time.Second,
+		ClaimTTL:             2 * time.Minute,
+		OptimizeInterval:     time.Hour,
+		StopTimeout:          30 * time.Second,
+		Clock:                SystemClock{},
 	}
 }
 
@@ -65,6 +71,7 @@ func DefaultConfig() Config {
 const (
 	EnvWorkers           = "SOURCED_WORKERS"
 	EnvBatchSize         = "SOURCED_BATCH_SIZE"
+	EnvClaimsPerTx       = "SOURCED_CLAIMS_PER_TRANSACTION"
 	EnvMaxDrainRounds    = "SOURCED_MAX_DRAIN_ROUNDS"
 	EnvCatchUpInterval   = "SOURCED_CATCH_UP_INTERVAL"
 	EnvHeartbeatInterval = "SOURCED_HEARTBEAT_INTERVAL"
@@ -88,6 +95,7 @@ func (c Config) FromEnv(getenv func(string) string) (Config, error) {
 	}{
 		{EnvWorkers, "Workers", &c.Workers},
 		{EnvBatchSize, "BatchSize", &c.BatchSize},
+		{EnvClaimsPerTx, "ClaimsPerTransaction", &c.ClaimsPerTransaction},
 		{EnvMaxDrainRounds, "MaxDrainRounds", &c.MaxDrainRounds},
 	}
 	for _, s := range ints {
@@ -137,6 +145,9 @@ func (c Config) Validate() error {
 	}
 	if c.BatchSize < 1 {
 		bad("BatchSize", c.BatchSize, "must be at least 1")
+	}
+	if c.ClaimsPerTransaction < 1 {
+		bad("ClaimsPerTransaction", c.ClaimsPerTransaction, "must be at least 1")
 	}
 	if c.MaxDrainRounds < 1 {
 		bad("MaxDrainRounds", c.MaxDrainRounds, "must be at least 1")

@@ -10,7 +10,11 @@
 //   - Router runs reactors on a store: it claims a partition, hands the
 //     batch to the reactor, and executes the signals it returns in one
 //     transaction that also acknowledges the batch; ErrorStrategy decides
-//     what a failure does to the group.
+//     what a failure does to the group. Pure reactors (deciders,
+//     event-sourced projectors, projections: see effects.Pure) are claimed,
+//     handled and acknowledged inside one write transaction, up to
+//     ClaimsPerTransaction partitions per commit. A busy store (ErrBusy)
+//     is never a reactor's failure: the batch is released and tried again.
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.
 //   - Runtime runs workers and the periodic tasks (catch-up poll,

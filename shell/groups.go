@@ -36,6 +36,12 @@ type Groups interface {
 	// other worker holds. An idle group answers in O(1) (the claim-scan
 	// latch).
 	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*Claim, error)
+	// ClaimUpdate claims like ClaimNext and, when there is a claim, calls
+	// fn with it inside the same write transaction, so that a batch can be
+	// claimed, handled and acknowledged in one commit. An error from fn
+	// rolls back everything, the claim included. It reports whether there
+	// was a claim; an idle group answers as cheaply as with ClaimNext.
+	ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx Tx, c *Claim) error) (bool, error)
 	// Release frees a claim without moving its offset. Only the claiming
 	// worker may release it (else ErrNotClaimant).
 	Release(ctx context.Context, c *Claim) error
@@ -79,6 +85,10 @@ type Groups interface {
 // GroupTx is the consumer-group side of a write transaction: what the
 // router does in the transaction that appends a batch's messages.
 type GroupTx interface {
+	// ClaimNext is Groups.ClaimNext inside the transaction: the claim
+	// commits or rolls back with it. The router uses it to claim and
+	// process several partitions of a pure reactor in one transaction.
+	ClaimNext(group, workerID string, batchSize int) (*Claim, error)
 	// Ack moves the claim's offset to position (never backwards) and frees
 	// the claim; the group's highest acknowledged position rises to it; a
 	// retrying group whose failed partition this is recovers to active.

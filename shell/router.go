@@ -20,6 +20,11 @@ import (
 type RouterOptions struct {
 	// BatchSize caps the messages of one claim (default 50).
 	BatchSize int
+	// ClaimsPerTransaction caps how many claims of a pure reactor (see
+	// effects.Pure) one HandleNext claims, handles and acknowledges in one
+	// write transaction (default DefaultClaimsPerTransaction; 1 gives every
+	// claim a transaction of its own).
+	ClaimsPerTransaction int
 	// ErrorStrategy is the default strategy for failed batches (default:
 	// fail the group).
 	ErrorStrategy ErrorStrategy
@@ -36,6 +41,10 @@ type RouterOptions struct {
 	// "router").
 	WorkerID string
 }
+
+// DefaultClaimsPerTransaction is the default of
+// RouterOptions.ClaimsPerTransaction and Config.ClaimsPerTransaction.
+const DefaultClaimsPerTransaction = 32
 
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
@@ -61,6 +70,9 @@ type reactor struct {
 func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 50
+	}
+	if opts.ClaimsPerTransaction <= 0 {
+		opts.ClaimsPerTransaction = DefaultClaimsPerTransaction
 	}
 	if opts.MaxConflictRetries <= 0 {
 		opts.MaxConflictRetries = 3
@@ -221,6 +233,12 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // committed and acknowledged and the failure goes to the error strategy.
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
+// A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
+// projections) is handled inside the transaction that commits it, which
+// then claims and handles further partitions of the group, up to
+// ClaimsPerTransaction: one commit for many batches. A failure among them
+// rolls them all back, and the first is handled again on its own, as
+// above.
 // A batch that fails because the store is busy (ErrBusy) or ctx ended is
 // released and the error returned: it is not the reactor's failure, and
 // the group's error strategy is not applied.
@@ -233,6 +251,15 @@ func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (
 }
 
 func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (bool, error) {
+	if re.info.Pure {
+		did, err := rt.handleInline(ctx, re, workerID)
+		if err == nil || transient(ctx, err) {
+			return did, err
+		}
+		// Rolled back, nothing claimed: the failure is met again on the
+		// one-claim path below, which commits the pairs before it and
+		// applies the error strategy.
+	}
 	claim, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
 	if err != nil || claim == nil {
 		return false, err
@@ -287,15 +314,76 @@ type batchFailure struct{ err error }
 func (b *batchFailure) Error() string { return b.err.Error() }
 func (b *batchFailure) Unwrap() error { return b.err }
 
-// process handles the claim once: history, reactor, signals, ack.
-func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+// handleInline claims, handles and acknowledges up to
+// ClaimsPerTransaction batches of a pure reactor in one write transaction:
+// for each, the history read in the transaction, the reactor, the signals
+// and the ack. Any failure rolls the whole transaction back, claims
+// included, and is returned.
+func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
+	var afters []func(context.Context) error
+	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+		for n := 1; ; n++ {
+			ec, err := claimWithHistory(re, c, func(types []string) (ReadResult, error) {
+				return tx.ReadPartition(c.Partition, types, ReadOptions{})
+			})
+			if err != nil {
+				return err
+			}
+			var pairs []effects.Pair
+			err = protect(func() error {
+				var err error
+				pairs, err = re.r.HandleClaim(ctx, ec)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if len(pairs) == 0 {
+				return errNoPairs // released on the one-claim path
+			}
+			a, err := rt.execute(ctx, tx, c, pairs)
+			if err != nil {
+				return err
+			}
+			afters = append(afters, a...)
+			if n == rt.opts.ClaimsPerTransaction {
+				return nil
+			}
+			if c, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize); err != nil || c == nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return did, err
+	}
+	rt.afterSync(ctx, re, afters)
+	return did, nil
+}
+
+var errNoPairs = errors.New("sourced: no pairs for a claim")
+
+// claimWithHistory is the reactor's view of claim: its messages, and the
+// partition's history read through read when the reactor wants one.
+func claimWithHistory(re *reactor, claim *Claim, read func(types []string) (ReadResult, error)) (effects.Claim, error) {
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
 	if len(re.info.History) > 0 {
-		res, err := rt.store.ReadPartition(ctx, claim.Partition, re.info.History, ReadOptions{})
+		res, err := read(re.info.History)
 		if err != nil {
-			return err
+			return ec, err
 		}
 		ec.History, ec.HistoryGuard = res.Messages, res.Guard
+	}
+	return ec, nil
+}
+
+// process handles the claim once: history, reactor, signals, ack.
+func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+	ec, err := claimWithHistory(re, claim, func(types []string) (ReadResult, error) {
+		return rt.store.ReadPartition(ctx, claim.Partition, types, ReadOptions{})
+	})
+	if err != nil {
+		return err
 	}
 	var pairs []effects.Pair
 	handleErr := protect(func() error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -541,5 +543,51 @@ func TestLifecycleHooks(t *testing.T) {
 	var it *shell.InvalidTransitionError
 	if !errors.As(err, &it) || !strings.Contains(err.Error(), "It accepts: stop") {
 		t.Fatalf("resetting an active group: %v", err)
+	}
+}
+
+// A pure reactor's batches are claimed, handled and acknowledged several
+// per transaction, up to ClaimsPerTransaction.
+func TestClaimsPerTransaction(t *testing.T) {
+	ctx := context.Background()
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{ClaimsPerTransaction: 2}, notifications)
+	for _, s := range []string{"s1", "s2", "s3"} {
+		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
+	}
+	for i, want := range []int{2, 3, 3} {
+		did, err := rt.HandleNext(ctx, notifications, "w")
+		if err != nil || did != (i < 2) {
+			t.Fatalf("HandleNext %d: did %v, err %v", i, did, err)
+		}
+		if got := len(byType(readAll(t, store), "students.notified")); got != want {
+			t.Fatalf("after HandleNext %d: %d students notified, want %d", i, got, want)
+		}
+	}
+}
+
+// A failure among the batches handled in one transaction rolls them all
+// back; each is then handled on its own, so the batches before the failure
+// commit once, the failing batch commits up to the failing message, and the
+// failure reaches the error strategy.
+func TestFailureAmongInlineBatches(t *testing.T) {
+	ctx := context.Background()
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, enrolments)
+	for _, c := range []EnrolStudent{{"c1", "s1"}, {"c2", "s1"}, {"c2", "s2"}, {"c2", "s3"}, {"c3", "s1"}} {
+		store.Append(ctx, []core.Message{core.NewMessage(c)}, shell.AppendOptions{})
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range byType(readAll(t, store), "courses.enrolled") {
+		e := m.Payload.(StudentEnrolled)
+		got = append(got, e.CourseID+"/"+e.StudentID)
+	}
+	if want := []string{"c1/s1", "c2/s1", "c2/s2"}; !slices.Equal(got, want) {
+		t.Fatalf("enrolled %v, want %v (each once)", got, want)
+	}
+	info, _ := store.Group(ctx, "courses.enrolments")
+	if info.Status != shell.StatusFailed || !strings.Contains(info.Failure.Error, "course is full") {
+		t.Fatalf("group %+v, want failed on the full course", info)
 	}
 }

@@ -406,20 +406,40 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 // is furthest behind; see shell.Groups. A group whose last scan found
 // nothing answers without scanning until an append or a release makes it
 // dirty again.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*shell.Claim, error) {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.Claim) error {
+		c = claim
+		return nil
+	})
+	return c, err
+}
+
+// ClaimUpdate claims like ClaimNext and calls fn with the claim in the
+// same transaction; see shell.Groups.
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+	var c *shell.Claim
+	err := s.write(ctx, func(t *tx) error {
+		var err error
+		if c, err = t.ClaimNext(group, workerID, batchSize); err != nil || c == nil {
+			return err
+		}
+		return fn(t, c)
+	})
+	return c != nil, err
+}
+
+// ClaimNext claims inside the transaction; see shell.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+	if t.done {
+		return nil, errTxDone
+	}
 	if workerID == "" {
 		return nil, errors.New("memstore: claim with no worker id")
 	}
 	if batchSize <= 0 {
 		return nil, fmt.Errorf("memstore: claim a batch of %d messages: the batch size must be positive", batchSize)
 	}
-	var c *shell.Claim
-	err := s.write(ctx, func(t *tx) error {
-		var err error
-		c, err = t.claimNext(group, workerID, batchSize)
-		return err
-	})
-	return c, err
+	return t.claimNext(group, workerID, batchSize)
 }
 
 func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {

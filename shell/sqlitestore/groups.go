@@ -217,15 +217,25 @@ func (t *tx) configured() error {
 // ClaimNext claims the partition of group with pending work whose offset
 // is furthest behind (ties: the oldest offset) for workerID, with up to
 // batchSize of its messages; see shell.Groups and the package notes above.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*shell.Claim, error) {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.Claim) error {
+		c = claim
+		return nil
+	})
+	return c, err
+}
+
+// ClaimUpdate claims like ClaimNext and calls fn with the claim in the
+// same transaction; see shell.Groups.
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
-		return nil, err
+		return false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return false, err
 	}
 	if !s.noIdleCache && s.watch.idleNow(group, s.commits.Load(), s.now()) {
-		return nil, nil
+		return false, nil
 	}
 	var c *shell.Claim
 	var idle bool
@@ -240,16 +250,31 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 			e.version, verr = s.watch.current()
 			idle = verr == nil
 		}
-		return err
+		if err != nil || c == nil {
+			return err
+		}
+		return fn(stx, c)
 	})
 	if err != nil {
-		return nil, err
+		return c != nil, err
 	}
 	if idle {
 		e.commits = s.commits.Load()
 		s.watch.remember(group, e)
 	}
-	return c, nil
+	return c != nil, nil
+}
+
+// ClaimNext claims inside the transaction; see shell.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	if err := checkClaimArgs(workerID, batchSize); err != nil {
+		return nil, err
+	}
+	c, _, _, err := t.claimNext(group, workerID, batchSize)
+	return c, err
 }
 
 // maxStaleMarkers bounds how many wrong pending markers (messages deleted

@@ -32,6 +32,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("Offsets", s.testOffsets)
 	t.Run("Queue", s.testQueue)
 	t.Run("GroupTx", s.testGroupTx)
+	t.Run("ClaimUpdate", s.testClaimUpdate)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)
 }

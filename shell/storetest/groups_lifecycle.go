@@ -692,3 +692,89 @@ func (s suite) testGroupTx(t *testing.T) {
 		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d2"), false, 3)
 	})
 }
+
+// testClaimUpdate: claiming, handling and acknowledging several
+// partitions in one transaction (ClaimUpdate and GroupTx.ClaimNext), and
+// the rollback of all of it.
+func (s suite) testClaimUpdate(t *testing.T) {
+	t.Run("claims and acks several partitions in one transaction", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		var seen []string
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
+			for c != nil {
+				seen = append(seen, c.Partition["device_id"])
+				if err := tx.Ack(c, c.Messages[len(c.Messages)-1].Position); err != nil {
+					return err
+				}
+				var err error
+				if c, err = tx.ClaimNext(devices, "w1", 10); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || !did {
+			t.Fatalf("ClaimUpdate: did %v, err %v", did, err)
+		}
+		if !slices.Equal(seen, []string{"d1", "d2", "d3"}) {
+			t.Fatalf("claimed %v in one transaction, want d1, d2, d3", seen)
+		}
+		for _, d := range []string{"d1", "d2", "d3"} {
+			e.lastAt(devices, part("device_id", d), map[string]int64{"d1": 1, "d2": 2, "d3": 3}[d])
+		}
+		e.noClaim(devices, "w2")
+	})
+	t.Run("an error rolls back the claims and the acks", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		offsets := e.offsets(devices)
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
+			if err := tx.Ack(c, 1); err != nil {
+				return err
+			}
+			if c2, err := tx.ClaimNext(devices, "w1", 10); err != nil || c2 == nil {
+				return fmt.Errorf("second claim: %v, %w", c2, err)
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) || !did {
+			t.Fatalf("ClaimUpdate: did %v, err %v; want the claim reported and the rollback", did, err)
+		}
+		if got := e.offsets(devices); !sameOffsets(got, offsets) {
+			t.Fatalf("offsets after the rollback %+v, want %+v", got, offsets)
+		}
+		// Nothing stays claimed: another worker gets both partitions.
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d1"), false, 1)
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d2"), false, 2)
+	})
+	t.Run("nothing to claim calls nothing", func(t *testing.T) {
+		e := s.genv(t, devices)
+		for range 2 { // the second answer may come from the idle latch
+			did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(shell.Tx, *shell.Claim) error {
+				t.Fatal("fn called for an idle group")
+				return nil
+			})
+			if err != nil || did {
+				t.Fatalf("ClaimUpdate on an idle group: did %v, err %v", did, err)
+			}
+		}
+	})
+	t.Run("bad arguments", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"})
+		fn := func(shell.Tx, *shell.Claim) error { return nil }
+		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "", 10, fn); err == nil {
+			t.Fatal("ClaimUpdate with no worker id succeeded")
+		}
+		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 0, fn); err == nil {
+			t.Fatal("ClaimUpdate of 0 messages succeeded")
+		}
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			_, err := gtx.ClaimNext("nope", "w1", 10)
+			return err
+		})
+		unknownGroup(t, err, "nope", devices)
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d1"), false, 1)
+	})
+}
