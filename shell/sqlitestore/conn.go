@@ -36,6 +36,9 @@ const openFlags = sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenURI
 //     deleted, and a link to a missing key pair fails;
 //   - busy_timeout: waiting for another process's write lock, instead of
 //     failing with SQLITE_BUSY at once;
+//   - temp_store = MEMORY: statement and savepoint journals (every Update
+//     is a savepoint of a shared transaction) stay in memory instead of
+//     spilling to temporary files;
 //   - synchronous = NORMAL when the file is in WAL mode: a commit is
 //     durable against a crash of the process, and the database cannot be
 //     corrupted by a power loss, but the last transactions before a power
@@ -57,6 +60,9 @@ func prepareConn(conn *sqlite.Conn, busy time.Duration, reader bool) error {
 		if err := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL", nil); err != nil {
 			return fmt.Errorf("sqlitestore: synchronous: %w", err)
 		}
+	}
+	if err := sqlitex.ExecuteTransient(conn, "PRAGMA temp_store = MEMORY", nil); err != nil {
+		return fmt.Errorf("sqlitestore: temp_store: %w", err)
 	}
 	if reader {
 		if err := sqlitex.ExecuteTransient(conn, "PRAGMA query_only = ON", nil); err != nil {

@@ -46,10 +46,28 @@
 // that only scheduled messages announces their types (a runtime's
 // scheduler then re-computes when the next one is due).
 //
+// Writes of one process share commits (group commit): an Update that ends
+// while others wait for the writer passes the open transaction on instead
+// of committing, and the last of them commits for all (at most 64). Each
+// Update's work is a savepoint, so its failure or panic rolls back its own
+// work only, and each returns after the commit that holds its work. Only
+// the first Update of a group lets its context interrupt SQLite (an
+// interrupted write rolls the whole transaction back); later ones check
+// their context before they start.
+//
+// The writer waits for another process's write lock by polling every few
+// hundred microseconds rather than through SQLite's busy handler, whose
+// sleeps of up to 100 ms let a process whose peers commit back to back
+// wait out its whole timeout. A lock not taken within the busy timeout is
+// an error matching shell.ErrBusy: the operation wrote nothing and may be
+// retried (the router and the runtime do).
+//
 // Every connection gets its settings when it is opened: foreign_keys=ON,
-// busy_timeout, and synchronous=NORMAL when the file is in WAL mode (a
-// commit survives a crash of the process; a power loss may lose the last
-// commits but never corrupts the file). Readers are query_only.
+// busy_timeout, temp_store=MEMORY (savepoint journals stay in memory
+// rather than spilling to temporary files), and synchronous=NORMAL when the
+// file is in WAL mode (a commit survives a crash of the process; a power
+// loss may lose the last commits but never corrupts the file). Readers are
+// query_only.
 //
 // # Consumer groups
 //

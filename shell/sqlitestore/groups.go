@@ -240,9 +240,11 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	var c *shell.Claim
 	var idle bool
 	var e idleClaim
+	var t *tx
 	err := s.update(ctx, false, func(stx shell.Tx) error {
 		var err error
-		c, idle, e.until, err = stx.(*tx).claimNext(group, workerID, batchSize)
+		t = stx.(*tx)
+		c, idle, e.until, err = t.claimNext(group, workerID, batchSize)
 		if err == nil && idle {
 			// Read while the write lock is held: nothing committed since
 			// the transaction read the group. Not cached when unreadable.
@@ -258,8 +260,11 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	if err != nil {
 		return c != nil, err
 	}
-	if idle {
-		e.commits = s.commits.Load()
+	// Remembered only when no later transaction shared the commit: its
+	// writes may have given the group work (the data version catches that
+	// on a file, but not in memory).
+	if idle && t.member == t.group.members {
+		e.commits = t.group.commitNo
 		s.watch.remember(group, e)
 	}
 	return c != nil, nil

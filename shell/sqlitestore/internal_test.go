@@ -65,6 +65,7 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 			"busy_timeout": "1234",
 			"journal_mode": "wal",
 			"synchronous":  "1", // NORMAL
+			"temp_store":   "2", // MEMORY
 			"query_only":   queryOnly,
 			"page_size":    strconv.Itoa(DefaultPageSize),
 		} {

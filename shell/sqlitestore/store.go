@@ -97,6 +97,10 @@ type Store struct {
 	watch *watcher
 	// commits counts the commits of the writer.
 	commits atomic.Int64
+	// waiting counts the Update calls waiting for the writer: a member of
+	// an open commit group hands the transaction over to them rather than
+	// committing (see update).
+	waiting atomic.Int64
 	// noIdleCache turns the idle-claim cache off (benchmarks of the latch).
 	noIdleCache bool
 
@@ -126,7 +130,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := <-s.writer
+	w := <-s.writer // no Update can run yet
 	missing, err := missingTables(w.conn, s.names)
 	s.writer <- w
 	if err == nil && len(missing) > 0 {
@@ -226,7 +230,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 // log is empty. Applied schema versions are recorded in
 // <prefix>_schema_migrations, per prefix.
 func (s *Store) Install(ctx context.Context) error {
-	w, err := s.takeWriter(ctx)
+	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
 	}
@@ -274,7 +278,7 @@ func (s *Store) Prefix() string { return s.names.prefix }
 // transaction to finish.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		w := <-s.writer
+		w, _ := s.takeIdleWriter(context.Background())
 		close(s.writer)
 		s.closeErr = errors.Join(s.readers.Close(), s.watch.close(), w.conn.Close())
 	})
@@ -289,7 +293,7 @@ func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
 		if !ok {
 			return nil, errClosed
 		}
-		if ctx.Done() != nil {
+		if ctx.Done() != nil && w.group == nil {
 			w.conn.SetInterrupt(ctx.Done())
 		}
 		return w, nil
@@ -304,8 +308,8 @@ func (s *Store) putWriter(w *writer) {
 }
 
 // Update runs fn in one BEGIN IMMEDIATE transaction on the writer
-// connection. If fn returns an error or panics the transaction rolls back
-// (the panic continues after the rollback). An append that fails for a
+// connection. If fn returns an error or panics its work rolls back (the
+// panic continues after the rollback). An append that fails for a
 // documented reason (invalid payload, duplicate id, guard conflict) writes
 // nothing and the transaction may go on; one that fails while writing (an
 // I/O error, an interruption) aborts it: the transaction's further use
@@ -313,61 +317,15 @@ func (s *Store) putWriter(w *writer) {
 // notifier is told the distinct types appended to the log. Do not call the
 // Store's writing methods from inside fn (they wait for the writer fn
 // holds): use tx.
+//
+// Concurrent Updates share commits (group commit): an Update whose fn
+// returns while others wait for the writer hands the open transaction to
+// the next one instead of committing, each fn's work being a savepoint of
+// its own, and the last one commits for all. Every Update still returns
+// only after the commit that made its work durable and visible, and one
+// fn's failure rolls back only its own work.
 func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
 	return s.update(ctx, false, fn)
-}
-
-// update is Update; solo marks a transaction that makes exactly one
-// append, whose failure rolls the whole transaction back (so the append
-// need not probe for duplicate ids that a unique index will catch).
-func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) (err error) {
-	defer func() { err = busyOr(err) }()
-	w, err := s.takeWriter(ctx)
-	if err != nil {
-		return err
-	}
-	t := &tx{s: s, w: w, conn: w.conn, solo: solo}
-	committed := false
-	defer func() {
-		t.done = true
-		if !committed {
-			w.rollback()
-		}
-		if t.configChanged {
-			w.groupsStale = true
-		}
-		if committed && t.prunedBump {
-			w.prunedVersion++ // our own prune: the cache dropped its ids already
-		}
-		s.putWriter(w)
-		if committed {
-			switch {
-			case len(t.types) > 0:
-				s.notifier.Notify(t.types)
-			case len(t.scheduledTypes) > 0:
-				s.notifier.Notify(t.scheduledTypes)
-			}
-		}
-	}()
-	if err := w.begin(ctx.Done()); err != nil {
-		return fmt.Errorf("sqlitestore: begin immediate: %w", err)
-	}
-	if err := w.sync(s); err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	t.gs = w.groups
-	if err := fn(t); err != nil {
-		return err
-	}
-	if t.failed != nil {
-		return fmt.Errorf("sqlitestore: transaction rolled back: an append failed while writing: %w", t.failed)
-	}
-	if err := w.commit(); err != nil {
-		return fmt.Errorf("sqlitestore: commit: %w", err)
-	}
-	s.commits.Add(1)
-	committed = true
-	return nil
 }
 
 // Append appends msgs in a transaction of its own; see shell.Tx.Append.
@@ -439,7 +397,7 @@ func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
 // analysis_limit is per connection). Run it after install (Install does)
 // and periodically as the log grows.
 func (s *Store) Optimize(ctx context.Context) error {
-	w, err := s.takeWriter(ctx)
+	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
 	}

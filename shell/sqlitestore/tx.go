@@ -45,7 +45,9 @@ type tx struct {
 	// configChanged is set when the transaction changed a group's
 	// configuration: the writer reloads it after a rollback too.
 	configChanged bool
-	prunedBump    bool    // the transaction bumped the key_pairs counter
+	prunedBump    bool // the transaction bumped the key_pairs counter
+	group         *commitGroup
+	member        int     // this transaction's place in its group (1 is the first)
 	kpIDs         []int64 // scratch: the key pair ids of the message being inserted
 	tuples        tuples  // scratch: the partitions of the message being inserted
 }

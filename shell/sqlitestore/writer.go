@@ -25,6 +25,7 @@ import (
 type writer struct {
 	conn    *sqlite.Conn
 	busy    time.Duration // the busy timeout
+	group   *commitGroup  // the open transaction's group, between members
 	cur     map[keyPair]int64
 	old     map[keyPair]int64
 	journal []keyPair // ids cached by the open transaction
@@ -134,6 +135,7 @@ func (w *writer) begin(done <-chan struct{}) error {
 }
 
 func (w *writer) commit() error {
+	w.conn.SetInterrupt(nil) // the members' work is not one caller's to cancel
 	if err := execPrepped(w.conn, "COMMIT"); err != nil {
 		return err
 	}
