@@ -38,17 +38,18 @@ type HandleOptions struct {
 
 // Handle decides a command synchronously, for web handlers: it validates
 // the command, reads the decider's partition, decides, appends the command
-// and its events under the read's guard, and moves the decider's offset
-// past the command so that workers do not decide it again, all in one
-// transaction (sync work included; after-sync work runs after commit).
+// and its events, and moves the decider's offset past the command so that
+// workers do not decide it again, all in one write transaction (sync work
+// included; after-sync work runs after commit). The transaction holds the
+// store's write lock from before the read, so no concurrent append can
+// come between the read and the decision's append: Handle never conflicts.
 // Reactions to the events still run: the decider's workers claim the
 // events as usual.
 //
 // Errors: an invalid command (codec.ErrInvalid, with every failing field);
-// the decider's own rejection, as returned by its handler; an append that
-// conflicts with a concurrent one (ErrConcurrentAppend: decide again); a
-// decider whose group is not registered with the store
-// (ErrGroupNotRegistered). In every case nothing is appended.
+// the decider's own rejection, as returned by its handler; a decider whose
+// group is not registered with the store (ErrGroupNotRegistered); a busy
+// store (ErrBusy: try again). In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
 	var res HandleResult[S]
 	if err := d.Err(); err != nil {
@@ -118,11 +119,11 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if read != nil {
 			read(h.Messages)
 		}
-		// Append the command first, under the read's guard: from then on
-		// this transaction holds the write lock, so the decision's events
-		// can follow without another check.
+		// The transaction has held the write lock since before the read, so
+		// nothing can have been appended since: the command and the
+		// decision's events need no guard check.
 		marked := msg.WithMetadata(map[string]any{core.DecidedByKey: spec.Group})
-		appended, err := tx.Append([]core.Message{marked}, AppendOptions{Guard: &h.Guard})
+		appended, err := tx.Append([]core.Message{marked}, AppendOptions{})
 		if err != nil {
 			return err
 		}
