@@ -75,8 +75,8 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 		g.prunedBump = g.prunedBump || t.prunedBump
 	}
 	if w.conn.AutocommitEnabled() {
-		// SQLite rolled the whole transaction back: every member's work
-		// is gone.
+		// The transaction is gone: the first member failed, or SQLite
+		// rolled everything back (an I/O error, an interruption).
 		cause := ferr
 		if cause == nil {
 			cause = errors.New("the transaction ended inside Update")
@@ -97,25 +97,36 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 	return nil
 }
 
-// member runs one member's fn in a savepoint of the group's transaction,
-// and rolls the savepoint back if fn fails (or panics).
+// member runs one member's fn. The first member's work is all the
+// transaction holds, so its failure (or panic) rolls the transaction back;
+// a later member works in a savepoint, rolled back alone. (A savepoint
+// from the start would cost the first member, usually the only one, a
+// copy of every page it changes in the savepoint journal.)
 func (s *Store) member(ctx context.Context, t *tx, fn func(tx shell.Tx) error) (err error) {
 	w := t.w
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := execPrepped(w.conn, "SAVEPOINT member"); err != nil {
-		return fmt.Errorf("sqlitestore: savepoint: %w", err)
+	savepoint := t.member > 1
+	if savepoint {
+		if err := execPrepped(w.conn, "SAVEPOINT member"); err != nil {
+			return fmt.Errorf("sqlitestore: savepoint: %w", err)
+		}
 	}
 	mark := len(w.journal)
 	returned := false // false while fn panics
 	defer func() {
-		if returned && err == nil {
-			err = execPrepped(w.conn, "RELEASE member")
-			if err == nil {
+		switch {
+		case returned && err == nil && !savepoint:
+			return
+		case returned && err == nil:
+			if err = execPrepped(w.conn, "RELEASE member"); err == nil {
 				return
 			}
 			err = fmt.Errorf("sqlitestore: release savepoint: %w", err)
+		case !savepoint:
+			w.rollback()
+			return
 		}
 		w.undo(mark)
 		if w.conn.AutocommitEnabled() {
