@@ -146,6 +146,7 @@ func compile(ctxType reflect.Type, elems []Elem) *chart {
 	c.placed = b.placed
 	b.resolve()
 	b.check()
+	b.checkChildRoles()
 	c.commands, c.events = nil, nil
 	for _, n := range c.nodes {
 		for _, t := range n.handlers {
@@ -371,7 +372,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 		x := e.e
 		b.checkCtx(n, x)
 		if len(x.starts) > 0 && x.kind != eCommand && x.kind != eOn {
-			b.errorf("state %q: Starts and MayStart belong on handlers (Command, CommandFunc, On, OnFunc), not %s", n.path, e.describe())
+			b.startsOnNonHandler(n, x, e)
 		}
 		switch x.kind {
 		case ePlace, eInitial, eRegion, ePart:
@@ -391,6 +392,10 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 		case eStart:
 			b.stateStart(n, x)
 		case eStops:
+			if x.child == nil {
+				b.errorf("state %q: Stops needs a child (Machine.Child)", n.path)
+				continue
+			}
 			n.stops = append(n.stops, x.child)
 			b.c.addChild(x.child)
 		}
@@ -415,9 +420,12 @@ func (b *builder) checkCtx(n *node, x *elem) {
 
 func (b *builder) newTransition(src *node, x *elem) *transition {
 	b.order++
-	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order, starts: x.starts, startsNil: x.startNil}
-	for _, c := range x.starts {
-		b.c.addChild(c)
+	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order}
+	if x.kind == eCommand || x.kind == eOn { // elsewhere Starts is a definition error (fill)
+		t.starts, t.startsNil = x.starts, x.startNil
+		for _, c := range x.starts {
+			b.c.addChild(c)
+		}
 	}
 	b.pending = append(b.pending, pendingTarget{t: t, targets: x.targets})
 	return t

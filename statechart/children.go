@@ -158,6 +158,9 @@ type stateStart struct {
 // OnFunc) starts: at least one of them, with Do.Start in the handler;
 // without a handler, exactly one, whose Started message is made from the
 // command's attributes (the child's keys and its input, by JSON name).
+// A machine a handler starts is a child in that role: no state may start
+// it (StartChild). Only handlers start children: Starts on anything else,
+// ChildrenDone included, is a definition error.
 func (e Elem) Starts(children ...Child) Elem {
 	if e.e == nil {
 		return e
@@ -185,7 +188,9 @@ func (e Elem) MayStart(children ...Child) Elem {
 // the state, and the child is sent Stop when the state is left before it
 // finished. OnDone elements map the child's root finals onto the state's
 // transitions. There is no guard: route through a transient state (Always)
-// to start a child only sometimes.
+// to start a child only sometimes. A machine is a child in one role: one
+// state starts it, once (a part's state, however often the part is placed,
+// is one state), and no handler does.
 func StartChild[C any](child Child, payload func(ctx C, entered Move) any, onDone ...Elem) Elem {
 	return Elem{&elem{kind: eStart, child: child.d, ctxType: reflect.TypeFor[C](), elems: onDone,
 		startFn: func(ctx any, mv Move) any { return payload(ctxAs[C](ctx), mv) }}}
@@ -199,13 +204,17 @@ func OnDone(final State, target Target) Elem {
 }
 
 // Stops sends Stop to every running child of child's machine when the
-// state it is placed in is entered.
+// state it is placed in is entered. Some handler must declare that machine
+// in Starts or MayStart: a child a state starts is stopped when the state is
+// left.
 func Stops(child Child) Elem {
 	return Elem{&elem{kind: eStops, child: child.d}}
 }
 
 // ChildrenDone moves the machine to target once every child of child's
-// machine it started is final (trigger "children_done <group>").
+// machine it started is final (trigger "children_done <group>"). It takes
+// no function, so unlike the manual's children_done it cannot start
+// children: Starts and MayStart on it are definition errors.
 func ChildrenDone(child Child, target Target) Elem {
 	return Elem{&elem{kind: eChildrenDone, child: child.d, targets: []Target{target}}}
 }
@@ -258,6 +267,120 @@ func (b *builder) stateStart(n *node, x *elem) {
 		}
 		t.childFinal = final.path
 	}
+}
+
+// startsOnNonHandler reports Starts or MayStart on an element that is not a
+// handler. The manual's children_done is a handler that may declare
+// starts:, starting them in its block; ChildrenDone has no function, so
+// it cannot start any.
+func (b *builder) startsOnNonHandler(n *node, x *elem, e Elem) {
+	if x.kind != eChildrenDone {
+		b.errorf("state %q: Starts and MayStart belong on handlers (Command, CommandFunc, On, OnFunc), not %s", n.path, e.describe())
+		return
+	}
+	decl := "Starts"
+	if x.startNil {
+		decl = "MayStart"
+	}
+	b.errorf("state %q: ChildrenDone(%s) cannot start children (%s(%s)): it has no handler to call Do.Start in (the manual's children_done ... starts: starts them in a block, which ChildrenDone does not take); start them from a handler (CommandFunc, OnFunc)",
+		n.path, groupName(x.child), decl, startNames(x.starts))
+}
+
+// childRoles is how a chart starts one child machine.
+type childRoles struct {
+	group    string
+	handlers []string // the handlers declaring it in Starts or MayStart
+	states   []*node  // the states starting it (StartChild), one per declared state
+}
+
+// checkChildRoles enforces the manual's rules on the roles of a child
+// machine in its parent (the parent's parts included): "A machine is a
+// child in one role: started by handlers (any number of them), or by one
+// state"; a state runs one child per entry, so it starts a machine once;
+// and Stops needs Starts: "some handler must declare starts: Child". A
+// part mounted several times is one state: its placements share the
+// declaration.
+func (b *builder) checkChildRoles() {
+	var all []*childRoles
+	by := map[string]*childRoles{}
+	get := func(group string) *childRoles {
+		r, ok := by[group]
+		if !ok {
+			r = &childRoles{group: group}
+			by[group] = r
+			all = append(all, r)
+		}
+		return r
+	}
+	for _, n := range b.c.nodes {
+		for _, t := range n.handlers {
+			for _, d := range t.starts {
+				if d == nil {
+					b.errorf("%s: %s: Starts and MayStart take children from Machine.Child, not a zero Child", where(n), describeTrans(t))
+					continue
+				}
+				r := get(d.group)
+				h := describeTrans(t) + " in " + where(n)
+				if !slices.Contains(r.handlers, h) {
+					r.handlers = append(r.handlers, h)
+				}
+			}
+		}
+		var own []string
+		for _, st := range n.starts {
+			g := st.child.group
+			if slices.Contains(own, g) {
+				b.errorf("state %q starts child machine %q twice (StartChild): a state runs one child per entry; start more from handlers (Starts, MayStart)", n.path, g)
+				continue
+			}
+			own = append(own, g)
+			r := get(g)
+			if !slices.ContainsFunc(r.states, func(o *node) bool { return o.state.d == n.state.d }) {
+				r.states = append(r.states, n)
+			}
+		}
+	}
+	const oneRole = "a machine is a child in one role, started by handlers (any number of them) or by one state"
+	for _, r := range all {
+		switch {
+		case len(r.handlers) > 0 && len(r.states) > 0:
+			b.errorf("child machine %q is started both by handlers (%s) and by %s (StartChild): %s", r.group, strings.Join(r.handlers, ", "), statesNamed(r.states), oneRole)
+		case len(r.states) > 1:
+			b.errorf("child machine %q is started by %s (StartChild): %s", r.group, statesNamed(r.states), oneRole)
+		}
+	}
+	for _, n := range b.c.nodes {
+		for _, d := range n.stops {
+			r := by[d.group]
+			if r != nil && len(r.handlers) > 0 {
+				continue
+			}
+			also := ""
+			if r != nil && len(r.states) > 0 {
+				also = fmt.Sprintf(" (it is started by %s, which sends it Stop when left)", statesNamed(r.states))
+			}
+			b.errorf("state %q: Stops(%s), but no handler declares Starts or MayStart(%s)%s: Stops stops the children handlers start, so some handler must declare it", n.path, d.group, d.group, also)
+		}
+	}
+}
+
+// statesNamed lists states: `state "a"`, `states "a" and "b"`.
+func statesNamed(ns []*node) string {
+	if len(ns) == 1 {
+		return fmt.Sprintf("state %q", ns[0].path)
+	}
+	qs := make([]string, len(ns))
+	for i, n := range ns {
+		qs[i] = strconv.Quote(n.path)
+	}
+	return "states " + strings.Join(qs[:len(qs)-1], ", ") + " and " + qs[len(qs)-1]
+}
+
+func groupName(d *childDecl) string {
+	if d == nil {
+		return "a zero Child"
+	}
+	return d.group
 }
 
 func childKey(group string, keys map[string]string) string {
@@ -369,7 +492,7 @@ func (r *run) handlerStarts(t *transition, m core.Message, do *Do, tk *take) err
 func startNames(ds []*childDecl) string {
 	names := make([]string, len(ds))
 	for i, d := range ds {
-		names[i] = d.group
+		names[i] = groupName(d)
 	}
 	return strings.Join(names, " | ")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sourced-go/sourced/codec"
@@ -364,5 +365,126 @@ func TestReactorsListsChildMachines(t *testing.T) {
 	}
 	if got := lineItems.Reactors(); len(got) != 1 {
 		t.Fatalf("a machine without children is its only reactor: %v", got)
+	}
+}
+
+// The manual's rules for the roles of a child machine, checked when the
+// chart is built: "A machine is a child in one role: started by handlers
+// (any number of them), or by one state."; for stops, "some handler must
+// declare starts: Child"; and children_done, a handler that may declare
+// starts: in the manual, has no handler here to start children with.
+func TestChildRolesAreCheckedWhenBuilt(t *testing.T) {
+	lines := lineItems.Child()
+	pay := payments.Child()
+	payFn := func(_ tctx, _ statechart.Move) any { return PaymentStarted{PaymentID: "p1"} }
+	retrying := statechart.Named("retrying")
+	paying, paid, halted := statechart.Named("paying"), statechart.Named("paid"), statechart.Named("halted")
+	startsPayment := statechart.NewPart("checkout", statechart.State{},
+		statechart.Started(paying, statechart.StartChild(pay, payFn), statechart.Command[Y](paid)),
+		statechart.Final(paid),
+	)
+	startsLine := statechart.NewPart("picking", statechart.State{},
+		statechart.Started(statechart.Named("picking_line"), statechart.StartChild(lines, func(_ tctx, _ statechart.Move) any { return LineStarted{LineID: "l1"} })),
+	)
+	stopsLines := statechart.NewPart("halting", statechart.State{},
+		statechart.Initial(statechart.Command[Y](halted)),
+		statechart.Final(halted, statechart.Stops(lines)),
+	)
+	cases := []struct {
+		name  string
+		elems []statechart.Elem
+		want  []string // each in the error; none: the chart is valid
+	}{
+		// One role: started by handlers, or by one state.
+		{"started by a handler and by a state", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.Command[AddLine]().Starts(lines), statechart.Command[Pay](awaiting)),
+			statechart.Place(awaiting, statechart.StartChild(lines, func(_ tctx, _ statechart.Move) any { return LineStarted{LineID: "l1"} })),
+		}, []string{`child machine "line_item_machine"`, `Command[AddLine] in state "open"`, `state "awaiting_payment"`, "a machine is a child in one role"}},
+		{"started by a MayStart handler in an initial position and by a state", []statechart.Elem{
+			statechart.Initial(statechart.CommandFunc(func(tctx, Go, *statechart.Do) error { return nil }, awaiting).MayStart(pay)),
+			statechart.Place(awaiting, statechart.StartChild(pay, payFn)),
+		}, []string{`child machine "payment_machine"`, `Command[Go] in the initial position "initial"`, `state "awaiting_payment"`, "one role"}},
+		{"started by two states", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](awaiting)),
+			statechart.Place(awaiting, statechart.StartChild(pay, payFn), statechart.Command[Y](retrying)),
+			statechart.Place(retrying, statechart.StartChild(pay, payFn)),
+		}, []string{`child machine "payment_machine"`, `states "awaiting_payment" and "retrying"`, "by one state"}},
+		{"started twice by one state", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](awaiting)),
+			statechart.Place(awaiting, statechart.StartChild(pay, payFn), statechart.StartChild(pay, payFn)),
+		}, []string{`state "awaiting_payment" starts child machine "payment_machine" twice`, "one child per entry"}},
+		{"started by the owner's handler and by a part's state", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.Command[AddLine]().Starts(lines), statechart.Region("pick", statechart.Initial(statechart.Command[Pay](sP))), statechart.RegionPart("picking", startsLine)),
+			statechart.Place(sP),
+		}, []string{`child machine "line_item_machine"`, `Command[AddLine] in state "open"`, `state "open.picking.picking_line"`, "one role"}},
+		{"a part mounted twice is one state", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](sP)),
+			statechart.Place(sP, statechart.RegionPart("card", startsPayment), statechart.RegionPart("cash", startsPayment)),
+		}, nil},
+		{"started by handlers of several states", []statechart.Elem{
+			statechart.Initial(statechart.Command[AddLine](open).Starts(lines)),
+			statechart.Place(open, statechart.Command[AddLine]().Starts(lines), statechart.Command[Pay](awaiting)),
+			statechart.Place(awaiting, statechart.OnFunc(func(_ tctx, _ X, do *statechart.Do) error { return nil }).MayStart(lines, pay)),
+		}, nil},
+
+		// stops needs a starts.
+		{"stops a child nothing starts", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.Command[CancelShop](shopCancelled)),
+			statechart.Final(shopCancelled, statechart.Stops(lines)),
+		}, []string{`state "shop_cancelled"`, "Stops(line_item_machine)", "no handler declares Starts or MayStart(line_item_machine)"}},
+		{"stops a child a state starts", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](awaiting)),
+			statechart.Place(awaiting, statechart.StartChild(pay, payFn), statechart.Command[CancelShop](shopCancelled)),
+			statechart.Final(shopCancelled, statechart.Stops(pay)),
+		}, []string{`state "shop_cancelled"`, "Stops(payment_machine)", "no handler declares Starts or MayStart(payment_machine)", `started by state "awaiting_payment"`}},
+		{"stops a zero child", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](shopCancelled)),
+			statechart.Final(shopCancelled, statechart.Stops(statechart.Child{})),
+		}, []string{`state "shop_cancelled": Stops needs a child (Machine.Child)`}},
+		{"starts a zero child", []statechart.Elem{
+			statechart.Initial(statechart.Command[AddLine]().Starts(statechart.Child{})),
+		}, []string{`the initial position "initial": Command[AddLine]: Starts and MayStart take children from Machine.Child, not a zero Child`}},
+		{"a part stops children its owner's handler starts", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.CommandFunc(func(tctx, AddLines, *statechart.Do) error { return nil }).MayStart(lines), statechart.Region("halt", statechart.Initial(statechart.Command[Pay](sP))), statechart.RegionPart("halting", stopsLines)),
+			statechart.Place(sP),
+		}, nil},
+
+		// children_done cannot start children.
+		{"children_done that starts children", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.Command[AddLine]().Starts(lines), statechart.ChildrenDone(lines, linesDone).Starts(lines)),
+			statechart.Final(linesDone),
+		}, []string{`state "open"`, "ChildrenDone(line_item_machine) cannot start children (Starts(line_item_machine))", "no handler"}},
+		{"children_done that may start children", []statechart.Elem{
+			statechart.Initial(statechart.Command[Go](open)),
+			statechart.Place(open, statechart.Command[AddLine]().Starts(lines), statechart.ChildrenDone(lines, linesDone).MayStart(pay)),
+			statechart.Final(linesDone),
+		}, []string{`state "open"`, "ChildrenDone(line_item_machine) cannot start children (MayStart(payment_machine))"}},
+	}
+	for _, c := range cases {
+		m := statechart.Machine[tctx]{Group: "shop", PartitionBy: []string{"order_id"}}.Chart(c.elems...)
+		err := m.Err()
+		if len(c.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, core.ErrDefinition) {
+			t.Errorf("%s: want a definition error, got %v", c.name, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q not in %v", c.name, w, err)
+			}
+		}
+		if !strings.Contains(err.Error(), `definition of "shop"`) {
+			t.Errorf("%s: the error names the machine: %v", c.name, err)
+		}
 	}
 }

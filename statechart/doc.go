@@ -59,7 +59,11 @@
 // without a start, transient states with commands, timers, regions, joins or
 // children, unreachable guards, handlers with several targets and no
 // function to pick one, parts whose prefixes clash, a context type that is
-// not the machine's, and, with the registry, missing partition keys.
+// not the machine's, the manual's rules for children (a machine is a child
+// in one role: started by handlers, any number of them, or by one state,
+// once per entry; Stops needs some handler to declare Starts or MayStart of
+// that machine; ChildrenDone cannot start children), and, with the
+// registry, missing partition keys.
 // Mermaid draws the chart exactly in the manual's layout; JSON exports it in
 // XState's vocabulary, and Instance.JSON fills that with an instance's
 // status.
@@ -178,9 +182,13 @@
 //     StartChild is an invocation per entry (its child is sent Stop when the
 //     state is left, as SCXML cancels invocations on exit), OnDone maps the
 //     child's finals like done.invoke; handlers may start any number
-//     (Starts, MayStart); ChildrenDone joins them. Parts (reusable sub-charts
-//     of one owner, escalating through mapped finals) have no SCXML
-//     counterpart.
+//     (Starts, MayStart); ChildrenDone joins them. A machine is a child in
+//     one role, as the Ruby manual says: started by handlers or by one
+//     state. Unlike the manual's children_done, which is a handler that
+//     may declare starts: and start children in its block, ChildrenDone
+//     takes no function, so it starts none (Starts on it is a definition
+//     error). Parts (reusable sub-charts of one owner, escalating through
+//     mapped finals) have no SCXML counterpart.
 //   - A handler error or a TransitionError rejects the whole decision:
 //     nothing is appended (SCXML would raise error.execution and go on).
 package statechart
