@@ -18,12 +18,13 @@ type Config struct {
 	Workers int
 	// BatchSize caps the messages of one claim.
 	BatchSize int
-	// ClaimsPerTransaction caps how many claims of a pure reactor (see
-	// effects.Pure) a worker claims, handles and acknowledges in one write
-	// transaction. 1 handles every claim in a transaction of its own.
-	ClaimsPerTransaction int
-	// MaxDrainRounds is how many batches a worker takes from one reactor
-	// before it yields to the others.
+	// BatchesPerHandle caps how many batches of one reactor a worker
+	// handles per round (see RouterOptions.BatchesPerHandle): a pure
+	// reactor's in one write transaction, any other's each acknowledged in
+	// the transaction that claims the next.
+	BatchesPerHandle int
+	// MaxDrainRounds is how many rounds (of up to BatchesPerHandle batches
+	// each) a worker takes from one reactor before it yields to the others.
 	MaxDrainRounds int
 	// CatchUpInterval is how often every reactor is polled, the safety net
 	// for notifications that never arrive (appends by other processes).
@@ -49,21 +50,21 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
-// claims of a pure reactor per transaction, 10 rounds
+// batches per round, 10 rounds
 // per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
 // claim TTL, hourly statistics, a 30 s stop timeout, the system clock.
 func DefaultConfig() Config {
 	return Config{
-		Workers:              2,
-		BatchSize:            50,
-		ClaimsPerTransaction: DefaultClaimsPerTransaction,
-		MaxDrainRounds:       10,
-		CatchUpInterval:      5 * time.Second,
-		HeartbeatInterval:    30 * time.Second,
-		ClaimTTL:             2 * time.Minute,
-		OptimizeInterval:     time.Hour,
-		StopTimeout:          30 * time.Second,
-		Clock:                SystemClock{},
+		Workers:           2,
+		BatchSize:         50,
+		BatchesPerHandle:  DefaultBatchesPerHandle,
+		MaxDrainRounds:    10,
+		CatchUpInterval:   5 * time.Second,
+		HeartbeatInterval: 30 * time.Second,
+		ClaimTTL:          2 * time.Minute,
+		OptimizeInterval:  time.Hour,
+		StopTimeout:       30 * time.Second,
+		Clock:             SystemClock{},
 	}
 }
 
@@ -71,7 +72,7 @@ func DefaultConfig() Config {
 const (
 	EnvWorkers           = "SOURCED_WORKERS"
 	EnvBatchSize         = "SOURCED_BATCH_SIZE"
-	EnvClaimsPerTx       = "SOURCED_CLAIMS_PER_TRANSACTION"
+	EnvBatchesPerHandle  = "SOURCED_BATCHES_PER_HANDLE"
 	EnvMaxDrainRounds    = "SOURCED_MAX_DRAIN_ROUNDS"
 	EnvCatchUpInterval   = "SOURCED_CATCH_UP_INTERVAL"
 	EnvHeartbeatInterval = "SOURCED_HEARTBEAT_INTERVAL"
@@ -95,7 +96,7 @@ func (c Config) FromEnv(getenv func(string) string) (Config, error) {
 	}{
 		{EnvWorkers, "Workers", &c.Workers},
 		{EnvBatchSize, "BatchSize", &c.BatchSize},
-		{EnvClaimsPerTx, "ClaimsPerTransaction", &c.ClaimsPerTransaction},
+		{EnvBatchesPerHandle, "BatchesPerHandle", &c.BatchesPerHandle},
 		{EnvMaxDrainRounds, "MaxDrainRounds", &c.MaxDrainRounds},
 	}
 	for _, s := range ints {
@@ -146,8 +147,8 @@ func (c Config) Validate() error {
 	if c.BatchSize < 1 {
 		bad("BatchSize", c.BatchSize, "must be at least 1")
 	}
-	if c.ClaimsPerTransaction < 1 {
-		bad("ClaimsPerTransaction", c.ClaimsPerTransaction, "must be at least 1")
+	if c.BatchesPerHandle < 1 {
+		bad("BatchesPerHandle", c.BatchesPerHandle, "must be at least 1")
 	}
 	if c.MaxDrainRounds < 1 {
 		bad("MaxDrainRounds", c.MaxDrainRounds, "must be at least 1")

@@ -13,7 +13,7 @@
 //     what a failure does to the group. Pure reactors (deciders,
 //     event-sourced projectors, projections: see effects.Pure) are claimed,
 //     handled and acknowledged inside one write transaction, up to
-//     ClaimsPerTransaction partitions per commit. A busy store (ErrBusy)
+//     BatchesPerHandle partitions per commit. A busy store (ErrBusy)
 //     is never a reactor's failure: the batch is released and tried again.
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.

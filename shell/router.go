@@ -20,11 +20,12 @@ import (
 type RouterOptions struct {
 	// BatchSize caps the messages of one claim (default 50).
 	BatchSize int
-	// ClaimsPerTransaction caps how many claims of a pure reactor (see
-	// effects.Pure) one HandleNext claims, handles and acknowledges in one
-	// write transaction (default DefaultClaimsPerTransaction; 1 gives every
-	// claim a transaction of its own).
-	ClaimsPerTransaction int
+	// BatchesPerHandle caps how many batches one HandleNext handles
+	// (default DefaultBatchesPerHandle): a pure reactor's (see
+	// effects.Pure) claimed, handled and acknowledged in one write
+	// transaction; any other's one after another, each acknowledged in the
+	// transaction that claims the next.
+	BatchesPerHandle int
 	// ErrorStrategy is the default strategy for failed batches (default:
 	// fail the group).
 	ErrorStrategy ErrorStrategy
@@ -42,9 +43,9 @@ type RouterOptions struct {
 	WorkerID string
 }
 
-// DefaultClaimsPerTransaction is the default of
-// RouterOptions.ClaimsPerTransaction and Config.ClaimsPerTransaction.
-const DefaultClaimsPerTransaction = 32
+// DefaultBatchesPerHandle is the default of
+// RouterOptions.BatchesPerHandle and Config.BatchesPerHandle.
+const DefaultBatchesPerHandle = 32
 
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
@@ -71,8 +72,8 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 50
 	}
-	if opts.ClaimsPerTransaction <= 0 {
-		opts.ClaimsPerTransaction = DefaultClaimsPerTransaction
+	if opts.BatchesPerHandle <= 0 {
+		opts.BatchesPerHandle = DefaultBatchesPerHandle
 	}
 	if opts.MaxConflictRetries <= 0 {
 		opts.MaxConflictRetries = 3
@@ -224,11 +225,13 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 	return nil, &UnknownGroupError{Group: id, Known: slices.Sorted(maps.Keys(rt.byGroup))}
 }
 
-// HandleNext claims one batch of the reactor named by target (a group id,
-// a label, or the reactor itself) for workerID and processes it. It
-// reports whether there was a batch.
+// HandleNext claims batches of the reactor named by target (a group id, a
+// label, or the reactor itself) for workerID and processes them, up to
+// BatchesPerHandle. It reports whether there was a batch.
 //
-// The batch's signals run in one transaction that also acknowledges it.
+// A batch's signals run in one transaction that also acknowledges it, and
+// claims the reactor's next batch, so that a worker draining a reactor
+// commits once per batch.
 // If the reactor fails part-way, the messages before the failure are
 // committed and acknowledged and the failure goes to the error strategy.
 // A batch whose guarded append conflicts is handled again on a fresh
@@ -236,7 +239,7 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
 // then claims and handles further partitions of the group, up to
-// ClaimsPerTransaction: one commit for many batches. A failure among them
+// BatchesPerHandle: one commit for many batches. A failure among them
 // rolls them all back, and the first is handled again on its own, as
 // above.
 // A batch that fails because the store is busy (ErrBusy) or ctx ended is
@@ -264,36 +267,66 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 	if err != nil || claim == nil {
 		return false, err
 	}
-	for attempt := 0; ; attempt++ {
-		err = rt.process(ctx, re, claim)
-		if err == nil {
+	for n := 1; ; n++ {
+		pairs, handleErr, err := rt.handle(ctx, re, claim)
+		if err != nil {
+			return true, rt.settle(ctx, re, claim, err)
+		}
+		// Commit this batch in the transaction that claims the next one.
+		var next *Claim
+		err = rt.commit(ctx, re, claim, pairs, handleErr, func(tx Tx) (err error) {
+			if handleErr == nil && n < rt.opts.BatchesPerHandle {
+				next, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+			}
+			return err
+		})
+		if err != nil && handleErr == nil && len(pairs) > 0 && !errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err) {
+			// Rolled back, the next claim with it: commit this batch on its
+			// own, so that a failing claim does not undo it.
+			next = nil
+			err = rt.commit(ctx, re, claim, pairs, nil, nil)
+		}
+		if err != nil {
+			return true, rt.settle(ctx, re, claim, err)
+		}
+		if next == nil {
 			return true, nil
 		}
-		if errors.Is(err, core.ErrConcurrentAppend) && attempt < rt.opts.MaxConflictRetries {
-			continue
-		}
-		break
+		claim = next
+	}
+}
+
+// settle meets a claim's failure: a conflicting append is handled again
+// on a fresh history (up to MaxConflictRetries times); a transient failure
+// releases the claim and is returned; any other goes to the error
+// strategy.
+func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) error {
+	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries; attempt++ {
+		err = rt.process(ctx, re, claim)
+	}
+	if err == nil {
+		return nil
 	}
 	var handled *batchFailure
 	if errors.As(err, &handled) {
-		return true, rt.fail(ctx, re, claim, handled.err)
+		return rt.fail(ctx, re, claim, handled.err)
 	}
 	if transient(ctx, err) {
 		// Not the reactor's failure: free the partition for the next try
 		// (if the store is still busy, the reaper frees it after the
 		// claim's TTL) and report the error to the caller.
 		if relErr := rt.store.Release(context.WithoutCancel(ctx), claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
-			return true, errors.Join(err, relErr)
+			return errors.Join(err, relErr)
 		}
-		return true, err
+		return err
 	}
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failErr := rt.fail(ctx, re, claim, err)
 	if relErr := rt.store.Release(ctx, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
-		return true, errors.Join(failErr, relErr)
+		return errors.Join(failErr, relErr)
 	}
-	return true, failErr
+	return failErr
 }
 
 // transient tells whether err is the store's or the caller's, not the
@@ -315,7 +348,7 @@ func (b *batchFailure) Error() string { return b.err.Error() }
 func (b *batchFailure) Unwrap() error { return b.err }
 
 // handleInline claims, handles and acknowledges up to
-// ClaimsPerTransaction batches of a pure reactor in one write transaction:
+// BatchesPerHandle batches of a pure reactor in one write transaction:
 // for each, the history read in the transaction, the reactor, the signals
 // and the ack. Any failure rolls the whole transaction back, claims
 // included, and is returned.
@@ -346,7 +379,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return err
 			}
 			afters = append(afters, a...)
-			if n == rt.opts.ClaimsPerTransaction {
+			if n == rt.opts.BatchesPerHandle {
 				return nil
 			}
 			if c, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize); err != nil || c == nil {
@@ -379,27 +412,48 @@ func claimWithHistory(re *reactor, claim *Claim, read func(types []string) (Read
 
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+	pairs, handleErr, err := rt.handle(ctx, re, claim)
+	if err != nil {
+		return err
+	}
+	return rt.commit(ctx, re, claim, pairs, handleErr, nil)
+}
+
+// handle reads the claim's history and runs the reactor on it, outside
+// any transaction. err is the store's (the history read); handleErr the
+// reactor's, with the pairs of the messages before it.
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim) (pairs []effects.Pair, handleErr, err error) {
 	ec, err := claimWithHistory(re, claim, func(types []string) (ReadResult, error) {
 		return rt.store.ReadPartition(ctx, claim.Partition, types, ReadOptions{})
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var pairs []effects.Pair
-	handleErr := protect(func() error {
+	handleErr = protect(func() error {
 		var err error
 		pairs, err = re.r.HandleClaim(ctx, ec)
 		return err
 	})
+	return pairs, handleErr, nil
+}
+
+// commit executes a handled claim's pairs and acknowledges it in one
+// transaction, then (in the same transaction) runs then, if any; after the
+// commit it runs the after-sync work. A claim without pairs is released. A
+// reactor's failure after some pairs comes back as a *batchFailure: those
+// pairs are committed.
+func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(Tx) error) error {
 	if len(pairs) == 0 && handleErr == nil {
 		return rt.store.Release(ctx, claim)
 	}
-	var afters []func(context.Context) error
 	if len(pairs) > 0 {
+		var afters []func(context.Context) error
 		err := rt.store.Update(ctx, func(tx Tx) error {
 			var err error
-			afters, err = rt.execute(ctx, tx, claim, pairs)
-			return err
+			if afters, err = rt.execute(ctx, tx, claim, pairs); err != nil || then == nil {
+				return err
+			}
+			return then(tx)
 		})
 		if err != nil {
 			return err

@@ -547,10 +547,10 @@ func TestLifecycleHooks(t *testing.T) {
 }
 
 // A pure reactor's batches are claimed, handled and acknowledged several
-// per transaction, up to ClaimsPerTransaction.
-func TestClaimsPerTransaction(t *testing.T) {
+// per transaction, up to BatchesPerHandle.
+func TestBatchesPerHandle(t *testing.T) {
 	ctx := context.Background()
-	rt, store := newRouter(t, newClock(), shell.RouterOptions{ClaimsPerTransaction: 2}, notifications)
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{BatchesPerHandle: 2}, notifications)
 	for _, s := range []string{"s1", "s2", "s3"} {
 		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
 	}
@@ -590,4 +590,116 @@ func TestFailureAmongInlineBatches(t *testing.T) {
 	if info.Status != shell.StatusFailed || !strings.Contains(info.Failure.Error, "course is full") {
 		t.Fatalf("group %+v, want failed on the full course", info)
 	}
+}
+
+// countingStore counts the store's write transactions and claims.
+type countingStore struct {
+	shell.Store
+	updates, claims int
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(shell.Tx) error) error {
+	c.updates++
+	return c.Store.Update(ctx, fn)
+}
+
+func (c *countingStore) ClaimNext(ctx context.Context, group, workerID string, n int) (*shell.Claim, error) {
+	c.claims++
+	return c.Store.ClaimNext(ctx, group, workerID, n)
+}
+
+// A reactor that is not pure handles its batches one after another, each
+// acknowledged in the transaction that claims the next: one write
+// transaction per batch, up to BatchesPerHandle batches per HandleNext.
+func TestBatchesChainedInOneHandleNext(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	store := &countingStore{Store: memstore.New(courseRegistry(), memstore.WithClock(clk.Now))}
+	f := &flaky{}
+	rt, err := shell.NewRouter(store, shell.RouterOptions{Now: clk.Now, BatchesPerHandle: 2}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s1", "s2", "s3"} {
+		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
+	}
+	store.updates, store.claims = 0, 0
+	if did, err := rt.HandleNext(ctx, f, "w"); !did || err != nil {
+		t.Fatalf("HandleNext: did %v, err %v", did, err)
+	}
+	if f.calls != 2 || store.claims != 1 || store.updates != 2 {
+		t.Fatalf("first HandleNext: %d batches, %d claims, %d transactions; want 2 batches in 1 claim and 2 transactions", f.calls, store.claims, store.updates)
+	}
+	if did, err := rt.HandleNext(ctx, f, "w"); !did || err != nil {
+		t.Fatalf("HandleNext: did %v, err %v", did, err)
+	}
+	if did, _ := rt.HandleNext(ctx, f, "w"); did || f.calls != 3 {
+		t.Fatalf("after three batches: did %v, %d batches", did, f.calls)
+	}
+	offs, err := store.ReadOffsets(ctx, shell.OffsetQuery{Group: "shell_test.flaky"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs.Offsets {
+		if o.Claimed || o.LastPosition == 0 {
+			t.Fatalf("offset not acknowledged, or left claimed: %+v", o)
+		}
+	}
+}
+
+// A batch that fails in a chain: the batches before it are committed once,
+// the failure goes to the strategy, and no claim is left behind.
+func TestFailureInAChain(t *testing.T) {
+	ctx := context.Background()
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, &failsOn{student: "s2"})
+	for _, s := range []string{"s1", "s2", "s3"} {
+		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range byType(readAll(t, store), "students.notified") {
+		got = append(got, m.Payload.(StudentNotified).StudentID)
+	}
+	if !slices.Equal(got, []string{"s1"}) {
+		t.Fatalf("notified %v, want s1 once (s2 fails, the group stops)", got)
+	}
+	info, _ := store.Group(ctx, "shell_test.failson")
+	if info.Status != shell.StatusFailed || !strings.Contains(info.Failure.Error, "s2 refused") {
+		t.Fatalf("group %+v", info)
+	}
+	offs, err := store.ReadOffsets(ctx, shell.OffsetQuery{Group: "shell_test.failson"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs.Offsets {
+		if o.Claimed {
+			t.Fatalf("claim left behind: %+v", o)
+		}
+	}
+}
+
+// failsOn notifies students, refusing one.
+type failsOn struct{ student string }
+
+func (f *failsOn) GroupID() string         { return "shell_test.failson" }
+func (f *failsOn) HandledTypes() []string  { return []string{"students.notify"} }
+func (f *failsOn) PartitionKeys() []string { return []string{"student_id"} }
+func (f *failsOn) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
+	var pairs []effects.Pair
+	for _, m := range c.Messages {
+		n := m.Payload.(NotifyStudent)
+		if n.StudentID == f.student {
+			return pairs, &core.BatchError{Message: m, Err: fmt.Errorf("%s refused", n.StudentID)}
+		}
+		pairs = append(pairs, effects.Pair{Source: m, Signals: []effects.Signal{
+			effects.Append{Messages: []core.Message{core.NewMessage(StudentNotified{StudentID: n.StudentID})}},
+			effects.Ack{},
+		}})
+	}
+	return pairs, nil
 }
