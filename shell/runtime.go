@@ -193,7 +193,7 @@ func (rt *Runtime) enqueueAll() {
 }
 
 // work is a worker: it takes a reactor with pending work, processes up to
-// MaxDrainRounds batches of it, and requeues it if it still has work, so
+// MaxDrainRounds rounds of its batches, and requeues it if it still has work, so
 // one busy reactor cannot starve the others.
 func (rt *Runtime) work(id string) {
 	defer rt.workers.Done()
