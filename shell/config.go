@@ -23,6 +23,9 @@ type Config struct {
 	// reactor's in one write transaction, any other's each acknowledged in
 	// the transaction that claims the next.
 	BatchesPerHandle int
+	// InlineBudget bounds how long one write transaction of a pure reactor
+	// goes on claiming further batches (see RouterOptions.InlineBudget).
+	InlineBudget time.Duration
 	// MaxDrainRounds is how many rounds (of up to BatchesPerHandle batches
 	// each) a worker takes from one reactor before it yields to the others.
 	MaxDrainRounds int
@@ -50,7 +53,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
-// batches per round, 10 rounds
+// batches per round (a pure reactor's in one transaction of at most 10 ms),
+// 10 rounds
 // per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
 // claim TTL, hourly statistics, a 30 s stop timeout, the system clock.
 func DefaultConfig() Config {
@@ -58,6 +62,7 @@ func DefaultConfig() Config {
 		Workers:           2,
 		BatchSize:         50,
 		BatchesPerHandle:  DefaultBatchesPerHandle,
+		InlineBudget:      DefaultInlineBudget,
 		MaxDrainRounds:    10,
 		CatchUpInterval:   5 * time.Second,
 		HeartbeatInterval: 30 * time.Second,
@@ -73,6 +78,7 @@ const (
 	EnvWorkers           = "SOURCED_WORKERS"
 	EnvBatchSize         = "SOURCED_BATCH_SIZE"
 	EnvBatchesPerHandle  = "SOURCED_BATCHES_PER_HANDLE"
+	EnvInlineBudget      = "SOURCED_INLINE_BUDGET"
 	EnvMaxDrainRounds    = "SOURCED_MAX_DRAIN_ROUNDS"
 	EnvCatchUpInterval   = "SOURCED_CATCH_UP_INTERVAL"
 	EnvHeartbeatInterval = "SOURCED_HEARTBEAT_INTERVAL"
@@ -113,6 +119,7 @@ func (c Config) FromEnv(getenv func(string) string) (Config, error) {
 		env, setting string
 		dst          *time.Duration
 	}{
+		{EnvInlineBudget, "InlineBudget", &c.InlineBudget},
 		{EnvCatchUpInterval, "CatchUpInterval", &c.CatchUpInterval},
 		{EnvHeartbeatInterval, "HeartbeatInterval", &c.HeartbeatInterval},
 		{EnvClaimTTL, "ClaimTTL", &c.ClaimTTL},
@@ -157,7 +164,7 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"CatchUpInterval", c.CatchUpInterval}, {"HeartbeatInterval", c.HeartbeatInterval},
+		{"InlineBudget", c.InlineBudget}, {"CatchUpInterval", c.CatchUpInterval}, {"HeartbeatInterval", c.HeartbeatInterval},
 		{"ClaimTTL", c.ClaimTTL}, {"OptimizeInterval", c.OptimizeInterval}, {"StopTimeout", c.StopTimeout},
 	} {
 		if d.v <= 0 {

@@ -26,6 +26,11 @@ type RouterOptions struct {
 	// transaction; any other's one after another, each acknowledged in the
 	// transaction that claims the next.
 	BatchesPerHandle int
+	// InlineBudget bounds how long one write transaction of a pure reactor
+	// goes on claiming further batches (default DefaultInlineBudget): other
+	// writers wait for the store's write lock meanwhile, so slow sync work
+	// ends the transaction after fewer batches.
+	InlineBudget time.Duration
 	// ErrorStrategy is the default strategy for failed batches (default:
 	// fail the group).
 	ErrorStrategy ErrorStrategy
@@ -43,9 +48,11 @@ type RouterOptions struct {
 	WorkerID string
 }
 
-// DefaultBatchesPerHandle is the default of
-// RouterOptions.BatchesPerHandle and Config.BatchesPerHandle.
-const DefaultBatchesPerHandle = 32
+// Defaults of RouterOptions (and Config).
+const (
+	DefaultBatchesPerHandle = 32
+	DefaultInlineBudget     = 10 * time.Millisecond
+)
 
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
@@ -74,6 +81,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	}
 	if opts.BatchesPerHandle <= 0 {
 		opts.BatchesPerHandle = DefaultBatchesPerHandle
+	}
+	if opts.InlineBudget <= 0 {
+		opts.InlineBudget = DefaultInlineBudget
 	}
 	if opts.MaxConflictRetries <= 0 {
 		opts.MaxConflictRetries = 3
@@ -239,7 +249,8 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
 // then claims and handles further partitions of the group, up to
-// BatchesPerHandle: one commit for many batches. A failure among them
+// BatchesPerHandle or until the transaction has run InlineBudget: one
+// commit for many batches. A failure among them
 // rolls them all back, and the first is handled again on its own, as
 // above.
 // A batch that fails because the store is busy (ErrBusy) or ctx ended is
@@ -355,6 +366,7 @@ func (b *batchFailure) Unwrap() error { return b.err }
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+		start := time.Now() // real time: the lock is held for real
 		for n := 1; ; n++ {
 			ec, err := claimWithHistory(re, c, func(types []string) (ReadResult, error) {
 				return tx.ReadPartition(c.Partition, types, ReadOptions{})
@@ -379,7 +391,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return err
 			}
 			afters = append(afters, a...)
-			if n == rt.opts.BatchesPerHandle {
+			if n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
 				return nil
 			}
 			if c, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize); err != nil || c == nil {

@@ -703,3 +703,26 @@ func (f *failsOn) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pai
 	}
 	return pairs, nil
 }
+
+// A pure reactor's transaction stops claiming further batches once it has
+// held the write lock for InlineBudget.
+func TestInlineBudget(t *testing.T) {
+	ctx := context.Background()
+	slow := core.Decider[int]{Group: "shell_test.slow", PartitionBy: []string{"student_id"}}.With(
+		core.Decide(func(_ int, c NotifyStudent) ([]any, error) { return []any{StudentNotified(c)}, nil }),
+		core.Sync(func(context.Context, core.Tx, core.Batch[int]) error {
+			time.Sleep(6 * time.Millisecond)
+			return nil
+		}),
+	)
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{InlineBudget: 10 * time.Millisecond}, slow)
+	for _, s := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
+	}
+	if did, err := rt.HandleNext(ctx, slow, "w"); !did || err != nil {
+		t.Fatalf("HandleNext: did %v, err %v", did, err)
+	}
+	if n := len(byType(readAll(t, store), "students.notified")); n < 1 || n > 2 {
+		t.Fatalf("%d batches of 6 ms in one transaction with a 10 ms budget, want 1 or 2", n)
+	}
+}
