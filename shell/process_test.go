@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -93,11 +95,24 @@ func runWorker(db string) int {
 	}
 	cfg.Logger = logger
 	slow, _ := time.ParseDuration(os.Getenv("SOURCED_WORKER_SLOW"))
-	rt, err := shell.NewRuntime(store, cfg, jobWorker(os.Getpid(), slow))
+	var reactor any = jobWorker(os.Getpid(), slow)
+	if os.Getenv("SOURCED_WORKER_IMPURE") != "" {
+		r, err := effects.FromDefinition(store.Registry(), jobWorker(os.Getpid(), slow))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			return 3
+		}
+		reactor = impure{r}
+	}
+	rt, err := shell.NewRuntime(store, cfg, reactor)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 3
 	}
+	// Catch SIGTERM before telling the test we are ready: Supervise
+	// installs its own handler only once it runs.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
 	fmt.Println("ready")
 	if err := shell.Supervise(ctx, rt); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -105,6 +120,20 @@ func runWorker(db string) int {
 	}
 	return 0
 }
+
+// impure is a definition's reactor that says it is not pure, so the
+// router claims its batches in transactions of their own and handles them
+// outside any transaction (the stale-claim reaper's case).
+type impure struct{ r effects.Reactor }
+
+func (i impure) HandledTypes() []string { return i.r.HandledTypes() }
+func (i impure) HandleClaim(ctx context.Context, c effects.Claim) ([]effects.Pair, error) {
+	return i.r.HandleClaim(ctx, c)
+}
+func (i impure) GroupID() string         { return i.r.(effects.Grouper).GroupID() }
+func (i impure) PartitionKeys() []string { return i.r.(effects.Partitioner).PartitionKeys() }
+func (i impure) HistoryTypes() []string  { return i.r.(effects.Historian).HistoryTypes() }
+func (i impure) Pure() bool              { return false }
 
 type worker struct {
 	cmd  *exec.Cmd
@@ -271,7 +300,7 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	db, store := jobStore(t)
 	appendJobs(t, store, 0, 300, 10)
-	env := []string{shell.EnvCatchUpInterval + "=50ms", shell.EnvHeartbeatInterval + "=100ms", shell.EnvClaimTTL + "=1s", shell.EnvBatchSize + "=5", "SOURCED_WORKER_SLOW=30ms"}
+	env := []string{shell.EnvCatchUpInterval + "=50ms", shell.EnvHeartbeatInterval + "=100ms", shell.EnvClaimTTL + "=1s", shell.EnvBatchSize + "=5", "SOURCED_WORKER_SLOW=30ms", "SOURCED_WORKER_IMPURE=1"}
 	a := startWorker(t, db, env...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
