@@ -107,6 +107,12 @@ func (s *Store) member(ctx context.Context, t *tx, fn func(tx shell.Tx) error) (
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Before the journal mark: sync may empty the key pair cache and its
+	// journal.
+	if err := w.sync(s); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	t.gs = w.groups
 	savepoint := t.member > 1
 	if savepoint {
 		if err := execPrepped(w.conn, "SAVEPOINT member"); err != nil {
@@ -144,10 +150,6 @@ func (s *Store) member(ctx context.Context, t *tx, fn func(tx shell.Tx) error) (
 			panic("sqlitestore: rollback failed: " + rerr.Error())
 		}
 	}()
-	if err := w.sync(s); err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
-	}
-	t.gs = w.groups
 	err = fn(t)
 	returned = true
 	if err == nil && t.failed != nil {
