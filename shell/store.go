@@ -6,6 +6,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 )
@@ -43,6 +45,12 @@ type Store interface {
 	ReadPartition(ctx context.Context, partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
 	// ReadAll returns one page of the whole log; see Tx.ReadAll.
 	ReadAll(ctx context.Context, opts ReadAllOptions) (Page, error)
+	// ReadCorrelation returns, in position order, every message of the log
+	// sharing the correlation id of the message whose id is messageID: the
+	// whole causal chain of one command or event (see core.Message.Correlate),
+	// that message included. An id not in the log (unknown, or of a message
+	// still scheduled) gives no messages and no error.
+	ReadCorrelation(ctx context.Context, messageID uuid.UUID) ([]core.PositionedMessage, error)
 	// All iterates the whole log (or the messages matching opts.Conditions)
 	// from opts.From in opts.Order, fetching pages of opts.Limit lazily. The
 	// iteration stops at the first error, which it yields.

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -45,6 +47,8 @@ func runErr(ctx context.Context, args []string, stdout io.Writer) error {
 		return g.stats(ctx, rest)
 	case "log":
 		return g.log(ctx, rest)
+	case "trace":
+		return g.trace(ctx, rest)
 	case "offsets":
 		return g.offsets(ctx, rest)
 	case "groups":
@@ -202,37 +206,79 @@ func (g globals) log(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	type entry struct {
-		Position      int64
-		ID            string
-		Type          string
-		CreatedAt     time.Time
-		CausationID   string
-		CorrelationID string
-		Payload       json.RawMessage
-		Metadata      map[string]any `json:",omitempty"`
-	}
 	out := struct {
 		LastPosition int64
 		Next         *int64 `json:",omitempty"`
 		Messages     []entry
-	}{LastPosition: page.LastPosition, Messages: []entry{}}
-	for _, m := range page.Messages {
-		raw, _ := m.Payload.(json.RawMessage)
-		out.Messages = append(out.Messages, entry{m.Position, m.ID.String(), m.Type, m.CreatedAt, m.CausationID.String(), m.CorrelationID.String(), raw, m.Metadata})
-	}
+	}{LastPosition: page.LastPosition, Messages: entries(page.Messages)}
 	if next, ok := page.Next(opts); ok {
 		out.Next = &next.From
 	}
 	return g.emit(out, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "POSITION\tCREATED AT\tTYPE\tPAYLOAD")
-		for _, e := range out.Messages {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", e.Position, ts(e.CreatedAt), e.Type, e.Payload)
-		}
+		printEntries(w, out.Messages)
 		if out.Next != nil {
 			fmt.Fprintf(w, "\nmore: -from %d (last position %d)\n", *out.Next, page.LastPosition)
 		}
 	})
+}
+
+// entry is a message as log and trace show it.
+type entry struct {
+	Position      int64
+	ID            string
+	Type          string
+	CreatedAt     time.Time
+	CausationID   string
+	CorrelationID string
+	Payload       json.RawMessage
+	Metadata      map[string]any `json:",omitempty"`
+}
+
+// entries converts messages read raw (payloads as stored) to entries.
+func entries(msgs []core.PositionedMessage) []entry {
+	out := make([]entry, 0, len(msgs))
+	for _, m := range msgs {
+		raw, _ := m.Payload.(json.RawMessage)
+		out = append(out, entry{m.Position, m.ID.String(), m.Type, m.CreatedAt, m.CausationID.String(), m.CorrelationID.String(), raw, m.Metadata})
+	}
+	return out
+}
+
+// printEntries prints the table of messages of log and trace.
+func printEntries(w *tabwriter.Writer, es []entry) {
+	fmt.Fprintln(w, "POSITION\tCREATED AT\tTYPE\tPAYLOAD")
+	for _, e := range es {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", e.Position, ts(e.CreatedAt), e.Type, e.Payload)
+	}
+}
+
+// trace prints the causal chain of a message: every message of the log
+// sharing its correlation id, in position order.
+func (g globals) trace(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usagef("trace: want one message id (the ID field of 'log -json')")
+	}
+	id, err := uuid.Parse(args[0])
+	if err != nil {
+		return usagef("trace: %q is not a message id: want a UUID such as 01a22fc3-69c7-70b4-93f3-7c2c11288a0a (%v)", args[0], err)
+	}
+	s, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	msgs, err := s.ReadCorrelation(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("trace: no message %s in the log (a scheduled message is traced once promoted)", id)
+	}
+	out := struct {
+		CorrelationID string
+		Messages      []entry
+	}{CorrelationID: msgs[0].CorrelationID.String(), Messages: entries(msgs)}
+	return g.emit(out, func(w *tabwriter.Writer) { printEntries(w, out.Messages) })
 }
 
 func (g globals) offsets(ctx context.Context, args []string) error {

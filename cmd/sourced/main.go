@@ -1,6 +1,7 @@
 // Command sourced is the operator's tool for a Sourced SQLite store: stats,
-// the log, consumer-group offsets, stopping/starting/resetting groups,
-// pending scheduled messages, and installing the schema.
+// the log, the causal chain of a message, consumer-group offsets,
+// stopping/starting/resetting groups, pending scheduled messages, and
+// installing the schema.
 //
 //	go install github.com/sourced-go/sourced/cmd/sourced@latest
 //	sourced -db app.db stats
@@ -50,6 +51,8 @@ Commands:
   stats                              the log's position and every consumer group
   log [-limit N] [-from P] [-desc] [-type T]... [-where k=v]...
                                      a page of the log (filters: type, attribute)
+  trace ID                           the causal chain of message ID: every message
+                                     sharing its correlation id
   offsets [-group G] [-limit N] [-from ID]
                                      consumer-group offsets, by id
   groups stop G [REASON] | start G | reset G

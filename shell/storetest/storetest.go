@@ -37,6 +37,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Read", s.testRead)
 	t.Run("ReadPartition", s.testReadPartition)
 	t.Run("ReadAll", s.testReadAll)
+	t.Run("ReadCorrelation", s.testReadCorrelation)
 	t.Run("Schedule", s.testSchedule)
 	t.Run("Update", s.testUpdate)
 	t.Run("Concurrency", s.testConcurrency)
