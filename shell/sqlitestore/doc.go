@@ -28,7 +28,9 @@
 // idx_sourced_messages_type, ...), so several stores, and the app's own
 // tables, share one file. Install records applied scripts per prefix in
 // <prefix>_schema_migrations rather than in PRAGMA user_version, which is
-// one number for the whole file.
+// one number for the whole file. For tests, Clear empties a store (the next
+// position is 1 again) and Uninstall drops its tables; both touch only
+// their prefix.
 //
 // # Concurrency model
 //
