@@ -53,7 +53,7 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
-// batches per round (a pure reactor's in one transaction of at most 10 ms),
+// batches per round (a pure reactor's in one transaction of at most 20 ms),
 // 10 rounds
 // per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
 // claim TTL, hourly statistics, a 30 s stop timeout, the system clock.

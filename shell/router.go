@@ -51,7 +51,7 @@ type RouterOptions struct {
 // Defaults of RouterOptions (and Config).
 const (
 	DefaultBatchesPerHandle = 32
-	DefaultInlineBudget     = 10 * time.Millisecond
+	DefaultInlineBudget     = 20 * time.Millisecond
 )
 
 // Router runs reactors on a store: it registers their consumer groups,
