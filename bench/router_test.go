@@ -69,11 +69,9 @@ func routerStore(b *testing.B) *sqlitestore.Store {
 
 func account(i int) string { return "acct-" + strconv.Itoa(i) }
 
-// BenchmarkHandle handles commands synchronously (Handle: read the
-// partition, decide, append command and event under the guard, move the
-// offset: one transaction) on a decider whose partition holds 10 events,
-// on a file database; it reports commands per second.
-func BenchmarkHandle(b *testing.B) {
+// handleStore is the store of the Handle benchmarks: the decider's group
+// registered, and b.N accounts of 10 deposits each, one per command.
+func handleStore(b *testing.B) (*sqlitestore.Store, int) {
 	ctx := context.Background()
 	s := routerStore(b)
 	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchAccounts)
@@ -83,7 +81,6 @@ func BenchmarkHandle(b *testing.B) {
 	if err := rt.Setup(ctx); err != nil {
 		b.Fatal(err)
 	}
-	// Each handled command gets a partition of its own holding 10 events.
 	n := b.N
 	for from := 0; from < n; from += 1000 {
 		var seed []core.Message
@@ -96,6 +93,16 @@ func BenchmarkHandle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return s, n
+}
+
+// BenchmarkHandle handles commands synchronously (Handle: read the
+// partition, decide, append command and event under the guard, move the
+// offset: one transaction) on a decider whose partition holds 10 events,
+// on a file database; it reports commands per second.
+func BenchmarkHandle(b *testing.B) {
+	ctx := context.Background()
+	s, n := handleStore(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -117,26 +124,7 @@ func BenchmarkHandle(b *testing.B) {
 // concurrent Handles share commits. It reports commands per second.
 func BenchmarkHandleParallel(b *testing.B) {
 	ctx := context.Background()
-	s := routerStore(b)
-	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchAccounts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := rt.Setup(ctx); err != nil {
-		b.Fatal(err)
-	}
-	n := b.N
-	for from := 0; from < n; from += 1000 {
-		var seed []core.Message
-		for i := from; i < min(from+1000, n); i++ {
-			for range 10 {
-				seed = append(seed, core.NewMessage(benchDeposited{Account: account(i), Amount: 1}))
-			}
-		}
-		if _, err := s.Append(ctx, seed, shell.AppendOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, n := handleStore(b)
 	var next atomic.Int64
 	b.SetParallelism(8) // 16 goroutines on 2 cores
 	b.ReportAllocs()

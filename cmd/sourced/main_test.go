@@ -25,19 +25,26 @@ type Reminder struct {
 	CourseID string `json:"course_id"`
 }
 
+// emptyStore installs a store of the fixture types in a new file.
+func emptyStore(t *testing.T) (string, *sqlitestore.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	reg := codec.NewRegistry()
+	codec.MustRegister[CourseCreated](reg, "courses.created")
+	codec.MustRegister[Reminder](reg, "courses.reminder")
+	s, err := sqlitestore.Install(context.Background(), path, sqlitestore.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, s
+}
+
 // fixture installs a store with a few messages, a consumer group that
 // processed some of them, and a scheduled message.
 func fixture(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "app.db")
-	reg := codec.NewRegistry()
-	codec.MustRegister[CourseCreated](reg, "courses.created")
-	codec.MustRegister[Reminder](reg, "courses.reminder")
-	s, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := emptyStore(t)
 	defer s.Close()
 	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
 		t.Fatal(err)

@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
-	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 // chainFixture installs a store holding a chain of three messages (each
@@ -27,14 +24,7 @@ import (
 func chainFixture(t *testing.T) (string, []core.Message) {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "app.db")
-	reg := codec.NewRegistry()
-	codec.MustRegister[CourseCreated](reg, "courses.created")
-	codec.MustRegister[Reminder](reg, "courses.reminder")
-	s, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := emptyStore(t)
 	defer s.Close()
 	var stored []core.Message
 	add := func(m core.Message) core.Message {

@@ -36,24 +36,36 @@ func (n names) installedTables() []string {
 // registered again afterwards. Other Store values open on the same file
 // and prefix (other processes) notice, through the change counters, that
 // their cached key pair ids and group configuration are stale.
-func (s *Store) Clear(ctx context.Context) (err error) {
+func (s *Store) Clear(ctx context.Context) error {
+	return s.alone(ctx, "clear", func(w *writer) error { return s.clear(w.conn) }, func(w *writer) error {
+		// Every cached key pair id is gone from the table and its id will
+		// be handed out again; the groups are gone. The next transaction
+		// reloads the configuration and the counters (w.sync).
+		w.reset()
+		w.groups = nil
+		return nil
+	})
+}
+
+// alone runs change in a write transaction of the writer alone, not a
+// member of an Update's commit group (Clear and Uninstall invalidate the
+// writer's caches, which must not happen under other members' journaled
+// work), then, after the commit and still holding the writer, after.
+func (s *Store) alone(ctx context.Context, op string, change, after func(w *writer) error) (err error) {
 	defer func() {
 		if err != nil {
-			err = busyOr(fmt.Errorf("sqlitestore: clear: %w", err))
+			err = busyOr(fmt.Errorf("sqlitestore: %s: %w", op, err))
 		}
 	}()
 	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.putWriter(w)
-	// The writer alone, not a member of an Update's commit group: Clear
-	// invalidates the writer's caches (the key pair ids start over), which
-	// must not happen under other members' journaled work.
+	defer func() { s.putWriter(w) }()
 	if err := w.begin(ctx.Done()); err != nil {
 		return err
 	}
-	if err := s.clear(w.conn); err != nil {
+	if err := change(w); err != nil {
 		w.rollback()
 		return err
 	}
@@ -62,12 +74,7 @@ func (s *Store) Clear(ctx context.Context) (err error) {
 		return err
 	}
 	s.commits.Add(1)
-	// Every cached key pair id is gone from the table and its id will be
-	// handed out again; the groups are gone. The next transaction reloads
-	// the configuration and the counters (w.sync).
-	w.reset()
-	w.groups = nil
-	return nil
+	return after(w)
 }
 
 // clear deletes the rows of the store's tables inside the open transaction
@@ -110,47 +117,33 @@ func (s *Store) clear(conn *sqlite.Conn) error {
 // store stays open but, until installed again, every other operation
 // fails; other Store values open on the same prefix (other processes) must
 // not be in use while it runs, and should be reopened afterwards.
-func (s *Store) Uninstall(ctx context.Context) (err error) {
-	defer func() {
+func (s *Store) Uninstall(ctx context.Context) error {
+	drop := func(w *writer) error {
+		for _, t := range s.names.installedTables() {
+			// Dropping a table drops its indexes and triggers, its
+			// sqlite_sequence entry and its planner statistics.
+			if err := sqlitex.ExecuteTransient(w.conn, "DROP TABLE IF EXISTS "+t, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.alone(ctx, "uninstall", drop, func(w *writer) error {
+		// A fresh writer connection: the statement cache of the old one
+		// holds statements prepared against the dropped tables, and its
+		// key pair and group caches describe them.
+		conn, err := openWriter(s.uri, w.busy)
 		if err != nil {
-			err = busyOr(fmt.Errorf("sqlitestore: uninstall: %w", err))
+			w.reset()
+			w.groups = nil
+			return fmt.Errorf("the tables are dropped, but the writer connection could not be renewed: %w", err)
 		}
-	}()
-	w, err := s.takeIdleWriter(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { s.putWriter(w) }()
-	if err := w.begin(ctx.Done()); err != nil {
-		return err
-	}
-	for _, t := range s.names.installedTables() {
-		// Dropping a table drops its indexes and triggers, its
-		// sqlite_sequence entry and its planner statistics.
-		if err := sqlitex.ExecuteTransient(w.conn, "DROP TABLE IF EXISTS "+t, nil); err != nil {
-			w.rollback()
-			return err
+		old := w.conn
+		*w = *newWriter(conn, w.busy)
+		if err := old.Close(); err != nil {
+			s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "err", err)
 		}
-	}
-	if err := w.commit(); err != nil {
-		w.rollback()
-		return err
-	}
-	s.commits.Add(1)
-	// A fresh writer connection: the statement cache of the old one holds
-	// statements prepared against the dropped tables, and its key pair and
-	// group caches describe them.
-	conn, err := openWriter(s.uri, w.busy)
-	if err != nil {
-		w.reset()
-		w.groups = nil
-		return fmt.Errorf("the tables are dropped, but the writer connection could not be renewed: %w", err)
-	}
-	old := w.conn
-	w = newWriter(conn, w.busy)
-	if err := old.Close(); err != nil {
-		s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "err", err)
-	}
-	s.log.Info("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
-	return nil
+		s.log.Info("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
+		return nil
+	})
 }

@@ -60,17 +60,5 @@ func (s *Store) queryCorrelation(conn *sqlite.Conn, messageID uuid.UUID) ([]row,
 		return nil, err
 	}
 	stmt.BindText(1, messageID.String()) // the canonical form ids are stored in
-	var rows []row
-	for {
-		has, err := stmt.Step()
-		if err != nil {
-			stmt.Reset()
-			return nil, err
-		}
-		if !has {
-			break
-		}
-		rows = append(rows, scanRow(stmt))
-	}
-	return rows, stmt.Reset()
+	return appendRows(nil, stmt)
 }

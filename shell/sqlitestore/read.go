@@ -307,6 +307,12 @@ func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids 
 		stmt.BindText(p, types[min(i, len(types)-1)])
 		p++
 	}
+	return appendRows(dst, stmt)
+}
+
+// appendRows steps a bound statement of message rows to its end, appending
+// them to dst, and resets it.
+func appendRows(dst []row, stmt *sqlite.Stmt) ([]row, error) {
 	for {
 		has, err := stmt.Step()
 		if err != nil {
@@ -472,19 +478,7 @@ func (s *Store) scanAll(conn *sqlite.Conn, b bound, limit int, desc bool) ([]row
 	stmt.BindInt64(1, b.lo+1)
 	stmt.BindInt64(2, b.hi)
 	stmt.BindInt64(3, int64(limit))
-	var rows []row
-	for {
-		has, err := stmt.Step()
-		if err != nil {
-			stmt.Reset()
-			return nil, err
-		}
-		if !has {
-			break
-		}
-		rows = append(rows, scanRow(stmt))
-	}
-	return rows, stmt.Reset()
+	return appendRows(nil, stmt)
 }
 
 const maxPosition = math.MaxInt64
