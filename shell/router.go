@@ -246,13 +246,14 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // committed and acknowledged and the failure goes to the error strategy.
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
+//
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
 // then claims and handles further partitions of the group, up to
 // BatchesPerHandle or until the transaction has run InlineBudget: one
-// commit for many batches. A failure among them
-// rolls them all back, and the first is handled again on its own, as
-// above.
+// commit for many batches. A failure among them rolls them all back, and
+// the first is handled again on its own, as above.
+//
 // A batch that fails because the store is busy (ErrBusy) or ctx ended is
 // released and the error returned: it is not the reactor's failure, and
 // the group's error strategy is not applied.
