@@ -284,11 +284,14 @@ func TestRuntimeReapsStaleClaims(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	env := map[string]string{
-		shell.EnvWorkers:         "4",
-		shell.EnvCatchUpInterval: "250ms",
+		shell.EnvWorkers:          "4",
+		shell.EnvCatchUpInterval:  "250ms",
+		shell.EnvBatchesPerHandle: "8",
+		shell.EnvInlineBudget:     "5ms",
 	}
 	cfg, err := shell.DefaultConfig().FromEnv(func(k string) string { return env[k] })
-	if err != nil || cfg.Workers != 4 || cfg.CatchUpInterval != 250*time.Millisecond || cfg.BatchSize != 50 {
+	if err != nil || cfg.Workers != 4 || cfg.CatchUpInterval != 250*time.Millisecond || cfg.BatchSize != 50 ||
+		cfg.BatchesPerHandle != 8 || cfg.InlineBudget != 5*time.Millisecond {
 		t.Fatalf("%+v %v", cfg, err)
 	}
 	env = map[string]string{shell.EnvWorkers: "many", shell.EnvClaimTTL: "soon"}
@@ -299,9 +302,9 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	bad := shell.DefaultConfig()
-	bad.Workers, bad.BatchSize, bad.ClaimTTL = -1, 0, time.Second
+	bad.Workers, bad.BatchSize, bad.ClaimTTL, bad.BatchesPerHandle, bad.InlineBudget = -1, 0, time.Second, 0, 0
 	err = bad.Validate()
-	for _, want := range []string{"Workers", "BatchSize", "ClaimTTL"} {
+	for _, want := range []string{"Workers", "BatchSize", "ClaimTTL", "BatchesPerHandle", "InlineBudget"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
