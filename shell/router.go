@@ -280,7 +280,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return false, err
 	}
 	for n := 1; ; n++ {
-		pairs, handleErr, err := rt.handle(ctx, re, claim)
+		pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
 		if err != nil {
 			return true, rt.settle(ctx, re, claim, err)
 		}
@@ -369,20 +369,12 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
 		for n := 1; ; n++ {
-			ec, err := claimWithHistory(re, c, func(types []string) (ReadResult, error) {
-				return tx.ReadPartition(c.Partition, types, ReadOptions{})
-			})
+			pairs, handleErr, err := rt.handle(ctx, re, c, tx.ReadPartition)
 			if err != nil {
 				return err
 			}
-			var pairs []effects.Pair
-			err = protect(func() error {
-				var err error
-				pairs, err = re.r.HandleClaim(ctx, ec)
-				return err
-			})
-			if err != nil {
-				return err
+			if handleErr != nil {
+				return handleErr
 			}
 			if len(pairs) == 0 {
 				return errNoPairs // released on the one-claim path
@@ -409,38 +401,37 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 
 var errNoPairs = errors.New("sourced: no pairs for a claim")
 
-// claimWithHistory is the reactor's view of claim: its messages, and the
-// partition's history read through read when the reactor wants one.
-func claimWithHistory(re *reactor, claim *Claim, read func(types []string) (ReadResult, error)) (effects.Claim, error) {
-	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
-	if len(re.info.History) > 0 {
-		res, err := read(re.info.History)
-		if err != nil {
-			return ec, err
-		}
-		ec.History, ec.HistoryGuard = res.Messages, res.Guard
-	}
-	return ec, nil
-}
-
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
-	pairs, handleErr, err := rt.handle(ctx, re, claim)
+	pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
 	if err != nil {
 		return err
 	}
 	return rt.commit(ctx, re, claim, pairs, handleErr, nil)
 }
 
-// handle reads the claim's history and runs the reactor on it, outside
-// any transaction. err is the store's (the history read); handleErr the
-// reactor's, with the pairs of the messages before it.
-func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim) (pairs []effects.Pair, handleErr, err error) {
-	ec, err := claimWithHistory(re, claim, func(types []string) (ReadResult, error) {
-		return rt.store.ReadPartition(ctx, claim.Partition, types, ReadOptions{})
-	})
-	if err != nil {
-		return nil, nil, err
+// partitionReader reads a partition's history: the store's (outside any
+// transaction) or a transaction's.
+type partitionReader func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+
+// readPartition reads through the store, outside any transaction.
+func (rt *Router) readPartition(ctx context.Context) partitionReader {
+	return func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
+		return rt.store.ReadPartition(ctx, partition, types, opts)
+	}
+}
+
+// handle reads the claim's history through read, when the reactor wants
+// one, and runs the reactor on the claim. err is the store's (the history
+// read); handleErr the reactor's, with the pairs of the messages before it.
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read partitionReader) (pairs []effects.Pair, handleErr, err error) {
+	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
+	if len(re.info.History) > 0 {
+		res, err := read(claim.Partition, re.info.History, ReadOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		ec.History, ec.HistoryGuard = res.Messages, res.Guard
 	}
 	handleErr = protect(func() error {
 		var err error
