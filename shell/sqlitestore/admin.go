@@ -54,7 +54,7 @@ func (s *Store) Clear(ctx context.Context) error {
 func (s *Store) alone(ctx context.Context, op string, change, after func(w *writer) error) (err error) {
 	defer func() {
 		if err != nil {
-			err = busyOr(fmt.Errorf("sqlitestore: %s: %w", op, err))
+			err = ctxErr(ctx, busyOr(fmt.Errorf("sqlitestore: %s: %w", op, err)))
 		}
 	}()
 	w, err := s.takeIdleWriter(ctx)

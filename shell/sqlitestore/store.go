@@ -288,6 +288,9 @@ func (s *Store) Close() error {
 var errClosed = errors.New("sqlitestore: store is closed")
 
 func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // not left to select's choice when both are ready
+	}
 	select {
 	case w, ok := <-s.writer:
 		if !ok {
@@ -420,20 +423,14 @@ func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
 }
 
 // withSnapshot runs fn on a reader connection inside one read transaction,
-// so every statement of fn sees the same snapshot of the database.
+// so every statement of fn sees the same snapshot of the database. The
+// transaction ends with the call (withReader rolls it back): a snapshot is
+// never held longer than one call, so it never pins the WAL.
 func (s *Store) withSnapshot(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
-	return s.withReader(ctx, func(conn *sqlite.Conn) (err error) {
+	return s.withReader(ctx, func(conn *sqlite.Conn) error {
 		if err := execPrepped(conn, "BEGIN DEFERRED"); err != nil {
 			return fmt.Errorf("sqlitestore: begin: %w", err)
 		}
-		defer func() {
-			// A read transaction has nothing to keep: roll it back.
-			if !conn.AutocommitEnabled() {
-				if rerr := execPrepped(conn, "ROLLBACK"); rerr != nil && err == nil {
-					err = rerr
-				}
-			}
-		}()
 		return fn(conn)
 	})
 }
