@@ -73,8 +73,8 @@ func prepareConn(conn *sqlite.Conn, busy time.Duration, reader bool) error {
 }
 
 // openWriter opens the store's single writer connection.
-func openWriter(uri string, busy time.Duration) (*sqlite.Conn, error) {
-	conn, err := sqlite.OpenConn(uri, openFlags)
+func openWriter(uri string, flags sqlite.OpenFlags, busy time.Duration) (*sqlite.Conn, error) {
+	conn, err := sqlite.OpenConn(uri, flags)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", uri, err)
 	}
@@ -86,9 +86,9 @@ func openWriter(uri string, busy time.Duration) (*sqlite.Conn, error) {
 }
 
 // openReaders opens the pool of reader connections.
-func openReaders(uri string, size int, busy time.Duration) (*sqlitex.Pool, error) {
+func openReaders(uri string, flags sqlite.OpenFlags, size int, busy time.Duration) (*sqlitex.Pool, error) {
 	pool, err := sqlitex.NewPool(uri, sqlitex.PoolOptions{
-		Flags:    openFlags,
+		Flags:    flags,
 		PoolSize: size,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			return prepareConn(conn, busy, true)
