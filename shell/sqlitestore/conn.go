@@ -137,9 +137,9 @@ func (s *Store) withReader(ctx context.Context, fn func(conn *sqlite.Conn) error
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
-	conn, err := s.readers.Take(ctx)
+	conn, err := s.readers.Take(ctx) // prepares a new connection under ctx
 	if err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
+		return ctxErr(ctx, fmt.Errorf("sqlitestore: %w", err))
 	}
 	defer func() {
 		conn.SetInterrupt(nil)

@@ -80,6 +80,28 @@
 // loss may lose the last commits but never corrupts the file). Readers are
 // query_only.
 //
+// # Write-ahead log and housekeeping
+//
+// A read transaction never outlives its call: a reader connection goes
+// back to the pool with its interrupt cleared and any transaction rolled
+// back, however the call ended, so no snapshot pins the WAL between calls
+// (and a cancelled read cannot break the connection for the reads after
+// it). Every connection sets journal_size_limit (JournalSizeLimit), and
+// Store.Housekeep, which a shell.Runtime calls on every heartbeat
+// (shell.Housekeeper), checkpoints the WAL: PASSIVE, then TRUNCATE when
+// the WAL outgrew JournalSizeLimit or nothing was committed since the
+// previous call. Under readers that never pause the WAL grows by what is
+// written between two heartbeats; once they pause it is back under
+// JournalSizeLimit at the next heartbeat, and empty at the first idle one.
+// Stats.WALBytes reports its size (and `sourced stats`). The planner
+// statistics are refreshed by Install, by Open when they are missing or
+// the log grew more than twice since, and by the runtime when it starts
+// and then every OptimizeInterval.
+//
+// Every call whose context ends returns an error matching the context's
+// error (errors.Is(err, context.Canceled) or context.DeadlineExceeded),
+// having written nothing, or completes as if the context had not ended.
+//
 // # Consumer groups
 //
 // The store is also a shell.Groups: registered groups (their configuration

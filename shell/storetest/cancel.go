@@ -62,9 +62,9 @@ func (s suite) testCancel(t *testing.T) {
 		e.append(CourseCreated{"Algebra"}) // a first write outside the test
 		var wrote []uuid.UUID
 		var refused []uuid.UUID
-		n := 300
+		n := 200
 		if testing.Short() {
-			n = 100
+			n = 60
 		}
 		d := timeOf(func() {
 			e.append(UserRegistered{"probe", "P"}, UserJoinedCourse{"Algebra", "probe"})
@@ -119,13 +119,13 @@ func (s suite) testCancel(t *testing.T) {
 		// Enough messages that a read takes a while, so cancellations land
 		// inside it.
 		var batch []any
-		for i := range 300 {
+		for i := range 100 {
 			batch = append(batch, UserRegistered{fmt.Sprint("r", i), "R"})
 		}
 		f.append(batch...)
-		n, plain := 200, 300
+		n, plain := 100, 200
 		if testing.Short() {
-			n, plain = 60, 100
+			n, plain = 40, 100
 		}
 		for _, r := range f.reads() {
 			d := timeOf(func() {
@@ -314,7 +314,7 @@ func (f *cancelFixture) reads() []namedCall {
 	}
 	return []namedCall{
 		{"Read", func(ctx context.Context) error {
-			res, err := st.Read(ctx, []core.Condition{cond(TypeUserRegistered), cond(TypeUserJoinedCourse, "course_name", "Algebra")}, shell.ReadOptions{})
+			res, err := st.Read(ctx, []core.Condition{cond(TypeUserRegistered, "user_id", "joe"), cond(TypeUserJoinedCourse, "course_name", "Algebra")}, shell.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -341,14 +341,14 @@ func (f *cancelFixture) reads() []namedCall {
 			return nil
 		}},
 		{"ReadAll", func(ctx context.Context) error {
-			page, err := st.ReadAll(ctx, shell.ReadAllOptions{Order: shell.Descending, Limit: 200})
+			page, err := st.ReadAll(ctx, shell.ReadAllOptions{Order: shell.Descending, Limit: 50})
 			if err != nil {
 				return err
 			}
 			return atLeast("ReadAll", page.LastPosition)
 		}},
 		{"All", func(ctx context.Context) error {
-			return first(st.All(ctx, shell.ReadAllOptions{Limit: 100}))
+			return first(st.All(ctx, shell.ReadAllOptions{Limit: 20}))
 		}},
 		{"ReadCorrelation", func(ctx context.Context) error {
 			got, err := st.ReadCorrelation(ctx, f.jobID)
