@@ -77,12 +77,17 @@ type transition struct {
 	starts     []*childDecl
 	startsNil  bool
 	order      int
+	// external is set by External: a handler targeting its own state's
+	// descendants exits and re-enters its state (SCXML's default).
+	external bool
 }
 
 // option is one declared target, resolved.
 type option struct {
 	spec  targetSpec
 	nodes []*node
+	// domain is the transition domain, computed once (transitionDomain).
+	domain *node
 }
 
 // chart is a compiled, checked statechart: the tree, every transition, and
@@ -168,6 +173,13 @@ func compile(ctxType reflect.Type, elems []Elem) *chart {
 	}
 	if c.stopped != nil {
 		c.stop = &transition{src: c.root, kind: eStops, options: []option{{spec: c.stopped.state.target(), nodes: []*node{c.stopped}}}}
+	}
+	if len(c.errs) == 0 {
+		for _, p := range b.pending {
+			for i := range p.t.options {
+				p.t.options[i].domain = transitionDomain(c, p.t, &p.t.options[i])
+			}
+		}
 	}
 	return c
 }

@@ -412,16 +412,33 @@ func declared(t *transition) string {
 }
 
 // domain returns the transition domain: the node whose active proper
-// descendants the transition exits. A transition to the source's own
-// descendants is internal (the source stays active); any other is external:
-// the innermost region holding the source and every target.
+// descendants the transition exits, and below which it enters the path down
+// to each target. It depends only on the transition and its targets, never
+// on the configuration (SCXML's getTransitionDomain):
+//
+//   - internal (a handler's default when every target is below its own
+//     state): a compound source is its own domain, as SCXML's
+//     type="internal"; a parallel source's domain is its region holding
+//     every target, or the parallel state itself when they lie in several
+//     of its regions (SCXML would leave the parallel state);
+//   - external: the innermost region holding the source and every target
+//     that is neither of them (SCXML's findLCCA, parallel states skipped: a
+//     region is SCXML's compound state), so a self-transition exits and
+//     re-enters its state.
 func (r *run) domain(t *transition, o *option) *node {
+	if o.domain != nil {
+		return o.domain // computed when the chart was built
+	}
+	return transitionDomain(r.ch, t, o)
+}
+
+func transitionDomain(ch *chart, t *transition, o *option) *node {
 	src := t.src
 	targets := o.nodes
-	if src == r.ch.root {
+	if src == ch.root {
 		return src
 	}
-	if src.kind == kState {
+	if src.kind == kState && !t.external {
 		inside := true
 		for _, x := range targets {
 			if !src.contains(x) {
@@ -430,13 +447,16 @@ func (r *run) domain(t *transition, o *option) *node {
 			}
 		}
 		if inside {
+			if !src.parallel {
+				return src
+			}
 			x := targets[0]
 			for _, y := range targets[1:] {
 				x = common(x, y)
 			}
 			for d := x; d != src; d = d.parent {
-				if d.kind == kRegion {
-					return d
+				if d.parent == src {
+					return d // src's region holding every target
 				}
 			}
 			return src
