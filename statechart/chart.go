@@ -85,7 +85,9 @@ type transition struct {
 // option is one declared target, resolved.
 type option struct {
 	spec  targetSpec
-	nodes []*node
+	nodes []*node // one per target part
+	// defaults are, per target part, its history's default nodes.
+	defaults [][]*node
 	// domain is the transition domain, computed once (transitionDomain).
 	domain *node
 }

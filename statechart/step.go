@@ -370,7 +370,7 @@ func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
 		}
 	case do.to != nil:
 		for i := range t.options {
-			if sameSpec(t.options[i].spec, *do.to) {
+			if t.options[i].spec.equal(*do.to) {
 				tk.opt = &t.options[i]
 			}
 		}
@@ -391,10 +391,6 @@ func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
 		return nil, err
 	}
 	return tk, nil
-}
-
-func sameSpec(a, b targetSpec) bool {
-	return a.history == b.history && a.deep == b.deep && a.stay == b.stay && slices.Equal(a.states, b.states)
 }
 
 func declared(t *transition) string {
@@ -517,34 +513,51 @@ func (r *run) addAnc(set bitset, n, stop *node) {
 func (r *run) entrySet(tk *take) bitset {
 	set := r.bits()
 	o := tk.opt
-	if o.spec.history {
-		s := o.nodes[0]
-		if mem, ok := r.st.memory[memKey(s, o.spec.deep)]; ok {
-			for _, id := range mem {
-				r.addDesc(set, r.ch.nodes[id])
-			}
-			for _, id := range mem {
-				r.addAnc(set, r.ch.nodes[id], s)
-			}
-			set.set(s.id)
-			for _, reg := range s.children {
-				if !set.has(reg.id) {
-					r.addDesc(set, reg)
-				}
-			}
-			r.addAnc(set, s, tk.domain)
-			r.fillDomain(set, tk.domain)
-			return set
+	for i, x := range o.nodes {
+		var defaults []*node
+		if i < len(o.defaults) {
+			defaults = o.defaults[i]
 		}
-	}
-	for _, x := range o.nodes {
-		r.addDesc(set, x)
+		r.enterPart(set, x, o.spec.parts[i].hist, defaults)
 	}
 	for _, x := range o.nodes {
 		r.addAnc(set, x, tk.domain)
 	}
 	r.fillDomain(set, tk.domain)
 	return set
+}
+
+// enterPart adds one target to the entry set: the state and its default
+// descendants, or, for a history, the remembered states (SCXML's history
+// content), else the history's defaults, else the state by default.
+func (r *run) enterPart(set bitset, s *node, hist histKind, defaults []*node) {
+	if hist == histNone {
+		r.addDesc(set, s)
+		return
+	}
+	var below []*node
+	if mem, ok := r.st.memory[memKey(s, hist == histDeep)]; ok {
+		for _, id := range mem {
+			below = append(below, r.ch.nodes[id])
+		}
+	} else if len(defaults) > 0 {
+		below = defaults
+	} else {
+		r.addDesc(set, s)
+		return
+	}
+	for _, x := range below {
+		r.addDesc(set, x)
+	}
+	for _, x := range below {
+		r.addAnc(set, x, s)
+	}
+	set.set(s.id)
+	for _, reg := range s.children {
+		if !set.has(reg.id) {
+			r.addDesc(set, reg)
+		}
+	}
 }
 
 // fillDomain re-enters, at their start, the regions of a parallel domain
