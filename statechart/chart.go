@@ -36,16 +36,21 @@ type node struct {
 	anonymous bool // region of a compound state
 	transient bool
 
-	byType    map[reflect.Type]*transition // commands and events
-	handlers  []*transition                // commands and events, in declaration order
-	eventless []*transition                // Always, Done, OnFinal, ChildrenDone, on-done, in declaration order
+	// unguarded is set for the message types the state has an unguarded
+	// handler for (a later one of the type is unreachable).
+	unguarded map[reflect.Type]bool
+	handlers  []*transition // commands and events, in declaration order
+	eventless []*transition // Always, Done, OnFinal, ChildrenDone, on-done, in declaration order
 	entry     []actionFunc
 	exit      []actionFunc
 	timers    []timer
 	starts    []*stateStart // children started by the state
 	stops     []*childDecl
-	history   bool // some transition targets its shallow history
-	deep      bool // some transition targets its deep history
+	// startAt is the state's StartsAt: where it starts when entered by
+	// default, instead of its regions' starts.
+	startAt *transition
+	history bool // some transition targets its shallow history
+	deep    bool // some transition targets its deep history
 }
 
 type timer struct {
@@ -130,6 +135,9 @@ type builder struct {
 	pending      []pendingTarget
 	pendingFinal []pendingFinal
 	regions      map[string]bool
+	// startless is set while building the regions of a state with StartsAt:
+	// they may have no start of their own (checked once targets resolve).
+	startless bool
 }
 
 type pendingFinal struct {
@@ -152,6 +160,7 @@ func compile(ctxType reflect.Type, elems []Elem) *chart {
 	c.root = b.region(nil, "root", false, elems, 0, 0, nil)
 	c.placed = b.placed
 	b.resolve()
+	b.checkStartsAt()
 	b.check()
 	b.checkChildRoles()
 	c.commands, c.events = nil, nil
@@ -209,6 +218,8 @@ func validName(s string) bool {
 // positions.
 func (b *builder) region(parent *node, name string, anonymous bool, elems []Elem, mount, childMount int, part *Part) *node {
 	r := b.add(&node{kind: kRegion, name: name, parent: parent, anonymous: anonymous, mount: mount, part: part})
+	startless := b.startless
+	b.startless = false
 	switch {
 	case parent == nil:
 		r.path, r.prefix = "", ""
@@ -279,7 +290,7 @@ func (b *builder) region(parent *node, name string, anonymous bool, elems []Elem
 		r.start = initial
 	case started != nil:
 		r.start = started
-	default:
+	case !startless:
 		b.errorf("%s has no start: give it an Initial position or a Started state", where(r))
 	}
 	r.end = len(b.c.nodes)
@@ -356,6 +367,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 			regions = append(regions, e.e)
 		}
 	}
+	startless := slices.ContainsFunc(elems, func(e Elem) bool { return e.e != nil && e.e.kind == eStartsAt })
 	if preset && (len(direct) > 0 || len(regions) > 0) {
 		b.errorf("state %q: a part's compound state gets its sub-states from the part, not from PlacePart", n.path)
 		direct, regions = nil, nil
@@ -367,6 +379,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 	case len(direct) > 0 && len(regions) > 0:
 		b.errorf("state %q has both sub-states and regions: put the sub-states in a Region", n.path)
 	case len(direct) > 0:
+		b.startless = startless
 		n.children = append(n.children, b.region(n, "", true, direct, mount, mount, part))
 	case len(regions) > 0:
 		n.parallel = true
@@ -375,6 +388,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 				n.children = append(n.children, b.partRegion(n, re, mount))
 				continue
 			}
+			b.startless = startless
 			n.children = append(n.children, b.region(n, re.name, false, re.elems, mount, mount, part))
 		}
 	}
@@ -385,11 +399,28 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 		}
 		x := e.e
 		b.checkCtx(n, x)
+		if x.when && !guardable(x.kind) {
+			b.errorf("state %q: When guards handlers and eventless transitions, not %s", n.path, e.describe())
+		}
+		if x.reach != reachDefault && !guardable(x.kind) {
+			b.errorf("state %q: Internal and External qualify transitions, not %s", n.path, e.describe())
+		}
 		if len(x.starts) > 0 && x.kind != eCommand && x.kind != eOn {
 			b.startsOnNonHandler(n, x, e)
 		}
 		switch x.kind {
 		case ePlace, eInitial, eRegion, ePart:
+		case eStartsAt:
+			switch {
+			case n.startAt != nil:
+				b.errorf("state %q has two StartsAt", n.path)
+			case len(n.children) == 0:
+				b.errorf("state %q: StartsAt on a state with no sub-states or regions", n.path)
+			case len(x.targets) != 1 || x.targets[0] == nil || x.targets[0].target().stay:
+				b.errorf("state %q: StartsAt takes one target: states below the state, or its history", n.path)
+			default:
+				n.startAt = b.newTransition(n, x)
+			}
 		case eCommand, eOn:
 			b.handler(n, x)
 		case eAlways, eDone, eOnFinal, eChildrenDone:
@@ -420,6 +451,16 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 	return n
 }
 
+// guardable reports the elements that are transitions: handlers and
+// eventless transitions.
+func guardable(k elemKind) bool {
+	switch k {
+	case eCommand, eOn, eAlways, eDone, eOnFinal, eChildrenDone:
+		return true
+	}
+	return false
+}
+
 func (b *builder) checkCtx(n *node, x *elem) {
 	check := func(t reflect.Type, what string) {
 		if t != nil && b.c.ctxType != nil && t != b.c.ctxType {
@@ -434,7 +475,7 @@ func (b *builder) checkCtx(n *node, x *elem) {
 
 func (b *builder) newTransition(src *node, x *elem) *transition {
 	b.order++
-	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order}
+	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order, external: x.reach == reachExternal}
 	if x.kind == eCommand || x.kind == eOn { // elsewhere Starts is a definition error (fill)
 		t.starts, t.startsNil = x.starts, x.startNil
 		for _, c := range x.starts {
@@ -451,15 +492,17 @@ func (b *builder) handler(n *node, x *elem) {
 		b.errorf("%s: %s: message types are structs", where(n), elemNames[x.kind])
 		return
 	}
-	if n.byType == nil {
-		n.byType = map[reflect.Type]*transition{}
-	}
-	if _, dup := n.byType[x.msgType]; dup {
-		b.errorf("%s accepts %v twice", where(n), x.msgType)
+	if n.unguarded[x.msgType] {
+		b.errorf("%s accepts %v after an unguarded handler of that type: it is unreachable (guard the earlier one with When)", where(n), x.msgType)
 		return
 	}
+	if len(x.guards) == 0 {
+		if n.unguarded == nil {
+			n.unguarded = map[reflect.Type]bool{}
+		}
+		n.unguarded[x.msgType] = true
+	}
 	t := b.newTransition(n, x)
-	n.byType[x.msgType] = t
 	n.handlers = append(n.handlers, t)
 	b.c.byType[x.msgType] = append(b.c.byType[x.msgType], t)
 	list := &b.c.commands

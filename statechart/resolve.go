@@ -118,6 +118,55 @@ func (b *builder) resolve() {
 	}
 }
 
+// checkStartsAt checks each StartsAt once its target resolved: every part
+// is below the state or is the state's own history, and every region of the
+// state without a start of its own is entered by it.
+func (b *builder) checkStartsAt() {
+	for _, n := range b.c.nodes {
+		t := n.startAt
+		if t == nil || len(t.options) != 1 {
+			continue
+		}
+		o := t.options[0]
+		bad := false
+		for i, x := range o.nodes {
+			own := x == n && o.spec.parts[i].hist != histNone
+			if !own && !n.contains(x) {
+				b.errorf("state %q: StartsAt(%s): a state starts at states below it or at its own history", n.path, o.spec)
+				bad = true
+			}
+		}
+		if bad {
+			continue
+		}
+		var check func(s *node)
+		check = func(s *node) {
+			for _, reg := range s.children {
+				if reg.start != nil {
+					continue
+				}
+				covered := false
+				for i, x := range o.nodes {
+					if x != n && (reg.contains(x) || x.contains(reg)) {
+						covered = true
+					}
+					if x == n {
+						for _, d := range o.defaults[i] {
+							if reg.contains(d) {
+								covered = true
+							}
+						}
+					}
+				}
+				if !covered {
+					b.errorf("%s has no start and the StartsAt of %q does not enter it: give it an Initial position or a Started state, or a history default in it", where(reg), n.path)
+				}
+			}
+		}
+		check(n)
+	}
+}
+
 // resolveOption resolves one declared target of t: each part's node, its
 // history's defaults, and the rules of multi-targets.
 func (b *builder) resolveOption(t *transition, spec targetSpec, what string) (option, bool) {

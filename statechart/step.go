@@ -284,10 +284,23 @@ func (r *run) decide(m core.Message, isEvent bool) error {
 	}
 	typ := core.PayloadType(m.Payload)
 	var sel []*transition
+	var cfg Config
 	for _, t := range r.ch.byType[typ] {
-		if r.st.act.has(t.src.id) && (t.kind == eOn) == isEvent {
-			sel = append(sel, t)
+		if !r.st.act.has(t.src.id) || (t.kind == eOn) != isEvent {
+			continue
 		}
+		if len(t.guards) > 0 {
+			if cfg.ch == nil {
+				cfg = Config{ch: r.ch, act: r.st.act.clone()} // as before any handler runs
+			}
+			if !guardsPass(t, r.ctx, cfg) {
+				continue
+			}
+		}
+		if slices.ContainsFunc(sel, func(o *transition) bool { return o.src == t.src }) {
+			continue // the state's earlier handler of the type is taken (document order)
+		}
+		sel = append(sel, t)
 	}
 	// Commands go to the deepest active states that accept them: a state's
 	// handler runs only when none of its active descendants accepts it.
@@ -476,11 +489,15 @@ func (r *run) exitSet(domain *node) bitset {
 	return s
 }
 
-// addDesc adds n and its default descendants to the entry set.
+// addDesc adds n and its default descendants to the entry set: a state's
+// StartsAt, then each region not entered yet at its start.
 func (r *run) addDesc(set bitset, n *node) {
 	set.set(n.id)
 	switch n.kind {
 	case kState:
+		if n.startAt != nil && !set.anyIn(n.id+1, n.end) {
+			r.startAt(set, n)
+		}
 		for _, reg := range n.children {
 			if !set.has(reg.id) && !set.anyIn(reg.id+1, reg.end) {
 				r.addDesc(set, reg)
@@ -493,6 +510,30 @@ func (r *run) addDesc(set bitset, n *node) {
 			r.addDesc(set, n.start)
 		}
 	}
+}
+
+// startAt enters state n's StartsAt target below it.
+func (r *run) startAt(set bitset, n *node) {
+	o := &n.startAt.options[0]
+	for i, x := range o.nodes {
+		if x == n {
+			if hist := o.spec.parts[i].hist; r.hasMemory(n, hist) || len(o.defaults[i]) > 0 {
+				r.enterPart(set, n, hist, o.defaults[i])
+			}
+			continue
+		}
+		r.addDesc(set, x)
+	}
+	for _, x := range o.nodes {
+		if x != n {
+			r.addAnc(set, x, n)
+		}
+	}
+}
+
+func (r *run) hasMemory(n *node, hist histKind) bool {
+	_, ok := r.st.memory[memKey(n, hist == histDeep)]
+	return ok
 }
 
 // addAnc adds n's ancestors below stop, entering the other regions of
@@ -824,9 +865,12 @@ func (r *run) enabled(t *transition) bool {
 			return false
 		}
 	}
-	cfg := r.config()
+	return guardsPass(t, r.ctx, r.config())
+}
+
+func guardsPass(t *transition, ctx any, cfg Config) bool {
 	for _, g := range t.guards {
-		if g.fn != nil && !g.fn(r.ctx, cfg) {
+		if g.fn != nil && !g.fn(ctx, cfg) {
 			return false
 		}
 	}
