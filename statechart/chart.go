@@ -34,6 +34,7 @@ type node struct {
 	final     bool
 	parallel  bool // state with named regions
 	anonymous bool // region of a compound state
+	headed    bool // region of a parallel state headed by a state (RegionState)
 	transient bool
 
 	// unguarded is set for the message types the state has an unguarded
@@ -297,6 +298,26 @@ func (b *builder) region(parent *node, name string, anonymous bool, elems []Elem
 	return r
 }
 
+// headedRegion builds a region of parallel state n headed by the state of
+// re (RegionState): the region's one child and start, at the region's path.
+func (b *builder) headedRegion(n *node, re *elem, mount int, part *Part) *node {
+	r := b.add(&node{kind: kRegion, name: re.name, parent: n, mount: mount, part: part, headed: true})
+	r.path = n.path + "." + re.name
+	r.prefix = r.path + "."
+	key := fmt.Sprintf("%d/%s", mount, re.name)
+	if b.regions[key] {
+		b.errorf("two regions named %q: region names are unique within a machine", re.name)
+	}
+	b.regions[key] = true
+	head := b.add(&node{kind: kState, parent: r, mount: mount, part: part, state: re.state, name: re.name, path: r.path})
+	r.children = append(r.children, head)
+	r.start = head
+	b.place(head, re.state, mount)
+	b.fill(head, re.elems, mount, part, false)
+	r.end = len(b.c.nodes)
+	return r
+}
+
 func where(n *node) string {
 	switch {
 	case n.kind == kRegion && n.parent == nil:
@@ -386,6 +407,10 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 		for _, re := range regions {
 			if re.part != nil {
 				n.children = append(n.children, b.partRegion(n, re, mount))
+				continue
+			}
+			if re.state.d != nil {
+				n.children = append(n.children, b.headedRegion(n, re, mount, part))
 				continue
 			}
 			b.startless = startless

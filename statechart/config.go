@@ -239,6 +239,10 @@ func (ch *chart) value(r *node, act bitset) any {
 		}
 		regions := make(map[string]any, len(n.children))
 		for _, sub := range n.children {
+			if head := sub.children[0]; sub.headed && !head.parallel && len(head.children) > 0 {
+				regions[sub.name] = ch.value(head.children[0], act) // the region is its head's contents
+				continue
+			}
 			regions[sub.name] = ch.value(sub, act)
 		}
 		return map[string]any{n.name: regions}
@@ -259,6 +263,9 @@ func (ch *chart) activeChild(r *node, act bitset) *node {
 // inFinal reports whether a region is at a final state, or every region of
 // a state is.
 func (ch *chart) inFinal(n *node, act bitset) bool {
+	if n.kind == kRegion && n.headed {
+		return ch.inFinal(n.children[0], act)
+	}
 	if n.kind == kRegion {
 		c := ch.activeChild(n, act)
 		return c != nil && c.kind == kState && c.final

@@ -205,6 +205,21 @@ func Region(name string, elems ...Elem) Elem {
 	return Elem{&elem{kind: eRegion, name: name, elems: elems}}
 }
 
+// RegionState places a region of a parallel state headed by state s: the
+// region is named after s, and s is a full state that is always active
+// while the region is (SCXML's child of a <parallel>): it holds handlers,
+// eventless transitions, actions and timers, its sub-states or regions are
+// the region's contents, and transitions may target it. Its path is the
+// region's ("placed.payment", its sub-states "placed.payment.paying"); it
+// is final when its own contents are, for its parallel state's Done. An
+// External transition declared on it (or on a state below it whose domain
+// would be the region) leaves and re-enters the parallel state, as SCXML's
+// findLCCA skips parallel states; Region remains for regions that are not
+// states.
+func RegionState(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: eRegion, name: s.Name(), state: s, elems: elems}}
+}
+
 // Command accepts commands of type M in the state it is placed in, moving
 // to the single declared target, or staying put with no target. A command
 // with several targets needs a handler: use CommandFunc.

@@ -465,7 +465,12 @@ func transitionDomain(ch *chart, t *transition, o *option) *node {
 			}
 			for d := x; d != src; d = d.parent {
 				if d.parent == src {
-					return d // src's region holding every target
+					// src's region holding every target; the state heading
+					// it stays active unless it is a target itself.
+					if d.headed && !slices.Contains(targets, d.children[0]) {
+						return d.children[0]
+					}
+					return d
 				}
 			}
 			return src
@@ -475,8 +480,8 @@ func transitionDomain(ch *chart, t *transition, o *option) *node {
 	for _, y := range targets {
 		x = common(x, y)
 	}
-	for x.kind != kRegion || x == src || slices.Contains(targets, x) {
-		x = x.parent
+	for x.kind != kRegion || x == src || slices.Contains(targets, x) || x.headed {
+		x = x.parent // a headed region is no compound state of SCXML's: its parallel state is skipped too
 	}
 	return x
 }
