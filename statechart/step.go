@@ -173,6 +173,7 @@ type instState struct {
 	act      bitset
 	memory   map[int][]int // history: node id*2 (+1 for deep) -> remembered nodes
 	entries  []uint32      // how many times each node was entered
+	entered  []EnteredBy   // the state event that last entered each node
 	children map[string]*ChildRef
 	// detached is set for instances built from stored paths: no history
 	// memory, entry counts or children.
@@ -183,6 +184,9 @@ func (s instState) clone() instState {
 	c := s
 	c.act = s.act.clone()
 	c.entries = slices.Clone(s.entries)
+	if s.entered != nil {
+		c.entered = slices.Clone(s.entered)
+	}
 	if s.memory != nil {
 		c.memory = maps.Clone(s.memory)
 	}
@@ -711,6 +715,9 @@ func (r *run) microstep(takes []*take) error {
 		}
 		r.st.entries[i]++
 		tk := owner(i, true)
+		if r.st.entered != nil && r.mc != nil {
+			r.st.entered[i] = EnteredBy{Type: r.mc.eventNames[tk.opt.nodes[0].id], At: r.trigger.CreatedAt, Trigger: tk.trigger}
+		}
 		for _, a := range nd.entry {
 			r.dispatch(a(r.ctx, tk.mv), outDispatch)
 		}
