@@ -67,6 +67,8 @@ type machineCore struct {
 	eventNames []string
 	started    map[reflect.Type]*childDecl
 	finished   map[reflect.Type]*childDecl
+	// childMoves are the children's state event types.
+	childMoves map[reflect.Type]*childDecl
 	errs       []error
 }
 
@@ -103,6 +105,16 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 		}
 		mc.started[d.lc.started] = d
 		mc.finished[d.lc.finished] = d
+		if d.mc != nil {
+			for _, t := range childStateTypes(d) {
+				if !mc.stateTypes[t] {
+					if mc.childMoves == nil {
+						mc.childMoves = map[reflect.Type]*childDecl{}
+					}
+					mc.childMoves[t] = d
+				}
+			}
+		}
 	}
 	if mc.lc != nil && !ch.hasStart {
 		mc.errs = append(mc.errs, errors.New("a machine with a Lifecycle is a child: its root region starts at a Started state"))
@@ -158,6 +170,18 @@ func (m Machine[C]) StateTypes() []reflect.Type {
 // HandledCommands returns every command type the machine accepts in some
 // state.
 func (m Machine[C]) HandledCommands() []reflect.Type { return slices.Clone(m.core().ch.commands) }
+
+// childStateTypes are a child machine's state event types, in document
+// order.
+func childStateTypes(d *childDecl) []reflect.Type {
+	var out []reflect.Type
+	for _, s := range d.mc.ch.states {
+		if s.d.typ != nil {
+			out = append(out, s.d.typ)
+		}
+	}
+	return out
+}
 
 // Child returns the handle a parent uses to start, stop and join this
 // machine as a child. The machine needs a Lifecycle.
@@ -326,6 +350,11 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 	if d := mc.finished[t]; d != nil {
 		r := run{st: in.st, fill: mc.fill, keys: in.Partition}
 		r.trackFinished(d, msg)
+		in.st = r.st
+	}
+	if d := mc.childMoves[t]; d != nil {
+		r := run{st: in.st, fill: mc.fill, keys: in.Partition}
+		r.trackChildMove(d, msg)
 		in.st = r.st
 	}
 	if m.Context.Handles(t) {
