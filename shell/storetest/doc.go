@@ -52,6 +52,9 @@
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
+//   - ClockSteps: an undated message is stamped with the same reading of
+//     the clock that decides scheduling, so a clock stepping back never
+//     schedules it (shell.Handle relies on it).
 //   - Guard: conflicts and non-conflicts, empty reads and new partitions
 //     that still guard (hazard H3, concurrently too), stale guards,
 //     type-only conditions, the *core.ConflictError and its messages,
