@@ -35,6 +35,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Refusals", s.testRefusals)
 	t.Run("TestHelpers", s.testHelpers)
 	t.Run("ClockSteps", s.testClockSteps)
+	t.Run("ValueTypes", s.testValueTypes)
 	t.Run("Guard", s.testGuard)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
