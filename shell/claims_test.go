@@ -548,3 +548,290 @@ func TestRuntimeLogsToTheStoresLogger(t *testing.T) {
 		t.Fatalf("the runtime's router logged %d 'group failed' records to the store's logger, want 1", len(got))
 	}
 }
+
+// tick advances a simulated clock by d once every periodic task of a
+// runtime has armed its timer (four of them), so that each task ticks once
+// per call.
+func tick(clk *shell.SimClock, d time.Duration) {
+	clk.WaitForTimers(4)
+	clk.Advance(d)
+}
+
+// Item 2: a claim held by a live worker (it heartbeats, so it is never
+// stale) is released once older than MaxClaimAge, with a warning naming
+// the group, the partition and the worker, and another worker processes
+// the partition.
+func TestMaxClaimAgeReleasesALiveWorkersClaim(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
+	logs := &records{}
+	cfg := testConfig(clk)
+	cfg.Logger = slog.New(logs)
+	rt, err := shell.NewRuntime(store, cfg, notifications)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Router().Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
+	// A worker of this very process leaks a claim: it heartbeats, so its
+	// claim is never stale.
+	if c, err := store.ClaimNext(ctx, "students.notifications", "test-worker-1", 10); err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	settle(t, rt)
+	for range 18 { // 9 minutes: under MaxClaimAge
+		tick(clk, 30*time.Second)
+	}
+	settle(t, rt)
+	if n := len(byType(readAll(t, store), "students.notified")); n != 0 {
+		t.Fatalf("a claim 9 minutes old was released (%d processed)", n)
+	}
+	for range 4 {
+		tick(clk, 30*time.Second)
+	}
+	eventually(t, "the leaked claim is released and its partition processed", func() bool {
+		return len(byType(readAll(t, store), "students.notified")) == 1
+	})
+	warns := logs.find("older than MaxClaimAge")
+	if len(warns) != 1 || warns[0].Level != slog.LevelWarn {
+		t.Fatalf("%d warnings about the old claim, want 1 at WARN", len(warns))
+	}
+	if w := warns[0]; attr(w, "group") != "students.notifications" || attr(w, "partition") != "student_id:s1" || attr(w, "worker") != "test-worker-1" {
+		t.Fatalf("the warning names group %q, partition %q, worker %q", attr(w, "group"), attr(w, "partition"), attr(w, "worker"))
+	}
+}
+
+// Item 3, with a clock jump: a +11 min NTP step while a batch is in
+// flight makes its claim older than MaxClaimAge; the reaper releases it,
+// another worker processes the partition, and the first worker's late ack
+// abandons its batch instead of failing the group.
+func TestClockJumpWithClaimsInFlight(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
+	logs := &records{}
+	cfg := testConfig(clk)
+	cfg.Logger = slog.New(logs)
+	p := newPausing()
+	rt := startRuntime(t, store, cfg, p)
+	store.Append(ctx, []core.Message{
+		core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c1"}),
+		core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c2"}),
+	}, shell.AppendOptions{})
+	<-p.started
+	tick(clk, 11*time.Minute)
+	eventually(t, "the other worker processes the partition", func() bool {
+		return len(byType(readAll(t, store), "students.notified")) == 2
+	})
+	close(p.resume)
+	eventually(t, "the abandoned batch is logged", func() bool { return len(logs.find("claim lost")) == 1 })
+	settle(t, rt)
+	info, _ := store.Group(ctx, "shell_test.pausing")
+	if info.Status != shell.StatusActive || !info.Failure.IsZero() || info.NewestProcessed != 2 {
+		t.Fatalf("group after the clock jump: %+v, want active, no failure, processed up to 2", info)
+	}
+	if n := len(byType(readAll(t, store), "students.notified")); n != 2 {
+		t.Fatalf("%d notifications, want 2 (the abandoned batch rolled back)", n)
+	}
+	if errs := logs.at(slog.LevelError); len(errs) > 0 {
+		t.Fatalf("logged at ERROR: %s", errs[0].Message)
+	}
+}
+
+// busyHeartbeats fails heartbeats with ErrBusy while busy is set.
+type busyHeartbeats struct {
+	shell.Store
+	mu   sync.Mutex
+	busy bool
+}
+
+func (b *busyHeartbeats) setBusy(v bool) { b.mu.Lock(); b.busy = v; b.mu.Unlock() }
+
+func (b *busyHeartbeats) Heartbeat(ctx context.Context, ids []string, at time.Time) error {
+	b.mu.Lock()
+	busy := b.busy
+	b.mu.Unlock()
+	if busy {
+		return fmt.Errorf("test: heartbeat: %w", shell.ErrBusy)
+	}
+	return b.Store.Heartbeat(ctx, ids, at)
+}
+
+// Item 6: a periodic task that finds the store busy logs it at DEBUG,
+// then at WARN once it happened several ticks in a row, never at ERROR.
+func TestBusyPeriodicTaskIsNotAnError(t *testing.T) {
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := &busyHeartbeats{Store: memstore.New(courseRegistry(), memstore.WithClock(clk.Now))}
+	logs := &records{}
+	cfg := testConfig(clk)
+	cfg.Logger = slog.New(logs)
+	rt := startRuntime(t, store, cfg, notifications)
+	store.setBusy(true)
+	busyTicks := func() []slog.Record { return logs.find("found the store busy") }
+	for i := 1; i <= 6; i++ {
+		before := rt.Tasks.Reaper.Ticks()
+		tick(clk, 30*time.Second)
+		eventually(t, "the reaper ticks", func() bool { return rt.Tasks.Reaper.Ticks() > before && len(busyTicks()) >= i })
+	}
+	got := busyTicks()
+	for i, rec := range got {
+		want := slog.LevelDebug
+		if i >= 4 {
+			want = slog.LevelWarn
+		}
+		if rec.Level != want {
+			t.Fatalf("busy tick %d logged at %v, want %v", i+1, rec.Level, want)
+		}
+	}
+	if errs := logs.at(slog.LevelError); len(errs) > 0 {
+		t.Fatalf("a busy store logged at ERROR: %s", errs[0].Message)
+	}
+}
+
+// sqliteOnly is a projector whose sync work assumes the SQLite store's
+// transaction: on any other store it panics, the mistake that once passed
+// an integration test on memstore.
+var sqliteOnly = core.Projector[int]{Group: "shell_test.sqlite_only", PartitionBy: []string{"student_id"}}.With(
+	core.Evolve(func(n int, _ StudentNotified) int { return n + 1 }),
+	core.Sync(func(_ context.Context, tx core.Tx, _ core.Batch[int]) error {
+		_ = tx.(*sqlitestore.TxContext)
+		return nil
+	}),
+)
+
+// Item 9: Drain reports a group that failed while draining (a projector
+// that panicked), naming the group, the partition, the message and the
+// cause; DrainOptions.TolerateFailures lets a test that wants the failure
+// go on.
+func TestDrainReportsAFailedGroup(t *testing.T) {
+	ctx := context.Background()
+	rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, notifications, sqliteOnly)
+	res, err := store.Append(ctx, []core.Message{core.NewMessage(StudentNotified{StudentID: "s1"})}, shell.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Drain(ctx)
+	var failed *shell.GroupFailedError
+	if !errors.As(err, &failed) {
+		t.Fatalf("Drain after a projector panicked: %v, want a *GroupFailedError", err)
+	}
+	var pe *shell.PanicError
+	if failed.Group != "shell_test.sqlite_only" || failed.Status != shell.StatusFailed || failed.Partition["student_id"] != "s1" ||
+		failed.MessageType != "students.notified" || failed.MessageID != res.Messages[0].ID || failed.Position != 1 || !errors.As(err, &pe) {
+		t.Fatalf("%+v, want the group, failed, partition s1, the message (students.notified %s at 1), and the panic", failed, res.Messages[0].ID)
+	}
+	for _, want := range []string{"shell_test.sqlite_only", "students.notified", "student_id:s1", "panic"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	rt2, store2 := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, sqliteOnly)
+	store2.Append(ctx, []core.Message{core.NewMessage(StudentNotified{StudentID: "s1"})}, shell.AppendOptions{})
+	if err := rt2.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+		t.Fatalf("Drain tolerating failures: %v", err)
+	}
+	if info, _ := store2.Group(ctx, "shell_test.sqlite_only"); info.Status != shell.StatusFailed {
+		t.Fatalf("the tolerated failure is not recorded: %+v", info)
+	}
+}
+
+// Item 9: WaitIdle reports a group that failed in a worker.
+func TestWaitIdleReportsAFailedGroup(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(courseRegistry())
+	cfg := testConfig(shell.SystemClock{})
+	cfg.Logger = quiet()
+	rt := startRuntime(t, store, cfg, notifications, sqliteOnly)
+	store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := rt.WaitIdle(wctx, 0)
+	var failed *shell.GroupFailedError
+	if !errors.As(err, &failed) || failed.Group != "shell_test.sqlite_only" || failed.MessageType != "students.notified" {
+		t.Fatalf("WaitIdle after a projector failed in a worker: %v, want its *GroupFailedError", err)
+	}
+	if err := rt.WaitIdle(wctx, 0); err != nil {
+		t.Fatalf("the failure is reported once: %v", err)
+	}
+}
+
+// myError is an application error type.
+type myError struct{ code int }
+
+func (e *myError) Error() string { return fmt.Sprintf("code %d", e.code) }
+
+// wrapping fails with an application error wrapped by fmt.Errorf, or
+// panics with one.
+type wrapping struct{ panics bool }
+
+func (w wrapping) GroupID() string         { return fmt.Sprintf("shell_test.wrapping_%v", w.panics) }
+func (w wrapping) HandledTypes() []string  { return []string{"students.notify"} }
+func (w wrapping) PartitionKeys() []string { return []string{"student_id"} }
+func (w wrapping) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
+	err := fmt.Errorf("notifying %s: %w", c.Partition["student_id"], &myError{code: 7})
+	if w.panics {
+		panic(err)
+	}
+	return nil, err
+}
+
+// Item 10: the failure recorded is the one that happened: the error's own
+// type (not *fmt.wrapError), a stack only for a panic, and the partition
+// and message that failed, stored (Stats shows them) and shown.
+func TestFailureRecordsWhatHappened(t *testing.T) {
+	ctx := context.Background()
+	for _, panics := range []bool{false, true} {
+		t.Run(fmt.Sprintf("panics=%v", panics), func(t *testing.T) {
+			w := wrapping{panics: panics}
+			rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, w)
+			res, _ := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
+			rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+			st, err := store.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := st.Groups[0].Failure
+			wantType := "*shell_test.myError"
+			if panics {
+				wantType = "panic(*shell_test.myError)"
+			}
+			if f.ErrorType != wantType || !strings.Contains(f.Error, "notifying s1: code 7") {
+				t.Fatalf("recorded %q: %q, want %q", f.ErrorType, f.Error, wantType)
+			}
+			if f.Partition != "student_id:s1" || f.MessageType != "students.notify" || f.MessageID != res.Messages[0].ID.String() || f.Position != 1 {
+				t.Fatalf("failure %+v, want partition student_id:s1 and message students.notify %s at 1", f, res.Messages[0].ID)
+			}
+			if panics != f.Panicked() || panics && !strings.Contains(f.Stack, "wrapping") || !panics && f.Stack != "" {
+				t.Fatalf("stack %q for panics=%v: a panic's stack is where it happened; a returned error has none", f.Stack, panics)
+			}
+			if strings.Contains(f.Stack, "failureOf") {
+				t.Fatalf("the stack is the router's own: %s", f.Stack)
+			}
+		})
+	}
+}
+
+// Item 2: MaxClaimAge is read from the environment, defaults to 10
+// minutes and must be well above the inline budget.
+func TestMaxClaimAgeConfig(t *testing.T) {
+	if got := shell.DefaultConfig().MaxClaimAge; got != 10*time.Minute {
+		t.Fatalf("default MaxClaimAge %v, want 10m", got)
+	}
+	cfg, err := shell.Config{}.FromEnv(func(k string) string {
+		return map[string]string{shell.EnvMaxClaimAge: "30m"}[k]
+	})
+	if err != nil || cfg.MaxClaimAge != 30*time.Minute {
+		t.Fatalf("%s=30m: %v, %v", shell.EnvMaxClaimAge, cfg.MaxClaimAge, err)
+	}
+	bad := shell.Config{InlineBudget: time.Second, MaxClaimAge: time.Second}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "MaxClaimAge") {
+		t.Fatalf("MaxClaimAge at the inline budget: %v, want an error naming MaxClaimAge", err)
+	}
+}
