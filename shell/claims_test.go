@@ -178,11 +178,25 @@ func (p *pausing) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pai
 // failure: the batch is abandoned (rolled back), the group stays active,
 // and the new claimant processes the partition from its cursor.
 func TestLostClaimIsAbandoned(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) {
+		clk := newClock()
+		p := newPausing()
+		logs := &records{}
+		rt, store := newRouter(t, clk, shell.RouterOptions{Logger: slog.New(logs)}, p)
+		lostClaim(t, clk, rt, store, p, logs)
+	})
+	t.Run("sqlitestore", func(t *testing.T) {
+		clk := newClock()
+		p := newPausing()
+		logs := &records{}
+		rt, store := sqliteRouter(t, shell.RouterOptions{Logger: slog.New(logs), Now: clk.Now}, p)
+		lostClaim(t, clk, rt, store, p, logs)
+	})
+}
+
+func lostClaim(t *testing.T, clk *clock, rt *shell.Router, store shell.Store, p *pausing, logs *records) {
+	t.Helper()
 	ctx := context.Background()
-	clk := newClock()
-	p := newPausing()
-	logs := &records{}
-	rt, store := newRouter(t, clk, shell.RouterOptions{Logger: slog.New(logs)}, p)
 	store.Append(ctx, []core.Message{
 		core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c1"}),
 		core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c2"}),
@@ -325,36 +339,68 @@ func (c *cancelling) HandleClaim(ctx context.Context, cl effects.Claim) ([]effec
 	return []effects.Pair{{Source: cl.Messages[len(cl.Messages)-1], Signals: []effects.Signal{effects.Ack{}}}}, nil
 }
 
+// sqliteRouter is newRouter on a SQLite store in a temporary file (with
+// opts.Now as the store's clock too).
+func sqliteRouter(t *testing.T, opts shell.RouterOptions, reactors ...any) (*shell.Router, shell.Store) {
+	t.Helper()
+	store, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "router.db"), sqlitestore.Options{Registry: courseRegistry(), Logger: quiet(), Now: opts.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rt, err := shell.NewRouter(store, opts, reactors...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rt, store
+}
+
 // Item 5: cancelling the drain's context is never a reactor failure: the
-// batch is released and the group stays active.
+// batch is released and the group stays active, on either store.
 func TestCancelledDrainIsNotAFailure(t *testing.T) {
-	for _, panics := range []bool{false, true} {
-		t.Run(fmt.Sprintf("panics=%v", panics), func(t *testing.T) {
-			c := &cancelling{panics: panics}
-			rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, c)
-			store.Append(context.Background(), []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
-			ctx, cancel := context.WithCancel(context.Background())
-			c.cancel = cancel
-			if err := rt.Drain(ctx); !errors.Is(err, context.Canceled) {
-				t.Fatalf("Drain: %v, want an error matching context.Canceled", err)
-			}
-			info, _ := store.Group(context.Background(), "shell_test.cancelling")
-			if info.Status != shell.StatusActive || !info.Failure.IsZero() {
-				t.Fatalf("group after a cancelled drain: %+v, want active with no failure", info)
-			}
-			c.cancel = nil
-			if err := rt.Drain(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if c.calls != 2 {
-				t.Fatalf("reactor called %d times, want 2 (the cancelled batch was released and handled again)", c.calls)
-			}
-			for _, o := range offsetsOf(t, store, "shell_test.cancelling") {
-				if o.Claimed || o.LastPosition != 1 {
-					t.Fatalf("offset %+v, want acknowledged at 1 and free", o)
-				}
-			}
-		})
+	stores := map[string]func(*testing.T, shell.RouterOptions, ...any) (*shell.Router, shell.Store){
+		"memstore": func(t *testing.T, opts shell.RouterOptions, rs ...any) (*shell.Router, shell.Store) {
+			return newRouter(t, newClock(), opts, rs...)
+		},
+		"sqlitestore": sqliteRouter,
+	}
+	for _, name := range []string{"memstore", "sqlitestore"} {
+		for _, panics := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/panics=%v", name, panics), func(t *testing.T) {
+				c := &cancelling{panics: panics}
+				rt, store := stores[name](t, shell.RouterOptions{Logger: quiet()}, c)
+				cancelledDrain(t, rt, store, c)
+			})
+		}
+	}
+}
+
+func cancelledDrain(t *testing.T, rt *shell.Router, store shell.Store, c *cancelling) {
+	t.Helper()
+	store.Append(context.Background(), []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if err := rt.Drain(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Drain: %v, want an error matching context.Canceled", err)
+	}
+	info, _ := store.Group(context.Background(), "shell_test.cancelling")
+	if info.Status != shell.StatusActive || !info.Failure.IsZero() {
+		t.Fatalf("group after a cancelled drain: %+v, want active with no failure", info)
+	}
+	c.cancel = nil
+	if err := rt.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.calls != 2 {
+		t.Fatalf("reactor called %d times, want 2 (the cancelled batch was released and handled again)", c.calls)
+	}
+	for _, o := range offsetsOf(t, store, "shell_test.cancelling") {
+		if o.Claimed || o.LastPosition != 1 {
+			t.Fatalf("offset %+v, want acknowledged at 1 and free", o)
+		}
 	}
 }
 
