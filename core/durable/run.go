@@ -347,6 +347,10 @@ func NewCursor(workflow string, run *Run) *Cursor {
 // Run is the run the cursor replays.
 func (c *Cursor) Run() *Run { return c.run }
 
+// Position is the Seq the next new operation gets: an operation Next
+// returns with a lower Seq was reached before (a memoised repeat).
+func (c *Cursor) Position() int { return c.next }
+
 // Key returns the memo key of the next call of kind and name: with args,
 // the name and the canonical JSON of args (encoding/json: struct fields in
 // declaration order, map keys sorted), so the same step with the same

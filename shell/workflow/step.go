@@ -202,6 +202,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 	if err != nil {
 		w.abort(err)
 	}
+	pos := w.cur.Position()
 	op, action, _, err := w.cur.Next(durable.Call{Kind: durable.KindStep, Name: name, Key: key})
 	if err != nil {
 		w.abort(err)
@@ -214,7 +215,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 	case durable.Suspend:
 		w.suspend()
 	case durable.Replay:
-		return replayStep[T](w, op)
+		return replayStep[T](w, op, op.Seq == pos)
 	}
 	// Execute attempt op.Attempts.
 	attempt, seq := op.Attempts, op.Seq
@@ -232,7 +233,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 	if ferr == nil {
 		w.emit(w.types.StepComplete, durable.StepComplete{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt, Result: data})
 		w.persistContext(seq)
-		return replayStep[T](w, &w.cur.Run().Ops[seq])
+		return replayStep[T](w, &w.cur.Run().Ops[seq], true)
 	}
 	if before != nil { // a failed attempt's changes are dropped
 		persisted := w.ctxJSON
@@ -269,7 +270,9 @@ func runStep[T any](ctx context.Context, fn func(context.Context) (T, error)) (r
 	return res, err, ""
 }
 
-func replayStep[T any](w *Workflow, op *durable.Op) (T, error) {
+// replayStep returns a step's memoised outcome; reached is false for a
+// repeated call of a step reached before, which leaves the context alone.
+func replayStep[T any](w *Workflow, op *durable.Op, reached bool) (T, error) {
 	var v T
 	if op.Status == durable.OpFailed {
 		return v, stepError(op)
@@ -279,7 +282,9 @@ func replayStep[T any](w *Workflow, op *durable.Op) (T, error) {
 			w.abort(fmt.Errorf("workflow %s: step %s: decoding its memoised result as %T: %w", w.name, op.Name, v, err))
 		}
 	}
-	w.restoreContext(op.Context)
+	if reached {
+		w.restoreContext(op.Context)
+	}
 	return v, nil
 }
 

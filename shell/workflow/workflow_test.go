@@ -222,3 +222,13 @@ func TestFailingStep(t *testing.T) {
 		t.Fatalf("panic recorded as %+v", f)
 	}
 }
+
+func shellRuntime(store shell.Store, reactors ...any) (*shell.Runtime, error) {
+	cfg := shell.DefaultConfig()
+	cfg.CatchUpInterval = 20 * time.Millisecond
+	rt, err := shell.NewRuntime(store, cfg, reactors...)
+	if err != nil {
+		return nil, err
+	}
+	return rt, rt.Start(context.Background())
+}
