@@ -46,6 +46,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Update", s.testUpdate)
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Model", s.testModel)
+	t.Run("Cancel", s.testCancel)
 	t.Run("Groups", func(t *testing.T) { RunGroups(t, open) })
 }
 
