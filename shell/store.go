@@ -228,6 +228,17 @@ type Stats struct {
 	Scheduled int64
 	// Groups describes every registered consumer group, by id.
 	Groups []GroupInfo
+	// WALBytes is the size of the store's write-ahead log (SQLite's -wal
+	// file) when the figures were taken; 0 for stores without one. It
+	// changes with every commit and checkpoint.
+	WALBytes int64
+}
+
+// Housekeeper is implemented by stores with periodic upkeep of their own
+// (the SQLite store checkpoints its write-ahead log so that it stays
+// bounded). A Runtime calls Housekeep on every heartbeat.
+type Housekeeper interface {
+	Housekeep(ctx context.Context) error
 }
 
 // Notifier announces appended message types to subscribers. A store calls
