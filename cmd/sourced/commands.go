@@ -420,12 +420,19 @@ func (g globals) migrate(ctx context.Context, args []string) error {
 		return usagef("migrate: %v", err)
 	}
 	if *print {
-		sql, err := sqlitestore.Migrations(g.prefix)
+		ms, err := sqlitestore.Migrations(g.prefix)
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(g.out, strings.Join(sql, "\n\n"))
-		return err
+		// One section per version, for migration tools that take the
+		// steps one by one (each records its version when applied).
+		fmt.Fprintf(g.out, "-- Sourced schema for prefix %s, versions 1 to %d. Set PRAGMA journal_mode = WAL once, outside a transaction.\n", g.prefix, sqlitestore.SchemaVersion)
+		for _, m := range ms {
+			if _, err := fmt.Fprintf(g.out, "\n-- sourced migration %d (prefix %s)\n%s\n", m.Version, g.prefix, m.SQL); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if g.db == "" {
 		return usagef("no database: give -db FILE (or set SOURCED_DB)")
