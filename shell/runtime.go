@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -396,8 +397,15 @@ func (rt *Runtime) failed(f *GroupFailedError) {
 	}
 	rt.failMu.Lock()
 	defer rt.failMu.Unlock()
+	if len(rt.failures) == maxRecordedFailures {
+		// Nobody calls WaitIdle in production: keep the latest only.
+		rt.failures = slices.Delete(rt.failures, 0, 1)
+	}
 	rt.failures = append(rt.failures, f)
 }
+
+// maxRecordedFailures bounds the failures kept for WaitIdle.
+const maxRecordedFailures = 64
 
 // reportFailures returns the failures recorded since the last call,
 // joined, and forgets them.
