@@ -26,18 +26,18 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                       string
-	insertGroup, updateConfig, updateLabel       string
-	groupRow, groupNames, probe                  string
-	upsertOffset, ensureOffset, offsetByKey      string
-	scan, claim, remark, held, release, moveTo   string
-	raiseHighest, recover, setStatus             string
-	resetOffsets, clearPending, groupOffsets     string
-	discoverScan, setPending, unprocessed        string
-	deleteMessages, remarkDeleted                string
-	drainable, deleteOffset, clearDrain, anyLeft string
-	releaseStale, heartbeat                      string
-	groupInfo, countOffsets, readOffsets         string
+	loadGroups, bumpConfig                     string
+	insertGroup, updateConfig, updateLabel     string
+	groupRow, groupNames, probe                string
+	upsertOffset, ensureOffset, offsetByKey    string
+	scan, claim, remark, held, release, moveTo string
+	raiseHighest, recover, setStatus           string
+	resetOffsets, clearPending, groupOffsets   string
+	discoverScan, setPending, unprocessed      string
+	deleteMessages, remarkDeleted              string
+	drainIDs, drainKeyed, clearDrain           string
+	releaseStale, heartbeat                    string
+	groupInfo, countOffsets, readOffsets       string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -80,14 +80,18 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		discoverScan: f(`SELECT position, message_id, keys FROM %s WHERE message_type = ANY($1::text[]) ORDER BY position`, n.messages),
 		setPending: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position = excluded.next_position`, n.offsets),
-		deleteMessages: f(`WITH d AS (DELETE FROM %s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id)
-UPDATE %s o SET drain_check = true FROM d, %s g
-WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND (o.keys && d.keys OR o.message_id = d.message_id)`, n.messages, n.offsets, n.groups),
+		deleteMessages: f(`WITH d AS (DELETE FROM %[1]s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id),
+q AS (UPDATE %[2]s o SET drain_check = true FROM d WHERE o.message_id = d.message_id)
+UPDATE %[2]s o SET drain_check = true FROM d, %[3]s g
+WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL`, n.messages, n.offsets, n.groups),
 		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[])`, n.offsets, next, n.groups),
-		drainable: f(`SELECT o.id, o.partition_key, g.handled FROM %s o JOIN %s g ON g.id = o.consumer_group_id
-WHERE o.drain_check AND NOT o.claimed ORDER BY o.id`, n.offsets, n.groups),
-		deleteOffset: f(`DELETE FROM %s WHERE id = $1`, n.offsets),
-		clearDrain:   f(`UPDATE %s SET drain_check = false WHERE id = $1`, n.offsets),
+		drainIDs: f(`DELETE FROM %s o WHERE o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
+		drainKeyed: f(`DELETE FROM %s o USING %s g WHERE g.id = o.consumer_group_id
+	AND o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_type = ANY(g.handled) AND m.keys && o.keys
+		AND NOT EXISTS (SELECT 1 FROM unnest(o.keys) k WHERE split_part(k, chr(31), 1) = ANY(m.key_names) AND NOT (k = ANY(m.keys))))`, n.offsets, n.groups, n.messages),
+		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
 		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
@@ -1025,54 +1029,27 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 
 // ReleaseDrainedOffsets deletes the unclaimed offsets whose partition no
 // longer holds a message of the group's handled types (under conditional
-// AND); only offsets that may have drained are checked: those a deleted
-// message belonged to, and those AdvanceOffset created.
+// AND: a message carrying only some of a composite partition's
+// attributes keeps it); only offsets that may have drained are checked
+// (those a deleted message belonged to, and those AdvanceOffset created),
+// in three statements whatever their number.
 func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
-		type cand struct {
-			id      int64
-			key     string
-			handled []string
-		}
-		rows, err := t.c.Query(t.ctx, s.q.g.drainable)
-		if err != nil {
-			return t.fail("release drained offsets", err)
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.id, &c.key, &c.handled); err != nil {
-				rows.Close()
-				return t.fail("release drained offsets", err)
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return t.fail("release drained offsets", err)
-		}
-		for _, c := range cands {
-			partition, err := parsePartition(c.key)
+		q := s.q.g
+		b := &pgx.Batch{}
+		b.Queue(q.drainIDs)
+		b.Queue(q.drainKeyed)
+		b.Queue(q.clearDrain)
+		br := t.c.SendBatch(t.ctx, b)
+		for range 2 {
+			tag, err := br.Exec()
 			if err != nil {
-				return err
-			}
-			var args sqlArgs
-			sql := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE %s)`, s.names.messages, partitionSQL(partition, c.handled, &args))
-			var left bool
-			if err := t.c.QueryRow(t.ctx, sql, args...).Scan(&left); err != nil {
+				br.Close()
 				return t.fail("release drained offsets", err)
 			}
-			query := s.q.g.deleteOffset
-			if left {
-				query = s.q.g.clearDrain
-			} else {
-				n++
-			}
-			if _, err := t.c.Exec(t.ctx, query, c.id); err != nil {
-				return t.fail("release drained offsets", err)
-			}
+			n += int(tag.RowsAffected())
 		}
-		return nil
+		return t.check("release drained offsets", br.Close())
 	})
 	return n, err
 }

@@ -185,6 +185,7 @@ CREATE INDEX IF NOT EXISTS idx_{p}_offsets_next ON {p}_offsets (next_position) W
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_claimed ON {p}_offsets (claimed_by) WHERE claimed;
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_drain ON {p}_offsets (consumer_group_id) WHERE drain_check;
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_keys ON {p}_offsets USING gin (keys);
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_message ON {p}_offsets (message_id) WHERE message_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS {p}_workers (
 	id        text        PRIMARY KEY,
