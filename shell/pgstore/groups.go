@@ -31,6 +31,7 @@ type groupQueries struct {
 	groupRow, groupNames, probe                string
 	upsertOffset, ensureOffset, offsetByKey    string
 	scan, claim, remark, held, release, moveTo string
+	ack                                        string
 	raiseHighest, recover, setStatus           string
 	resetOffsets, clearPending, groupOffsets   string
 	discoverScan, setPending, unprocessed      string
@@ -62,8 +63,13 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
 		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = $1 AND next_position IS NOT NULL AND NOT claimed
-ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets),
+WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed
+ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
+		ack: f(`WITH a AS (
+	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
+	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
+	RETURNING o.consumer_group_id)
+UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
 		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
@@ -563,40 +569,78 @@ const maxStaleMarkers = 64
 func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
 	s := t.s
 	q := s.q.g
-	st, err := t.state(group)
-	if err != nil {
-		return nil, err
-	}
 	now := s.now()
-	if !shell.Claimable(st.status, st.retryAt, now) {
-		return nil, nil
-	}
-	types, err := s.handledTypes(st.handled)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
-	}
-	for range maxStaleMarkers {
+	for attempt := range maxStaleMarkers {
+		// The group's row and the scan in one round trip (the scan may
+		// lock an offset of a group that turns out not claimable: the
+		// lock goes with the transaction).
+		b := &pgx.Batch{}
+		if attempt == 0 {
+			b.Queue(q.groupRow, group)
+		}
+		b.Queue(q.scan, group)
+		br := t.c.SendBatch(t.ctx, b)
+		var st groupState
+		var err error
+		if attempt == 0 {
+			var retryAt *time.Time
+			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+			if retryAt != nil {
+				st.retryAt = retryAt.UTC()
+			}
+		}
 		var id, last, replay int64
 		var key string
-		err := t.c.QueryRow(t.ctx, q.scan, st.row).Scan(&id, &key, &last, &replay)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil
+		found := false
+		if err == nil {
+			err = br.QueryRow().Scan(&id, &key, &last, &replay)
+			found = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, pgx.ErrNoRows) { // no group row
+			return nil, t.unknown(group)
 		}
 		if err != nil {
 			return nil, t.fail("claim "+group, err)
+		}
+		if attempt == 0 {
+			t.claimState = st
+		}
+		st = t.claimState
+		if !shell.Claimable(st.status, st.retryAt, now) || !found {
+			return nil, nil
 		}
 		partition, err := parsePartition(key)
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := s.fetchPartition(t.ctx, t.c, partition, st.handled, last, batchSize)
+		// The fetch and the claim in one round trip; an empty fetch (a
+		// marker gone wrong behind the store's back) undoes the claim.
+		sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
+		b = &pgx.Batch{}
+		b.Queue(sql, args...)
+		b.Queue(q.claim, id, now, workerID)
+		br = t.c.SendBatch(t.ctx, b)
+		msgs, err := s.scanMessages(br.Query())
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
-			return nil, t.fail("claim "+group+": fetch", err)
+			return nil, t.fail("claim "+group, err)
 		}
 		if len(msgs) == 0 {
-			// The marker was wrong (its messages were deleted behind the
-			// store's back): repair it and look again.
 			var next *int64
+			if _, err := t.c.Exec(t.ctx, q.release, id); err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
 			if err := t.c.QueryRow(t.ctx, q.remark, id).Scan(&next); err != nil {
 				return nil, t.fail("claim "+group, err)
 			}
@@ -605,8 +649,9 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 			}
 			continue
 		}
-		if _, err := t.c.Exec(t.ctx, q.claim, id, now, workerID); err != nil {
-			return nil, t.fail("claim "+group, err)
+		types, err := s.handledTypes(st.handled)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
 		}
 		lastPos := msgs[len(msgs)-1].Position
 		return &shell.Claim{
@@ -620,6 +665,15 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		}, nil
 	}
 	return nil, nil
+}
+
+// unknown returns the *UnknownGroupError of group.
+func (t *tx) unknown(group string) error {
+	err := t.s.unknownGroup(t.ctx, t.c, group)
+	if !errors.As(err, new(*shell.UnknownGroupError)) {
+		return t.fail("group "+group, err)
+	}
+	return err
 }
 
 // held checks, locking the offset's row, that the claim's worker still
@@ -672,27 +726,30 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // position; a retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
 func (t *tx) Ack(c *shell.Claim, position int64) error {
-	if err := t.held(c, "ack"); err != nil {
+	if err := t.usable(); err != nil {
 		return err
 	}
-	s := t.s
-	q := s.q.g
+	if c == nil {
+		return errors.New("pgstore: ack a nil claim")
+	}
+	q := t.s.q.g
+	// The claimant check, the move, the release and the group's highest
+	// position in one statement, the new pending marker in the same round
+	// trip (recomputing it is right whether or not the ack happened).
 	b := &pgx.Batch{}
-	b.Queue(q.moveTo, c.OffsetID, position)
-	b.Queue(q.release, c.OffsetID)
+	b.Queue(q.ack, c.OffsetID, c.Group, position, c.WorkerID)
 	b.Queue(q.remark, c.OffsetID)
-	b.Queue(`SELECT consumer_group_id FROM `+s.names.offsets+` WHERE id = $1`, c.OffsetID)
 	br := t.c.SendBatch(t.ctx, b)
 	var groupRow int64
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	var status shell.Status
+	var failure string
+	err := br.QueryRow().Scan(&groupRow, &status, &failure)
+	acked := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
 	}
 	if err == nil {
 		_, err = br.Exec()
-	}
-	if err == nil {
-		err = br.QueryRow().Scan(&groupRow)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -700,18 +757,28 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err != nil {
 		return t.fail("ack", err)
 	}
-	return t.raise(groupRow, c.OffsetID, position)
+	if !acked {
+		if err := t.held(c, "ack"); err != nil {
+			return err
+		}
+		return fmt.Errorf("pgstore: internal error: ack of offset %d of %s did not happen", c.OffsetID, c.Group)
+	}
+	return t.recoverFrom(groupRow, c.OffsetID, status, failure)
 }
 
-// raise raises the group's highest position, and recovers a retrying
-// group whose failed partition is offsetID.
+// raise raises the group's highest position (AdvanceOffset).
 func (t *tx) raise(groupRow, offsetID, position int64) error {
-	q := t.s.q.g
 	var status shell.Status
 	var failure string
-	if err := t.c.QueryRow(t.ctx, q.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
+	if err := t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
 		return t.fail("ack", err)
 	}
+	return t.recoverFrom(groupRow, offsetID, status, failure)
+}
+
+// recoverFrom recovers a retrying group whose failed partition is
+// offsetID (just acknowledged).
+func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure string) error {
 	if status != shell.StatusRetrying || offsetID == 0 {
 		return nil
 	}
@@ -719,7 +786,7 @@ func (t *tx) raise(groupRow, offsetID, position int64) error {
 	if err := json.Unmarshal([]byte(failure), &f); err != nil || f.OffsetID != offsetID {
 		return nil
 	}
-	_, err := t.c.Exec(t.ctx, q.recover, groupRow, t.s.now())
+	_, err := t.c.Exec(t.ctx, t.s.q.g.recover, groupRow, t.s.now())
 	return t.check("ack", err)
 }
 

@@ -36,6 +36,8 @@ type tx struct {
 	// headDirty is set when head moved: the commit writes it back.
 	headDirty bool
 	gs        *groupSet
+	// claimState is the group row read by the claim in progress.
+	claimState groupState
 	// types are the distinct types appended to the log, for the
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
