@@ -38,6 +38,7 @@ type groupQueries struct {
 	deleteMessages, remarkDeleted              string
 	drainIDs, drainKeyed, clearDrain           string
 	releaseStale, heartbeat                    string
+	oldClaims, releaseOld, removeWorkers       string
 	groupInfo, countOffsets, readOffsets       string
 }
 
@@ -100,6 +101,10 @@ WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys 
 		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
+		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
+		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
+		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
 		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
 ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
@@ -282,18 +287,13 @@ func (u *upserts) queue(b *pgx.Batch, s *Store) {
 // whole log at once. The configuration is stored, and its version in
 // <p>_head, so every process's appends index and create offsets for it.
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
 		return fmt.Errorf("pgstore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
 	}
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	for _, name := range handled {
-		if _, err := s.reg.ByName(name); err != nil {
-			return fmt.Errorf("pgstore: consumer group %q: %w", spec.ID, err)
-		}
-	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	if partitionBy == nil {
 		partitionBy = []string{}
@@ -703,16 +703,21 @@ func (t *tx) held(c *shell.Claim, verb string) error {
 	return nil
 }
 
-// Release frees a claim without moving its offset. Only the claiming
-// worker may release it (else an error matching shell.ErrNotClaimant).
+// Release frees a claim without moving its offset, under the shared
+// lock. Only the claiming worker may release it (else an error matching
+// shell.ErrNotClaimant).
 func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
-	return s.update(ctx, lockShared, func(t *tx) error {
-		if err := t.held(c, "release"); err != nil {
-			return err
-		}
-		_, err := t.c.Exec(t.ctx, s.q.g.release, c.OffsetID)
-		return t.check("release", err)
-	})
+	return s.update(ctx, lockShared, func(t *tx) error { return t.Release(c) })
+}
+
+// Release frees a claim without moving its offset, in the transaction;
+// see shell.GroupTx.
+func (t *tx) Release(c *shell.Claim) error {
+	if err := t.held(c, "release"); err != nil {
+		return err
+	}
+	_, err := t.c.Exec(t.ctx, t.s.q.g.release, c.OffsetID)
+	return t.check("release", err)
 }
 
 // Ack moves the claim's offset to position and frees it, in a transaction
@@ -731,6 +736,9 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	}
 	if c == nil {
 		return errors.New("pgstore: ack a nil claim")
+	}
+	if err := shell.CheckAck(c, position); err != nil {
+		return err
 	}
 	q := t.s.q.g
 	// The claimant check, the move, the release and the group's highest
@@ -997,6 +1005,86 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.Command, chang
 	})
 }
 
+// ChangeGroup decides a worker command on the group's state and applies
+// it, in one transaction under the exclusive lock; see shell.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		st, err := t.state(group)
+		if err != nil {
+			return err
+		}
+		cur := shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		if err := json.Unmarshal([]byte(st.failure), &cur.Failure); err != nil {
+			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
+		}
+		out = cur
+		ch, err := decide(cur)
+		if err != nil || ch.Command == "" {
+			return err
+		}
+		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", group, ch.Command)
+		}
+		next, err := shell.Transition(group, st.status, ch.Command)
+		if err != nil {
+			return nil // a worker command: the group stays as it is
+		}
+		st.status, st.retryAt = next, time.Time{}
+		if ch.Command == shell.CmdRetry {
+			st.retryAt = ch.RetryAt.UTC().Truncate(time.Microsecond)
+		}
+		if err := t.setStatus(st, ch.Failure); err != nil {
+			return err
+		}
+		// What the store gives back: times at its precision, the failure
+		// through JSON.
+		out = shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		data, err := json.Marshal(ch.Failure)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &out.Failure)
+	})
+	if err != nil {
+		return shell.GroupState{}, err
+	}
+	return out, nil
+}
+
+// ReleaseClaimsOlderThan releases, in one transaction, every claim made at
+// or before cutoff, whoever holds it, and returns the released offsets as
+// they were.
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		out = nil
+		rows, err := t.c.Query(t.ctx, s.q.g.oldClaims, cutoff)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		out, err = scanOffsets(rows)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = t.c.Exec(t.ctx, s.q.g.releaseOld, cutoff)
+		return t.check("release old claims", err)
+	})
+	return out, err
+}
+
+// RemoveWorkers deletes the workers' heartbeat rows.
+func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
+	if len(workerIDs) == 0 {
+		return ctx.Err()
+	}
+	if _, err := s.pool.Exec(ctx, s.q.g.removeWorkers, workerIDs); err != nil {
+		return s.wrap(ctx, "remove workers", err)
+	}
+	return nil
+}
+
 // Group returns a group's status and figures.
 func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
 	infos, err := s.groupInfos(ctx, s.pool, group)
@@ -1086,6 +1174,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		tag, err := t.c.Exec(t.ctx, s.q.g.releaseStale, now.Add(-ttl))
 		n = int(tag.RowsAffected())
@@ -1150,24 +1241,11 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		page.Offsets = []shell.Offset{}
-		for rows.Next() {
-			var o shell.Offset
-			var key string
-			var claimedAt *time.Time
-			if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
-				return err
-			}
-			if o.Partition, err = parsePartition(key); err != nil {
-				return err
-			}
-			if claimedAt != nil {
-				o.ClaimedAt = claimedAt.UTC()
-			}
-			page.Offsets = append(page.Offsets, o)
+		page.Offsets, err = scanOffsets(rows)
+		if page.Offsets == nil {
+			page.Offsets = []shell.Offset{}
 		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return shell.OffsetPage{}, s.wrapGroupErr(ctx, "read offsets", err)
@@ -1178,4 +1256,28 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
 func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
 	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+}
+
+// scanOffsets reads offset rows (id, group, status, partition key, last
+// position, claimed, claimed at, claimed by).
+func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
+	defer rows.Close()
+	var out []shell.Offset
+	for rows.Next() {
+		var o shell.Offset
+		var key string
+		var claimedAt *time.Time
+		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
+			return nil, err
+		}
+		var err error
+		if o.Partition, err = parsePartition(key); err != nil {
+			return nil, err
+		}
+		if claimedAt != nil {
+			o.ClaimedAt = claimedAt.UTC()
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }

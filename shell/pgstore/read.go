@@ -248,7 +248,19 @@ func guardFor(conds []core.Condition, opts shell.ReadOptions, msgs []core.Positi
 	return core.Guard{Conditions: conds, LastPosition: pos}
 }
 
+// typed is the registry conditions are checked against: none for a store
+// of raw payloads, which knows no types.
+func (s *Store) typed() *codec.Registry {
+	if s.raw {
+		return nil
+	}
+	return s.reg
+}
+
 func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckConditions(s.typed(), conds); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
+	}
 	if len(conds) == 0 {
 		var last int64
 		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
@@ -309,6 +321,9 @@ func (s *Store) fetchSQL(partition map[string]string, types []string, after int6
 }
 
 func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
+		return shell.Page{}, fmt.Errorf("pgstore: %w", err)
+	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = shell.DefaultPageSize
