@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,5 +297,41 @@ func TestNonDeterminism(t *testing.T) {
 	}
 	if ran.Load() != 0 {
 		t.Fatal("the renamed step ran")
+	}
+}
+
+// A receive's timeout promoted after the signal came, while the next step
+// runs, is no conflict for that step's outcome: the step runs once.
+func TestLateTimeoutDoesNotRerunAStep(t *testing.T) {
+	store := memstore.New(codec.NewRegistry())
+	var ran atomic.Int64
+	wf := workflow.Define("late_timeout", func(w *workflow.Workflow, _ int) (int, error) {
+		if _, err := workflow.Receive[int](w, "go", 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+		return workflow.Step(w, "slow", func(context.Context) (int, error) {
+			ran.Add(1)
+			time.Sleep(300 * time.Millisecond) // the timeout is promoted meanwhile
+			return 7, nil
+		})
+	})
+	runtime(t, store, wf)
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Send(ctx, "go", 1); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := wait(t, run); err != nil || out != 7 {
+		t.Fatalf("output %d, %v", out, err)
+	}
+	if ran.Load() != 1 {
+		t.Fatalf("the step ran %d times, want once", ran.Load())
+	}
+	got := events(t, store, "late_timeout", run.ID)
+	if !slices.Contains(got, "wait_ended receive:go#1 timed_out=true ") {
+		t.Fatalf("the timeout was not promoted during the step: %q", got)
 	}
 }
