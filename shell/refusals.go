@@ -64,6 +64,10 @@ func (e *InvalidConditionError) Is(target error) bool { return target == ErrInva
 // attribute reserved for the store (core.IDKey), or a value that is not
 // valid UTF-8 (no indexed value is). A condition with no attributes selects
 // every message of its type and is valid.
+//
+// With a nil registry (a store reading payloads raw, such as the sourced
+// command's, knows no types) only what needs no type is checked: an empty
+// type, a reserved attribute, a value that is not UTF-8.
 func CheckConditions(reg *codec.Registry, conds []core.Condition) error {
 	for _, c := range conds {
 		if err := checkCondition(reg, c); err != nil {
@@ -80,13 +84,22 @@ func checkCondition(reg *codec.Registry, c core.Condition) error {
 	if c.Type == "" {
 		return fail("", "the type is empty: name the message type string (ex. \"courses.created\")")
 	}
-	t, err := reg.ByName(c.Type)
-	if err != nil {
-		return fail("", "no such message type is registered: check the spelling, or register its payload with codec.Register")
+	var t *codec.Type
+	if reg != nil {
+		var err error
+		if t, err = reg.ByName(c.Type); err != nil {
+			return fail("", "no such message type is registered: check the spelling, or register its payload with codec.Register")
+		}
 	}
 	for name, value := range c.Attrs {
 		if strings.HasPrefix(name, codec.ReservedPrefix) {
 			return fail(name, "attributes starting with %q are reserved for the store and cannot be queried", codec.ReservedPrefix)
+		}
+		if !utf8.ValidString(value) {
+			return fail(name, "the value %q is not valid UTF-8, and no indexed value is", value)
+		}
+		if t == nil {
+			continue
 		}
 		f, ok := t.Field(name)
 		if !ok {
@@ -98,9 +111,6 @@ func checkCondition(reg *codec.Registry, c core.Condition) error {
 				why = "it is tagged `sourced:\"noindex\"`, so it is not indexed: remove the tag to query it"
 			}
 			return fail(name, "%s", why)
-		}
-		if !utf8.ValidString(value) {
-			return fail(name, "the value %q is not valid UTF-8, and no indexed value is", value)
 		}
 	}
 	return nil
