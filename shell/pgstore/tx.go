@@ -340,7 +340,7 @@ func keyStrings(keys []codec.KeyPair) (ks, names []string) {
 // pairs it is indexed under (only core.IDKey for the handled types of an
 // id-partitioned group).
 func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (core.Message, prepared, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return m, prepared{}, err
 	}
