@@ -112,23 +112,12 @@ func (g globals) workflows(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		c := workflow.Counts{Workflow: n, Total: len(runs)}
 		for _, r := range runs {
-			switch r.Status {
-			case durable.Running:
-				c.Running++
-			case durable.Complete:
-				c.Complete++
-			case durable.Failed:
-				c.Failed++
-			case durable.Cancelled:
-				c.Cancelled++
-			}
 			if (*status == "" || string(r.Status) == *status) && len(out.Runs) < *limit {
 				out.Runs = append(out.Runs, runRow{Workflow: n, ID: r.ID, Status: r.Status, Current: current(r), Steps: len(r.Ops), StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: firstLine(runError(r))})
 			}
 		}
-		out.Workflows = append(out.Workflows, c)
+		out.Workflows = append(out.Workflows, workflow.Count(n, runs))
 	}
 	return g.emit(out, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "WORKFLOW\tRUNNING\tCOMPLETE\tFAILED\tCANCELLED\tTOTAL")

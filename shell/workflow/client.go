@@ -374,22 +374,27 @@ func Stats(ctx context.Context, store shell.Store, names ...string) ([]Counts, e
 		if err != nil {
 			return nil, err
 		}
-		c := Counts{Workflow: name, Total: len(runs)}
-		for _, r := range runs {
-			switch r.Status {
-			case Running:
-				c.Running++
-			case Complete:
-				c.Complete++
-			case Failed:
-				c.Failed++
-			case Cancelled:
-				c.Cancelled++
-			}
-		}
-		out = append(out, c)
+		out = append(out, Count(name, runs))
 	}
 	return out, nil
+}
+
+// Count counts the runs of the workflow named name by status.
+func Count(name string, runs []*durable.Run) Counts {
+	c := Counts{Workflow: name, Total: len(runs)}
+	for _, r := range runs {
+		switch r.Status {
+		case Running:
+			c.Running++
+		case Complete:
+			c.Complete++
+		case Failed:
+			c.Failed++
+		case Cancelled:
+			c.Cancelled++
+		}
+	}
+	return c
 }
 
 // RunOf reads the run id of the workflow named name, like Load but

@@ -335,3 +335,41 @@ func TestLateTimeoutDoesNotRerunAStep(t *testing.T) {
 		t.Fatalf("the timeout was not promoted during the step: %q", got)
 	}
 }
+
+// A sleeping run outlives its runtime: stopped during the sleep, another
+// runtime picks the run up when the sleep ends. Stats counts the runs.
+func TestSleepAcrossRuntimes(t *testing.T) {
+	store := memstore.New(codec.NewRegistry())
+	ctx := context.Background()
+	var ran atomic.Int64
+	wf := workflow.Define("nap", func(w *workflow.Workflow, _ int) (int, error) {
+		workflow.Sleep(w, 200*time.Millisecond)
+		return workflow.Step(w, "wake", func(context.Context) (int, error) { ran.Add(1); return 1, nil })
+	})
+	first, err := shellRuntime(store, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		info, err := run.Load(ctx)
+		return err == nil && info.Current != nil && info.Current.Status == durable.OpWaiting
+	})
+	if err := first.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := workflow.Stats(ctx, store, "nap"); err != nil || st[0] != (workflow.Counts{Workflow: "nap", Running: 1, Total: 1}) {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	time.Sleep(250 * time.Millisecond) // the sleep ends with no runtime running
+	runtime(t, store, wf)
+	if out, err := wait(t, run); err != nil || out != 1 || ran.Load() != 1 {
+		t.Fatalf("output %d, %v, ran %d", out, err, ran.Load())
+	}
+	if st, err := workflow.Stats(ctx, store, "nap"); err != nil || st[0] != (workflow.Counts{Workflow: "nap", Complete: 1, Total: 1}) {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
