@@ -12,6 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core/durable"
+	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
@@ -371,5 +372,64 @@ func TestSleepAcrossRuntimes(t *testing.T) {
 	}
 	if st, err := workflow.Stats(ctx, store, "nap"); err != nil || st[0] != (workflow.Counts{Workflow: "nap", Complete: 1, Total: 1}) {
 		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
+
+// Retries wait on the store's clock through scheduled messages: with a
+// simulated clock nothing is retried until the clock reaches the back-off,
+// however long real time goes by; each retry waits twice as long.
+func TestRetryBackoffIsScheduled(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := memstore.New(codec.NewRegistry(), memstore.WithClock(clk.Now))
+	var attempts atomic.Int64
+	wf := workflow.Define("flaky", func(w *workflow.Workflow, _ int) (int, error) {
+		return workflow.Step(w, "call", func(context.Context) (int, error) {
+			if attempts.Add(1) < 3 {
+				return 0, errors.New("flaky")
+			}
+			return 3, nil
+		}, workflow.Retries(5), workflow.Backoff(time.Minute, time.Hour))
+	}, workflow.Clock(clk.Now))
+	cfg := shell.DefaultConfig()
+	cfg.Clock = clk
+	rt, err := shell.NewRuntime(store, cfg, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		t.Helper()
+		if err := rt.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
+	time.Sleep(50 * time.Millisecond)
+	if n := attempts.Load(); n != 1 {
+		t.Fatalf("%d attempts before the clock moved, want 1", n)
+	}
+	next, ok, _ := store.NextScheduled(ctx)
+	if !ok || !next.Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("the retry is scheduled for %v (%v), want in 1 min", next, ok)
+	}
+	clk.Advance(time.Minute)
+	settle()
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts after 1 min, want 2", n)
+	}
+	if next, _, _ := store.NextScheduled(ctx); !next.Equal(clk.Now().Add(2 * time.Minute)) {
+		t.Fatalf("the second retry is scheduled for %v, want in 2 min", next)
+	}
+	clk.Advance(2 * time.Minute)
+	if out, err := wait(t, run); err != nil || out != 3 || attempts.Load() != 3 {
+		t.Fatalf("output %d, %v after %d attempts", out, err, attempts.Load())
 	}
 }
