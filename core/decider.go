@@ -173,8 +173,9 @@ func (d Decider[S]) Spec() Spec {
 }
 
 // Check validates the decider against reg: its handlers, its group id, and
-// the partition schema (commands and reactions declare every key, evolved
-// events at least one, keys have the schema's types).
+// the partition schema (commands declare every key as a required
+// attribute, reactions every key, evolved events at least one, keys have
+// the schema's types).
 func (d Decider[S]) Check(reg *codec.Registry) error {
 	h := d.compiled()
 	all := slices.Clone(h.decideOrder)
@@ -185,7 +186,7 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 			some = append(some, t)
 		}
 	}
-	_, err := d.groupSpec().check(reg, h.err(), all, some)
+	_, err := d.groupSpec().check(reg, h.err(), h.decideOrder, all, some)
 	return err
 }
 

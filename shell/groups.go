@@ -398,7 +398,11 @@ type UnknownGroupError struct {
 }
 
 func (e *UnknownGroupError) Error() string {
-	return fmt.Sprintf("sourced: unknown consumer group %q (registered: %s)", e.Group, strings.Join(e.Known, ", "))
+	known := strings.Join(e.Known, ", ")
+	if known == "" {
+		known = "none"
+	}
+	return fmt.Sprintf("sourced: unknown consumer group %q (registered: %s): pass its reactor to shell.NewRuntime and start the runtime (Start, Run or Supervise), or call Router.Setup, before using the group", e.Group, known)
 }
 
 // Is makes errors.Is(err, ErrGroupNotRegistered) true.

@@ -471,6 +471,14 @@ func (rt *Router) readPartition(ctx context.Context) partitionReader {
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
 func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read partitionReader) (pairs []effects.Pair, handleErr, err error) {
+	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
+		// A partition with an empty key value was made by a message that
+		// carries the key empty: refuse it rather than decide every such
+		// message in one shared partition.
+		if _, err := core.PartitionOf(claim.Messages[0].Type, re.info.PartitionBy, core.PartitionPairs(claim.Partition)); err != nil {
+			return nil, &core.BatchError{Message: claim.Messages[0], Err: err}, nil
+		}
+	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
 	if len(re.info.History) > 0 {
 		res, err := read(claim.Partition, re.info.History, ReadOptions{})

@@ -142,8 +142,12 @@ func (m Machine[C]) Check(reg *codec.Registry) error {
 			continue
 		}
 		for _, k := range m.PartitionBy {
-			if !ct.Has(k) {
+			f, ok := ct.Field(k)
+			switch {
+			case !ok:
 				defErr(ct.Name, k, "commands, events, lifecycle messages and state events of a machine must declare every partition key")
+			case !f.Required && (slices.Contains(mc.ch.commands, t) || slices.Contains(mc.ch.events, t)):
+				defErr(ct.Name, k, "a machine's commands and On events must declare every partition key as a required attribute (tag it `sourced:\"required\"`), so that one without it is refused instead of decided in the partition \"\"")
 			}
 		}
 	}

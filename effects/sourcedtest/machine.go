@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -174,36 +175,46 @@ func (c *MachineTest[C]) Then(expected ...any) *MachineTest[C] {
 	c.t.Helper()
 	c.cfg.check(c.t, nil, expected...)
 	r := c.accepted()
-	assertMessages(c.t, expected, append(slices.Clone(r.d.Messages), r.reactions...))
+	c.cfg.assertMessages(c.t, expected, append(slices.Clone(r.d.Messages), r.reactions...))
 	return c
 }
 
 // ThenStates asserts the decision's state events, one per move.
 func (c *MachineTest[C]) ThenStates(expected ...any) *MachineTest[C] {
 	c.t.Helper()
-	assertMessages(c.t, expected, c.accepted().d.States)
+	c.cfg.assertMessages(c.t, expected, c.accepted().d.States)
 	return c
 }
 
 // ThenEvents asserts the decision's data events.
 func (c *MachineTest[C]) ThenEvents(expected ...any) *MachineTest[C] {
 	c.t.Helper()
-	assertMessages(c.t, expected, c.accepted().d.Events)
+	c.cfg.assertMessages(c.t, expected, c.accepted().d.Events)
 	return c
 }
 
 // ThenDispatched asserts the commands entry and exit actions dispatched.
 func (c *MachineTest[C]) ThenDispatched(expected ...any) *MachineTest[C] {
 	c.t.Helper()
-	assertMessages(c.t, expected, c.accepted().d.Dispatched)
+	c.cfg.assertMessages(c.t, expected, c.accepted().d.Dispatched)
 	return c
 }
 
-// ThenTimers asserts the commands After scheduled (payloads; their dates
-// and timer metadata are the decision's, see ThenDecision).
+// ThenTimers asserts the commands After scheduled. A payload matches a
+// timer's payload whatever its due time; a core.Delayed (core.After,
+// core.At) also matches its due time. Timer metadata is the decision's,
+// see ThenDecision.
 func (c *MachineTest[C]) ThenTimers(expected ...any) *MachineTest[C] {
 	c.t.Helper()
-	assertMessages(c.t, expected, c.accepted().d.Timers)
+	timers := slices.Clone(c.accepted().d.Timers)
+	for i := range timers {
+		if i < len(expected) {
+			if _, dated := expected[i].(core.Delayed); !dated {
+				timers[i].CreatedAt = time.Time{}
+			}
+		}
+	}
+	c.cfg.assertMessages(c.t, expected, timers)
 	return c
 }
 
@@ -237,7 +248,7 @@ func (c *MachineTest[C]) ThenSync(expected ...any) *MachineTest[C] {
 		c.t.Fatalf("sourcedtest: %v", err)
 	}
 	runWork(c.t, pairs, c.cfg.tx)
-	assertMessages(c.t, expected, append(slices.Clone(r.d.Messages), r.reactions...))
+	c.cfg.assertMessages(c.t, expected, append(slices.Clone(r.d.Messages), r.reactions...))
 	return c
 }
 
@@ -249,7 +260,7 @@ func (c *MachineTest[C]) ThenError(want any) {
 	c.t.Helper()
 	r, err := c.run()
 	if err == nil {
-		c.t.Fatalf("sourcedtest: When(%s) was accepted with %s; want an error", describe(c.msg), describeAll(r.d.Messages))
+		c.t.Fatalf("sourcedtest: When(%s) was accepted with %s; want an error", describe(c.msg), c.cfg.describeAll(r.d.Messages))
 	}
 	assertError(c.t, err, want)
 }

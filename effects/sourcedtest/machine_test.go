@@ -14,23 +14,23 @@ import (
 
 type (
 	OpenDoor struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	CloseDoor struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	AutoClose struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	Beep struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	Knocked struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 		Who    string `json:"who"`
 	}
 	DoorRef struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	DoorOpened struct {
 		DoorRef
@@ -101,7 +101,7 @@ func TestMachineGivenWhenThen(t *testing.T) {
 	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
 		Given(closedMove).
 		When(OpenDoor{DoorID: "d1"}).
-		Then(Knocked{DoorID: "d1", Who: "opener"}, openedMove, Beep{DoorID: "d1"}, AutoClose{DoorID: "d1"}, Beep{DoorID: "d1"}).
+		Then(Knocked{DoorID: "d1", Who: "opener"}, openedMove, Beep{DoorID: "d1"}, core.After(time.Minute, AutoClose{DoorID: "d1"}), Beep{DoorID: "d1"}).
 		ThenStates(openedMove).
 		ThenEvents(Knocked{DoorID: "d1", Who: "opener"}).
 		ThenDispatched(Beep{DoorID: "d1"}).
@@ -112,7 +112,7 @@ func TestMachineGivenWhenThen(t *testing.T) {
 				t.Fatalf("%+v %v", in.Context, d.Timers[0].CreatedAt)
 			}
 		}).
-		ThenSync(Knocked{DoorID: "d1", Who: "opener"}, openedMove, Beep{DoorID: "d1"}, AutoClose{DoorID: "d1"}, Beep{DoorID: "d1"})
+		ThenSync(Knocked{DoorID: "d1", Who: "opener"}, openedMove, Beep{DoorID: "d1"}, core.After(time.Minute, AutoClose{DoorID: "d1"}), Beep{DoorID: "d1"})
 	if synced != 1 {
 		t.Fatalf("sync ran %d times", synced)
 	}
