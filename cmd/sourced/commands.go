@@ -57,6 +57,10 @@ func runErr(ctx context.Context, args []string, stdout io.Writer) error {
 		return g.schedule(ctx, rest)
 	case "migrate":
 		return g.migrate(ctx, rest)
+	case "workflows":
+		return g.workflows(ctx, rest)
+	case "workflow":
+		return g.workflowRun(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
