@@ -257,7 +257,10 @@ func (g groupSpec) check(reg *codec.Registry, handlerErr error, required, allKey
 				if got != want && got.Kind() != want.Kind() {
 					defErr(t, k, "key has Go type %v, the partition schema says %v", got, want)
 				}
-				if !f.Indexed {
+				switch {
+				case f.NoIndex:
+					defErr(t, k, "key attribute is tagged `sourced:\"noindex\"`, so no message is indexed under it: remove the tag")
+				case !f.Indexed:
 					defErr(t, k, "key attribute is not indexable (scalar or slice of scalars)")
 				}
 			}

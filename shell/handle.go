@@ -33,11 +33,21 @@ type HandleResult[S any] struct {
 
 // HandleOptions tune Handle.
 type HandleOptions struct {
-	// Now stamps the command (default: the store's clock).
+	// Now dates the command, read inside the write transaction (default:
+	// the store's clock, read once by the append). Handle decides now, so a
+	// time after the store's clock is refused with ErrFutureCommand: to
+	// decide a command later, append it dated later (core.Message.At) and
+	// let the decider's workers claim it when the store promotes it. An
+	// earlier time back-dates the command.
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
 }
+
+// ErrFutureCommand is matched by the error of Handle for a command dated
+// after the store's clock (HandleOptions.Now, or a core.Message given
+// with a CreatedAt): the store would schedule it rather than append it.
+var ErrFutureCommand = errors.New("sourced: command dated after the store's clock")
 
 // Handle decides a command synchronously, for web handlers: it validates
 // the command, reads the decider's partition, decides, appends the command
@@ -57,9 +67,9 @@ type HandleOptions struct {
 // Errors: an invalid command (codec.ErrInvalid, with every failing field),
 // a command whose partition key is missing or empty included (see
 // core.PartitionOf); the decider's own rejection, as returned by its
-// handler; an invalid decider (core.ErrDefinition); a busy store (ErrBusy:
-// try again). Never ErrConcurrentAppend. In every case nothing is
-// appended.
+// handler; an invalid decider (core.ErrDefinition); a command dated after
+// the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
+// Never ErrConcurrentAppend. In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
 	var res HandleResult[S]
 	if err := d.Err(); err != nil {
@@ -83,9 +93,6 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
-	}
-	if o.Now == nil {
-		o.Now = store.Now
 	}
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
@@ -114,10 +121,16 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if err != nil {
 		return res, err
 	}
-	msg = msg.Stamp(id, o.Now())
+	// The time is left to the transaction: the store stamps the command
+	// with the same reading of its clock that decides whether a message is
+	// scheduled, so a clock stepping back cannot defer the command.
+	msg = msg.Stamp(id, time.Time{})
 	res.Command = msg
 	var afters []func(context.Context) error
 	decide := func(tx Tx) error {
+		if o.Now != nil {
+			msg.CreatedAt = o.Now()
+		}
 		h, err := tx.ReadPartition(partition, history, ReadOptions{})
 		if err != nil {
 			return err
@@ -134,6 +147,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			return err
 		}
 		res.Command, res.Position = appended.Messages[0], appended.Positions[0]
+		if res.Position == 0 {
+			return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
+		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
 		out, err := d.DecideCommand(partition, h.Messages, cmdMsg)
 		if err != nil {

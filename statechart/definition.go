@@ -48,7 +48,8 @@ func (m Machine[C]) handled() []reflect.Type {
 }
 
 // evolved are the types read as history: state events, the context's
-// events, and the children's Started and Finished.
+// events, the children's Started and Finished, and the children's state
+// events (each ChildRef's Paths).
 func (m Machine[C]) evolved() []reflect.Type {
 	mc := m.core()
 	out := appendNew(nil, m.StateTypes()...)
@@ -57,6 +58,13 @@ func (m Machine[C]) evolved() []reflect.Type {
 		if d.lc != nil {
 			out = appendNew(out, d.lc.started, d.lc.finished)
 		}
+		if d.mc != nil {
+			for _, t := range childStateTypes(d) {
+				if mc.childMoves[t] == d {
+					out = appendNew(out, t)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -64,7 +72,8 @@ func (m Machine[C]) evolved() []reflect.Type {
 // Spec describes the machine's consumer group: it claims its commands, the
 // events it reacts to (On), its lifecycle messages and its children's
 // Finished, and reads as history its state events, the events its context
-// evolves and its children's Started and Finished.
+// evolves, its children's Started and Finished and its children's state
+// events.
 func (m Machine[C]) Spec() core.Spec {
 	label := m.Label
 	if label == "" {

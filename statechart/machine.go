@@ -63,8 +63,12 @@ type machineCore struct {
 	lc         *lifecycle
 	keys       []string
 	stateTypes map[reflect.Type]bool
+	// eventNames are, by node id, the stored type of each state's events.
+	eventNames []string
 	started    map[reflect.Type]*childDecl
 	finished   map[reflect.Type]*childDecl
+	// childMoves are the children's state event types.
+	childMoves map[reflect.Type]*childDecl
 	errs       []error
 }
 
@@ -88,6 +92,12 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 			mc.stateTypes[reflect.TypeFor[Move]()] = true
 		}
 	}
+	mc.eventNames = make([]string, len(ch.nodes))
+	for _, n := range ch.nodes {
+		if n.kind == kState && n.state.d != nil {
+			mc.eventNames[n.id] = ch.stateTypeName(m.group(), n.state)
+		}
+	}
 	for _, d := range ch.children {
 		if d.lc == nil {
 			mc.errs = append(mc.errs, fmt.Errorf("child machine %q has no Lifecycle: set its Lifecycle (LifecycleOf) before Chart", d.group))
@@ -95,6 +105,16 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 		}
 		mc.started[d.lc.started] = d
 		mc.finished[d.lc.finished] = d
+		if d.mc != nil {
+			for _, t := range childStateTypes(d) {
+				if !mc.stateTypes[t] {
+					if mc.childMoves == nil {
+						mc.childMoves = map[reflect.Type]*childDecl{}
+					}
+					mc.childMoves[t] = d
+				}
+			}
+		}
 	}
 	if mc.lc != nil && !ch.hasStart {
 		mc.errs = append(mc.errs, errors.New("a machine with a Lifecycle is a child: its root region starts at a Started state"))
@@ -151,6 +171,18 @@ func (m Machine[C]) StateTypes() []reflect.Type {
 // state.
 func (m Machine[C]) HandledCommands() []reflect.Type { return slices.Clone(m.core().ch.commands) }
 
+// childStateTypes are a child machine's state event types, in document
+// order.
+func childStateTypes(d *childDecl) []reflect.Type {
+	var out []reflect.Type
+	for _, s := range d.mc.ch.states {
+		if s.d.typ != nil {
+			out = append(out, s.d.typ)
+		}
+	}
+	return out
+}
+
 // Child returns the handle a parent uses to start, stop and join this
 // machine as a child. The machine needs a Lifecycle.
 func (m Machine[C]) Child() Child {
@@ -198,7 +230,9 @@ type Instance[C any] struct {
 }
 
 // Config returns the instance's configuration.
-func (i Instance[C]) Config() Config { return Config{ch: i.ch, act: i.st.act} }
+func (i Instance[C]) Config() Config {
+	return Config{ch: i.ch, act: i.st.act, entries: i.st.entries, entered: i.st.entered}
+}
 
 // Paths returns the active states' paths, outermost first.
 func (i Instance[C]) Paths() []string { return i.Config().Paths() }
@@ -229,6 +263,7 @@ func (m Machine[C]) New(partition map[string]string) Instance[C] {
 	in := Instance[C]{Context: m.Context.Initial(), Partition: partition, ch: mc.ch}
 	in.st.act = newBitset(len(mc.ch.nodes))
 	in.st.entries = make([]uint32, len(mc.ch.nodes))
+	in.st.entered = make([]EnteredBy, len(mc.ch.nodes))
 	_ = mc.ch.complete(in.st.act)
 	return in
 }
@@ -296,7 +331,8 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 	t := core.PayloadType(msg.Payload)
 	if mc.stateTypes[t] {
 		if mv, ok := MoveOf(msg.Payload); ok {
-			if err := mc.ch.applyMove(&in.st, mv); err != nil {
+			by := EnteredBy{ID: msg.ID, Type: m.typeName(msg), At: msg.CreatedAt, Trigger: mv.Trigger}
+			if err := mc.ch.applyMove(&in.st, mv, by); err != nil {
 				var up *UnresolvablePathError
 				if errors.As(err, &up) {
 					up.Type, up.ID = m.typeName(msg), msg.ID
@@ -316,6 +352,11 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 		r.trackFinished(d, msg)
 		in.st = r.st
 	}
+	if d := mc.childMoves[t]; d != nil {
+		r := run{st: in.st, fill: mc.fill, keys: in.Partition}
+		r.trackChildMove(d, msg)
+		in.st = r.st
+	}
 	if m.Context.Handles(t) {
 		in.Context = m.Context.Evolve(in.Context, msg)
 	}
@@ -326,7 +367,7 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 // configuration before the move, the exited states are left, the entered
 // ones entered (their entry counts incremented), and the result must be a
 // configuration.
-func (ch *chart) applyMove(st *instState, mv Move) error {
+func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
 	exited := make([]*node, 0, len(mv.Exited))
 	for _, p := range mv.Exited {
 		n, ok := ch.byPath[p]
@@ -358,9 +399,15 @@ func (ch *chart) applyMove(st *instState, mv Move) error {
 	for _, n := range exited {
 		st.act.unset(n.id)
 	}
+	if st.entered == nil {
+		st.entered = make([]EnteredBy, len(ch.nodes))
+	} else {
+		st.entered = slices.Clone(st.entered)
+	}
 	for _, n := range entered {
 		st.act.set(n.id)
 		st.entries[n.id]++
+		st.entered[n.id] = by
 	}
 	return ch.complete(st.act)
 }

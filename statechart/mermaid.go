@@ -74,13 +74,13 @@ func (ch *chart) mermaid() string {
 				src = t.final
 			}
 			for _, o := range t.options {
-				for _, tgt := range o.nodes {
+				for pi, tgt := range o.nodes {
 					id := mermaidID(tgt)
-					if o.spec.history {
+					switch o.spec.parts[pi].hist {
+					case histShallow:
 						id += "_history"
-						if o.spec.deep {
-							id += "_deep"
-						}
+					case histDeep:
+						id += "_history_deep"
 					}
 					scope := common(src, tgt)
 					for scope.kind != kRegion {

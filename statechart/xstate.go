@@ -90,14 +90,13 @@ func (m Machine[C]) regionJSON(ch *chart, r *node, act *bitset) object {
 
 func target(o option) []string {
 	var out []string
-	for _, n := range o.nodes {
+	for i, n := range o.nodes {
 		id := "#" + n.path
-		if o.spec.history {
-			if o.spec.deep {
-				id += ".deep_history"
-			} else {
-				id += ".history"
-			}
+		switch o.spec.parts[i].hist {
+		case histDeep:
+			id += ".deep_history"
+		case histShallow:
+			id += ".history"
 		}
 		out = append(out, id)
 	}

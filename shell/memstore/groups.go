@@ -345,7 +345,7 @@ func (s *Store) group(id string) (*group, error) {
 // partitions in the whole log at once, so messages appended before it was
 // registered are claimed too.
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
@@ -354,11 +354,7 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
 	types := make([]*codec.Type, len(handled))
 	for i, name := range handled {
-		typ, err := s.reg.ByName(name)
-		if err != nil {
-			return fmt.Errorf("memstore: consumer group %q: %w", spec.ID, err)
-		}
-		types[i] = typ
+		types[i], _ = s.reg.ByName(name) // checked by CheckGroupSpec
 	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	label := spec.Label
@@ -596,6 +592,9 @@ func (t *tx) moveTo(off *offset, position int64) {
 func (t *tx) Ack(c *shell.Claim, position int64) error {
 	off, err := t.held(c, "ack")
 	if err != nil {
+		return err
+	}
+	if err := shell.CheckAck(c, position); err != nil {
 		return err
 	}
 	t.moveTo(off, position)
@@ -874,6 +873,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // now-ttl, and those of workers that never heartbeat claimed at or before
 // now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	cutoff := now.Add(-ttl)
 	n := 0
 	err := s.write(ctx, func(t *tx) error {

@@ -116,18 +116,13 @@ func checkClaimArgs(workerID string, batchSize int) error {
 // index and create offsets for it (each writer reloads it when another
 // process changed it).
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
 		return fmt.Errorf("sqlitestore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
 	}
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	for _, name := range handled {
-		if _, err := s.reg.ByName(name); err != nil {
-			return fmt.Errorf("sqlitestore: consumer group %q: %w", spec.ID, err)
-		}
-	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	if partitionBy == nil {
 		partitionBy = []string{}
@@ -653,6 +648,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	cutoff := formatTime(now.Add(-ttl))
 	err = s.update(ctx, false, func(stx shell.Tx) error {
 		t := stx.(*tx)

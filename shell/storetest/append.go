@@ -132,7 +132,6 @@ func (s suite) testAppend(t *testing.T) {
 			{"by a wrong int", cond(TypeReading, "count", e.canonical(41)), nil},
 			{"by a bool of the wrong value", cond(TypeReading, "active", e.canonical(false)), nil},
 			{"by a value of another attribute", cond(TypeDeviceBound, "device_id", "a1"), nil},
-			{"by an attribute the type lacks", cond(TypeDeviceBound, "course_name", "a1"), nil},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -41,6 +41,17 @@
 //     a Validate method) and duplicate ids (in the log, the schedule, the
 //     batch) fail with an error matching codec.ErrUnregistered,
 //     codec.ErrInvalid or shell.ErrDuplicateID, and write nothing.
+//   - Refusals: indexed text that is not valid UTF-8 (a *codec.ValidationError
+//     naming the attribute, scheduled messages included, nothing written);
+//     conditions that could never match, in reads, pages and guards (an
+//     empty or unregistered type, an attribute the type does not declare
+//     or does not index, the reserved core.IDKey, a value that is not
+//     UTF-8: a *shell.InvalidConditionError, errors.Is
+//     shell.ErrInvalidCondition, nothing written); ReadAll with an order
+//     that is neither Ascending nor Descending.
+//   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
+//     (ScheduleReader), so that tests written against one store run on
+//     another.
 //   - Guard: conflicts and non-conflicts, empty reads and new partitions
 //     that still guard (hazard H3, concurrently too), stale guards,
 //     type-only conditions, the *core.ConflictError and its messages,
@@ -121,6 +132,15 @@
 //   - Queue: an exclusive group without partition keys hands each message
 //     alone to concurrent workers, deletes it on ack, reaps its drained
 //     offsets; scheduled jobs; synchronously handled jobs.
+//   - QueueIndex: the types a queue owns are indexed by payload as well as
+//     by message id, before and after the queue registers: reads,
+//     partition reads, pages and guards on their attributes see them, and
+//     the queue still hands each message out alone.
+//   - GroupRefusals: an ack past the claim's last message
+//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), a
+//     negative ttl for ReleaseStaleClaims, a partition key that no handled
+//     type indexes (a misspelling, or a `sourced:"noindex"` tag: the error
+//     says which).
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
 //     deletes and advances.
 //   - GroupConcurrency: four goroutine workers and an appender, 200
