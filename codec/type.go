@@ -54,6 +54,7 @@ type Type struct {
 	decode    func(data []byte) (any, error)
 	upcasters []func(map[string]any) (map[string]any, error) // upcasters[v] turns v into v+1
 	validator validatorKind
+	shared    bool // registered with RegisterAs: not found by its Go type
 }
 
 type validatorKind uint8

@@ -103,7 +103,7 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
 	for i := range t.keys {
 		kf := &t.keys[i]
-		if kf.kind != kString && kf.kind != kText || failed[kf.name] {
+		if kf.kind != kString && kf.kind != kText || failed[kf.name] || asciiText[kf.typ] {
 			continue
 		}
 		p := kf.locate(base)
@@ -128,6 +128,10 @@ func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[st
 	}
 }
 
+// asciiText are the TextMarshalers of this package, whose text is ASCII:
+// Validate need not marshal them to check it. Read-only.
+var asciiText = map[reflect.Type]bool{reflect.TypeFor[Date](): true, reflect.TypeFor[Decimal](): true}
+
 func utf8Problem(at int) string {
 	return fmt.Sprintf("is not valid UTF-8 (at byte %d): indexed values must be text, which JSON would store with U+FFFD in place of the invalid bytes; fix the input, or use []byte for binary data", at)
 }
@@ -135,27 +139,32 @@ func utf8Problem(at int) string {
 // invalidText reports whether the string or text at p is not valid UTF-8,
 // and the offset of the first invalid byte.
 func invalidText(kf *keyField, p unsafe.Pointer) (int, bool) {
-	var s string
 	if kf.kind == kString {
-		s = *(*string)(p)
-	} else {
-		text, err := appendScalar(nil, kf.kind, kf.typ, p)
-		if err != nil {
-			return 0, false // Encode reports the failing marshaler
+		s := *(*string)(p)
+		if utf8.ValidString(s) {
+			return 0, false
 		}
-		s = string(text)
+		return firstInvalid([]byte(s)), true
 	}
-	if utf8.ValidString(s) {
-		return 0, false
+	var buf [64]byte
+	text, err := appendScalar(buf[:0], kf.kind, kf.typ, p)
+	if err != nil || utf8.Valid(text) {
+		return 0, false // a failing marshaler is Encode's to report
 	}
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				return i, true
-			}
+	return firstInvalid(text), true
+}
+
+// firstInvalid returns the offset of the first byte of b that is not
+// part of a valid UTF-8 sequence.
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
 		}
+		i += size
 	}
-	return 0, true
+	return 0
 }
 
 // orNil sorts the problems by attribute (declaration order, then unknown

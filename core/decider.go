@@ -192,7 +192,10 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 
 // Step decides a claimed batch. The state is folded from the history once;
 // each command is decided on it plus the events of the commands before it
-// in the batch, so a batch never conflicts with itself. Commands in a
+// in the batch, so a batch never conflicts with itself. Sync and
+// after-sync work is bound to every message the decider handles: each
+// command decided (with its events) and each event reacted to (with no
+// events); not to the messages it skips. Commands in a
 // replayed batch were decided before and are only acknowledged (deciding
 // them again would append their events twice); reactions are skipped too.
 // So are commands whose metadata says this group decided them already
@@ -224,6 +227,7 @@ func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 				return outs, &BatchError{Message: m, Index: i, Err: err}
 			}
 			out.Reactions = r
+			out.Sync, out.AfterSync = bindSync(h, Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}})
 		}
 		outs = append(outs, out)
 	}

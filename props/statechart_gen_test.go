@@ -65,7 +65,7 @@ func (g *gChart) state(t *rapid.T, parent *gState, region *gRegion, prefix strin
 	s.path = prefix + s.name
 	if region != nil && region.head == nil && len(region.states) == 0 && region.owner.kind == gParallel && depth > 0 && rapid.IntRange(0, 2).Draw(t, "headed?") == 0 {
 		region.head = s
-		region.name = s.name // a headed region is named after its state
+		region.name = s.name                      // a headed region is named after its state
 		s.path = region.owner.path + "." + s.name // and the state has the region's path
 	}
 	g.all = append(g.all, s)

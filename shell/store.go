@@ -240,6 +240,14 @@ var (
 	// ErrNotInstalled is returned by opening a store whose tables are
 	// missing: install them (sqlitestore.Install, or your migrations).
 	ErrNotInstalled = errors.New("sourced: store not installed")
+	// ErrSchemaNewer is returned by opening (or installing) a store whose
+	// schema was migrated by a newer program than this one: upgrade the
+	// program. Nothing is written.
+	ErrSchemaNewer = errors.New("sourced: store schema newer than this program")
+	// ErrSchemaOutdated is returned by opening a store whose schema is
+	// older than this program's: migrate it (sqlitestore.Install, `sourced
+	// migrate`, or your migration tool), then open it.
+	ErrSchemaOutdated = errors.New("sourced: store schema outdated")
 	// ErrDuplicateID is matched by the error of an append whose message id
 	// is already stored (in the log or the schedule). Nothing is written.
 	ErrDuplicateID = errors.New("sourced: duplicate message id")

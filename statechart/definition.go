@@ -44,7 +44,8 @@ func (m Machine[C]) handled() []reflect.Type {
 			out = appendNew(out, d.lc.finished)
 		}
 	}
-	return out
+	rts, _ := m.reactionTypes()
+	return appendNew(out, rts...)
 }
 
 // evolved are the types read as history: state events, the context's
@@ -220,6 +221,19 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 	}
 	for i, b := range in.Batch {
 		out := core.Outcome{Source: b}
+		if m.reacts(b.Message) {
+			// An event the machine reacts to: applied, then reacted to.
+			next, follow, err := m.react(inst, b.Message)
+			if err != nil {
+				return outs, &core.BatchError{Message: b, Index: i, Err: err}
+			}
+			inst = next
+			if !in.Replaying {
+				out.Reactions = follow
+			}
+			outs = append(outs, out)
+			continue
+		}
 		if in.Replaying {
 			outs = append(outs, out)
 			continue
@@ -232,10 +246,19 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 		default:
 			out.Events = dec.Messages
 			inst = next
+			if !dec.Ignored {
+				out.Sync, out.AfterSync = m.bindSync(core.Batch[Instance[C]]{State: inst, Partition: in.Partition, Messages: []core.PositionedMessage{b}, Events: dec.Messages})
+			}
 		}
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// reacts reports whether msg is an event the machine reacts to and does not
+// decide.
+func (m Machine[C]) reacts(msg core.Message) bool {
+	return len(m.Reactions) > 0 && m.reaction(core.PayloadType(msg.Payload)) != nil
 }
 
 // current rebuilds the instance from history, leaving out the messages of
@@ -266,10 +289,11 @@ func (m Machine[C]) DecideCommand(partition map[string]string, history []core.Po
 	if err != nil {
 		return out, err
 	}
-	_, dec, err := m.Decide(inst, cmd.Message)
+	next, dec, err := m.Decide(inst, cmd.Message)
 	if err != nil {
 		return out, err
 	}
 	out.Events = dec.Messages
+	out.Sync, out.AfterSync = m.bindSync(core.Batch[Instance[C]]{State: next, Partition: partition, Messages: []core.PositionedMessage{cmd}, Events: dec.Messages})
 	return out, nil
 }

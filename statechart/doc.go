@@ -101,6 +101,17 @@
 // replays: a replayed batch is only acknowledged. Partition keys are filled
 // in on every message a machine emits.
 //
+// Like every reactor, a machine has Reactions (React, ReactAny: to events it
+// does not decide, its own state events included, which its group then
+// claims), Sync work run in the transaction of each decided message and
+// AfterSync work run after it commits, both given the instance after the
+// decision. A parent also reads its children's state events, so each
+// ChildRef knows the child's current state. shell.LoadMachine reads an
+// instance from a store in one call and shell.HandleMachine decides a
+// command synchronously and returns the new instance; the read-only
+// configuration of an instance knows which state event entered each
+// active state (Config.EnteredBy) and which states were ever visited.
+//
 // Configurations are stored and read back as paths (Config.Paths,
 // Machine.Configuration): stale paths are an *UnresolvablePathError, paths
 // that form no configuration an error matching ErrInvalidConfiguration.

@@ -134,3 +134,23 @@ func TestDomainInsideParallelRegion(t *testing.T) {
 	}
 	replays(t, m, log, want)
 }
+
+// SCXML's internal transition: a compound source is its own domain, so a
+// handler on it targeting a sibling below its active child exits that
+// child too and re-enters it on the way down (as SCXML and XState v5).
+func TestDomainInternalExitsBelowTheSource(t *testing.T) {
+	m := tm(t,
+		statechart.Initial(statechart.Command[Go](dS)),
+		statechart.Place(dS,
+			statechart.Command[X](dB2),
+			statechart.Started(dB, statechart.Started(dB1), statechart.Place(dB2)),
+			statechart.Place(dA),
+		),
+	)
+	_, d, log := runLog(t, m, Go{}, X{})
+	mv := moves(d.Messages)[0]
+	if !slices.Equal(mv.Exited, []string{"ds.db.db1", "ds.db"}) || !slices.Equal(mv.Entered, []string{"ds.db", "ds.db.db2"}) {
+		t.Fatalf("%+v", mv)
+	}
+	replays(t, m, log, []string{"ds", "ds.db", "ds.db.db2"})
+}

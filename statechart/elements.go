@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sourced-go/sourced/core"
@@ -316,7 +317,7 @@ type Guard struct {
 }
 
 // If is a guard on the domain context. C is inferred and must be the
-// machine's context type.
+// machine's context type. Exports label it "if" unless Named.
 func If[C any](fn func(ctx C) bool) Guard {
 	return Guard{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ Config) bool { return fn(ctxAs[C](ctx)) }}
 }
@@ -325,7 +326,11 @@ func If[C any](fn func(ctx C) bool) Guard {
 // (SCXML's In()). It sees the configuration as it is when the guard is
 // evaluated, in the middle of a decision.
 func In(states ...State) Guard {
-	return Guard{label: "in", fn: func(_ any, c Config) bool {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = s.Name()
+	}
+	return Guard{label: "in " + strings.Join(names, ", "), fn: func(_ any, c Config) bool {
 		for _, s := range states {
 			if !c.In(s) {
 				return false
@@ -343,12 +348,14 @@ func Not(g Guard) Guard {
 // And is true when every guard is.
 func And(guards ...Guard) Guard {
 	var ct reflect.Type
-	for _, g := range guards {
+	labels := make([]string, len(guards))
+	for i, g := range guards {
 		if g.ctxType != nil {
 			ct = g.ctxType
 		}
+		labels[i] = g.label
 	}
-	return Guard{ctxType: ct, label: "and", fn: func(ctx any, c Config) bool {
+	return Guard{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c Config) bool {
 		for _, g := range guards {
 			if !g.fn(ctx, c) {
 				return false
@@ -357,6 +364,16 @@ func And(guards ...Guard) Guard {
 		return true
 	}}
 }
+
+// Named returns the guard labelled name in exports (Mermaid's
+// "always [name]", JSON's "guard"), e.g. If(paymentDue).Named("payment_due").
+func (g Guard) Named(name string) Guard {
+	g.label = name
+	return g
+}
+
+// Label returns the guard's label in exports.
+func (g Guard) Label() string { return g.label }
 
 func ctxAs[C any](ctx any) C {
 	if c, ok := ctx.(C); ok {

@@ -52,6 +52,18 @@ type Machine[C any] struct {
 	// (with no Type) in the state events; without it such a trigger is the
 	// payload's Go type name. Messages read from a store always have a Type.
 	Registry *codec.Registry
+	// Reactions react to events the machine does not decide (React,
+	// ReactAny): its group claims them, and their follow-ups are appended
+	// with no guard. The context's Projection cannot hold reactions; these
+	// are a machine's.
+	Reactions []Reaction[C]
+	// Sync is work run inside the transaction of each message the machine
+	// decides (in a worker's batch or in shell.HandleCommand), with the
+	// instance after the decision as the batch's State and the decision's
+	// messages as its Events; if it fails nothing of the decision is kept.
+	Sync []core.SyncFunc[Instance[C]]
+	// AfterSync is work run after that transaction committed.
+	AfterSync []core.AfterSyncFunc[Instance[C]]
 
 	c *machineCore
 }
@@ -141,7 +153,8 @@ func (m Machine[C]) core() *machineCore {
 func (m Machine[C]) Err() error {
 	mc := m.core()
 	var errs []error
-	for _, e := range slices.Concat(mc.ch.errs, mc.errs) {
+	_, rerrs := m.reactionTypes()
+	for _, e := range slices.Concat(mc.ch.errs, mc.errs, rerrs) {
 		errs = append(errs, &core.DefinitionError{Group: m.Group, Problem: e.Error()})
 	}
 	if err := m.Context.Err(); err != nil {

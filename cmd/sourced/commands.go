@@ -131,7 +131,7 @@ func (g globals) stats(ctx context.Context, args []string) error {
 			at := gi.RetryAt
 			gr.RetryAt = &at
 		}
-		if gi.Failure != (shell.Failure{}) {
+		if !gi.Failure.IsZero() {
 			f := gi.Failure
 			gr.Failure = &f
 		}
@@ -147,7 +147,37 @@ func (g globals) stats(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", gi.ID, gi.Status, gi.Partitions, gi.OldestProcessed, gi.NewestProcessed, ts(gi.RetryAt), firstLine(problem))
 		}
+		w.Flush()
+		for _, gi := range st.Groups {
+			if f := gi.Failure; f.Error != "" {
+				fmt.Fprintf(g.out, "\n%s", failureText(gi.ID, f))
+			}
+		}
 	})
+}
+
+// failureText describes a group's recorded failure: where (partition,
+// message), what (the error and its type, the retries) and, for a panic,
+// the stack.
+func failureText(group string, f shell.Failure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s failed", group)
+	if f.MessageType != "" {
+		fmt.Fprintf(&b, " at %s %s (position %d)", f.MessageType, f.MessageID, f.Position)
+	}
+	if f.Partition != "" {
+		fmt.Fprintf(&b, " in partition %s", f.Partition)
+	}
+	fmt.Fprintf(&b, "\n  error (%s): %s\n", f.ErrorType, f.Error)
+	if f.RetryCount > 0 {
+		fmt.Fprintf(&b, "  retries: %d\n", f.RetryCount)
+	}
+	if f.Panicked() {
+		fmt.Fprintf(&b, "  panic stack:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(f.Stack), "\n", "\n    "))
+	} else {
+		b.WriteString("  stack: none (a returned error carries no stack; only a panic records one)\n")
+	}
+	return b.String()
 }
 
 func firstLine(s string) string {
@@ -390,12 +420,19 @@ func (g globals) migrate(ctx context.Context, args []string) error {
 		return usagef("migrate: %v", err)
 	}
 	if *print {
-		sql, err := sqlitestore.Migrations(g.prefix)
+		ms, err := sqlitestore.Migrations(g.prefix)
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(g.out, strings.Join(sql, "\n\n"))
-		return err
+		// One section per version, for migration tools that take the
+		// steps one by one (each records its version when applied).
+		fmt.Fprintf(g.out, "-- Sourced schema for prefix %s, versions 1 to %d. Set PRAGMA journal_mode = WAL once, outside a transaction.\n", g.prefix, sqlitestore.SchemaVersion)
+		for _, m := range ms {
+			if _, err := fmt.Fprintf(g.out, "\n-- sourced migration %d (prefix %s)\n%s\n", m.Version, g.prefix, m.SQL); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if g.db == "" {
 		return usagef("no database: give -db FILE (or set SOURCED_DB)")

@@ -1,6 +1,9 @@
 // Package sourcedtest is Given / When / Then testing for deciders,
-// projectors and projections, with no store, router or consumer group:
-// the helpers call the definitions' pure functions directly.
+// projectors, projections and statechart machines (Machine: given history
+// or stored paths, when a command or event, then the state events, data
+// events, dispatches, timers and configuration), with no store, router or
+// consumer group: the helpers call the definitions' pure functions
+// directly.
 //
 //	func TestDuplicateName(t *testing.T) {
 //		sourcedtest.Decider(t, CourseDecider).

@@ -623,7 +623,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 
 // prepare validates, stamps and encodes one message.
 func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return record{}, m, err
 	}

@@ -54,9 +54,12 @@ func (s *Store) Clear(ctx context.Context) error {
 func (s *Store) alone(ctx context.Context, op string, change, after func(w *writer) error) (err error) {
 	defer func() {
 		if err != nil {
-			err = busyOr(fmt.Errorf("sqlitestore: %s: %w", op, err))
+			err = ctxErr(ctx, busyOr(s.readOnlyOr(fmt.Errorf("sqlitestore: %s: %w", op, err))))
 		}
 	}()
+	if s.readOnly {
+		return s.readOnlyError(op)
+	}
 	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
@@ -132,7 +135,7 @@ func (s *Store) Uninstall(ctx context.Context) error {
 		// A fresh writer connection: the statement cache of the old one
 		// holds statements prepared against the dropped tables, and its
 		// key pair and group caches describe them.
-		conn, err := openWriter(s.uri, w.busy)
+		conn, err := openWriter(s.uri, s.flags, w.busy)
 		if err != nil {
 			w.reset()
 			w.groups = nil

@@ -35,7 +35,10 @@ var errGroupAborted = errors.New("sqlitestore: transaction rolled back")
 // whose failure rolls the member back (so the append need not probe for
 // duplicate ids that a unique index will catch).
 func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) (err error) {
-	defer func() { err = busyOr(err) }()
+	defer func() { err = ctxErr(ctx, busyOr(s.readOnlyOr(err))) }()
+	if s.readOnly {
+		return s.readOnlyError("write")
+	}
 	s.waiting.Add(1)
 	w, err := s.takeWriter(ctx)
 	s.waiting.Add(-1)

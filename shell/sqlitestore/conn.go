@@ -73,8 +73,8 @@ func prepareConn(conn *sqlite.Conn, busy time.Duration, reader bool) error {
 }
 
 // openWriter opens the store's single writer connection.
-func openWriter(uri string, busy time.Duration) (*sqlite.Conn, error) {
-	conn, err := sqlite.OpenConn(uri, openFlags)
+func openWriter(uri string, flags sqlite.OpenFlags, busy time.Duration) (*sqlite.Conn, error) {
+	conn, err := sqlite.OpenConn(uri, flags)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", uri, err)
 	}
@@ -86,9 +86,9 @@ func openWriter(uri string, busy time.Duration) (*sqlite.Conn, error) {
 }
 
 // openReaders opens the pool of reader connections.
-func openReaders(uri string, size int, busy time.Duration) (*sqlitex.Pool, error) {
+func openReaders(uri string, flags sqlite.OpenFlags, size int, busy time.Duration) (*sqlitex.Pool, error) {
 	pool, err := sqlitex.NewPool(uri, sqlitex.PoolOptions{
-		Flags:    openFlags,
+		Flags:    flags,
 		PoolSize: size,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			return prepareConn(conn, busy, true)
@@ -122,14 +122,45 @@ func setWAL(conn *sqlite.Conn) error {
 	return sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL", nil)
 }
 
-// withReader takes a reader connection for the duration of fn.
-func (s *Store) withReader(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+// withReader takes a reader connection for the duration of fn, and puts it
+// back clean whatever fn did or however ctx ended: the interrupt is
+// cleared first (an ended context interrupts every statement, ROLLBACK
+// included), then a transaction fn left open (a read snapshot, which would
+// pin the WAL and answer every later read on the connection from the
+// past) is rolled back.
+func (s *Store) withReader(ctx context.Context, fn func(conn *sqlite.Conn) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
 	conn, err := s.readers.Take(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
-	defer s.readers.Put(conn)
-	return busyOr(fn(conn))
+	defer func() {
+		conn.SetInterrupt(nil)
+		if !conn.AutocommitEnabled() {
+			if rerr := execPrepped(conn, "ROLLBACK"); rerr != nil && err == nil {
+				err = fmt.Errorf("sqlitestore: end of read: %w", rerr)
+			}
+		}
+		s.readers.Put(conn)
+	}()
+	return ctxErr(ctx, busyOr(fn(conn)))
+}
+
+// ctxErr makes the error of a call whose context ended match the
+// context's error (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded), whatever SQLite reported (an interrupted
+// statement says only "interrupted").
+func ctxErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, cerr)
 }
 
 // busyOr marks an error caused by a lock SQLite could not take within the

@@ -5,10 +5,17 @@
 // # Opening and installing
 //
 // Install opens the database file at a path, creates the store's tables,
-// indexes and version table where missing, switches the file to WAL and
-// refreshes the planner statistics; it is idempotent and safe to run from
-// several processes at once. Open opens a store whose tables exist and
-// fails with an error matching shell.ErrNotInstalled otherwise:
+// indexes, triggers and version table where missing (restoring any that
+// were dropped), switches the file to WAL and refreshes the planner
+// statistics; it is idempotent and safe to run from several processes at
+// once. Open opens a store whose schema is installed at this program's
+// SchemaVersion, and says what to do otherwise: shell.ErrNotInstalled (no
+// tables, or some dropped: run Install), shell.ErrSchemaOutdated (an older
+// version: run Install or `sourced migrate`), shell.ErrSchemaNewer (a newer
+// program migrated it: upgrade), ErrNotDatabase (the file is not a SQLite
+// database). A file or directory this process cannot write (a read-only
+// mount, a copy) is opened read-only: reads work, writes fail with
+// ErrReadOnly.
 //
 //	s, err := sqlitestore.Install(ctx, "app.db", sqlitestore.Options{Registry: reg})
 //	...
@@ -21,16 +28,18 @@
 //
 // # Schema export and table prefix
 //
-// Apps that manage their database with their own migrations apply
-// Migrations(prefix) in order (or Schema(prefix), the same scripts as one
-// text) and set journal_mode=WAL once. Every table, index and trigger name
-// carries the prefix (Options.Prefix, default "sourced": sourced_messages,
+// Apps that manage their database with their own migrations (goose,
+// golang-migrate...) apply Migrations(prefix), versioned steps, in order
+// (or Schema(prefix), the same scripts as one text; `sourced migrate
+// -print` prints them, each marked with its version) and set
+// journal_mode=WAL once. Every table, index and trigger name carries the
+// prefix (Options.Prefix, default "sourced": sourced_messages,
 // idx_sourced_messages_type, ...), so several stores, and the app's own
-// tables, share one file. Install records applied scripts per prefix in
+// tables, share one file. Each script records its version per prefix in
 // <prefix>_schema_migrations rather than in PRAGMA user_version, which is
-// one number for the whole file. For tests, Clear empties a store (the next
-// position is 1 again) and Uninstall drops its tables; both touch only
-// their prefix.
+// one number for the whole file. For tests, Clear empties a store (the
+// next position is 1 again) and Uninstall drops its tables; both touch
+// only their prefix.
 //
 // # Concurrency model
 //

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/sourced-go/sourced/shell"
 )
 
 // DefaultPrefix is the table prefix used when Options.Prefix is empty:
@@ -232,29 +233,61 @@ BEGIN
 END;`,
 }
 
-// Migrations returns the store's schema scripts for the given prefix, in
-// order (empty prefix: DefaultPrefix). Every script is idempotent. Apps that
-// manage their database with a migration tool apply these in order, e.g. as
-// the first entries of a sqlitemigration.Schema's Migrations (which tracks
-// them with PRAGMA user_version: use that only when one migration list owns
-// the file). Set journal_mode=WAL once, outside a transaction: it is a
-// property of the file that a migration cannot set.
-func Migrations(prefix string) ([]string, error) {
+// Migration is one versioned step of the store's schema, for an app's own
+// migration tool (goose, golang-migrate, sqlitemigration...): apply them
+// in Version order, each once, in a transaction. Every script is
+// idempotent (IF NOT EXISTS throughout) and ends by recording its version
+// in <prefix>_schema_migrations, as Install does, so that Open can tell
+// the version of the schema whoever applied it.
+type Migration struct {
+	// Version numbers the step: 1, 2, ... in order.
+	Version int
+	// SQL is the script, with the prefix spliced into every name.
+	SQL string
+}
+
+// SchemaVersion is the version of the schema this code reads and writes:
+// the Version of the last Migration.
+const SchemaVersion = 2
+
+// The version table and the statement that records a version, around
+// every script (so that a tool applying the scripts one by one records
+// them too).
+const (
+	versionTable = `CREATE TABLE IF NOT EXISTS {p}_schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at TEXT NOT NULL
+);
+`
+	recordVersion = `
+INSERT OR IGNORE INTO {p}_schema_migrations (version, applied_at)
+VALUES (%d, strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'));`
+)
+
+// Migrations returns the store's schema as versioned steps for the given
+// prefix, in order (empty prefix: DefaultPrefix); see Migration. Apps that
+// manage their database with a migration tool apply these as their first
+// entries. Set journal_mode=WAL once, outside a transaction: it is a
+// property of the file that a migration cannot set. (sqlitemigration
+// tracks its migrations in PRAGMA user_version: use it only when one
+// migration list owns the file.)
+func Migrations(prefix string) ([]Migration, error) {
 	p, err := checkPrefix(prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(migrations))
+	out := make([]Migration, len(migrations))
 	for i, m := range migrations {
-		out[i] = expand(m, p)
+		out[i] = Migration{Version: i + 1, SQL: expand(versionTable+m+fmt.Sprintf(recordVersion, i+1), p)}
 	}
 	return out, nil
 }
 
 // Schema returns the whole schema for the given prefix as one SQL script
-// (the concatenation of Migrations), for an app's own migration tool. It
-// panics if prefix is not a valid identifier (see Options.Prefix): the
-// prefix is a constant of the program.
+// (the concatenation of Migrations, each headed by a comment naming its
+// version), for an app's own migration tool. It panics if prefix is not a
+// valid identifier (see Options.Prefix): the prefix is a constant of the
+// program.
 func Schema(prefix string) string {
 	ms, err := Migrations(prefix)
 	if err != nil {
@@ -264,8 +297,8 @@ func Schema(prefix string) string {
 	b.WriteString("-- Sourced message store schema (prefix ")
 	b.WriteString(prefixOrDefault(prefix))
 	b.WriteString(").\n-- Run once, outside a transaction: PRAGMA journal_mode = WAL;\n\n")
-	for i, m := range ms {
-		fmt.Fprintf(&b, "-- migration %d\n%s\n\n", i+1, m)
+	for _, m := range ms {
+		fmt.Fprintf(&b, "-- migration %d\n%s\n\n", m.Version, m.SQL)
 	}
 	return b.String()
 }
@@ -277,69 +310,138 @@ func prefixOrDefault(p string) string {
 	return p
 }
 
-// migrate applies the migrations not yet recorded in the prefix's own
-// schema_migrations table, each in its own BEGIN IMMEDIATE transaction that
-// re-checks the version (so two processes installing at once apply each
-// script once). PRAGMA user_version is deliberately not used: it is one
-// number per file, and two stores with different prefixes (or the app's own
-// migrations) share the file.
-func migrate(ctx context.Context, conn *sqlite.Conn, n names) (applied int, err error) {
+// migrate applies every migration, each in its own BEGIN IMMEDIATE
+// transaction: the ones not yet recorded in the prefix's own
+// schema_migrations table, and the recorded ones again, which restores
+// any table, index or trigger of theirs that is missing (every script is
+// idempotent). A file recording a newer version than this code knows is
+// refused (ErrSchemaNewer) before anything is written; two processes
+// installing at once are serialised by the write lock. PRAGMA
+// user_version is deliberately not used: it is one number per file, and
+// two stores with different prefixes (or the app's own migrations) share
+// the file. applied counts the versions newly recorded.
+func migrate(ctx context.Context, conn *sqlite.Conn, n names, path string) (applied int, err error) {
 	defer conn.SetInterrupt(conn.SetInterrupt(ctx.Done()))
-	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-	version    INTEGER PRIMARY KEY,
-	applied_at TEXT NOT NULL
-)`, n.migrations)
-	if err := sqlitex.ExecuteTransient(conn, create, nil); err != nil {
-		return 0, fmt.Errorf("sqlitestore: install: %w", err)
+	ms, err := Migrations(n.prefix)
+	if err != nil {
+		return 0, err
 	}
-	current := fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s`, n.migrations)
-	record := fmt.Sprintf(`INSERT INTO %s (version, applied_at) VALUES (?, ?)`, n.migrations)
-	for v := 1; v <= len(migrations); v++ {
-		done, err := func() (done bool, err error) {
+	for _, m := range ms {
+		fresh, err := func() (fresh bool, err error) {
 			end, err := sqlitex.ImmediateTransaction(conn)
 			if err != nil {
 				return false, err
 			}
 			defer end(&err)
-			var have int64
-			err = sqlitex.ExecuteTransient(conn, current, &sqlitex.ExecOptions{
-				ResultFunc: func(stmt *sqlite.Stmt) error { have = stmt.ColumnInt64(0); return nil },
-			})
-			if err != nil || have >= int64(v) {
+			have, err := schemaVersion(conn, n)
+			if err != nil {
 				return false, err
 			}
-			if err := sqlitex.ExecuteScript(conn, expand(migrations[v-1], n.prefix), nil); err != nil {
-				return false, fmt.Errorf("migration %d: %w", v, err)
+			if have > SchemaVersion {
+				return false, newerError(path, n, have)
 			}
-			err = sqlitex.ExecuteTransient(conn, record, &sqlitex.ExecOptions{
-				Args: []any{v, formatTime(time.Now())},
-			})
-			return err == nil, err
+			if err := sqlitex.ExecuteScript(conn, m.SQL, nil); err != nil {
+				if sqlite.ErrCode(err).ToPrimary() == sqlite.ResultConstraint {
+					return false, fmt.Errorf("migration %d: an index cannot be restored because the table holds rows that violate it (remove the duplicates, then install again): %w", m.Version, err)
+				}
+				return false, fmt.Errorf("migration %d: %w", m.Version, err)
+			}
+			return have < int64(m.Version), nil
 		}()
 		if err != nil {
 			return applied, fmt.Errorf("sqlitestore: install: %w", err)
 		}
-		if done {
+		if fresh {
 			applied++
 		}
 	}
 	return applied, nil
 }
 
-// missingTables returns the required tables that do not exist.
-func missingTables(conn *sqlite.Conn, n names) ([]string, error) {
-	var missing []string
-	for _, t := range n.requiredTables() {
-		found := false
-		err := sqlitex.Execute(conn, `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`, &sqlitex.ExecOptions{
-			Args:       []any{t},
-			ResultFunc: func(*sqlite.Stmt) error { found = true; return nil },
-		})
-		if err != nil {
-			return nil, err
+// schemaVersion returns the highest version recorded for the prefix, 0
+// when none is (or the version table does not exist), -1 when the table
+// does not exist.
+func schemaVersion(conn *sqlite.Conn, n names) (int64, error) {
+	exists, err := queryInt(conn, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, n.migrations)
+	if err != nil || exists == 0 {
+		return -1, err
+	}
+	return queryInt(conn, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s`, n.migrations))
+}
+
+func newerError(path string, n names, have int64) error {
+	return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program knows versions up to %d: a newer program wrote it; upgrade this one (nothing was written)", shell.ErrSchemaNewer, path, have, n.prefix, SchemaVersion)
+}
+
+// objectPattern finds the name of every table, index and trigger a
+// migration script creates.
+var objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
+
+// schemaObject is a table, index or trigger of the schema.
+type schemaObject struct{ kind, name string }
+
+// schemaObjects returns every object the migrations create, in order.
+func schemaObjects(n names) []schemaObject {
+	var out []schemaObject
+	for _, m := range migrations {
+		for _, sub := range objectPattern.FindAllStringSubmatch(expand(m, n.prefix), -1) {
+			out = append(out, schemaObject{strings.ToLower(sub[1]), sub[2]})
 		}
-		if !found {
-			missing = append(missing, t)
+	}
+	return out
+}
+
+// checkSchema is Open's check of the file: the prefix's schema must be
+// exactly this code's version, with every table, index and trigger.
+func checkSchema(conn *sqlite.Conn, n names, path string) error {
+	have, err := schemaVersion(conn, n)
+	if err != nil {
+		return err
+	}
+	missing, err := missingObjects(conn, n)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for _, o := range missing {
+		if o.kind == "table" {
+			tables = append(tables, o.name)
+		}
+	}
+	install := fmt.Sprintf("run sqlitestore.Install or 'sourced -db %s -prefix %s migrate'", path, n.prefix)
+	switch {
+	case have > SchemaVersion:
+		return newerError(path, n, have)
+	case have <= 0 && len(tables) == len(n.requiredTables()):
+		return fmt.Errorf("%w: %s has no table %v (prefix %q): %s, or apply sqlitestore.Migrations", shell.ErrNotInstalled, path, tables, n.prefix, install)
+	case have < SchemaVersion:
+		return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program needs version %d: %s, or apply sqlitestore.Migrations %d to %d with your migration tool", shell.ErrSchemaOutdated, path, max(have, 0), n.prefix, SchemaVersion, install, max(have, 0)+1, SchemaVersion)
+	case len(missing) > 0:
+		names := make([]string, len(missing))
+		for i, o := range missing {
+			names[i] = o.kind + " " + o.name
+		}
+		return fmt.Errorf("%w: %s lacks %s of schema version %d (prefix %q), dropped by hand: %s to restore them", shell.ErrNotInstalled, path, strings.Join(names, ", "), SchemaVersion, n.prefix, install)
+	}
+	return nil
+}
+
+// missingObjects returns the schema's objects the file lacks.
+func missingObjects(conn *sqlite.Conn, n names) ([]schemaObject, error) {
+	have := map[schemaObject]bool{}
+	err := sqlitex.Execute(conn, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger')`, &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			have[schemaObject{stmt.ColumnText(0), stmt.ColumnText(1)}] = true
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var missing []schemaObject
+	for _, o := range schemaObjects(n) {
+		if !have[o] {
+			missing = append(missing, o)
 		}
 	}
 	return missing, nil

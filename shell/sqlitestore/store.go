@@ -47,6 +47,10 @@ type Options struct {
 	// file (a property of the file: ignored once the file has tables).
 	// Default DefaultPageSize.
 	PageSize int
+	// ReadOnly opens the store read-only, as Open does by itself when the
+	// file or its directory is not writable: reads work, every write
+	// fails with ErrReadOnly.
+	ReadOnly bool
 	// RawPayloads opens the store for tools that know none of the
 	// application's types (the sourced CLI): payloads are returned as
 	// stored, as json.RawMessage, and Registry may be nil. Such a store
@@ -82,8 +86,11 @@ type Store struct {
 	now      func() time.Time
 	notifier shell.Notifier
 	log      *slog.Logger
+	path     string // as given to Open
 	uri      string
+	flags    sqlite.OpenFlags
 	memory   bool
+	readOnly bool
 	pageSize int
 
 	// writer holds the one writer connection: taking it from the channel
@@ -121,22 +128,36 @@ const (
 	indexID
 )
 
-// Open opens the store in the SQLite database at path, whose tables must
-// be installed (by Install or an app's migrations built from Schema):
-// otherwise the error matches shell.ErrNotInstalled. path is a file path
-// or a "file:" URI; ":memory:" opens a private in-memory database, for
-// tests (it is then empty, so use Install).
+// Open opens the store in the SQLite database at path, whose schema must
+// be installed (by Install, `sourced migrate`, or an app's migrations built
+// from Migrations) at exactly this program's SchemaVersion:
+//   - no table of the prefix: an error matching shell.ErrNotInstalled;
+//   - an older version: shell.ErrSchemaOutdated (run Install or `sourced
+//     migrate`);
+//   - a newer version: shell.ErrSchemaNewer (upgrade the program);
+//   - a table, index or trigger of the version missing (dropped by hand):
+//     shell.ErrNotInstalled naming them (Install restores them).
+//
+// A file that is not a SQLite database gives an error matching
+// ErrNotDatabase. A file that this process cannot write (or in a
+// directory it cannot write: a read-only mount, a copy), or
+// Options.ReadOnly, opens the store read-only: reads work, writes fail
+// with ErrReadOnly. When the planner statistics are missing or much older
+// than the log, Open refreshes them (Optimize) unless read-only.
+//
+// path is a file path or a "file:" URI; ":memory:" opens a private
+// in-memory database, for tests (it is then empty, so use Install).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s, err := open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	w := <-s.writer // no Update can run yet
-	missing, err := missingTables(w.conn, s.names)
-	s.writer <- w
-	if err == nil && len(missing) > 0 {
-		err = fmt.Errorf("%w: %s has no table %v (prefix %q): run sqlitestore.Install or apply sqlitestore.Schema", shell.ErrNotInstalled, path, missing, s.names.prefix)
+	err = s.notDatabase(checkSchema(w.conn, s.names, path))
+	if err == nil && !s.readOnly {
+		err = s.optimizeIfStale(ctx, w.conn)
 	}
+	s.writer <- w
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -144,8 +165,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Install opens the store at path like Open, creating its schema first
-// where it is missing (see Store.Install).
+// Install opens the store at path like Open, creating or restoring its
+// schema first (see Store.Install).
 func Install(ctx context.Context, path string, opts Options) (*Store, error) {
 	s, err := open(ctx, path, opts)
 	if err != nil {
@@ -207,17 +228,24 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	pinAllocator()
 	s.q = newQueries(s.names)
+	s.path = path
 	s.uri, s.memory = dbURI(path)
-	conn, err := openWriter(s.uri, busy)
+	s.flags = openFlags
+	if !s.memory {
+		if uri, ok := readOnlyURI(path, opts.ReadOnly); ok {
+			s.uri, s.readOnly, s.flags = uri, true, readOnlyFlags
+		}
+	}
+	conn, err := openWriter(s.uri, s.flags, busy)
 	if err != nil {
-		return nil, err
+		return nil, s.notDatabase(err)
 	}
 	s.writer <- newWriter(conn, busy)
-	if s.readers, err = openReaders(s.uri, size, busy); err != nil {
+	if s.readers, err = openReaders(s.uri, s.flags, size, busy); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	if s.watch, err = openWatcher(s.uri, s.memory); err != nil {
+	if s.watch, err = openWatcher(s.uri, s.flags, s.memory); err != nil {
 		s.readers.Close()
 		conn.Close()
 		return nil, err
@@ -225,28 +253,40 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Install creates the store's tables and indexes where missing
-// (idempotent; safe to run from several processes at once), switches the
-// file to WAL, and refreshes the planner statistics (Optimize) unless the
-// log is empty. Applied schema versions are recorded in
-// <prefix>_schema_migrations, per prefix.
-func (s *Store) Install(ctx context.Context) error {
+// Install creates the store's tables, indexes and triggers where missing
+// (every migration of SchemaVersion is run again, each idempotent: a
+// dropped index or trigger is restored), records the applied versions in
+// <prefix>_schema_migrations, switches the file to WAL, and refreshes the
+// planner statistics (Optimize) unless the log is empty. It is safe to run
+// from several processes at once. A file recording a newer schema version
+// is refused with shell.ErrSchemaNewer, and a read-only store with
+// ErrReadOnly, before anything is written.
+func (s *Store) Install(ctx context.Context) (err error) {
+	defer func() { err = ctxErr(ctx, busyOr(err)) }()
+	if s.readOnly {
+		return s.readOnlyError("install (it creates or restores the schema)")
+	}
 	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.putWriter(w)
+	if have, err := schemaVersion(w.conn, s.names); err != nil {
+		return s.notDatabase(fmt.Errorf("sqlitestore: install: %w", err))
+	} else if have > SchemaVersion {
+		return newerError(s.path, s.names, have)
+	}
 	if err := setPageSize(w.conn, s.pageSize); err != nil {
-		return err
+		return s.readOnlyOr(err)
 	}
 	if !s.memory {
 		if err := setWAL(w.conn); err != nil {
-			return err
+			return s.readOnlyOr(err)
 		}
 	}
-	applied, err := migrate(ctx, w.conn, s.names)
+	applied, err := migrate(ctx, w.conn, s.names, s.path)
 	if err != nil {
-		return err
+		return s.readOnlyOr(err)
 	}
 	w.reset() // statements prepared against an older schema
 	w.groups = nil
@@ -259,7 +299,7 @@ func (s *Store) Install(ctx context.Context) error {
 	if empty, err := queryInt(w.conn, s.q.logEmpty); err != nil || empty == 1 {
 		return err
 	}
-	return s.optimize(ctx, w.conn)
+	return s.readOnlyOr(s.optimize(ctx, w.conn))
 }
 
 // Now returns the store's time (Options.Now).
@@ -289,6 +329,9 @@ func (s *Store) Close() error {
 var errClosed = errors.New("sqlitestore: store is closed")
 
 func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // not left to select's choice when both are ready
+	}
 	select {
 	case w, ok := <-s.writer:
 		if !ok {
@@ -397,7 +440,11 @@ func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
 // (PRAGMA analysis_limit = 400, then ANALYZE, on the writer connection:
 // analysis_limit is per connection). Run it after install (Install does)
 // and periodically as the log grows.
-func (s *Store) Optimize(ctx context.Context) error {
+func (s *Store) Optimize(ctx context.Context) (err error) {
+	defer func() { err = ctxErr(ctx, busyOr(err)) }()
+	if s.readOnly {
+		return s.readOnlyError("optimize")
+	}
 	w, err := s.takeIdleWriter(ctx)
 	if err != nil {
 		return err
@@ -421,20 +468,14 @@ func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
 }
 
 // withSnapshot runs fn on a reader connection inside one read transaction,
-// so every statement of fn sees the same snapshot of the database.
+// so every statement of fn sees the same snapshot of the database. The
+// transaction ends with the call (withReader rolls it back): a snapshot is
+// never held longer than one call, so it never pins the WAL.
 func (s *Store) withSnapshot(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
-	return s.withReader(ctx, func(conn *sqlite.Conn) (err error) {
+	return s.withReader(ctx, func(conn *sqlite.Conn) error {
 		if err := execPrepped(conn, "BEGIN DEFERRED"); err != nil {
 			return fmt.Errorf("sqlitestore: begin: %w", err)
 		}
-		defer func() {
-			// A read transaction has nothing to keep: roll it back.
-			if !conn.AutocommitEnabled() {
-				if rerr := execPrepped(conn, "ROLLBACK"); rerr != nil && err == nil {
-					err = rerr
-				}
-			}
-		}()
 		return fn(conn)
 	})
 }

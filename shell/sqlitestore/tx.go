@@ -440,7 +440,7 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 // prepare validates, stamps and encodes one message, and extracts the key
 // pairs it is indexed under (appended to keyBuf).
 func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, basis map[string]indexBasis) (core.Message, prepared, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return m, prepared{}, err
 	}

@@ -50,8 +50,8 @@ type idleClaim struct {
 
 var _ shell.ChangeDetector = (*Store)(nil)
 
-func openWatcher(uri string, memory bool) (*watcher, error) {
-	conn, err := sqlite.OpenConn(uri, openFlags)
+func openWatcher(uri string, flags sqlite.OpenFlags, memory bool) (*watcher, error) {
+	conn, err := sqlite.OpenConn(uri, flags)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", uri, err)
 	}

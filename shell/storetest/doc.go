@@ -52,6 +52,9 @@
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
+//   - ClockSteps: an undated message is stamped with the same reading of
+//     the clock that decides scheduling, so a clock stepping back never
+//     schedules it (shell.Handle relies on it).
 //   - Guard: conflicts and non-conflicts, empty reads and new partitions
 //     that still guard (hazard H3, concurrently too), stale guards,
 //     type-only conditions, the *core.ConflictError and its messages,
@@ -199,6 +202,13 @@
 //     return nil and write nothing (not even the failure). StopGroup keeps
 //     the failure's fields, sets its Reason and clears the retry time;
 //     StartGroup and recovery clear the failure (retry count 0).
+//   - ChangeGroup reads and writes a group's status in one transaction:
+//     concurrent changes each see the others (none is lost); a refused or
+//     zero command writes nothing, an error from decide is returned.
+//   - ReleaseClaimsOlderThan releases claims by their age whoever holds
+//     them, returning the offsets as they were; a worker removed by
+//     RemoveWorkers has no heartbeat, so its claims are stale by their age;
+//     GroupTx.Release commits or rolls back with its transaction.
 //   - Reset of an exclusive group is checked against the chart like any
 //     other, then changes nothing.
 //   - Stale claims: a worker is stale when its last heartbeat, or with no

@@ -35,6 +35,8 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("GroupRefusals", s.testGroupRefusals)
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
+	t.Run("ChangeGroup", s.testChangeGroup)
+	t.Run("ClaimAge", s.testClaimAge)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)
 }

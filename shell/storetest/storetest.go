@@ -34,6 +34,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("BadInput", s.testBadInput)
 	t.Run("Refusals", s.testRefusals)
 	t.Run("TestHelpers", s.testHelpers)
+	t.Run("ClockSteps", s.testClockSteps)
 	t.Run("Guard", s.testGuard)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
@@ -44,6 +45,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Update", s.testUpdate)
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Model", s.testModel)
+	t.Run("Cancel", s.testCancel)
 	t.Run("Groups", func(t *testing.T) { RunGroups(t, open) })
 }
 
