@@ -104,7 +104,7 @@ func QueueDrain(b *testing.B, jobs int) float64 {
 			b.Fatal(err)
 		}
 		// Register the id-partitioned group before appending, as an app
-		// does at boot: the store then indexes the jobs by id only.
+		// does at boot: the store then indexes the jobs by id (and payload).
 		if err := rt.Router().Setup(ctx); err != nil {
 			b.Fatal(err)
 		}

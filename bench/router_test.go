@@ -25,7 +25,7 @@ import (
 // keeps a balance, and a projector that counts deposits.
 type (
 	benchDeposit struct {
-		Account string `json:"account"`
+		Account string `json:"account" sourced:"required"`
 		Amount  int    `json:"amount"`
 	}
 	benchDeposited struct {

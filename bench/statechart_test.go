@@ -199,3 +199,63 @@ func BenchmarkMachineDecide(b *testing.B) {
 		}
 	}
 }
+
+type (
+	hpGo     struct{ ID string }
+	hpNext   struct{ ID string }
+	hpAbort  struct{ ID string }
+	hpResume struct{ ID string }
+)
+
+// historyParallelMachine: a parallel state with three regions, each of two
+// states (the third compound), left for a halt state and resumed through
+// its deep history.
+func historyParallelMachine() statechart.Machine[struct{}] {
+	work, halt := statechart.Named("work"), statechart.Named("halt")
+	region := func(name string, compound bool) statechart.Elem {
+		one, two := statechart.Named(name+"1"), statechart.Named(name+"2")
+		var inner []statechart.Elem
+		if compound {
+			in1, in2 := statechart.Named(name+"21"), statechart.Named(name+"22")
+			inner = []statechart.Elem{statechart.Started(in1, statechart.Command[hpNext](in2)), statechart.Place(in2)}
+		}
+		return statechart.Region(name,
+			statechart.Started(one, statechart.Command[hpNext](two)),
+			statechart.Place(two, inner...),
+		)
+	}
+	return statechart.Machine[struct{}]{Group: "history_parallel", PartitionBy: []string{"id"}}.Chart(
+		statechart.Initial(statechart.Command[hpGo](work)),
+		statechart.Place(work,
+			statechart.Command[hpAbort](halt),
+			region("a", false), region("b", false), region("c", true),
+		),
+		statechart.Place(halt, statechart.Command[hpResume](statechart.DeepHistory(work))),
+	)
+}
+
+// BenchmarkMachineDecideHistoryParallel: a command resuming a parallel
+// state of three regions through its deep history (one move re-entering
+// five states, the memory recorded when it was left).
+func BenchmarkMachineDecideHistoryParallel(b *testing.B) {
+	m := historyParallelMachine()
+	if err := m.Err(); err != nil {
+		b.Fatal(err)
+	}
+	in := m.New(map[string]string{"id": "1"})
+	for _, c := range []any{hpGo{}, hpNext{}, hpNext{}, hpAbort{}} {
+		var err error
+		if in, _, err = m.Decide(in, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := core.NewMessage(hpResume{ID: "1"})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		next, d, err := m.Decide(in, cmd)
+		if err != nil || len(d.States) != 1 || len(next.Paths()) != 5 {
+			b.Fatal(err, next.Paths())
+		}
+	}
+}

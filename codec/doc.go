@@ -56,8 +56,14 @@
 // slice one pair per distinct element; a zero value is indexed ("" and 0
 // included) unless the field is tagged omitempty or omitzero. Nested
 // structs, maps, interfaces and byte slices are not indexed; neither is a
-// field tagged `sourced:"noindex"`. Attribute names starting with "__" are
-// reserved for the store, which indexes every message id as "__id".
+// field tagged `sourced:"noindex"` (Field.NoIndex). Indexed text must be
+// valid UTF-8: Validate refuses a string (or a TextMarshaler's text) that
+// is not, naming the attribute, because encoding/json would store it with
+// U+FFFD in place of the invalid bytes and the message would be indexed
+// under a value it is not stored with. Attribute names starting with "__"
+// are reserved for the store: the messages of a type that a delete-on-ack
+// queue (an id-partitioned consumer group) handles are indexed under their
+// id as "__id" as well as under their payload.
 //
 // Type.Keys reads the compiled field offsets, with no reflection walk: for
 // a payload of a few attributes it allocates the result slice and one
@@ -65,6 +71,30 @@
 //
 //	keys := typ.Keys(payload, nil)
 //	// [{course_id c1} {name Algebra} {seats 30} {starts_on 2026-01-02T09:00:00.000000Z} {tags maths} ...]
+//
+// # Dates, decimals and other value types
+//
+// Date is a civil date stored and indexed as "2026-01-02"; Decimal is an
+// exact decimal number stored and indexed as its digits, "19.99", with its
+// scale kept (keep money out of float64, which stores 0.1 + 0.2 as
+// 0.30000000000000004). Both are plain attribute types:
+//
+//	type InvoiceIssued struct {
+//		Invoice string        `json:"invoice"`
+//		Due     codec.Date    `json:"due"`
+//		Amount  codec.Decimal `json:"amount"`
+//	}
+//
+// Any other value type joins the same way: implement
+// encoding.TextMarshaler and encoding.TextUnmarshaler (on the pointer),
+// and the value is stored as a JSON string of its text and indexed under
+// that text (Canonical returns it too); make the text sort as the values
+// do if conditions or readers compare them. A type that needs another JSON
+// form implements json.Marshaler and json.Unmarshaler instead; it is
+// stored as it marshals, but indexed only if it is also a TextMarshaler.
+// Register refuses a marshaler without its unmarshaler. UUIDs
+// (github.com/google/uuid) and net/netip addresses are TextMarshalers
+// already; for url.URL use URL.
 //
 // # Validation
 //

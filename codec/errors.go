@@ -25,9 +25,11 @@ var ErrInvalid = errors.New("codec: invalid payload")
 //
 // FieldError is an error itself, so a Validate method can report several
 // problems with errors.Join(codec.FieldError{...}, codec.FieldError{...}).
+// Its JSON form is {"field": ..., "problem": ...}, so an HTTP handler can
+// return a ValidationError's Fields as they are.
 type FieldError struct {
-	Field   string
-	Problem string
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
 }
 
 // Error returns "field: problem", or the problem alone for the whole payload.

@@ -89,7 +89,7 @@ func (r *Registry) add(t *Type) error {
 	if prev, ok := old.byName[t.Name]; ok {
 		return fmt.Errorf("codec: register %q (%v): the type string %q is already registered for Go type %v", t.Name, t.GoType, t.Name, prev.GoType)
 	}
-	if prev, ok := old.byGo[t.GoType]; ok {
+	if prev, ok := old.byGo[t.GoType]; ok && !t.shared {
 		return fmt.Errorf("codec: register %q (%v): Go type %v is already registered as %q", t.Name, t.GoType, t.GoType, prev.Name)
 	}
 	next := &snapshot{
@@ -100,7 +100,9 @@ func (r *Registry) add(t *Type) error {
 		next.byName, next.byGo = map[string]*Type{}, map[reflect.Type]*Type{}
 	}
 	next.byName[t.Name] = t
-	next.byGo[t.GoType] = t
+	if !t.shared {
+		next.byGo[t.GoType] = t
+	}
 	next.sorted = slices.Clone(old.sorted)
 	i, _ := slices.BinarySearchFunc(next.sorted, t.Name, func(e *Type, name string) int { return strings.Compare(e.Name, name) })
 	next.sorted = slices.Insert(next.sorted, i, t)

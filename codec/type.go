@@ -49,10 +49,12 @@ type Type struct {
 	keys      []keyField // indexed fields, sorted by name
 	keyCount  int        // key pairs produced by non-Multi fields, at most
 	hasMulti  bool
+	hasText   bool  // some indexed field holds strings or TextMarshaler text
 	required  []int // indexes into Fields
 	decode    func(data []byte) (any, error)
 	upcasters []func(map[string]any) (map[string]any, error) // upcasters[v] turns v into v+1
 	validator validatorKind
+	shared    bool // registered with RegisterAs: not found by its Go type
 }
 
 type validatorKind uint8
@@ -79,6 +81,9 @@ type Field struct {
 	// pointer to one, or a slice or array of scalars (unless tagged
 	// `sourced:"noindex"`).
 	Indexed bool
+	// NoIndex is set by the struct tag `sourced:"noindex"`: the attribute
+	// yields no key pairs even if it could.
+	NoIndex bool
 	// Multi reports an indexed slice or array: one key pair per distinct element.
 	Multi bool
 	// OmitEmpty is set by the json options omitempty and omitzero: a zero
@@ -157,14 +162,13 @@ func compileType(gt reflect.Type, name string, opts []Option) (*Type, error) {
 			return nil, fail("attribute %q: names starting with %q are reserved for the store (the message id is indexed as __id); rename it with a json tag", jf.name, ReservedPrefix)
 		}
 		f := Field{Name: jf.name, GoType: jf.typ, Index: jf.index, OmitEmpty: jf.omitEmpty}
-		noindex := false
 		if tag, ok := jf.sf.Tag.Lookup("sourced"); ok {
 			for opt := range strings.SplitSeq(tag, ",") {
 				switch strings.TrimSpace(opt) {
 				case "required":
 					f.Required = true
 				case "noindex":
-					noindex = true
+					f.NoIndex = true
 				case "":
 				default:
 					return nil, fail("attribute %q: unknown sourced tag option %q (known: required, noindex)", jf.name, opt)
@@ -172,9 +176,10 @@ func compileType(gt reflect.Type, name string, opts []Option) (*Type, error) {
 			}
 		}
 		kf, ok := compileKey(gt, f)
-		if ok && !noindex {
+		if ok && !f.NoIndex {
 			f.Indexed, f.Multi = true, kf.multi
 			t.keys = append(t.keys, kf)
+			t.hasText = t.hasText || kf.kind == kString || kf.kind == kText
 			if kf.multi {
 				t.hasMulti = true
 			} else {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // Validator is implemented by payload types with rules beyond required
@@ -55,6 +57,11 @@ func (t *Type) Validate(payload any) error {
 // validate adds the required-attribute problems and the Validate method's
 // problems to ve, skipping attributes in failed (already reported).
 func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, failed map[string]bool) {
+	if t.hasText {
+		if base, ok := t.pointer(payload); ok && base != nil {
+			t.checkText(base, ve, failed)
+		}
+	}
 	for _, i := range t.required {
 		f := t.Fields[i]
 		if failed[f.Name] || ve.has(f.Name) {
@@ -85,6 +92,79 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 		}
 		ve.Fields = append(ve.Fields, fe)
 	}
+}
+
+// checkText adds a problem for every indexed text value (a string, or a
+// TextMarshaler's text) that is not valid UTF-8. encoding/json stores such
+// a value with U+FFFD in place of the invalid bytes, so the message would
+// be indexed under a value it is not stored with (and re-indexing the
+// stored payload, as promoting a scheduled message does, would index it
+// under another one).
+func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
+	for i := range t.keys {
+		kf := &t.keys[i]
+		if kf.kind != kString && kf.kind != kText || failed[kf.name] || asciiText[kf.typ] {
+			continue
+		}
+		p := kf.locate(base)
+		if p == nil {
+			continue
+		}
+		if !kf.multi {
+			if at, bad := invalidText(kf, p); bad {
+				ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: utf8Problem(at)})
+			}
+			continue
+		}
+		data, n := kf.elems(p)
+		for j := range n {
+			if ep := kf.elem(data, j); ep != nil {
+				if at, bad := invalidText(kf, ep); bad {
+					ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: fmt.Sprintf("element %d %s", j, utf8Problem(at))})
+					break
+				}
+			}
+		}
+	}
+}
+
+// asciiText are the TextMarshalers of this package, whose text is ASCII:
+// Validate need not marshal them to check it. Read-only.
+var asciiText = map[reflect.Type]bool{reflect.TypeFor[Date](): true, reflect.TypeFor[Decimal](): true}
+
+func utf8Problem(at int) string {
+	return fmt.Sprintf("is not valid UTF-8 (at byte %d): indexed values must be text, which JSON would store with U+FFFD in place of the invalid bytes; fix the input, or use []byte for binary data", at)
+}
+
+// invalidText reports whether the string or text at p is not valid UTF-8,
+// and the offset of the first invalid byte.
+func invalidText(kf *keyField, p unsafe.Pointer) (int, bool) {
+	if kf.kind == kString {
+		s := *(*string)(p)
+		if utf8.ValidString(s) {
+			return 0, false
+		}
+		return firstInvalid([]byte(s)), true
+	}
+	var buf [64]byte
+	text, err := appendScalar(buf[:0], kf.kind, kf.typ, p)
+	if err != nil || utf8.Valid(text) {
+		return 0, false // a failing marshaler is Encode's to report
+	}
+	return firstInvalid(text), true
+}
+
+// firstInvalid returns the offset of the first byte of b that is not
+// part of a valid UTF-8 sequence.
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return 0
 }
 
 // orNil sorts the problems by attribute (declaration order, then unknown

@@ -173,8 +173,9 @@ func (d Decider[S]) Spec() Spec {
 }
 
 // Check validates the decider against reg: its handlers, its group id, and
-// the partition schema (commands and reactions declare every key, evolved
-// events at least one, keys have the schema's types).
+// the partition schema (commands declare every key as a required
+// attribute, reactions every key, evolved events at least one, keys have
+// the schema's types).
 func (d Decider[S]) Check(reg *codec.Registry) error {
 	h := d.compiled()
 	all := slices.Clone(h.decideOrder)
@@ -185,13 +186,16 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 			some = append(some, t)
 		}
 	}
-	_, err := d.groupSpec().check(reg, h.err(), all, some)
+	_, err := d.groupSpec().check(reg, h.err(), h.decideOrder, all, some)
 	return err
 }
 
 // Step decides a claimed batch. The state is folded from the history once;
 // each command is decided on it plus the events of the commands before it
-// in the batch, so a batch never conflicts with itself. Commands in a
+// in the batch, so a batch never conflicts with itself. Sync and
+// after-sync work is bound to every message the decider handles: each
+// command decided (with its events) and each event reacted to (with no
+// events); not to the messages it skips. Commands in a
 // replayed batch were decided before and are only acknowledged (deciding
 // them again would append their events twice); reactions are skipped too.
 // So are commands whose metadata says this group decided them already
@@ -223,6 +227,7 @@ func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 				return outs, &BatchError{Message: m, Index: i, Err: err}
 			}
 			out.Reactions = r
+			out.Sync, out.AfterSync = bindSync(h, Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}})
 		}
 		outs = append(outs, out)
 	}

@@ -178,6 +178,8 @@ func TestCheckPartitionSchema(t *testing.T) {
 		problem string
 	}{
 		{"command lacks a key", courseDecider.With(core.Decide(decideNoKey)), "students.notify", "course_name", "every partition key"},
+		{"command key not required", core.Decider[course]{Group: "g", PartitionBy: []string{"course_id"}}.With(
+			core.Decide(func(s course, _ CourseRenamed) ([]any, error) { return nil, nil })), "courses.renamed", "course_id", "required attribute"},
 		{"evolved event declares no key", courseDecider.With(core.Evolve(evolveNone)), "students.notify", "", "at least one partition key"},
 		{"key of another Go type", core.Decider[course]{Group: "g", PartitionBy: []string{"course_name"}, KeyTypes: map[string]reflect.Type{"course_name": reflect.TypeFor[int]()}}.With(
 			core.Decide(func(s course, c CreateCourse) ([]any, error) { return nil, nil })), "courses.create", "course_name", "Go type"},

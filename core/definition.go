@@ -183,10 +183,11 @@ type groupSpec struct {
 }
 
 // check validates the group id and the partition schema against reg:
-// commands and reactions (allKeys) declare every key, other evolved events
+// commands (required, also in allKeys) declare every key as a required
+// attribute, reactions (allKeys) declare every key, other evolved events
 // (someKeys) declare at least one, at least one handled type declares all,
 // and each key has the schema's Go type. It returns the normalised group.
-func (g groupSpec) check(reg *codec.Registry, handlerErr error, allKeys, someKeys []reflect.Type) (string, error) {
+func (g groupSpec) check(reg *codec.Registry, handlerErr error, required, allKeys, someKeys []reflect.Type) (string, error) {
 	var errs []error
 	group, err := NormalizeGroup(g.group)
 	if err != nil {
@@ -228,8 +229,12 @@ func (g groupSpec) check(reg *codec.Registry, handlerErr error, allKeys, someKey
 		full := false
 		for _, t := range all {
 			for _, k := range g.partition {
-				if !t.Has(k) {
+				f, ok := t.Field(k)
+				switch {
+				case !ok:
 					defErr(t, k, "commands and reactions must declare every partition key")
+				case !f.Required && slices.Contains(required, t.GoType):
+					defErr(t, k, "a command must declare every partition key as a required attribute (tag it `sourced:\"required\"`), so that a command without it is refused instead of decided in the partition \"\"")
 				}
 			}
 		}
@@ -252,7 +257,10 @@ func (g groupSpec) check(reg *codec.Registry, handlerErr error, allKeys, someKey
 				if got != want && got.Kind() != want.Kind() {
 					defErr(t, k, "key has Go type %v, the partition schema says %v", got, want)
 				}
-				if !f.Indexed {
+				switch {
+				case f.NoIndex:
+					defErr(t, k, "key attribute is tagged `sourced:\"noindex\"`, so no message is indexed under it: remove the tag")
+				case !f.Indexed:
 					defErr(t, k, "key attribute is not indexable (scalar or slice of scalars)")
 				}
 			}

@@ -53,5 +53,9 @@
 // commands and reactions declare every partition key, evolved events at least
 // one, at least one handled type declares all of them, and each key has the
 // schema's Go type. The router and the test helpers call Check, so a bad
-// definition fails at start, naming the message and the key.
+// definition fails at start, naming the message and the key. A command must
+// declare every partition key as a required attribute (`sourced:"required"`),
+// and PartitionOf is the rule that refuses, at run time, a command whose key
+// is missing or empty: otherwise every such command would be decided in the
+// one partition "".
 package core

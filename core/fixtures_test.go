@@ -22,8 +22,8 @@ type CourseCreated struct {
 }
 
 type EnrolStudent struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
+	CourseID  string `json:"course_id" sourced:"required"`
+	StudentID string `json:"student_id" sourced:"required"`
 }
 
 type StudentEnrolled struct {
@@ -32,7 +32,7 @@ type StudentEnrolled struct {
 }
 
 type NotifyStudent struct {
-	StudentID string `json:"student_id"`
+	StudentID string `json:"student_id" sourced:"required"`
 }
 
 type SendReminder struct {

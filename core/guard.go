@@ -58,8 +58,11 @@ func (g Guard) Advance(pos int64) Guard {
 // pairs from payloads with the registry (unregistered payloads have none).
 func KeysFrom(reg *codec.Registry) func(PositionedMessage) []codec.KeyPair {
 	return func(m PositionedMessage) []codec.KeyPair {
-		keys, _ := reg.Keys(m.Payload, nil)
-		return keys
+		t, err := reg.TypeFor(m.Type, m.Payload)
+		if err != nil {
+			return nil
+		}
+		return t.Keys(m.Payload, nil)
 	}
 }
 

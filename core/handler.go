@@ -87,13 +87,16 @@ func BeforeEvolve[S any](fn func(S, Message) S) Handler[S] {
 }
 
 // Sync adds work that runs inside the transaction of each batch (several
-// run in the order given).
+// run in the order given). A decider's batch is each message it handles:
+// a command it decides, synchronously (shell.Handle) or by a worker, and
+// an event it reacts to; a projector's is each claimed batch. Messages
+// skipped (a replay's, a command decided already) run none.
 func Sync[S any](fn SyncFunc[S]) Handler[S] {
 	return Handler[S]{apply: func(h *handlers[S]) { h.sync = append(h.sync, fn) }}
 }
 
 // AfterSync adds work that runs after each batch's transaction committed
-// (several run in the order given).
+// (several run in the order given); batches as for Sync.
 func AfterSync[S any](fn AfterSyncFunc[S]) Handler[S] {
 	return Handler[S]{apply: func(h *handlers[S]) { h.after = append(h.after, fn) }}
 }

@@ -110,7 +110,7 @@ func (p Projector[S]) Check(reg *codec.Registry) error {
 			some = append(some, t)
 		}
 	}
-	_, err := p.groupSpec().check(reg, h.err(), all, some)
+	_, err := p.groupSpec().check(reg, h.err(), nil, all, some)
 	return err
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 type EnrolStudent struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
+	CourseID  string `json:"course_id" sourced:"required"`
+	StudentID string `json:"student_id" sourced:"required"`
 }
 
 type StudentEnrolled struct {
@@ -27,7 +27,7 @@ type StudentEnrolled struct {
 }
 
 type NotifyStudent struct {
-	StudentID string `json:"student_id"`
+	StudentID string `json:"student_id" sourced:"required"`
 }
 
 type RunJob struct {

@@ -16,12 +16,12 @@ import (
 )
 
 type Deposit struct {
-	Account string `json:"account"`
+	Account string `json:"account" sourced:"required"`
 	Amount  int    `json:"amount"`
 }
 
 type Withdraw struct {
-	Account string `json:"account"`
+	Account string `json:"account" sourced:"required"`
 	Amount  int    `json:"amount"`
 }
 

@@ -10,11 +10,14 @@ import (
 )
 
 // Config configures a Runtime: explicit values with defaults (see
-// DefaultConfig), which FromEnv can override for deployment.
+// DefaultConfig), which FromEnv can override for deployment. A zero field
+// means its default, so Config{Workers: 4} is a complete configuration;
+// DefaultConfig lists the defaults.
 type Config struct {
-	// Workers is the number of worker goroutines. Zero runs none: a web
-	// process that appends and handles commands synchronously while
-	// another process runs the workers.
+	// Workers is the number of worker goroutines. It is the one setting
+	// whose zero is not its default: zero runs none, for a web process that
+	// appends and handles commands synchronously while another process
+	// runs the workers. DefaultConfig has 2.
 	Workers int
 	// BatchSize caps the messages of one claim.
 	BatchSize int
@@ -38,13 +41,22 @@ type Config struct {
 	// ClaimTTL is how long a worker may go without heartbeating before its
 	// claims are released to others.
 	ClaimTTL time.Duration
+	// MaxClaimAge is how old a claim may grow, whoever holds it, before
+	// the reaper releases it to others with a warning naming the group,
+	// partition and worker: a claim leaked, or held by a batch stuck for
+	// that long, comes back. Well above InlineBudget and any batch's
+	// honest duration (an impure reactor's batch that outlives it is
+	// abandoned when it acks, and may be processed twice).
+	MaxClaimAge time.Duration
 	// OptimizeInterval is how often the planner statistics are refreshed.
 	OptimizeInterval time.Duration
 	// StopTimeout bounds how long Stop waits for running batches and ticks.
 	StopTimeout time.Duration
 	// Clock is where the runtime takes its time from (default SystemClock).
 	Clock Clock
-	// Logger receives the runtime's logs (default slog.Default()).
+	// Logger receives the runtime's logs. Default: the store's logger when
+	// the store has one (a Logger method, as sqlitestore's: one setting
+	// for both), else slog.Default().
 	Logger *slog.Logger
 	// ProcessID prefixes worker ids (default "<hostname>-<pid>").
 	ProcessID string
@@ -54,9 +66,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
 // batches per round (a pure reactor's in one transaction of at most 20 ms),
-// 10 rounds
-// per reactor, a 5 s catch-up poll, heartbeats every 30 s with a 2 min
-// claim TTL, hourly statistics, a 30 s stop timeout, the system clock.
+// 10 rounds per reactor, a 5 s catch-up poll, heartbeats every 30 s with a
+// 2 min claim TTL, claims released at 10 min old whoever holds them, hourly
+// statistics, a 30 s stop timeout, the system clock.
 func DefaultConfig() Config {
 	return Config{
 		Workers:           2,
@@ -67,10 +79,40 @@ func DefaultConfig() Config {
 		CatchUpInterval:   5 * time.Second,
 		HeartbeatInterval: 30 * time.Second,
 		ClaimTTL:          2 * time.Minute,
+		MaxClaimAge:       10 * time.Minute,
 		OptimizeInterval:  time.Hour,
 		StopTimeout:       30 * time.Second,
 		Clock:             SystemClock{},
 	}
+}
+
+// withDefaults returns c with every zero field but Workers set to its
+// default. Defaults that depend on another setting follow it: a ClaimTTL
+// left zero with a HeartbeatInterval of its own is four heartbeats.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	ints := []struct{ v, d *int }{{&c.BatchSize, &d.BatchSize}, {&c.BatchesPerHandle, &d.BatchesPerHandle}, {&c.MaxDrainRounds, &d.MaxDrainRounds}}
+	for _, x := range ints {
+		if *x.v == 0 {
+			*x.v = *x.d
+		}
+	}
+	if c.ClaimTTL == 0 && c.HeartbeatInterval > 0 {
+		c.ClaimTTL = 4 * c.HeartbeatInterval
+	}
+	durs := []struct{ v, d *time.Duration }{
+		{&c.InlineBudget, &d.InlineBudget}, {&c.CatchUpInterval, &d.CatchUpInterval}, {&c.HeartbeatInterval, &d.HeartbeatInterval},
+		{&c.ClaimTTL, &d.ClaimTTL}, {&c.MaxClaimAge, &d.MaxClaimAge}, {&c.OptimizeInterval, &d.OptimizeInterval}, {&c.StopTimeout, &d.StopTimeout},
+	}
+	for _, x := range durs {
+		if *x.v == 0 {
+			*x.v = *x.d
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = d.Clock
+	}
+	return c
 }
 
 // Environment variables read by FromEnv, and the settings they override.
@@ -83,6 +125,7 @@ const (
 	EnvCatchUpInterval   = "SOURCED_CATCH_UP_INTERVAL"
 	EnvHeartbeatInterval = "SOURCED_HEARTBEAT_INTERVAL"
 	EnvClaimTTL          = "SOURCED_CLAIM_TTL"
+	EnvMaxClaimAge       = "SOURCED_MAX_CLAIM_AGE"
 	EnvOptimizeInterval  = "SOURCED_OPTIMIZE_INTERVAL"
 	EnvStopTimeout       = "SOURCED_STOP_TIMEOUT"
 )
@@ -123,6 +166,7 @@ func (c Config) FromEnv(getenv func(string) string) (Config, error) {
 		{EnvCatchUpInterval, "CatchUpInterval", &c.CatchUpInterval},
 		{EnvHeartbeatInterval, "HeartbeatInterval", &c.HeartbeatInterval},
 		{EnvClaimTTL, "ClaimTTL", &c.ClaimTTL},
+		{EnvMaxClaimAge, "MaxClaimAge", &c.MaxClaimAge},
 		{EnvOptimizeInterval, "OptimizeInterval", &c.OptimizeInterval},
 		{EnvStopTimeout, "StopTimeout", &c.StopTimeout},
 	}
@@ -142,8 +186,10 @@ func (c Config) FromEnv(getenv func(string) string) (Config, error) {
 	return c, c.Validate()
 }
 
-// Validate reports every bad setting, naming it.
+// Validate reports every bad setting, naming it. Zero settings are not
+// bad: they mean their defaults (see Config).
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	var errs []error
 	bad := func(setting string, v any, want string) {
 		errs = append(errs, fmt.Errorf("sourced: config %s = %v: %s", setting, v, want))
@@ -152,30 +198,30 @@ func (c Config) Validate() error {
 		bad("Workers", c.Workers, "must be 0 or more")
 	}
 	if c.BatchSize < 1 {
-		bad("BatchSize", c.BatchSize, "must be at least 1")
+		bad("BatchSize", c.BatchSize, "must be at least 1 (0 for the default)")
 	}
 	if c.BatchesPerHandle < 1 {
-		bad("BatchesPerHandle", c.BatchesPerHandle, "must be at least 1")
+		bad("BatchesPerHandle", c.BatchesPerHandle, "must be at least 1 (0 for the default)")
 	}
 	if c.MaxDrainRounds < 1 {
-		bad("MaxDrainRounds", c.MaxDrainRounds, "must be at least 1")
+		bad("MaxDrainRounds", c.MaxDrainRounds, "must be at least 1 (0 for the default)")
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
 		{"InlineBudget", c.InlineBudget}, {"CatchUpInterval", c.CatchUpInterval}, {"HeartbeatInterval", c.HeartbeatInterval},
-		{"ClaimTTL", c.ClaimTTL}, {"OptimizeInterval", c.OptimizeInterval}, {"StopTimeout", c.StopTimeout},
+		{"ClaimTTL", c.ClaimTTL}, {"MaxClaimAge", c.MaxClaimAge}, {"OptimizeInterval", c.OptimizeInterval}, {"StopTimeout", c.StopTimeout},
 	} {
 		if d.v <= 0 {
-			bad(d.name, d.v, "must be a positive duration")
+			bad(d.name, d.v, "must be a positive duration (0 for the default)")
 		}
 	}
 	if c.HeartbeatInterval > 0 && c.ClaimTTL > 0 && c.ClaimTTL <= c.HeartbeatInterval {
 		bad("ClaimTTL", c.ClaimTTL, fmt.Sprintf("must be longer than HeartbeatInterval (%v), or live workers lose their claims", c.HeartbeatInterval))
 	}
-	if c.Clock == nil {
-		bad("Clock", nil, "must be set (SystemClock{} in production)")
+	if c.InlineBudget > 0 && c.MaxClaimAge > 0 && c.MaxClaimAge <= c.InlineBudget {
+		bad("MaxClaimAge", c.MaxClaimAge, fmt.Sprintf("must be well above InlineBudget (%v), or claims are released while their batch runs", c.InlineBudget))
 	}
 	return errors.Join(errs...)
 }

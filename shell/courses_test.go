@@ -32,7 +32,7 @@ type (
 		StudentID string `json:"student_id"`
 	}
 	NotifyStudent struct {
-		StudentID string `json:"student_id"`
+		StudentID string `json:"student_id" sourced:"required"`
 		CourseID  string `json:"course_id"`
 	}
 	StudentNotified struct {

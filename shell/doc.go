@@ -13,15 +13,22 @@
 //     what a failure does to the group. Pure reactors (deciders,
 //     event-sourced projectors, projections: see effects.Pure) are claimed,
 //     handled and acknowledged inside one write transaction, up to
-//     BatchesPerHandle partitions per commit. A busy store (ErrBusy)
-//     is never a reactor's failure: the batch is released and tried again.
+//     BatchesPerHandle partitions per commit. A busy store (ErrBusy), a
+//     cancelled context and a claim lost to the reaper are never a
+//     reactor's failure: the batch is released (or abandoned) and tried
+//     again. A failure that is the reactor's goes to the error strategy,
+//     which reads and writes the group in one transaction
+//     (Groups.ChangeGroup); Drain reports it as a *GroupFailedError naming
+//     the group, partition and message.
+//   - Runtime runs workers and the periodic tasks (catch-up poll,
+//     stale-claim reaper, which also releases claims older than
+//     MaxClaimAge, scheduled-message promotion, statistics) in the
+//     background; Supervise runs it until SIGINT/SIGTERM. A zero Config
+//     field takes its default. WaitIdle reports failed groups as Drain
+//     does. Every component takes its time from a Clock, and SimClock lets
+//     tests advance time without sleeping.
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.
-//   - Runtime runs workers and the periodic tasks (catch-up poll,
-//     stale-claim reaper, scheduled-message promotion, statistics) in the
-//     background; Supervise runs it until SIGINT/SIGTERM. Every component
-//     takes its time from a Clock, and SimClock lets tests advance time
-//     without sleeping.
 //
 // Every call that may block takes a context.Context first. Every
 // transaction that reads and then writes is a write transaction from its

@@ -23,7 +23,9 @@ type Groups interface {
 	// label, partition keys and handled types; a failed or stopped group
 	// keeps its status. Registration also records how the group's handled
 	// types are indexed: by payload, or by message id for an id-partitioned
-	// group (which must be exclusive). Two exclusive owners of one type, or
+	// group (which must be exclusive; its types are indexed by payload
+	// too). A partition key that no handled type indexes is refused (see
+	// CheckGroupSpec). Two exclusive owners of one type, or
 	// an exclusive group sharing a type with another group, are refused
 	// with a *GroupConflictError.
 	RegisterGroup(ctx context.Context, g GroupSpec) error
@@ -58,9 +60,21 @@ type Groups interface {
 	ResetGroup(ctx context.Context, group string) error
 	// RetryGroup moves the group to retrying until at, recording the
 	// failure; FailGroup moves it to failed. Both are worker commands: they
-	// never fail on a status (a stopped group stays stopped).
+	// never fail on a status (a stopped group stays stopped). Each is
+	// ChangeGroup with a decision that does not depend on the group's state.
 	RetryGroup(ctx context.Context, group string, at time.Time, failure Failure) error
 	FailGroup(ctx context.Context, group string, failure Failure) error
+	// ChangeGroup reads the group's state, calls decide with it and applies
+	// the worker command decide returns, all in one write transaction: a
+	// status change is read and written together, so two workers failing
+	// at once each see the other's change (two failures count two
+	// retries). The command is CmdRetry (the group retries at RetryAt, its
+	// claim scan dirty) or CmdFail, each recording Failure; a status that
+	// does not accept it leaves the group as it is, with no error (a
+	// stopped group stays stopped), and a zero Command changes nothing. An
+	// error from decide is returned and nothing is written. ChangeGroup
+	// returns the group's state afterwards.
+	ChangeGroup(ctx context.Context, group string, decide func(GroupState) (GroupChange, error)) (GroupState, error)
 	// Group returns a group's status and figures.
 	Group(ctx context.Context, group string) (GroupInfo, error)
 
@@ -69,7 +83,20 @@ type Groups interface {
 	// ReleaseStaleClaims releases the claims of workers not seen since
 	// now-ttl (workers with no heartbeat at all included, by claim age),
 	// re-checking each claim in the same transaction; returns how many.
+	// A negative ttl is refused.
 	ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error)
+	// ReleaseClaimsOlderThan releases every claim made at or before cutoff,
+	// whoever holds it (a live worker that leaked it, or one stuck in a
+	// batch), in one transaction, and returns the released offsets as they
+	// were (group, partition, worker, claim time). The worker's ack then
+	// fails with ErrNotClaimant and another worker processes the partition
+	// from its offset.
+	ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]Offset, error)
+	// RemoveWorkers deletes the heartbeat records of workers that stopped
+	// cleanly, so that only live workers are recorded. A claim such a
+	// worker still holds is then stale by its age (see
+	// ReleaseStaleClaims).
+	RemoveWorkers(ctx context.Context, workerIDs []string) error
 	// ReleaseDrainedOffsets deletes unclaimed offsets whose partition has no
 	// messages left (drained delete-on-ack queues); returns how many.
 	ReleaseDrainedOffsets(ctx context.Context) (int, error)
@@ -92,8 +119,14 @@ type GroupTx interface {
 	// Ack moves the claim's offset to position (never backwards) and frees
 	// the claim; the group's highest acknowledged position rises to it; a
 	// retrying group whose failed partition this is recovers to active.
-	// Only the claiming worker may ack (else ErrNotClaimant).
+	// Only the claiming worker may ack (else ErrNotClaimant), and at most
+	// at the claim's last message (else ErrAckBeyondClaim, and nothing
+	// changes).
 	Ack(c *Claim, position int64) error
+	// Release frees the claim without moving its offset, in the
+	// transaction (a batch that processed none of its messages). Only the
+	// claiming worker may release it (else ErrNotClaimant).
+	Release(c *Claim) error
 	// Delete removes messages from the log (delete-on-ack).
 	Delete(positions ...int64) error
 	// AdvanceOffset moves a partition's offset to position without a claim
@@ -234,7 +267,9 @@ func Claimable(status Status, retryAt time.Time, now time.Time) bool {
 	return false
 }
 
-// Failure is the error context of a consumer group, stored as JSON.
+// Failure is the error context of a consumer group, stored as JSON: which
+// batch failed (partition, message), how (the error, its type, a panic's
+// stack) and what the error strategy made of it (retries).
 type Failure struct {
 	// RetryCount counts retries since the group last recovered.
 	RetryCount int `json:"retry_count"`
@@ -243,14 +278,49 @@ type Failure struct {
 	// OffsetID is the partition whose batch failed (its ack recovers the
 	// group).
 	OffsetID int64 `json:"offset_id,omitempty"`
-	// ErrorType is the Go type of the error (the class, in Ruby terms).
+	// Partition is that partition, as PartitionKey renders it.
+	Partition string `json:"partition,omitempty"`
+	// MessageType, MessageID and Position name the message that failed
+	// (the first of the batch not processed).
+	MessageType string `json:"message_type,omitempty"`
+	MessageID   string `json:"message_id,omitempty"`
+	Position    int64  `json:"position,omitempty"`
+	// ErrorType is the Go type of the error (the class, in Ruby terms):
+	// the innermost type in its chain that is not a generic wrapper
+	// (fmt.Errorf's, errors.Join's, core.BatchError), or "panic(T)" for a
+	// panic with a value of type T.
 	ErrorType string `json:"error_type,omitempty"`
 	// Error is the error's message.
 	Error string `json:"error,omitempty"`
-	// Stack is where the error (or panic) happened.
+	// Stack is where a panic happened. A returned error carries no stack,
+	// so it is empty then (see Panicked).
 	Stack string `json:"stack,omitempty"`
 	// Reason is why an operator stopped the group.
 	Reason string `json:"reason,omitempty"`
+}
+
+// IsZero reports whether f records nothing.
+func (f Failure) IsZero() bool { return f == Failure{} }
+
+// Panicked reports whether the failure was a panic (and Stack is where it
+// happened) rather than a returned error.
+func (f Failure) Panicked() bool { return f.Stack != "" }
+
+// GroupState is a consumer group's status, retry time and error context:
+// what a worker command is decided on (see Groups.ChangeGroup).
+type GroupState struct {
+	Status  Status
+	RetryAt time.Time
+	Failure Failure
+}
+
+// GroupChange is a worker command decided on a group's state (see
+// Groups.ChangeGroup): CmdRetry until RetryAt, or CmdFail, recording
+// Failure. A zero Command changes nothing.
+type GroupChange struct {
+	Command Command
+	RetryAt time.Time
+	Failure Failure
 }
 
 // GroupInfo is a consumer group's status and figures.
@@ -333,7 +403,11 @@ type UnknownGroupError struct {
 }
 
 func (e *UnknownGroupError) Error() string {
-	return fmt.Sprintf("sourced: unknown consumer group %q (registered: %s)", e.Group, strings.Join(e.Known, ", "))
+	known := strings.Join(e.Known, ", ")
+	if known == "" {
+		known = "none"
+	}
+	return fmt.Sprintf("sourced: unknown consumer group %q (registered: %s): pass its reactor to shell.NewRuntime and start the runtime (Start, Run or Supervise), or call Router.Setup, before using the group", e.Group, known)
 }
 
 // Is makes errors.Is(err, ErrGroupNotRegistered) true.

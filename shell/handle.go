@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/codec"
 
 	"github.com/sourced-go/sourced/core"
 )
@@ -30,11 +33,21 @@ type HandleResult[S any] struct {
 
 // HandleOptions tune Handle.
 type HandleOptions struct {
-	// Now stamps the command (default: the store's clock).
+	// Now dates the command, read inside the write transaction (default:
+	// the store's clock, read once by the append). Handle decides now, so a
+	// time after the store's clock is refused with ErrFutureCommand: to
+	// decide a command later, append it dated later (core.Message.At) and
+	// let the decider's workers claim it when the store promotes it. An
+	// earlier time back-dates the command.
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
 }
+
+// ErrFutureCommand is matched by the error of Handle for a command dated
+// after the store's clock (HandleOptions.Now, or a core.Message given
+// with a CreatedAt): the store would schedule it rather than append it.
+var ErrFutureCommand = errors.New("sourced: command dated after the store's clock")
 
 // Handle decides a command synchronously, for web handlers: it validates
 // the command, reads the decider's partition, decides, appends the command
@@ -46,10 +59,17 @@ type HandleOptions struct {
 // Reactions to the events still run: the decider's workers claim the
 // events as usual.
 //
-// Errors: an invalid command (codec.ErrInvalid, with every failing field);
-// the decider's own rejection, as returned by its handler; a decider whose
-// group is not registered with the store (ErrGroupNotRegistered); a busy
-// store (ErrBusy: try again). In every case nothing is appended.
+// The decider's consumer group need not be registered yet: the first
+// Handle registers it (after checking the decider, as NewRouter does), so
+// a web handler may decide commands before, or while, the runtime that
+// runs the decider's workers starts.
+//
+// Errors: an invalid command (codec.ErrInvalid, with every failing field),
+// a command whose partition key is missing or empty included (see
+// core.PartitionOf); the decider's own rejection, as returned by its
+// handler; an invalid decider (core.ErrDefinition); a command dated after
+// the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
+// Never ErrConcurrentAppend. In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
 	var res HandleResult[S]
 	if err := d.Err(); err != nil {
@@ -74,9 +94,6 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if o.Now == nil {
-		o.Now = store.Now
-	}
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
 	res := CommandResult{Command: msg}
@@ -88,17 +105,13 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if err != nil {
 		return res, err
 	}
-	partition := map[string]string{}
-	for _, k := range keys {
-		if slices.Contains(spec.PartitionBy, k.Name) {
-			if _, seen := partition[k.Name]; seen {
-				return res, fmt.Errorf("sourced: command %T holds several values of partition key %q: a command decides in one partition", msg.Payload, k.Name)
-			}
-			partition[k.Name] = k.Value
-		}
+	typ, err := reg.TypeOf(msg.Payload)
+	if err != nil {
+		return res, err
 	}
-	if len(partition) != len(spec.PartitionBy) {
-		return res, fmt.Errorf("sourced: command %T does not carry every partition key %v of %s", msg.Payload, spec.PartitionBy, spec.Group)
+	partition, err := core.PartitionOf(typ.Name, spec.PartitionBy, keys)
+	if err != nil {
+		return res, err
 	}
 	history, err := reg.Names(spec.Evolved...)
 	if err != nil {
@@ -108,10 +121,16 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if err != nil {
 		return res, err
 	}
-	msg = msg.Stamp(id, o.Now())
+	// The time is left to the transaction: the store stamps the command
+	// with the same reading of its clock that decides whether a message is
+	// scheduled, so a clock stepping back cannot defer the command.
+	msg = msg.Stamp(id, time.Time{})
 	res.Command = msg
 	var afters []func(context.Context) error
-	err = store.Update(ctx, func(tx Tx) error {
+	decide := func(tx Tx) error {
+		if o.Now != nil {
+			msg.CreatedAt = o.Now()
+		}
 		h, err := tx.ReadPartition(partition, history, ReadOptions{})
 		if err != nil {
 			return err
@@ -128,6 +147,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			return err
 		}
 		res.Command, res.Position = appended.Messages[0], appended.Positions[0]
+		if res.Position == 0 {
+			return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
+		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
 		out, err := d.DecideCommand(partition, h.Messages, cmdMsg)
 		if err != nil {
@@ -156,7 +178,17 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		afters = out.AfterSync
 		return nil
-	})
+	}
+	err = store.Update(ctx, decide)
+	if errors.Is(err, ErrGroupNotRegistered) {
+		// The first command before any router or runtime registered the
+		// decider's group (the runtime registers its groups when it
+		// starts, which may be later): register it as Router.Setup would,
+		// and decide again.
+		if err = registerGroup(ctx, store, d); err == nil {
+			err = store.Update(ctx, decide)
+		}
+	}
 	if err != nil {
 		res.Events = nil
 		return res, err
@@ -169,14 +201,38 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	return res, nil
 }
 
+// registerGroup registers a definition's consumer group, checked first, as
+// Router.Setup does.
+func registerGroup(ctx context.Context, store Store, d core.Definition) error {
+	reg := store.Registry()
+	if err := d.Check(reg); err != nil {
+		return err
+	}
+	spec := d.Spec()
+	handled, err := reg.Names(spec.Handled...)
+	if err != nil {
+		return err
+	}
+	return store.RegisterGroup(ctx, GroupSpec{ID: spec.Group, Label: spec.Label, PartitionBy: spec.PartitionBy, Exclusive: spec.Exclusive, Handled: handled})
+}
+
 // Load reads a decider's, projector's or projection's state for a
 // partition straight from the log, with the guard of the read (append with
 // it to decide on that state). With opts.Upto it loads the state as it was
 // at that position.
+//
+// The partition must give every partition key of a decider or projector
+// (every key given, for a bare projection) a non-empty value: otherwise
+// Load returns a *codec.ValidationError naming the key (see
+// core.PartitionOf) and reads nothing.
 func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, opts ...ReadOptions) (S, core.Guard, error) {
 	var o ReadOptions
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if err := checkLoadPartition(e, partition); err != nil {
+		var zero S
+		return zero, core.Guard{}, err
 	}
 	types, err := store.Registry().Names(e.EvolvedTypes()...)
 	if err != nil {
@@ -189,4 +245,18 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 		return zero, core.Guard{}, err
 	}
 	return e.Evolve(e.Initial(), core.MessagesOf(res.Messages)...), res.Guard, nil
+}
+
+// checkLoadPartition applies core.PartitionOf to a partition Load was
+// given: the definition's keys when e has a Spec, else the keys given.
+func checkLoadPartition(e any, partition map[string]string) error {
+	by := slices.Sorted(maps.Keys(partition))
+	if d, ok := e.(interface{ Spec() core.Spec }); ok && len(d.Spec().PartitionBy) > 0 {
+		by = d.Spec().PartitionBy
+	}
+	if len(by) == 0 {
+		return &codec.ValidationError{Type: "partition", Fields: []codec.FieldError{{Problem: "Load needs the partition's key values, e.g. map[string]string{\"course_id\": \"c1\"}"}}}
+	}
+	_, err := core.PartitionOf("partition", by, core.PartitionPairs(partition))
+	return err
 }

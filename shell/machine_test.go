@@ -15,13 +15,13 @@ import (
 
 type (
 	OpenDoor struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	CloseDoor struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	LockDoor struct {
-		DoorID string `json:"door_id"`
+		DoorID string `json:"door_id" sourced:"required"`
 	}
 	DoorRef struct {
 		DoorID string `json:"door_id"`

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -40,8 +39,8 @@ type RouterOptions struct {
 	MaxConflictRetries int
 	// Now is the clock (default: the store's).
 	Now func() time.Time
-	// Logger receives after-sync failures and strategy decisions (default
-	// slog.Default()).
+	// Logger receives after-sync failures and strategy decisions (default:
+	// the store's logger, when it has one, else slog.Default()).
 	Logger *slog.Logger
 	// WorkerID names the router's claims in HandleNext and Drain (default
 	// "router").
@@ -92,7 +91,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		opts.Now = store.Now
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+		opts.Logger = storeLogger(store)
 	}
 	if opts.WorkerID == "" {
 		opts.WorkerID = "router"
@@ -243,9 +242,14 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // claims the reactor's next batch, so that a worker draining a reactor
 // commits once per batch.
 // If the reactor fails part-way, the messages before the failure are
-// committed and acknowledged and the failure goes to the error strategy.
+// committed and acknowledged and the failure goes to the error strategy
+// (HandleNext then returns nil: the failure is recorded in the group; Drain
+// reports it).
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
+// A batch whose pairs name no message (no Pair.Source with a position)
+// commits its signals and releases its claim in the same transaction: its
+// messages are handed to the reactor again.
 //
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
@@ -254,22 +258,35 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // commit for many batches. A failure among them rolls them all back, and
 // the first is handled again on its own, as above.
 //
-// A batch that fails because the store is busy (ErrBusy) or ctx ended is
-// released and the error returned: it is not the reactor's failure, and
-// the group's error strategy is not applied.
+// None of these is the reactor's failure, and none goes to the error
+// strategy:
+//   - a batch that fails because the store is busy (ErrBusy), or while ctx
+//     is done (whatever the error: cancellation is never a reactor's
+//     failure), is released and the error returned (matching
+//     context.Canceled or context.DeadlineExceeded when ctx ended);
+//   - a batch whose claim was lost (the worker was frozen past the claim
+//     TTL or MaxClaimAge, or a clock jumped, and the reaper gave the
+//     partition to another worker: the ack fails with ErrNotClaimant) is
+//     abandoned: its transaction is rolled back, the loss logged at WARN
+//     (an impure reactor's own work for the batch is done, and may be done
+//     again by the new claimant), and the new claimant processes the
+//     partition from its offset. HandleNext returns nil.
 func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (bool, error) {
 	re, err := rt.lookup(target)
 	if err != nil {
 		return false, err
 	}
-	return rt.handleNext(ctx, re, workerID)
+	did, _, err := rt.handleNext(ctx, re, workerID)
+	return did, err
 }
 
-func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (bool, error) {
+// handleNext is HandleNext for a reactor; failed describes a failure that
+// went to the error strategy.
+func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (did bool, failed *GroupFailedError, err error) {
 	if re.info.Pure {
 		did, err := rt.handleInline(ctx, re, workerID)
 		if err == nil || transient(ctx, err) {
-			return did, err
+			return did, nil, cancelled(ctx, err)
 		}
 		// Rolled back, nothing claimed: the failure is met again on the
 		// one-claim path below, which commits the pairs before it and
@@ -277,32 +294,35 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 	}
 	claim, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
 	if err != nil || claim == nil {
-		return false, err
+		return false, nil, cancelled(ctx, err)
 	}
 	for n := 1; ; n++ {
 		pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
 		if err != nil {
-			return true, rt.settle(ctx, re, claim, err)
+			failed, err := rt.settle(ctx, re, claim, err)
+			return true, failed, err
 		}
-		// Commit this batch in the transaction that claims the next one.
+		// Commit this batch in the transaction that claims the next one
+		// (unless this one was released: its partition would come back).
 		var next *Claim
-		err = rt.commit(ctx, re, claim, pairs, handleErr, func(tx Tx) (err error) {
-			if handleErr == nil && n < rt.opts.BatchesPerHandle {
+		err = rt.commit(ctx, re, claim, pairs, handleErr, func(tx Tx, acked bool) (err error) {
+			if acked && handleErr == nil && n < rt.opts.BatchesPerHandle {
 				next, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
 			}
 			return err
 		})
-		if err != nil && handleErr == nil && len(pairs) > 0 && !errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err) {
+		if err != nil && handleErr == nil && len(pairs) > 0 && !errors.Is(err, core.ErrConcurrentAppend) && !errors.Is(err, ErrNotClaimant) && !transient(ctx, err) {
 			// Rolled back, the next claim with it: commit this batch on its
 			// own, so that a failing claim does not undo it.
 			next = nil
 			err = rt.commit(ctx, re, claim, pairs, nil, nil)
 		}
 		if err != nil {
-			return true, rt.settle(ctx, re, claim, err)
+			failed, err := rt.settle(ctx, re, claim, err)
+			return true, failed, err
 		}
 		if next == nil {
-			return true, nil
+			return true, nil, nil
 		}
 		claim = next
 	}
@@ -310,51 +330,77 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 
 // settle meets a claim's failure: a conflicting append is handled again
 // on a fresh history (up to MaxConflictRetries times); a transient failure
-// releases the claim and is returned; any other goes to the error
-// strategy.
-func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) error {
-	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries; attempt++ {
+// releases the claim and is returned; a lost claim is abandoned; any other
+// goes to the error strategy, described by failed.
+func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) (failed *GroupFailedError, _ error) {
+	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries && !transient(ctx, err); attempt++ {
 		err = rt.process(ctx, re, claim)
 	}
 	if err == nil {
-		return nil
+		return nil, nil
 	}
-	var handled *batchFailure
-	if errors.As(err, &handled) {
-		return rt.fail(ctx, re, claim, handled.err)
-	}
+	// The strategy is applied, and the claim released, even if ctx ends
+	// meanwhile: a half-settled claim would strand its partition.
+	bg := context.WithoutCancel(ctx)
 	if transient(ctx, err) {
 		// Not the reactor's failure: free the partition for the next try
 		// (if the store is still busy, the reaper frees it after the
 		// claim's TTL) and report the error to the caller.
-		if relErr := rt.store.Release(context.WithoutCancel(ctx), claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
-			return errors.Join(err, relErr)
+		if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
-		return err
+		return nil, cancelled(ctx, err)
+	}
+	if errors.Is(err, ErrNotClaimant) {
+		rt.abandon(ctx, re, claim, err)
+		return nil, nil
+	}
+	var handled *batchFailure
+	if errors.As(err, &handled) {
+		return rt.fail(bg, re, claim, handled.err, handled.processed)
 	}
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
-	failErr := rt.fail(ctx, re, claim, err)
-	if relErr := rt.store.Release(ctx, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
-		return errors.Join(failErr, relErr)
+	failed, failErr := rt.fail(bg, re, claim, err, 0)
+	if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+		return failed, errors.Join(failErr, relErr)
 	}
-	return failErr
+	return failed, failErr
+}
+
+// abandon logs a batch whose claim another worker took over.
+func (rt *Router) abandon(ctx context.Context, re *reactor, claim *Claim, err error) {
+	attrs := []any{"group", re.info.Group, "partition", PartitionKey(claim.Partition), "worker", claim.WorkerID, "error", err}
+	if !re.info.Pure {
+		attrs = append(attrs, "impure", "the reactor's own work for this batch is done and may be done again by the new claimant")
+	}
+	rt.opts.Logger.WarnContext(ctx, "sourced: claim lost (the worker was frozen past the claim TTL, or a clock jumped): batch abandoned and rolled back; the partition's new claimant processes it from its offset", attrs...)
 }
 
 // transient tells whether err is the store's or the caller's, not the
-// reactor's: a busy store or a canceled context. Such a batch wrote
-// nothing and is handled again later; it does not count against the
+// reactor's: a busy store, or any failure once ctx is done (cancellation
+// is never a reactor's failure, whatever error the reactor made of it).
+// Such a batch is handled again later; it does not count against the
 // group's error strategy.
 func transient(ctx context.Context, err error) bool {
-	if errors.Is(err, ErrBusy) {
-		return true
+	return errors.Is(err, ErrBusy) || ctx.Err() != nil
+}
+
+// cancelled makes err match ctx's error once ctx is done, for callers
+// that check errors.Is(err, context.Canceled).
+func cancelled(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
 	}
-	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	return fmt.Errorf("%w (%w)", ctx.Err(), err)
 }
 
 // batchFailure is a failure after which the claim was already settled (the
-// pairs before it committed and acknowledged).
-type batchFailure struct{ err error }
+// pairs before it committed and acknowledged, up to processed).
+type batchFailure struct {
+	err       error
+	processed int64
+}
 
 func (b *batchFailure) Error() string { return b.err.Error() }
 func (b *batchFailure) Unwrap() error { return b.err }
@@ -379,13 +425,13 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			if len(pairs) == 0 {
 				return errNoPairs // released on the one-claim path
 			}
-			a, err := rt.execute(ctx, tx, c, pairs)
+			a, acked, err := rt.execute(ctx, tx, re, c, pairs)
 			if err != nil {
 				return err
 			}
 			afters = append(afters, a...)
-			if n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
-				return nil
+			if !acked || n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
+				return nil // a released batch ends the chain: its partition would come back
 			}
 			if c, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize); err != nil || c == nil {
 				return err
@@ -425,6 +471,14 @@ func (rt *Router) readPartition(ctx context.Context) partitionReader {
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
 func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read partitionReader) (pairs []effects.Pair, handleErr, err error) {
+	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
+		// A partition with an empty key value was made by a message that
+		// carries the key empty: refuse it rather than decide every such
+		// message in one shared partition.
+		if _, err := core.PartitionOf(claim.Messages[0].Type, re.info.PartitionBy, core.PartitionPairs(claim.Partition)); err != nil {
+			return nil, &core.BatchError{Message: claim.Messages[0], Err: err}, nil
+		}
+	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
 	if len(re.info.History) > 0 {
 		res, err := read(claim.Partition, re.info.History, ReadOptions{})
@@ -442,98 +496,129 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read pa
 }
 
 // commit executes a handled claim's pairs and acknowledges it in one
-// transaction, then (in the same transaction) runs then, if any; after the
-// commit it runs the after-sync work. A claim without pairs is released. A
-// reactor's failure after some pairs comes back as a *batchFailure: those
-// pairs are committed.
-func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(Tx) error) error {
+// transaction, then (in the same transaction) runs then, if any, telling
+// it whether the claim was acknowledged (else released: the pairs named no
+// message); after the commit it runs the after-sync work. A claim without
+// pairs is released. A reactor's failure after some pairs comes back as a
+// *batchFailure: those pairs are committed.
+func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
 	if len(pairs) == 0 && handleErr == nil {
 		return rt.store.Release(ctx, claim)
 	}
+	var processed int64
 	if len(pairs) > 0 {
 		var afters []func(context.Context) error
 		err := rt.store.Update(ctx, func(tx Tx) error {
-			var err error
-			if afters, err = rt.execute(ctx, tx, claim, pairs); err != nil || then == nil {
+			var (
+				err   error
+				acked bool
+			)
+			if afters, acked, err = rt.execute(ctx, tx, re, claim, pairs); err != nil || then == nil {
 				return err
 			}
-			return then(tx)
+			return then(tx, acked)
 		})
 		if err != nil {
 			return err
 		}
 		rt.afterSync(ctx, re, afters)
+		processed = lastSource(pairs)
 	}
 	if handleErr != nil {
 		if len(pairs) > 0 {
-			return &batchFailure{err: handleErr}
+			return &batchFailure{err: handleErr, processed: processed}
 		}
 		return handleErr
 	}
 	return nil
 }
 
-// execute runs a batch's pairs in tx and acknowledges the claim.
-func (rt *Router) execute(ctx context.Context, tx Tx, claim *Claim, pairs []effects.Pair) ([]func(context.Context) error, error) {
+// lastSource is the highest position among the pairs' sources (0 when
+// none has one).
+func lastSource(pairs []effects.Pair) int64 {
+	var last int64
+	for _, p := range pairs {
+		last = max(last, p.Source.Position)
+	}
+	return last
+}
+
+// execute runs a batch's pairs in tx and acknowledges the claim up to the
+// last positioned source, reporting acked; when no pair has a positioned
+// source, nothing of the claim was processed, and execute releases it in
+// tx instead (a claim neither acknowledged nor released would strand its
+// partition).
+func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
 	start, err := tx.LastPosition()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var (
-		afters  []func(context.Context) error
 		deletes []int64
-		last    int64
 		wrote   bool
 	)
 	for _, p := range pairs {
-		for _, s := range p.Signals {
-			switch s := s.(type) {
-			case effects.Append:
-				msgs := effects.Correlate(s, p.Source.Message)
-				opts := AppendOptions{Guard: s.Guard}
-				if s.Guard != nil && wrote {
-					// Messages after start are this batch's own: check the
-					// guard against the others only, so a batch never
-					// conflicts with itself.
-					if err := checkGuardUpto(tx, *s.Guard, start); err != nil {
-						return nil, err
-					}
-					opts.Guard = nil
-				}
-				if len(msgs) == 0 {
-					continue
-				}
-				if _, err := tx.Append(msgs, opts); err != nil {
-					return nil, err
-				}
-				wrote = true
-			case effects.Sync:
-				if err := protect(func() error { return s.Work(ctx, tx.Context()) }); err != nil {
-					return nil, err
-				}
-			case effects.AfterSync:
-				afters = append(afters, s.Work)
-			case effects.Ack:
-				if s.Delete {
-					deletes = append(deletes, p.Source.Position)
-				}
-			case nil:
-				return nil, fmt.Errorf("sourced: a nil signal for message at position %d", p.Source.Position)
-			default:
-				return nil, fmt.Errorf("sourced: unknown signal %T", s)
+		if err := rt.signals(ctx, tx, p, start, &wrote, &afters, &deletes); err != nil {
+			if p.Source.Position > 0 {
+				err = &atMessage{msg: p.Source, err: err}
 			}
+			return nil, false, err
 		}
-		last = max(last, p.Source.Position)
 	}
 	if len(deletes) > 0 {
 		if err := tx.Delete(deletes...); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
+	last := lastSource(pairs)
 	if last == 0 {
-		return afters, nil // nothing processed: the claim is released by the caller
+		rt.opts.Logger.WarnContext(ctx, "sourced: the reactor's pairs name no message it processed (no Pair.Source with a position): its signals are committed and its claim released, so its messages are handed to it again",
+			"group", re.info.Group, "partition", PartitionKey(claim.Partition))
+		return afters, false, tx.Release(claim)
 	}
-	return afters, tx.Ack(claim, last)
+	return afters, true, tx.Ack(claim, last)
+}
+
+// signals runs one pair's signals in tx.
+func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, start int64, wrote *bool, afters *[]func(context.Context) error, deletes *[]int64) error {
+	for _, s := range p.Signals {
+		switch s := s.(type) {
+		case effects.Append:
+			msgs := effects.Correlate(s, p.Source.Message)
+			opts := AppendOptions{Guard: s.Guard}
+			if s.Guard != nil && *wrote {
+				// Messages after start are this batch's own: check the
+				// guard against the others only, so a batch never
+				// conflicts with itself.
+				if err := checkGuardUpto(tx, *s.Guard, start); err != nil {
+					return err
+				}
+				opts.Guard = nil
+			}
+			if len(msgs) == 0 {
+				continue
+			}
+			if _, err := tx.Append(msgs, opts); err != nil {
+				return err
+			}
+			*wrote = true
+		case effects.Sync:
+			if err := protect(func() error { return s.Work(ctx, tx.Context()) }); err != nil {
+				return err
+			}
+		case effects.AfterSync:
+			*afters = append(*afters, s.Work)
+		case effects.Ack:
+			if s.Delete {
+				*deletes = append(*deletes, p.Source.Position)
+			}
+		case nil:
+			return fmt.Errorf("sourced: a nil signal for message at position %d", p.Source.Position)
+		default:
+			return fmt.Errorf("sourced: unknown signal %T", s)
+		}
+	}
+	return nil
 }
 
 // checkGuardUpto fails with a *core.ConflictError if a message matching g
@@ -560,76 +645,90 @@ func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(cont
 	}
 }
 
-// fail applies the error strategy to a failed batch.
-func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error) error {
+// fail applies the error strategy to a failed batch: the retry count is
+// read and the retry or failure written in one transaction
+// (Groups.ChangeGroup), so that partitions failing at once each count.
+// processed is how far the claim was processed before the failure.
+func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error, processed int64) (*GroupFailedError, error) {
 	strategy := rt.opts.ErrorStrategy
 	if sp, ok := re.r.(StrategyProvider); ok {
 		strategy = sp.ErrorStrategy()
 	}
-	info, err := rt.store.Group(ctx, re.info.Group)
+	recorded := failureOf(claim, cause, processed)
+	var (
+		retry bool
+		at    time.Time
+		count int
+	)
+	st, err := rt.store.ChangeGroup(ctx, re.info.Group, func(st GroupState) (GroupChange, error) {
+		f := recorded
+		f.RetryCount = st.Failure.RetryCount + 1
+		if retry = f.RetryCount <= strategy.Retries; retry {
+			at = rt.opts.Now().Add(strategy.delay(f.RetryCount))
+			f.RetryAt = &at
+			count = f.RetryCount
+			return GroupChange{Command: CmdRetry, RetryAt: at, Failure: f}, nil
+		}
+		f.RetryCount = st.Failure.RetryCount
+		return GroupChange{Command: CmdFail, Failure: f}, nil
+	})
 	if err != nil {
-		return errors.Join(cause, err)
+		return nil, errors.Join(cause, err)
 	}
-	f := failureOf(cause)
-	f.OffsetID = claim.OffsetID
-	f.RetryCount = info.Failure.RetryCount + 1
-	if f.RetryCount <= strategy.Retries {
-		at := rt.opts.Now().Add(strategy.delay(f.RetryCount))
-		f.RetryAt = &at
-		if err := rt.store.RetryGroup(ctx, re.info.Group, at, f); err != nil {
-			return errors.Join(cause, err)
-		}
-		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, retrying", "group", re.info.Group, "retry", f.RetryCount, "at", at, "error", cause)
+	failed := groupFailed(re.info.Group, claim, st, cause, processed)
+	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
+	if retry {
+		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, retrying", append(attrs, "retry", count, "at", at)...)
 		if strategy.OnRetry != nil {
-			strategy.OnRetry(ctx, re.info.Group, cause, f.RetryCount, at)
+			strategy.OnRetry(ctx, re.info.Group, cause, count, at)
 		}
-		return nil
+		return failed, nil
 	}
-	f.RetryCount = info.Failure.RetryCount
-	if err := rt.store.FailGroup(ctx, re.info.Group, f); err != nil {
-		return errors.Join(cause, err)
-	}
-	rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", "group", re.info.Group, "error", cause)
+	rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", attrs...)
 	if strategy.OnFail != nil {
 		strategy.OnFail(ctx, re.info.Group, cause)
 	}
-	return nil
+	return failed, nil
 }
 
-// failureOf records an error: its type, message and stack.
-func failureOf(err error) Failure {
-	f := Failure{ErrorType: fmt.Sprintf("%T", err), Error: err.Error()}
-	var be *core.BatchError
-	if errors.As(err, &be) {
-		f.ErrorType = fmt.Sprintf("%T", be.Err)
-	}
-	var pe *PanicError
-	if errors.As(err, &pe) {
-		f.Stack = pe.Stack
-	} else {
-		f.Stack = string(debug.Stack())
-	}
-	return f
+// DrainOptions tune Drain.
+type DrainOptions struct {
+	// TolerateFailures makes Drain return nil when a batch failed and went
+	// to its group's error strategy (the failure stays recorded in the
+	// group), for tests that provoke failures on purpose.
+	TolerateFailures bool
 }
 
 // Drain processes batches of every reactor until none has work left. It
 // takes turns between reactors so that one busy reactor does not starve
-// the others.
-func (rt *Router) Drain(ctx context.Context) error {
+// the others. A batch that failed while draining goes to its group's
+// error strategy, and Drain goes on with the other groups, then returns a
+// *GroupFailedError for each such failure (joined), unless
+// opts.TolerateFailures: an integration test must not pass while a
+// reactor failed.
+func (rt *Router) Drain(ctx context.Context, opts ...DrainOptions) error {
+	var o DrainOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	var failures []error
 	for {
 		worked := false
 		for _, re := range rt.reactors {
 			if err := ctx.Err(); err != nil {
-				return err
+				return errors.Join(append([]error{err}, failures...)...)
 			}
-			did, err := rt.handleNext(ctx, re, rt.opts.WorkerID)
+			did, failed, err := rt.handleNext(ctx, re, rt.opts.WorkerID)
+			if failed != nil && !o.TolerateFailures {
+				failures = append(failures, failed)
+			}
 			if err != nil {
-				return err
+				return errors.Join(append([]error{err}, failures...)...)
 			}
 			worked = worked || did
 		}
 		if !worked {
-			return nil
+			return errors.Join(failures...)
 		}
 	}
 }

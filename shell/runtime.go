@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ type Runtime struct {
 		CatchUp, Reaper, Scheduler, Optimizer *Task
 	}
 
+	failMu   sync.Mutex
+	failures []error // *GroupFailedError, since WaitIdle last reported them
+
 	mu       sync.Mutex
 	running  bool
 	quit     chan struct{}
@@ -56,17 +60,19 @@ type Runtime struct {
 }
 
 // NewRuntime validates cfg and the reactors (see NewRouter) and returns a
-// runtime for them. Nothing runs until Start or Run.
+// runtime for them. Zero settings of cfg take their defaults (see Config).
+// Nothing runs until Start or Run.
 func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = storeLogger(store)
 	}
 	if cfg.ProcessID == "" {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
 	}
 	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger}, reactors...)
 	if err != nil {
@@ -96,18 +102,34 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 // Router returns the runtime's router (for Handle, Stop/Start/Reset...).
 func (rt *Runtime) Router() *Router { return rt.router }
 
+// storeLogger is the store's logger, when it has one, else
+// slog.Default(): one logger setting for the store and the runtime.
+func storeLogger(store Store) *slog.Logger {
+	if l, ok := store.(interface{ Logger() *slog.Logger }); ok {
+		if log := l.Logger(); log != nil {
+			return log
+		}
+	}
+	return slog.Default()
+}
+
 // Start registers the consumer groups, subscribes to the store's notifier
-// and starts the workers and the periodic tasks.
+// and starts the workers and the periodic tasks. A busy store (ErrBusy:
+// another process holds the write lock) is waited for, with back-off,
+// until ctx ends; then the error matches both ctx's error and ErrBusy.
 func (rt *Runtime) Start(ctx context.Context) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.running {
 		return errors.New("sourced: runtime already started")
 	}
-	if err := rt.router.Setup(ctx); err != nil {
-		return err
-	}
-	if err := rt.heartbeat(ctx); err != nil { // before any claim (H5)
+	err := rt.whileBusy(ctx, "start", func() error {
+		if err := rt.router.Setup(ctx); err != nil {
+			return err
+		}
+		return rt.heartbeat(ctx) // before any claim (H5)
+	})
+	if err != nil {
 		return err
 	}
 	if n := rt.store.Notifier(); n != nil {
@@ -160,8 +182,53 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("%w: workers still busy after %v", ErrStopTimeout, rt.cfg.StopTimeout))
 	}
+	if len(errs) == 0 && len(rt.ids) > 0 {
+		// A clean stop: the workers are gone, so are their heartbeats.
+		if err := rt.store.RemoveWorkers(ctx, rt.ids); err != nil {
+			rt.log.Warn("sourced: removing the stopped workers' heartbeats failed (they expire after the claim TTL)", "error", err)
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// whileBusy runs fn until it does not fail with ErrBusy, backing off
+// between tries (real time: it waits for another process's lock), until
+// ctx ends. Busy tries are logged at DEBUG, and at WARN from the
+// busyWarnAfter-th in a row.
+func (rt *Runtime) whileBusy(ctx context.Context, what string, fn func() error) error {
+	wait := busyBackoff / 2
+	for n := int64(1); ; n++ {
+		err := fn()
+		if !errors.Is(err, ErrBusy) {
+			return err
+		}
+		rt.log.Log(ctx, busyLevel(n), "sourced: store busy, trying again", "during", what, "tries", n, "error", err)
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("sourced: %s: the store stayed busy (%d tries): %w (%w)", what, n, ctx.Err(), err)
+		}
+		wait = min(2*wait, maxBusyBackoff)
+	}
+}
+
+// busyLevel is the level of the n-th busy failure in a row: DEBUG, then
+// WARN from busyWarnAfter on (busy is transient: never ERROR).
+func busyLevel(n int64) slog.Level {
+	if n >= busyWarnAfter {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// busyWarnAfter is how many busy failures in a row are logged at DEBUG
+// before they are logged at WARN.
+const busyWarnAfter = 5
+
+// maxBusyBackoff caps the back-off of a retry on a busy store.
+const maxBusyBackoff = time.Second
 
 // Run starts the runtime, runs it until ctx is cancelled, then stops it
 // gracefully.
@@ -198,6 +265,7 @@ func (rt *Runtime) enqueueAll() {
 // one busy reactor cannot starve the others.
 func (rt *Runtime) work(id string) {
 	defer rt.workers.Done()
+	var busy int64 // busy failures in a row
 	for {
 		var re *reactor
 		select {
@@ -215,15 +283,18 @@ func (rt *Runtime) work(id string) {
 				return
 			default:
 			}
-			did, err := rt.router.handleNext(context.Background(), re, id)
+			did, failed, err := rt.router.handleNext(context.Background(), re, id)
+			rt.failed(failed)
 			if errors.Is(err, ErrBusy) {
 				// Another process holds the write lock: back off, then
 				// try this reactor again later.
-				rt.log.Warn("sourced: store busy, backing off", "worker", id, "group", re.info.Group)
+				busy++
+				rt.log.Log(context.Background(), busyLevel(busy), "sourced: store busy, backing off", "worker", id, "group", re.info.Group, "tries", busy)
 				rt.backoff()
 				more = true
 				break
 			}
+			busy = 0
 			if err != nil {
 				rt.log.Error("sourced: worker failed to process a batch", "worker", id, "group", re.info.Group, "error", err)
 			}
@@ -279,17 +350,29 @@ func (rt *Runtime) heartbeat(ctx context.Context) error {
 }
 
 // reap heartbeats this process's workers (one write for all of them),
-// releases the claims of workers gone silent, and reaps drained offsets.
+// releases the claims of workers gone silent and the claims older than
+// MaxClaimAge whoever holds them, and reaps drained offsets.
 func (rt *Runtime) reap(ctx context.Context) error {
 	if err := rt.heartbeat(ctx); err != nil {
 		return err
 	}
-	n, err := rt.store.ReleaseStaleClaims(ctx, rt.cfg.Clock.Now(), rt.cfg.ClaimTTL)
+	now := rt.cfg.Clock.Now()
+	n, err := rt.store.ReleaseStaleClaims(ctx, now, rt.cfg.ClaimTTL)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		rt.log.Warn("sourced: released stale claims", "count", n)
+	}
+	old, err := rt.store.ReleaseClaimsOlderThan(ctx, now.Add(-rt.cfg.MaxClaimAge))
+	if err != nil {
+		return err
+	}
+	for _, o := range old {
+		rt.log.Warn("sourced: released a claim older than MaxClaimAge (leaked, or its batch is stuck): another worker processes the partition",
+			"group", o.Group, "partition", PartitionKey(o.Partition), "worker", o.ClaimedBy, "claimed_at", o.ClaimedAt, "max_claim_age", rt.cfg.MaxClaimAge)
+	}
+	if n > 0 || len(old) > 0 {
 		rt.enqueueAll()
 	}
 	if _, err := rt.store.ReleaseDrainedOffsets(ctx); err != nil {
@@ -307,9 +390,40 @@ func (rt *Runtime) Idle() bool {
 	return rt.busy.Load() == 0 && (rt.queue.len() == 0 || len(rt.ids) == 0)
 }
 
+// failed records a failure that went to the error strategy, for WaitIdle.
+func (rt *Runtime) failed(f *GroupFailedError) {
+	if f == nil {
+		return
+	}
+	rt.failMu.Lock()
+	defer rt.failMu.Unlock()
+	if len(rt.failures) == maxRecordedFailures {
+		// Nobody calls WaitIdle in production: keep the latest only.
+		rt.failures = slices.Delete(rt.failures, 0, 1)
+	}
+	rt.failures = append(rt.failures, f)
+}
+
+// maxRecordedFailures bounds the failures kept for WaitIdle.
+const maxRecordedFailures = 64
+
+// reportFailures returns the failures recorded since the last call,
+// joined, and forgets them.
+func (rt *Runtime) reportFailures() error {
+	rt.failMu.Lock()
+	defer rt.failMu.Unlock()
+	err := errors.Join(rt.failures...)
+	rt.failures = nil
+	return err
+}
+
 // WaitIdle waits until the runtime has settled: every reactor was polled
 // after the queue emptied and none had work, and no scheduled message is
-// due before now+horizon. It is for tests, examples and scripts.
+// due before now+horizon. It is for tests, examples and scripts. Once
+// settled it returns a *GroupFailedError (joined, one per failure) for
+// every batch that failed and went to its group's error strategy since
+// the runtime started or WaitIdle last returned: a test must not pass
+// while a reactor failed.
 func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -324,7 +438,7 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 				if did, err := rt.drainOnce(ctx); err != nil {
 					return err
 				} else if !did && rt.batches.Load() == before && rt.Idle() {
-					return nil
+					return rt.reportFailures()
 				}
 			}
 		}
@@ -340,7 +454,8 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 func (rt *Runtime) drainOnce(ctx context.Context) (bool, error) {
 	worked := false
 	for _, re := range rt.router.reactors {
-		did, err := rt.router.handleNext(ctx, re, rt.cfg.ProcessID+"-settle")
+		did, failed, err := rt.router.handleNext(ctx, re, rt.cfg.ProcessID+"-settle")
+		rt.failed(failed)
 		if err != nil {
 			return worked, err
 		}
@@ -398,6 +513,7 @@ type Task struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	errs   atomic.Int64
+	busy   atomic.Int64 // ticks in a row that found the store busy
 	ticks  atomic.Int64
 	log    *slog.Logger
 }
@@ -437,8 +553,18 @@ func (t *Task) loop(ctx context.Context, done chan struct{}) {
 			continue
 		}
 		t.ticks.Add(1)
-		if err := protect(func() error { return t.run(ctx) }); err != nil && ctx.Err() == nil {
+		err := protect(func() error { return t.run(ctx) })
+		switch {
+		case err == nil || ctx.Err() != nil:
+			t.busy.Store(0)
+		case errors.Is(err, ErrBusy):
+			// Transient: the next tick tries again.
 			t.errs.Add(1)
+			n := t.busy.Add(1)
+			t.log.Log(ctx, busyLevel(n), "sourced: periodic task found the store busy; it tries again next tick", "task", t.Name, "ticks", n, "error", err)
+		default:
+			t.errs.Add(1)
+			t.busy.Store(0)
 			t.log.Error("sourced: periodic task failed", "task", t.Name, "error", err)
 		}
 	}

@@ -128,7 +128,10 @@ func TestRuntimeRetriesOnTheSimulatedClock(t *testing.T) {
 	f := &flaky{fails: 2}
 	rt := startRuntime(t, store, cfg, f)
 	store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
-	settle(t, rt)
+	var failed *shell.GroupFailedError
+	if err := rt.WaitIdle(ctx, 0); !errors.As(err, &failed) || failed.Status != shell.StatusRetrying || failed.RetryCount != 1 {
+		t.Fatalf("WaitIdle after the first failure: %v, want a *GroupFailedError of the retrying group", err)
+	}
 	info, _ := store.Group(ctx, "shell_test.flaky")
 	if info.Status != shell.StatusRetrying || info.Failure.RetryCount != 1 {
 		t.Fatalf("after the first failure %+v", info)
@@ -302,9 +305,9 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	bad := shell.DefaultConfig()
-	bad.Workers, bad.BatchSize, bad.ClaimTTL, bad.BatchesPerHandle, bad.InlineBudget = -1, 0, time.Second, 0, 0
+	bad.Workers, bad.BatchSize, bad.ClaimTTL, bad.BatchesPerHandle, bad.InlineBudget, bad.MaxClaimAge = -1, -1, time.Second, -2, -time.Second, -time.Minute
 	err = bad.Validate()
-	for _, want := range []string{"Workers", "BatchSize", "ClaimTTL", "BatchesPerHandle", "InlineBudget"} {
+	for _, want := range []string{"Workers", "BatchSize", "ClaimTTL", "BatchesPerHandle", "InlineBudget", "MaxClaimAge"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}

@@ -34,18 +34,24 @@ type node struct {
 	final     bool
 	parallel  bool // state with named regions
 	anonymous bool // region of a compound state
+	headed    bool // region of a parallel state headed by a state (RegionState)
 	transient bool
 
-	byType    map[reflect.Type]*transition // commands and events
-	handlers  []*transition                // commands and events, in declaration order
-	eventless []*transition                // Always, Done, OnFinal, ChildrenDone, on-done, in declaration order
+	// unguarded is set for the message types the state has an unguarded
+	// handler for (a later one of the type is unreachable).
+	unguarded map[reflect.Type]bool
+	handlers  []*transition // commands and events, in declaration order
+	eventless []*transition // Always, Done, OnFinal, ChildrenDone, on-done, in declaration order
 	entry     []actionFunc
 	exit      []actionFunc
 	timers    []timer
 	starts    []*stateStart // children started by the state
 	stops     []*childDecl
-	history   bool // some transition targets its shallow history
-	deep      bool // some transition targets its deep history
+	// startAt is the state's StartsAt: where it starts when entered by
+	// default, instead of its regions' starts.
+	startAt *transition
+	history bool // some transition targets its shallow history
+	deep    bool // some transition targets its deep history
 }
 
 type timer struct {
@@ -77,12 +83,19 @@ type transition struct {
 	starts     []*childDecl
 	startsNil  bool
 	order      int
+	// external is set by External: a handler targeting its own state's
+	// descendants exits and re-enters its state (SCXML's default).
+	external bool
 }
 
 // option is one declared target, resolved.
 type option struct {
 	spec  targetSpec
-	nodes []*node
+	nodes []*node // one per target part
+	// defaults are, per target part, its history's default nodes.
+	defaults [][]*node
+	// domain is the transition domain, computed once (transitionDomain).
+	domain *node
 }
 
 // chart is a compiled, checked statechart: the tree, every transition, and
@@ -123,6 +136,9 @@ type builder struct {
 	pending      []pendingTarget
 	pendingFinal []pendingFinal
 	regions      map[string]bool
+	// startless is set while building the regions of a state with StartsAt:
+	// they may have no start of their own (checked once targets resolve).
+	startless bool
 }
 
 type pendingFinal struct {
@@ -145,6 +161,7 @@ func compile(ctxType reflect.Type, elems []Elem) *chart {
 	c.root = b.region(nil, "root", false, elems, 0, 0, nil)
 	c.placed = b.placed
 	b.resolve()
+	b.checkStartsAt()
 	b.check()
 	b.checkChildRoles()
 	c.commands, c.events = nil, nil
@@ -168,6 +185,13 @@ func compile(ctxType reflect.Type, elems []Elem) *chart {
 	}
 	if c.stopped != nil {
 		c.stop = &transition{src: c.root, kind: eStops, options: []option{{spec: c.stopped.state.target(), nodes: []*node{c.stopped}}}}
+	}
+	if len(c.errs) == 0 {
+		for _, p := range b.pending {
+			for i := range p.t.options {
+				p.t.options[i].domain = transitionDomain(c, p.t, &p.t.options[i])
+			}
+		}
 	}
 	return c
 }
@@ -195,6 +219,8 @@ func validName(s string) bool {
 // positions.
 func (b *builder) region(parent *node, name string, anonymous bool, elems []Elem, mount, childMount int, part *Part) *node {
 	r := b.add(&node{kind: kRegion, name: name, parent: parent, anonymous: anonymous, mount: mount, part: part})
+	startless := b.startless
+	b.startless = false
 	switch {
 	case parent == nil:
 		r.path, r.prefix = "", ""
@@ -265,9 +291,29 @@ func (b *builder) region(parent *node, name string, anonymous bool, elems []Elem
 		r.start = initial
 	case started != nil:
 		r.start = started
-	default:
+	case !startless:
 		b.errorf("%s has no start: give it an Initial position or a Started state", where(r))
 	}
+	r.end = len(b.c.nodes)
+	return r
+}
+
+// headedRegion builds a region of parallel state n headed by the state of
+// re (RegionState): the region's one child and start, at the region's path.
+func (b *builder) headedRegion(n *node, re *elem, mount int, part *Part) *node {
+	r := b.add(&node{kind: kRegion, name: re.name, parent: n, mount: mount, part: part, headed: true})
+	r.path = n.path + "." + re.name
+	r.prefix = r.path + "."
+	key := fmt.Sprintf("%d/%s", mount, re.name)
+	if b.regions[key] {
+		b.errorf("two regions named %q: region names are unique within a machine", re.name)
+	}
+	b.regions[key] = true
+	head := b.add(&node{kind: kState, parent: r, mount: mount, part: part, state: re.state, name: re.name, path: r.path})
+	r.children = append(r.children, head)
+	r.start = head
+	b.place(head, re.state, mount)
+	b.fill(head, re.elems, mount, part, false)
 	r.end = len(b.c.nodes)
 	return r
 }
@@ -342,6 +388,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 			regions = append(regions, e.e)
 		}
 	}
+	startless := slices.ContainsFunc(elems, func(e Elem) bool { return e.e != nil && e.e.kind == eStartsAt })
 	if preset && (len(direct) > 0 || len(regions) > 0) {
 		b.errorf("state %q: a part's compound state gets its sub-states from the part, not from PlacePart", n.path)
 		direct, regions = nil, nil
@@ -353,6 +400,7 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 	case len(direct) > 0 && len(regions) > 0:
 		b.errorf("state %q has both sub-states and regions: put the sub-states in a Region", n.path)
 	case len(direct) > 0:
+		b.startless = startless
 		n.children = append(n.children, b.region(n, "", true, direct, mount, mount, part))
 	case len(regions) > 0:
 		n.parallel = true
@@ -361,6 +409,11 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 				n.children = append(n.children, b.partRegion(n, re, mount))
 				continue
 			}
+			if re.state.d != nil {
+				n.children = append(n.children, b.headedRegion(n, re, mount, part))
+				continue
+			}
+			b.startless = startless
 			n.children = append(n.children, b.region(n, re.name, false, re.elems, mount, mount, part))
 		}
 	}
@@ -371,11 +424,28 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 		}
 		x := e.e
 		b.checkCtx(n, x)
+		if x.when && !guardable(x.kind) {
+			b.errorf("state %q: When guards handlers and eventless transitions, not %s", n.path, e.describe())
+		}
+		if x.reach != reachDefault && !guardable(x.kind) {
+			b.errorf("state %q: Internal and External qualify transitions, not %s", n.path, e.describe())
+		}
 		if len(x.starts) > 0 && x.kind != eCommand && x.kind != eOn {
 			b.startsOnNonHandler(n, x, e)
 		}
 		switch x.kind {
 		case ePlace, eInitial, eRegion, ePart:
+		case eStartsAt:
+			switch {
+			case n.startAt != nil:
+				b.errorf("state %q has two StartsAt", n.path)
+			case len(n.children) == 0:
+				b.errorf("state %q: StartsAt on a state with no sub-states or regions", n.path)
+			case len(x.targets) != 1 || x.targets[0] == nil || x.targets[0].target().stay:
+				b.errorf("state %q: StartsAt takes one target: states below the state, or its history", n.path)
+			default:
+				n.startAt = b.newTransition(n, x)
+			}
 		case eCommand, eOn:
 			b.handler(n, x)
 		case eAlways, eDone, eOnFinal, eChildrenDone:
@@ -406,6 +476,16 @@ func (b *builder) fill(n *node, elems []Elem, mount int, part *Part, preset bool
 	return n
 }
 
+// guardable reports the elements that are transitions: handlers and
+// eventless transitions.
+func guardable(k elemKind) bool {
+	switch k {
+	case eCommand, eOn, eAlways, eDone, eOnFinal, eChildrenDone:
+		return true
+	}
+	return false
+}
+
 func (b *builder) checkCtx(n *node, x *elem) {
 	check := func(t reflect.Type, what string) {
 		if t != nil && b.c.ctxType != nil && t != b.c.ctxType {
@@ -420,7 +500,7 @@ func (b *builder) checkCtx(n *node, x *elem) {
 
 func (b *builder) newTransition(src *node, x *elem) *transition {
 	b.order++
-	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order}
+	t := &transition{src: src, kind: x.kind, msgType: x.msgType, handle: x.handle, guards: x.guards, order: b.order, external: x.reach == reachExternal}
 	if x.kind == eCommand || x.kind == eOn { // elsewhere Starts is a definition error (fill)
 		t.starts, t.startsNil = x.starts, x.startNil
 		for _, c := range x.starts {
@@ -437,15 +517,17 @@ func (b *builder) handler(n *node, x *elem) {
 		b.errorf("%s: %s: message types are structs", where(n), elemNames[x.kind])
 		return
 	}
-	if n.byType == nil {
-		n.byType = map[reflect.Type]*transition{}
-	}
-	if _, dup := n.byType[x.msgType]; dup {
-		b.errorf("%s accepts %v twice", where(n), x.msgType)
+	if n.unguarded[x.msgType] {
+		b.errorf("%s accepts %v after an unguarded handler of that type: it is unreachable (guard the earlier one with When)", where(n), x.msgType)
 		return
 	}
+	if len(x.guards) == 0 {
+		if n.unguarded == nil {
+			n.unguarded = map[reflect.Type]bool{}
+		}
+		n.unguarded[x.msgType] = true
+	}
 	t := b.newTransition(n, x)
-	n.byType[x.msgType] = t
 	n.handlers = append(n.handlers, t)
 	b.c.byType[x.msgType] = append(b.c.byType[x.msgType], t)
 	list := &b.c.commands

@@ -132,6 +132,19 @@ type ChildRef struct {
 	// Owner is "<state path>#<entry>" for a child started by a state,
 	// empty for one started by a handler.
 	Owner string
+	// Paths are the child's active states, outermost first, kept from the
+	// child's state events in the parent's history (their exited and
+	// entered paths); empty until the child's first move is read.
+	Paths []string
+}
+
+// State returns the child's innermost active state's path (the last of
+// Paths), or "" before its first move.
+func (c ChildRef) State() string {
+	if len(c.Paths) == 0 {
+		return ""
+	}
+	return c.Paths[len(c.Paths)-1]
 }
 
 // Done reports whether the child finished.
@@ -435,6 +448,29 @@ func (r *run) trackFinished(d *childDecl, m core.Message) {
 	r.setChild(ref)
 }
 
+// trackChildMove records a child's move (one of its state events, read in
+// the parent's history): its paths minus those exited, plus those entered.
+func (r *run) trackChildMove(d *childDecl, m core.Message) {
+	mv, ok := MoveOf(m.Payload)
+	if !ok {
+		return
+	}
+	keys := r.childKeys(d, m.Payload)
+	old, ok := r.st.children[childKey(d.group, keys)]
+	if !ok {
+		return // not a child this instance started
+	}
+	c := *old
+	paths := slices.DeleteFunc(slices.Clone(c.Paths), func(p string) bool { return slices.Contains(mv.Exited, p) })
+	for _, p := range mv.Entered {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	c.Paths = paths
+	r.setChild(&c)
+}
+
 func (r *run) sortedChildren() []*ChildRef {
 	keys := make([]string, 0, len(r.st.children))
 	for k := range r.st.children {
@@ -521,7 +557,7 @@ func (r *run) stopChild(d *childDecl, ref *ChildRef) {
 }
 
 func (r *run) owner(n *node) string {
-	return n.path + "#" + strconv.FormatUint(uint64(r.st.entries[n.id]), 10)
+	return n.path + "#" + strconv.FormatUint(uint64(r.st.entries[n.id].n), 10)
 }
 
 // exitChildren stops the running children the state's current entry started.

@@ -488,3 +488,50 @@ func TestChildRolesAreCheckedWhenBuilt(t *testing.T) {
 		}
 	}
 }
+
+// A parent reads its children's state events as history: each ChildRef
+// knows the child's current state (the manual's ChildRef state), and its
+// final once the child finished.
+func TestChildRefFollowsTheChildsMoves(t *testing.T) {
+	m := shop(t)
+	var log []core.Message
+	in := m.New(map[string]string{"order_id": "o1"})
+	for _, p := range []any{Go{}, AddLine{OrderID: "o1", LineID: "l1", SKU: "sku-1"}} {
+		var d statechart.Decision
+		in, d = decideAll(t, m, in, p)
+		log = append(log, d.Messages...)
+	}
+	if !slices.Contains(m.Spec().Evolved, reflect.TypeFor[ReservedEvent]()) {
+		t.Fatalf("the parent reads its children's state events: %v", m.Spec().Evolved)
+	}
+	child := lineItems.New(map[string]string{"order_id": "o1", "line_id": "l1"})
+	check := func(want []string, final string) {
+		t.Helper()
+		loaded, err := m.Load(map[string]string{"order_id": "o1"}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs := loaded.Children(lineItems.Child())
+		if len(refs) != 1 || !slices.Equal(refs[0].Paths, want) || refs[0].Final != final {
+			t.Fatalf("%+v, want paths %v final %q", refs, want, final)
+		}
+	}
+	check(nil, "")
+	for _, p := range []any{LineStarted{OrderID: "o1", LineID: "l1", SKU: "sku-1"}, StockReserved{}, PickLine{}} {
+		var d statechart.Decision
+		var err error
+		child, d, err = lineItems.Decide(child, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, d.Messages...)
+		switch p.(type) {
+		case LineStarted:
+			check([]string{"added"}, "")
+		case StockReserved:
+			check([]string{"reserved"}, "")
+		case PickLine:
+			check([]string{"picked"}, "picked")
+		}
+	}
+}

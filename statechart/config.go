@@ -5,6 +5,9 @@ import (
 	"math/bits"
 	"reflect"
 	"slices"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 // bitset is a set of node ids.
@@ -96,6 +99,56 @@ func (b bitset) prev(i int) int {
 type Config struct {
 	ch  *chart
 	act bitset
+	// entries are an instance's (nil for a configuration read from paths
+	// or an instance built from them).
+	entries []entry
+}
+
+// EnteredBy is the state event that entered a state: its id, stored type
+// and time, and the trigger it records. An instance loaded from the store
+// (Load, shell.LoadMachine) has the stored events'; one that Decide
+// returned has, for the states the decision entered, the event's type, the
+// decided message's time and no id (the shell stamps events when it
+// appends them).
+type EnteredBy struct {
+	ID      uuid.UUID `json:"id"`
+	Type    string    `json:"type"`
+	At      time.Time `json:"time"`
+	Trigger string    `json:"trigger"`
+}
+
+// EnteredBy returns the state event that entered active state s (for a
+// state placed several times, its first active placement). A configuration
+// read from paths has none.
+func (c Config) EnteredBy(s State) (EnteredBy, bool) {
+	if c.ch == nil || s.d == nil || c.entries == nil {
+		return EnteredBy{}, false
+	}
+	for _, n := range c.ch.placed[s.d] {
+		if c.act.has(n.id) {
+			return c.entries[n.id].by, true
+		}
+	}
+	return EnteredBy{}, false
+}
+
+// Visited reports whether state s was ever entered (it is active, or was
+// active before). A configuration read from paths knows only the active
+// states.
+func (c Config) Visited(s State) bool {
+	if c.ch == nil || s.d == nil {
+		return false
+	}
+	for _, n := range c.ch.placed[s.d] {
+		if c.visited(n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) visited(n *node) bool {
+	return c.act.has(n.id) || (c.entries != nil && c.entries[n.id].n > 0)
 }
 
 // Paths returns the paths of the active states, outermost first (document
@@ -239,6 +292,10 @@ func (ch *chart) value(r *node, act bitset) any {
 		}
 		regions := make(map[string]any, len(n.children))
 		for _, sub := range n.children {
+			if head := sub.children[0]; sub.headed && !head.parallel && len(head.children) > 0 {
+				regions[sub.name] = ch.value(head.children[0], act) // the region is its head's contents
+				continue
+			}
 			regions[sub.name] = ch.value(sub, act)
 		}
 		return map[string]any{n.name: regions}
@@ -259,6 +316,9 @@ func (ch *chart) activeChild(r *node, act bitset) *node {
 // inFinal reports whether a region is at a final state, or every region of
 // a state is.
 func (ch *chart) inFinal(n *node, act bitset) bool {
+	if n.kind == kRegion && n.headed {
+		return ch.inFinal(n.children[0], act)
+	}
 	if n.kind == kRegion {
 		c := ch.activeChild(n, act)
 		return c != nil && c.kind == kState && c.final

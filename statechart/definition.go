@@ -44,11 +44,13 @@ func (m Machine[C]) handled() []reflect.Type {
 			out = appendNew(out, d.lc.finished)
 		}
 	}
-	return out
+	rts, _ := m.reactionTypes()
+	return appendNew(out, rts...)
 }
 
 // evolved are the types read as history: state events, the context's
-// events, and the children's Started and Finished.
+// events, the children's Started and Finished, and the children's state
+// events (each ChildRef's Paths).
 func (m Machine[C]) evolved() []reflect.Type {
 	mc := m.core()
 	out := appendNew(nil, m.StateTypes()...)
@@ -57,6 +59,13 @@ func (m Machine[C]) evolved() []reflect.Type {
 		if d.lc != nil {
 			out = appendNew(out, d.lc.started, d.lc.finished)
 		}
+		if d.mc != nil {
+			for _, t := range childStateTypes(d) {
+				if mc.childMoves[t] == d {
+					out = appendNew(out, t)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -64,7 +73,8 @@ func (m Machine[C]) evolved() []reflect.Type {
 // Spec describes the machine's consumer group: it claims its commands, the
 // events it reacts to (On), its lifecycle messages and its children's
 // Finished, and reads as history its state events, the events its context
-// evolves and its children's Started and Finished.
+// evolves, its children's Started and Finished and its children's state
+// events.
 func (m Machine[C]) Spec() core.Spec {
 	label := m.Label
 	if label == "" {
@@ -132,8 +142,12 @@ func (m Machine[C]) Check(reg *codec.Registry) error {
 			continue
 		}
 		for _, k := range m.PartitionBy {
-			if !ct.Has(k) {
+			f, ok := ct.Field(k)
+			switch {
+			case !ok:
 				defErr(ct.Name, k, "commands, events, lifecycle messages and state events of a machine must declare every partition key")
+			case !f.Required && (slices.Contains(mc.ch.commands, t) || slices.Contains(mc.ch.events, t)):
+				defErr(ct.Name, k, "a machine's commands and On events must declare every partition key as a required attribute (tag it `sourced:\"required\"`), so that one without it is refused instead of decided in the partition \"\"")
 			}
 		}
 	}
@@ -207,6 +221,19 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 	}
 	for i, b := range in.Batch {
 		out := core.Outcome{Source: b}
+		if m.reacts(b.Message) {
+			// An event the machine reacts to: applied, then reacted to.
+			next, follow, err := m.react(inst, b.Message)
+			if err != nil {
+				return outs, &core.BatchError{Message: b, Index: i, Err: err}
+			}
+			inst = next
+			if !in.Replaying {
+				out.Reactions = follow
+			}
+			outs = append(outs, out)
+			continue
+		}
 		if in.Replaying {
 			outs = append(outs, out)
 			continue
@@ -219,10 +246,19 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 		default:
 			out.Events = dec.Messages
 			inst = next
+			if !dec.Ignored {
+				out.Sync, out.AfterSync = m.bindSync(core.Batch[Instance[C]]{State: inst, Partition: in.Partition, Messages: []core.PositionedMessage{b}, Events: dec.Messages})
+			}
 		}
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// reacts reports whether msg is an event the machine reacts to and does not
+// decide.
+func (m Machine[C]) reacts(msg core.Message) bool {
+	return len(m.Reactions) > 0 && m.reaction(core.PayloadType(msg.Payload)) != nil
 }
 
 // current rebuilds the instance from history, leaving out the messages of
@@ -253,10 +289,11 @@ func (m Machine[C]) DecideCommand(partition map[string]string, history []core.Po
 	if err != nil {
 		return out, err
 	}
-	_, dec, err := m.Decide(inst, cmd.Message)
+	next, dec, err := m.Decide(inst, cmd.Message)
 	if err != nil {
 		return out, err
 	}
 	out.Events = dec.Messages
+	out.Sync, out.AfterSync = m.bindSync(core.Batch[Instance[C]]{State: next, Partition: partition, Messages: []core.PositionedMessage{cmd}, Events: dec.Messages})
 	return out, nil
 }

@@ -51,7 +51,7 @@ func TestDefinitionErrors(t *testing.T) {
 		{"context type", []statechart.Elem{statechart.Initial(statechart.CommandFunc(func(int, X, *statechart.Do) error { return nil }))}, "takes a context of type int"},
 		{"clashing part prefixes", []statechart.Elem{statechart.Initial(statechart.Command[Go](sP)),
 			statechart.Place(sP, statechart.RegionPart("one", partA), statechart.RegionPart("two", partB))}, "their prefixes end the same way"},
-		{"accepted twice", []statechart.Elem{statechart.Initial(statechart.Command[Go](sA1), statechart.Command[Go](sA1)), statechart.Place(sA1)}, "accepts statechart_test.Go twice"},
+		{"accepted twice", []statechart.Elem{statechart.Initial(statechart.Command[Go](sA1), statechart.Command[Go](sA1)), statechart.Place(sA1)}, "accepts statechart_test.Go after an unguarded handler of that type"},
 		{"starts several without a handler", []statechart.Elem{statechart.Initial(statechart.Command[AddLine]().Starts(lineItems.Child(), payments.Child()))}, "starts one of several children without a handler"},
 		{"starts on a state", []statechart.Elem{statechart.Initial(statechart.Command[Go](sA1)), statechart.Place(sA1, statechart.Always(sA2, guard).Starts(lineItems.Child())), statechart.Place(sA2)}, "Starts and MayStart belong on handlers"},
 		{"history of an atomic state", []statechart.Elem{statechart.Initial(statechart.Command[Go](statechart.History(sA1))), statechart.Place(sA1)}, "which has no sub-states or regions"},

@@ -15,9 +15,10 @@
 // States are declared once, each with the Go type of the event that records
 // moves to it (a struct embedding Move and the partition keys), and placed
 // in a chart with Initial, Place, Started, Final and Stopped; regions with
-// Region; handlers with Command, CommandFunc, On, OnFunc; eventless
-// transitions with Always, Done, OnFinal, ChildrenDone; actions with Entry,
-// Exit, After:
+// Region or RegionState; starts elsewhere with StartsAt; handlers with
+// Command, CommandFunc, On, OnFunc (guarded with When, External or
+// Internal); eventless transitions with Always, Done, OnFinal,
+// ChildrenDone; actions with Entry, Exit, After:
 //
 //	type Paying struct {
 //		OrderRef
@@ -56,7 +57,12 @@
 // message types; no reflection finds handlers. The chart is checked when
 // built (Machine.Err, and Machine.Check against a registry): targets that
 // are not placed or sit in a sibling region, states placed twice, regions
-// without a start, transient states with commands, timers, regions, joins or
+// without a start (unless a StartsAt enters them), StartsAt targets that
+// are not below their state, history defaults that are not below their
+// state (a shallow history's not its sub-states), a handler after an
+// unguarded one of the same type in one state, When, Internal or External
+// on what is not a transition, reactions to what the machine decides,
+// transient states with commands, timers, regions, joins or
 // children, unreachable guards, handlers with several targets and no
 // function to pick one, parts whose prefixes clash, a context type that is
 // not the machine's, the manual's rules for children (a machine is a child
@@ -100,6 +106,17 @@
 // replays: a replayed batch is only acknowledged. Partition keys are filled
 // in on every message a machine emits.
 //
+// Like every reactor, a machine has Reactions (React, ReactAny: to events it
+// does not decide, its own state events included, which its group then
+// claims), Sync work run in the transaction of each decided message and
+// AfterSync work run after it commits, both given the instance after the
+// decision. A parent also reads its children's state events, so each
+// ChildRef knows the child's current state. shell.LoadMachine reads an
+// instance from a store in one call and shell.HandleMachine decides a
+// command synchronously and returns the new instance; the read-only
+// configuration of an instance knows which state event entered each
+// active state (Config.EnteredBy) and which states were ever visited.
+//
 // Configurations are stored and read back as paths (Config.Paths,
 // Machine.Configuration): stale paths are an *UnresolvablePathError, paths
 // that form no configuration an error matching ErrInvalidConfiguration.
@@ -133,15 +150,46 @@
 //     are taken together in one microstep (one state event each). Eventless
 //     transitions use SCXML's rule exactly (a descendant's transition
 //     preempts its ancestor's; otherwise the earlier wins).
-//   - Internal and external. A transition to its own state's descendants is
-//     internal: the state is not exited, only what is active below the
-//     innermost region holding the targets (XState v5's default, SCXML's
-//     type="internal", here also for a parallel source; targets in several
-//     of its regions exit and re-enter all its regions). Any other
-//     transition is external: it exits what is active below the innermost
-//     region holding source and targets, so a self-transition exits and
+//   - Transition domains (SCXML's getTransitionDomain and findLCCA), fixed
+//     when the chart is built: a transition exits everything active below
+//     its domain and enters the full path down to each target. A handler
+//     targeting its own state's descendants is internal by default (the
+//     manual's and XState v5's default; SCXML's type="internal"): a
+//     compound source is its own domain, a parallel source's domain is its
+//     region holding every target (all its regions when the targets are in
+//     several: SCXML would leave the parallel state). External() makes it
+//     SCXML's default external transition: the source is exited and
+//     re-entered. Internal() states the default. Any other transition is
+//     external: its domain is the innermost region holding the source and
+//     every target that is neither of them (a region is SCXML's compound
+//     state; a RegionState's region and its parallel state are skipped, as
+//     findLCCA skips parallel states), so a self-transition exits and
 //     re-enters its state. A targetless handler (data only, or Stay) exits,
 //     enters and records nothing.
+//   - Parallel children. Region is a region that is not a state (never in
+//     paths, no handlers, never a target: a modelling convenience SCXML
+//     lacks). RegionState is SCXML's child of a <parallel>: a state heading
+//     its region, with handlers, actions and contents, targetable, final
+//     when its contents are; its path is the region's.
+//   - Starts. A compound state starts at its Started sub-state or its
+//     region's Initial position; StartsAt is SCXML's <initial> with a
+//     transition to any states below the state: a nested state, several
+//     states at once in a parallel descendant (All), or the state's own
+//     history, shallow or deep (entered as when last left, else at the
+//     history's defaults, else at the regions' own starts).
+//   - History (SCXML's <history>): History(s, defaults...) and
+//     DeepHistory(s, defaults...) target s's memory; with none yet, the
+//     defaults are entered (SCXML's history default transition: a shallow
+//     history's are sub-states of s, a deep history's any states below s;
+//     several must be in different regions), and with no defaults s is
+//     entered by default. Histories are targets, not placed states: they
+//     have no name or path of their own.
+//   - Several handlers of one message type in one state are tried in
+//     document order, each guarded with When (SCXML's cond): the first whose
+//     guards pass is taken; guards are evaluated on the context and
+//     configuration before any handler of the decision runs, as SCXML's
+//     selectTransitions does. A state none of whose handlers passes does not
+//     accept the message, and an ancestor's handler may.
 //   - Exit and entry order, a wire contract stored in every state event:
 //     Exited in SCXML's exit order (reverse document order: innermost first,
 //     parallel siblings in reverse), Entered in document order (outermost
@@ -164,8 +212,11 @@
 //     part's mapped final) is a transition of the region, so it wins over
 //     its parent's Done in the same decision.
 //   - Multi-target transitions (All) enter states in several regions of a
-//     parallel state at once, recorded as one event of the first target's
-//     type; starts may be compound to any depth.
+//     parallel state at once, each target a state or a history
+//     (All(History(a), DeepHistory(b))), recorded as one event of the first
+//     target's type; starts may be compound to any depth. As in every
+//     transition here, a target in a sibling region of the source is a
+//     definition error (SCXML would leave and re-enter the parallel state).
 //   - No internal events (raise, send to self): entry and exit actions
 //     dispatch commands to the log, decided later as their own messages.
 //   - Timers. SCXML cancels a delayed send when its state is left; an
@@ -176,8 +227,8 @@
 //   - History is recorded on exit, as SCXML, from the configuration before
 //     the move; it is derived from the recorded state events on replay, so
 //     nothing extra is stored. An instance built from paths (At) has no
-//     memory: a history target enters its state by default, as SCXML's
-//     history default transition to the state's start would.
+//     memory: a history target enters its defaults, or its state by
+//     default.
 //   - Child machines stand for SCXML's invoke, in their own partitions:
 //     StartChild is an invocation per entry (its child is sent Stop when the
 //     state is left, as SCXML cancels invocations on exit), OnDone maps the

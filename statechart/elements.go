@@ -3,6 +3,8 @@ package statechart
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sourced-go/sourced/core"
@@ -36,12 +38,14 @@ const (
 	eStops
 	ePart
 	eOnDone
+	eStartsAt
+	eWhen
 )
 
 var elemNames = map[elemKind]string{
 	eInitial: "Initial", ePlace: "a placed state", eRegion: "Region", eCommand: "Command", eOn: "On",
 	eAlways: "Always", eDone: "Done", eOnFinal: "OnFinal", eChildrenDone: "ChildrenDone",
-	eEntry: "Entry", eExit: "Exit", eAfter: "After", eStart: "Start", eStops: "Stops", ePart: "a part", eOnDone: "OnDone",
+	eEntry: "Entry", eExit: "Exit", eAfter: "After", eStart: "Start", eStops: "Stops", ePart: "a part", eOnDone: "OnDone", eStartsAt: "StartsAt",
 }
 
 type placement uint8
@@ -80,6 +84,67 @@ type elem struct {
 	startNil bool
 	startFn  func(ctx any, mv Move) any
 	onDone   []Elem
+	// reach is set by Internal and External.
+	reach reach
+	// when is set by When: the guards were given to an element that may
+	// not have any, checked when the chart is built.
+	when bool
+}
+
+type reach uint8
+
+const (
+	reachDefault reach = iota
+	reachInternal
+	reachExternal
+)
+
+// When guards a handler (Command, CommandFunc, On, OnFunc) or adds guards
+// to an eventless transition: the handler is selected only while every
+// guard passes, evaluated on the context and configuration as they are
+// before the decision's handlers run (SCXML's cond, evaluated in
+// selectTransitions). A state may accept one message type with several
+// handlers: the first in document order whose guards pass is taken (SCXML's
+// document order); when none passes, the state does not accept the message
+// and an ancestor's handler may. A handler after an unguarded one of the
+// same type in the same state is unreachable, a definition error.
+func (e Elem) When(guards ...Guard) Elem {
+	if e.e == nil {
+		return e
+	}
+	c := *e.e
+	c.guards = append(slices.Clone(c.guards), guards...)
+	c.when = true
+	return Elem{&c}
+}
+
+// External makes a transition to its own state's descendants external, as
+// SCXML's default type="external": the state (a parallel state too) is
+// exited and re-entered, its exit and entry actions run and its regions
+// restart. Without it such a transition is internal (the manual's and
+// XState v5's default): the state stays active. A transition to any other
+// target is external either way.
+func (e Elem) External() Elem {
+	if e.e == nil {
+		return e
+	}
+	c := *e.e
+	c.reach = reachExternal
+	return Elem{&c}
+}
+
+// Internal states the default explicitly: a transition to its own state's
+// descendants leaves the state active (SCXML's type="internal"); only what
+// is active below the state (for a parallel state, below its region holding
+// the targets) is exited. It changes nothing for other targets, as in
+// SCXML.
+func (e Elem) Internal() Elem {
+	if e.e == nil {
+		return e
+	}
+	c := *e.e
+	c.reach = reachInternal
+	return Elem{&c}
 }
 
 // Initial places a region's initial position: where the region waits when
@@ -90,6 +155,18 @@ type elem struct {
 // at a Started state.
 func Initial(elems ...Elem) Elem {
 	return Elem{&elem{kind: eInitial, elems: elems}}
+}
+
+// StartsAt sets where a compound or parallel state starts when it is
+// entered by default (SCXML's <initial> element, whose transition may name
+// any states below its state): a state at any depth below it, several
+// states at once (All, each in a different region of a parallel
+// descendant), or the state's own history (History(s, defaults...),
+// DeepHistory(s, defaults...): entered as it was when last left, else at
+// the history's defaults, else at its regions' starts). The regions it
+// enters need no Initial or Started of their own; every other region does.
+func StartsAt(target Target) Elem {
+	return Elem{&elem{kind: eStartsAt, targets: []Target{target}}}
 }
 
 // Place places state s with its elements: handlers, eventless transitions,
@@ -127,6 +204,21 @@ func Stopped(s State, elems ...Elem) Elem {
 // part of paths ("placed.payment.paying") and unique within a machine.
 func Region(name string, elems ...Elem) Elem {
 	return Elem{&elem{kind: eRegion, name: name, elems: elems}}
+}
+
+// RegionState places a region of a parallel state headed by state s: the
+// region is named after s, and s is a full state that is always active
+// while the region is (SCXML's child of a <parallel>): it holds handlers,
+// eventless transitions, actions and timers, its sub-states or regions are
+// the region's contents, and transitions may target it. Its path is the
+// region's ("placed.payment", its sub-states "placed.payment.paying"); it
+// is final when its own contents are, for its parallel state's Done. An
+// External transition declared on it (or on a state below it whose domain
+// would be the region) leaves and re-enters the parallel state, as SCXML's
+// findLCCA skips parallel states; Region remains for regions that are not
+// states.
+func RegionState(s State, elems ...Elem) Elem {
+	return Elem{&elem{kind: eRegion, name: s.Name(), state: s, elems: elems}}
 }
 
 // Command accepts commands of type M in the state it is placed in, moving
@@ -225,7 +317,7 @@ type Guard struct {
 }
 
 // If is a guard on the domain context. C is inferred and must be the
-// machine's context type.
+// machine's context type. Exports label it "if" unless Named.
 func If[C any](fn func(ctx C) bool) Guard {
 	return Guard{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ Config) bool { return fn(ctxAs[C](ctx)) }}
 }
@@ -234,7 +326,11 @@ func If[C any](fn func(ctx C) bool) Guard {
 // (SCXML's In()). It sees the configuration as it is when the guard is
 // evaluated, in the middle of a decision.
 func In(states ...State) Guard {
-	return Guard{label: "in", fn: func(_ any, c Config) bool {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = s.Name()
+	}
+	return Guard{label: "in " + strings.Join(names, ", "), fn: func(_ any, c Config) bool {
 		for _, s := range states {
 			if !c.In(s) {
 				return false
@@ -252,12 +348,14 @@ func Not(g Guard) Guard {
 // And is true when every guard is.
 func And(guards ...Guard) Guard {
 	var ct reflect.Type
-	for _, g := range guards {
+	labels := make([]string, len(guards))
+	for i, g := range guards {
 		if g.ctxType != nil {
 			ct = g.ctxType
 		}
+		labels[i] = g.label
 	}
-	return Guard{ctxType: ct, label: "and", fn: func(ctx any, c Config) bool {
+	return Guard{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c Config) bool {
 		for _, g := range guards {
 			if !g.fn(ctx, c) {
 				return false
@@ -266,6 +364,16 @@ func And(guards ...Guard) Guard {
 		return true
 	}}
 }
+
+// Named returns the guard labelled name in exports (Mermaid's
+// "always [name]", JSON's "guard"), e.g. If(paymentDue).Named("payment_due").
+func (g Guard) Named(name string) Guard {
+	g.label = name
+	return g
+}
+
+// Label returns the guard's label in exports.
+func (g Guard) Label() string { return g.label }
 
 func ctxAs[C any](ctx any) C {
 	if c, ok := ctx.(C); ok {

@@ -15,31 +15,31 @@ type OrderRef struct {
 }
 
 type PlaceOrder struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 	Total   int    `json:"total"`
 	Items   int    `json:"items"`
 }
 
 type StartPayment struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 	Card    string `json:"card"`
 }
 
 type PackItem struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 	SKU     string `json:"sku"`
 }
 
 type DispatchShipment struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 }
 
 type CancelOrder struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 }
 
 type ExpirePayment struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 }
 
 type ChargeCard struct {
@@ -64,7 +64,7 @@ type ItemPacked struct {
 }
 
 type PaymentCaptured struct {
-	OrderID string `json:"order_id"`
+	OrderID string `json:"order_id" sourced:"required"`
 }
 
 type (

@@ -52,6 +52,18 @@ type Machine[C any] struct {
 	// (with no Type) in the state events; without it such a trigger is the
 	// payload's Go type name. Messages read from a store always have a Type.
 	Registry *codec.Registry
+	// Reactions react to events the machine does not decide (React,
+	// ReactAny): its group claims them, and their follow-ups are appended
+	// with no guard. The context's Projection cannot hold reactions; these
+	// are a machine's.
+	Reactions []Reaction[C]
+	// Sync is work run inside the transaction of each message the machine
+	// decides (in a worker's batch or in shell.HandleCommand), with the
+	// instance after the decision as the batch's State and the decision's
+	// messages as its Events; if it fails nothing of the decision is kept.
+	Sync []core.SyncFunc[Instance[C]]
+	// AfterSync is work run after that transaction committed.
+	AfterSync []core.AfterSyncFunc[Instance[C]]
 
 	c *machineCore
 }
@@ -63,8 +75,12 @@ type machineCore struct {
 	lc         *lifecycle
 	keys       []string
 	stateTypes map[reflect.Type]bool
+	// eventNames are, by node id, the stored type of each state's events.
+	eventNames []string
 	started    map[reflect.Type]*childDecl
 	finished   map[reflect.Type]*childDecl
+	// childMoves are the children's state event types.
+	childMoves map[reflect.Type]*childDecl
 	errs       []error
 }
 
@@ -88,6 +104,12 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 			mc.stateTypes[reflect.TypeFor[Move]()] = true
 		}
 	}
+	mc.eventNames = make([]string, len(ch.nodes))
+	for _, n := range ch.nodes {
+		if n.kind == kState && n.state.d != nil {
+			mc.eventNames[n.id] = ch.stateTypeName(m.group(), n.state)
+		}
+	}
 	for _, d := range ch.children {
 		if d.lc == nil {
 			mc.errs = append(mc.errs, fmt.Errorf("child machine %q has no Lifecycle: set its Lifecycle (LifecycleOf) before Chart", d.group))
@@ -95,6 +117,16 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 		}
 		mc.started[d.lc.started] = d
 		mc.finished[d.lc.finished] = d
+		if d.mc != nil {
+			for _, t := range childStateTypes(d) {
+				if !mc.stateTypes[t] {
+					if mc.childMoves == nil {
+						mc.childMoves = map[reflect.Type]*childDecl{}
+					}
+					mc.childMoves[t] = d
+				}
+			}
+		}
 	}
 	if mc.lc != nil && !ch.hasStart {
 		mc.errs = append(mc.errs, errors.New("a machine with a Lifecycle is a child: its root region starts at a Started state"))
@@ -121,7 +153,8 @@ func (m Machine[C]) core() *machineCore {
 func (m Machine[C]) Err() error {
 	mc := m.core()
 	var errs []error
-	for _, e := range slices.Concat(mc.ch.errs, mc.errs) {
+	_, rerrs := m.reactionTypes()
+	for _, e := range slices.Concat(mc.ch.errs, mc.errs, rerrs) {
 		errs = append(errs, &core.DefinitionError{Group: m.Group, Problem: e.Error()})
 	}
 	if err := m.Context.Err(); err != nil {
@@ -150,6 +183,18 @@ func (m Machine[C]) StateTypes() []reflect.Type {
 // HandledCommands returns every command type the machine accepts in some
 // state.
 func (m Machine[C]) HandledCommands() []reflect.Type { return slices.Clone(m.core().ch.commands) }
+
+// childStateTypes are a child machine's state event types, in document
+// order.
+func childStateTypes(d *childDecl) []reflect.Type {
+	var out []reflect.Type
+	for _, s := range d.mc.ch.states {
+		if s.d.typ != nil {
+			out = append(out, s.d.typ)
+		}
+	}
+	return out
+}
 
 // Child returns the handle a parent uses to start, stop and join this
 // machine as a child. The machine needs a Lifecycle.
@@ -198,7 +243,13 @@ type Instance[C any] struct {
 }
 
 // Config returns the instance's configuration.
-func (i Instance[C]) Config() Config { return Config{ch: i.ch, act: i.st.act} }
+func (i Instance[C]) Config() Config {
+	c := Config{ch: i.ch, act: i.st.act}
+	if !i.st.detached {
+		c.entries = i.st.entries
+	}
+	return c
+}
 
 // Paths returns the active states' paths, outermost first.
 func (i Instance[C]) Paths() []string { return i.Config().Paths() }
@@ -228,7 +279,7 @@ func (m Machine[C]) New(partition map[string]string) Instance[C] {
 	mc := m.core()
 	in := Instance[C]{Context: m.Context.Initial(), Partition: partition, ch: mc.ch}
 	in.st.act = newBitset(len(mc.ch.nodes))
-	in.st.entries = make([]uint32, len(mc.ch.nodes))
+	in.st.entries = make([]entry, len(mc.ch.nodes))
 	_ = mc.ch.complete(in.st.act)
 	return in
 }
@@ -264,7 +315,7 @@ func (m Machine[C]) At(paths []string, ctx C, partition map[string]string) (Inst
 		return Instance[C]{}, err
 	}
 	return Instance[C]{Context: ctx, Partition: partition, ch: mc.ch,
-		st: instState{act: act, entries: make([]uint32, len(mc.ch.nodes)), detached: true}}, nil
+		st: instState{act: act, entries: make([]entry, len(mc.ch.nodes)), detached: true}}, nil
 }
 
 // Load rebuilds an instance from the partition's history, in order: state
@@ -284,9 +335,10 @@ func (m Machine[C]) Load(partition map[string]string, history []core.Message) (I
 }
 
 func (m Machine[C]) evolveFn() func(any, core.Message) any {
+	p := m.Context // captured alone: the Machine is too big to capture by value
 	return func(ctx any, msg core.Message) any {
 		c, _ := ctx.(C)
-		return m.Context.Evolve(c, msg)
+		return p.Evolve(c, msg)
 	}
 }
 
@@ -296,7 +348,8 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 	t := core.PayloadType(msg.Payload)
 	if mc.stateTypes[t] {
 		if mv, ok := MoveOf(msg.Payload); ok {
-			if err := mc.ch.applyMove(&in.st, mv); err != nil {
+			by := EnteredBy{ID: msg.ID, Type: m.typeName(msg), At: msg.CreatedAt, Trigger: mv.Trigger}
+			if err := mc.ch.applyMove(&in.st, mv, by); err != nil {
 				var up *UnresolvablePathError
 				if errors.As(err, &up) {
 					up.Type, up.ID = m.typeName(msg), msg.ID
@@ -316,6 +369,11 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 		r.trackFinished(d, msg)
 		in.st = r.st
 	}
+	if d := mc.childMoves[t]; d != nil {
+		r := run{st: in.st, fill: mc.fill, keys: in.Partition}
+		r.trackChildMove(d, msg)
+		in.st = r.st
+	}
 	if m.Context.Handles(t) {
 		in.Context = m.Context.Evolve(in.Context, msg)
 	}
@@ -326,7 +384,7 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 // configuration before the move, the exited states are left, the entered
 // ones entered (their entry counts incremented), and the result must be a
 // configuration.
-func (ch *chart) applyMove(st *instState, mv Move) error {
+func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
 	exited := make([]*node, 0, len(mv.Exited))
 	for _, p := range mv.Exited {
 		n, ok := ch.byPath[p]
@@ -344,7 +402,7 @@ func (ch *chart) applyMove(st *instState, mv Move) error {
 		entered = append(entered, n)
 	}
 	if st.entries == nil {
-		st.entries = make([]uint32, len(ch.nodes))
+		st.entries = make([]entry, len(ch.nodes))
 	} else {
 		st.entries = slices.Clone(st.entries)
 	}
@@ -360,7 +418,8 @@ func (ch *chart) applyMove(st *instState, mv Move) error {
 	}
 	for _, n := range entered {
 		st.act.set(n.id)
-		st.entries[n.id]++
+		st.entries[n.id].n++
+		st.entries[n.id].by = by
 	}
 	return ch.complete(st.act)
 }

@@ -13,9 +13,14 @@ import (
 // transition is drawn in the innermost region holding both ends, in
 // document order of its source. Labels are the command's Go type name,
 // "on <Event>" for events, and "always", "done", "on_final",
-// "children_done <group>", "on_done <final>" for eventless transitions. A
-// handler's Stay, entry and exit actions and timers are not drawn. A flat
-// chart (no compound or parallel state) lists transitions only.
+// "children_done <group>", "on_done <final>" for eventless transitions,
+// followed by the guards' labels in brackets ("always [payment_due]") and
+// the children a handler starts ("AddLine / starts line_item_machine").
+// History targets are the pseudo-states "(H)" and "(H*)" drawn in their
+// state; a StartsAt is the state's "[*] -->" edge. Data-only handlers that
+// start children, and the children a state stops, are notes on the state.
+// A handler's Stay, entry and exit actions and timers are not drawn. A
+// flat chart (no compound or parallel state) lists transitions only.
 func (m Machine[C]) Mermaid() string { return m.core().ch.mermaid() }
 
 type mermaidEdge struct {
@@ -37,23 +42,48 @@ func (ch *chart) transitionsInOrder(n *node) []*transition {
 }
 
 func transitionLabel(t *transition) string {
+	var label string
 	switch t.kind {
 	case eCommand:
-		return t.msgType.Name()
+		label = t.msgType.Name()
 	case eOn:
-		return "on " + t.msgType.Name()
+		label = "on " + t.msgType.Name()
 	case eAlways:
-		return "always"
+		label = "always"
 	case eDone:
-		return "done"
+		label = "done"
 	case eOnFinal:
-		return "on_final"
+		label = "on_final"
 	case eChildrenDone:
-		return "children_done " + t.child.group
+		label = "children_done " + t.child.group
 	case eOnDone:
-		return "on_done " + t.childFinal
+		label = "on_done " + t.childFinal
 	}
-	return ""
+	if g := guardLabel(t.guards); g != "" {
+		label += " [" + g + "]"
+	}
+	if len(t.starts) > 0 {
+		label += " / starts " + startNames(t.starts)
+	}
+	return label
+}
+
+func guardLabel(gs []Guard) string {
+	labels := make([]string, 0, len(gs))
+	for _, g := range gs {
+		labels = append(labels, g.label)
+	}
+	return strings.Join(labels, " and ")
+}
+
+func historyID(n *node, h histKind) string {
+	switch h {
+	case histShallow:
+		return mermaidID(n) + "_history"
+	case histDeep:
+		return mermaidID(n) + "_history_deep"
+	}
+	return mermaidID(n)
 }
 
 func (ch *chart) mermaid() string {
@@ -65,8 +95,25 @@ func (ch *chart) mermaid() string {
 	}
 	var edges []mermaidEdge
 	for _, n := range ch.nodes {
-		if n.kind == kRegion && n.start != nil && n.start.kind == kState {
+		if n.kind == kRegion && n.start != nil && n.start.kind == kState && (n.parent == nil || n.parent.startAt == nil) {
 			edges = append(edges, mermaidEdge{scope: n, line: "[*] --> " + mermaidID(n.start)})
+		}
+		if n.startAt != nil && len(n.startAt.options) == 1 {
+			o := n.startAt.options[0]
+			for i, tgt := range o.nodes {
+				edges = append(edges, mermaidEdge{scope: n.children[0], line: "[*] --> " + historyID(tgt, o.spec.parts[i].hist)})
+			}
+		}
+		if n.kind == kState {
+			scope := n.parent
+			for _, t := range n.handlers {
+				if len(t.options) == 0 && len(t.starts) > 0 {
+					edges = append(edges, mermaidEdge{scope: scope, line: "note right of " + mermaidID(n) + " : " + transitionLabel(t)})
+				}
+			}
+			if len(n.stops) > 0 {
+				edges = append(edges, mermaidEdge{scope: scope, line: "note right of " + mermaidID(n) + " : stops " + startNames(n.stops)})
+			}
 		}
 		for _, t := range ch.transitionsInOrder(n) {
 			src := t.src
@@ -74,14 +121,8 @@ func (ch *chart) mermaid() string {
 				src = t.final
 			}
 			for _, o := range t.options {
-				for _, tgt := range o.nodes {
-					id := mermaidID(tgt)
-					if o.spec.history {
-						id += "_history"
-						if o.spec.deep {
-							id += "_deep"
-						}
-					}
+				for pi, tgt := range o.nodes {
+					id := historyID(tgt, o.spec.parts[pi].hist)
 					scope := common(src, tgt)
 					for scope.kind != kRegion {
 						scope = scope.parent
@@ -118,6 +159,12 @@ func (ch *chart) mermaid() string {
 						b.WriteString(indent + "  --\n")
 					}
 					region(sub, indent+"  ")
+				}
+				if s.history {
+					b.WriteString(indent + `  state "(H)" as ` + historyID(s, histShallow) + "\n")
+				}
+				if s.deep {
+					b.WriteString(indent + `  state "(H*)" as ` + historyID(s, histDeep) + "\n")
 				}
 				b.WriteString(indent + "}\n")
 			}

@@ -554,7 +554,7 @@ func TestOrderJSON(t *testing.T) {
 	}
 	paying := placed["states"].(map[string]any)["payment"].(map[string]any)["states"].(map[string]any)["paying"].(map[string]any)
 	if fmt.Sprint(paying["after"]) != "map[3600000:map[actions:[map[command:orders.expire_payment type:dispatch]]]]" ||
-		fmt.Sprint(paying["on"]) != "map[orders.expire_payment:[map[target:[#cancelled]]] payments.payment_captured:[map[target:[#placed.payment.paid]]]]" {
+		fmt.Sprint(paying["on"]) != "map[orders.expire_payment:[map[kind:command target:[#cancelled]]] payments.payment_captured:[map[kind:event target:[#placed.payment.paid]]]]" {
 		t.Fatalf("%v", paying)
 	}
 	in, _ := f.decide(f.placed(), StartPayment{OrderID: "o1", Card: "4242"})

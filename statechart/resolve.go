@@ -62,50 +62,18 @@ func (b *builder) resolve() {
 				t.stay = true
 				continue
 			}
-			if len(spec.states) == 0 {
+			if len(spec.parts) == 0 {
 				b.errorf("%s: %s: All() with no states", where(t.src), what)
 				continue
 			}
-			opt := option{spec: spec}
-			ok := true
-			for _, s := range spec.states {
-				n := b.lookup(t.src, s, what)
-				if n == nil {
-					ok = false
-					continue
-				}
-				if !b.legal(t, n) {
-					ok = false
-				}
-				opt.nodes = append(opt.nodes, n)
-			}
+			opt, ok := b.resolveOption(t, spec, what)
 			if !ok {
 				continue
 			}
-			if spec.history {
-				n := opt.nodes[0]
-				if len(n.children) == 0 {
-					b.errorf("%s: %s targets the history of %q, which has no sub-states or regions", where(t.src), what, n.path)
-					continue
-				}
-				if spec.deep {
-					n.deep = true
-				} else {
-					n.history = true
-				}
-			}
-			for i := range opt.nodes {
-				for j := i + 1; j < len(opt.nodes); j++ {
-					x := common(opt.nodes[i], opt.nodes[j])
-					if x == nil || x.kind != kState || x == opt.nodes[i] || x == opt.nodes[j] {
-						b.errorf("%s: %s: the states of All(%s) must each be in a different region of one parallel state", where(t.src), what, spec)
-						ok = false
-					}
-				}
-			}
 			for _, o := range t.options {
-				if o.spec.String() == spec.String() {
+				if o.spec.equal(spec) {
 					b.errorf("%s: %s lists %s twice", where(t.src), what, spec)
+					ok = false
 				}
 			}
 			if ok {
@@ -148,6 +116,133 @@ func (b *builder) resolve() {
 			b.errorf("%s: OnFinal maps %q, which is not a root final state of the part placed there", where(t.src), p.final.Name())
 		}
 	}
+}
+
+// checkStartsAt checks each StartsAt once its target resolved: every part
+// is below the state or is the state's own history, and every region of the
+// state without a start of its own is entered by it.
+func (b *builder) checkStartsAt() {
+	for _, n := range b.c.nodes {
+		t := n.startAt
+		if t == nil || len(t.options) != 1 {
+			continue
+		}
+		o := t.options[0]
+		bad := false
+		for i, x := range o.nodes {
+			own := x == n && o.spec.parts[i].hist != histNone
+			if !own && !n.contains(x) {
+				b.errorf("state %q: StartsAt(%s): a state starts at states below it or at its own history", n.path, o.spec)
+				bad = true
+			}
+		}
+		if bad {
+			continue
+		}
+		var check func(s *node)
+		check = func(s *node) {
+			for _, reg := range s.children {
+				if reg.start != nil {
+					continue
+				}
+				covered := false
+				for i, x := range o.nodes {
+					if x != n && (reg.contains(x) || x.contains(reg)) {
+						covered = true
+					}
+					if x == n {
+						for _, d := range o.defaults[i] {
+							if reg.contains(d) {
+								covered = true
+							}
+						}
+					}
+				}
+				if !covered {
+					b.errorf("%s has no start and the StartsAt of %q does not enter it: give it an Initial position or a Started state, or a history default in it", where(reg), n.path)
+				}
+			}
+		}
+		check(n)
+	}
+}
+
+// resolveOption resolves one declared target of t: each part's node, its
+// history's defaults, and the rules of multi-targets.
+func (b *builder) resolveOption(t *transition, spec targetSpec, what string) (option, bool) {
+	opt := option{spec: spec}
+	ok := true
+	for _, p := range spec.parts {
+		if p.state.d == nil && p.hist == histNone && len(p.defaults) == 0 {
+			b.errorf("%s: %s: All takes states and histories (not nil or Stay)", where(t.src), what)
+			return opt, false
+		}
+		n := b.lookup(t.src, p.state, what)
+		if n == nil {
+			ok = false
+			opt.nodes = append(opt.nodes, nil)
+			opt.defaults = append(opt.defaults, nil)
+			continue
+		}
+		if !b.legal(t, n) {
+			ok = false
+		}
+		opt.nodes = append(opt.nodes, n)
+		var defs []*node
+		if p.hist != histNone {
+			if len(n.children) == 0 {
+				b.errorf("%s: %s targets the history of %q, which has no sub-states or regions", where(t.src), what, n.path)
+				ok = false
+			}
+			if p.hist == histDeep {
+				n.deep = true
+			} else {
+				n.history = true
+			}
+			for _, d := range p.defaults {
+				dn := b.lookup(t.src, d, what+" (a history default)")
+				if dn == nil {
+					ok = false
+					continue
+				}
+				if !n.contains(dn) {
+					b.errorf("%s: %s: the default %q of %s's history is not below it: a history's defaults are states below its state", where(t.src), what, dn.path, n.path)
+					ok = false
+					continue
+				}
+				if p.hist == histShallow && dn.parent.parent != n {
+					b.errorf("%s: %s: the default %q of %s's shallow history is not one of its sub-states (a deep history's defaults may be nested)", where(t.src), what, dn.path, n.path)
+					ok = false
+					continue
+				}
+				defs = append(defs, dn)
+			}
+			if !b.distinctRegions(defs) {
+				b.errorf("%s: %s: the defaults of %s must each be in a different region of one parallel state", where(t.src), what, p)
+				ok = false
+			}
+		}
+		opt.defaults = append(opt.defaults, defs)
+	}
+	if ok && !b.distinctRegions(opt.nodes) {
+		b.errorf("%s: %s: the states of All(%s) must each be in a different region of one parallel state", where(t.src), what, spec)
+		ok = false
+	}
+	return opt, ok
+}
+
+// distinctRegions reports whether no node is another's ancestor or sibling
+// in one region: every pair's lowest common ancestor is a parallel state.
+func (b *builder) distinctRegions(ns []*node) bool {
+	for i := range ns {
+		for j := i + 1; j < len(ns); j++ {
+			x := common(ns[i], ns[j])
+			if x == nil || x.kind != kState || x == ns[i] || x == ns[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // legal reports whether a transition declared on t.src may target n.

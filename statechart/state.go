@@ -2,6 +2,7 @@ package statechart
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/sourced-go/sourced/codec"
@@ -160,35 +161,73 @@ func (s State) String() string { return s.Name() }
 // IsZero reports whether s is the zero State (no declaration).
 func (s State) IsZero() bool { return s.d == nil }
 
-func (s State) target() targetSpec { return targetSpec{states: []State{s}} }
+func (s State) target() targetSpec { return targetSpec{parts: []targetPart{{state: s}}} }
 
 // Target is what a transition moves to: a State, a multi-target set (All),
 // a history (History, DeepHistory), or Stay ("may stay put" in a handler's
 // declared targets).
 type Target interface{ target() targetSpec }
 
+type histKind uint8
+
+const (
+	histNone histKind = iota
+	histShallow
+	histDeep
+)
+
+// targetPart is one target of a transition: a state, or its history with
+// the history's default states.
+type targetPart struct {
+	state    State
+	hist     histKind
+	defaults []State
+}
+
+func (p targetPart) String() string {
+	name := p.state.Name()
+	switch p.hist {
+	case histShallow:
+		name += ".history"
+	case histDeep:
+		name += ".history(deep)"
+	}
+	if len(p.defaults) > 0 {
+		ds := make([]string, len(p.defaults))
+		for i, d := range p.defaults {
+			ds[i] = d.Name()
+		}
+		name += "[" + strings.Join(ds, ",") + "]"
+	}
+	return name
+}
+
+func (p targetPart) equal(o targetPart) bool {
+	return p.state == o.state && p.hist == o.hist && slices.Equal(p.defaults, o.defaults)
+}
+
 type targetSpec struct {
-	states  []State
-	history bool
-	deep    bool
-	stay    bool
+	parts []targetPart
+	stay  bool
 }
 
 func (t targetSpec) String() string {
-	switch {
-	case t.stay:
+	if t.stay {
 		return "stay"
-	case t.history && t.deep:
-		return t.states[0].Name() + ".history(deep)"
-	case t.history:
-		return t.states[0].Name() + ".history"
 	}
-	names := make([]string, len(t.states))
-	for i, s := range t.states {
-		names[i] = s.Name()
+	names := make([]string, len(t.parts))
+	for i, p := range t.parts {
+		names[i] = p.String()
 	}
 	return strings.Join(names, "+")
 }
+
+func (t targetSpec) equal(o targetSpec) bool {
+	return t.stay == o.stay && slices.EqualFunc(t.parts, o.parts, targetPart.equal)
+}
+
+// history reports whether the first target is a history.
+func (t targetSpec) history() bool { return len(t.parts) > 0 && t.parts[0].hist != histNone }
 
 type stayTarget struct{}
 
@@ -199,32 +238,60 @@ func (stayTarget) target() targetSpec { return targetSpec{stay: true} }
 // spelling of the manual's trailing nil in A | B | nil.
 var Stay Target = stayTarget{}
 
-type multiTarget []State
+type multiTarget []Target
 
-func (m multiTarget) target() targetSpec { return targetSpec{states: []State(m)} }
+func (m multiTarget) target() targetSpec {
+	var spec targetSpec
+	for _, t := range m {
+		if t == nil {
+			spec.parts = append(spec.parts, targetPart{})
+			continue
+		}
+		sub := t.target()
+		if sub.stay {
+			spec.parts = append(spec.parts, targetPart{}) // refused when resolved
+			continue
+		}
+		spec.parts = append(spec.parts, sub.parts...)
+	}
+	return spec
+}
 
 // All is a multi-target: one move entering several states at once, each in
-// a different region of one parallel state (SCXML's target="a b"). The
-// move is recorded as an event of the first state's type, with Target its
-// path; Entered lists every state entered.
-func All(states ...State) Target { return multiTarget(states) }
+// a different region of one parallel state (SCXML's target="a b"). Each
+// target is a State or a history (All(History(a), DeepHistory(b))). The
+// move is recorded as an event of the first target's state type, with
+// Target its path; Entered lists every state entered.
+func All(targets ...Target) Target { return multiTarget(targets) }
 
 type historyTarget struct {
-	s    State
-	deep bool
+	s        State
+	deep     bool
+	defaults []State
 }
 
 func (h historyTarget) target() targetSpec {
-	return targetSpec{states: []State{h.s}, history: true, deep: h.deep}
+	k := histShallow
+	if h.deep {
+		k = histDeep
+	}
+	return targetSpec{parts: []targetPart{{state: h.s, hist: k, defaults: h.defaults}}}
 }
 
-// History targets s's shallow history: s is entered with each of its
-// regions at the state it was in when s was last left (that state entered
-// by default from there). Without memory (s never left, or an instance
-// built from stored paths), s is entered as if targeted directly.
-func History(s State) Target { return historyTarget{s: s} }
+// History targets s's shallow history (SCXML's <history type="shallow">):
+// s is entered with each of its regions at the state it was in when s was
+// last left (that state entered by default from there). With no memory (s
+// never left, or an instance built from stored paths), s is entered at its
+// defaults when given (SCXML's history default transition: states below s,
+// each in a different region when several), else as if targeted directly.
+func History(s State, defaults ...State) Target {
+	return historyTarget{s: s, defaults: defaults}
+}
 
-// DeepHistory targets s's deep history: s is entered with every state that
-// was active below it when it was last left. Without memory it is entered
-// as if targeted directly.
-func DeepHistory(s State) Target { return historyTarget{s: s, deep: true} }
+// DeepHistory targets s's deep history (SCXML's <history type="deep">): s
+// is entered with every state that was active below it when it was last
+// left. With no memory it is entered at its defaults, which may name states
+// at any depth below s, else as if targeted directly.
+func DeepHistory(s State, defaults ...State) Target {
+	return historyTarget{s: s, deep: true, defaults: defaults}
+}

@@ -166,13 +166,21 @@ func (d *Do) fail(format string, args ...any) {
 	}
 }
 
+// entry is what an instance knows of a node's entries: how many times it
+// was entered (timer identity, visited) and the state event that entered
+// it last.
+type entry struct {
+	n  uint32
+	by EnteredBy
+}
+
 // instState is everything about an instance the interpreter reads besides
 // its context: the configuration, history memory, entry counts (timer
 // identity) and children. A run works on its own copy.
 type instState struct {
 	act      bitset
 	memory   map[int][]int // history: node id*2 (+1 for deep) -> remembered nodes
-	entries  []uint32      // how many times each node was entered
+	entries  []entry       // each node's entries: how many, and the last's state event
 	children map[string]*ChildRef
 	// detached is set for instances built from stored paths: no history
 	// memory, entry counts or children.
@@ -284,10 +292,23 @@ func (r *run) decide(m core.Message, isEvent bool) error {
 	}
 	typ := core.PayloadType(m.Payload)
 	var sel []*transition
+	var cfg Config
 	for _, t := range r.ch.byType[typ] {
-		if r.st.act.has(t.src.id) && (t.kind == eOn) == isEvent {
-			sel = append(sel, t)
+		if !r.st.act.has(t.src.id) || (t.kind == eOn) != isEvent {
+			continue
 		}
+		if len(t.guards) > 0 {
+			if cfg.ch == nil {
+				cfg = Config{ch: r.ch, act: r.st.act.clone()} // as before any handler runs
+			}
+			if !guardsPass(t, r.ctx, cfg) {
+				continue
+			}
+		}
+		if slices.ContainsFunc(sel, func(o *transition) bool { return o.src == t.src }) {
+			continue // the state's earlier handler of the type is taken (document order)
+		}
+		sel = append(sel, t)
 	}
 	// Commands go to the deepest active states that accept them: a state's
 	// handler runs only when none of its active descendants accepts it.
@@ -349,7 +370,7 @@ func (r *run) staleTimer(m core.Message) bool {
 		return false
 	}
 	cnt, err := strconv.ParseUint(num, 10, 32)
-	return err != nil || uint32(cnt) != r.st.entries[n.id]
+	return err != nil || uint32(cnt) != r.st.entries[n.id].n
 }
 
 func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
@@ -370,7 +391,7 @@ func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
 		}
 	case do.to != nil:
 		for i := range t.options {
-			if sameSpec(t.options[i].spec, *do.to) {
+			if t.options[i].spec.equal(*do.to) {
 				tk.opt = &t.options[i]
 			}
 		}
@@ -393,10 +414,6 @@ func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
 	return tk, nil
 }
 
-func sameSpec(a, b targetSpec) bool {
-	return a.history == b.history && a.deep == b.deep && a.stay == b.stay && slices.Equal(a.states, b.states)
-}
-
 func declared(t *transition) string {
 	var parts []string
 	for _, o := range t.options {
@@ -412,16 +429,33 @@ func declared(t *transition) string {
 }
 
 // domain returns the transition domain: the node whose active proper
-// descendants the transition exits. A transition to the source's own
-// descendants is internal (the source stays active); any other is external:
-// the innermost region holding the source and every target.
+// descendants the transition exits, and below which it enters the path down
+// to each target. It depends only on the transition and its targets, never
+// on the configuration (SCXML's getTransitionDomain):
+//
+//   - internal (a handler's default when every target is below its own
+//     state): a compound source is its own domain, as SCXML's
+//     type="internal"; a parallel source's domain is its region holding
+//     every target, or the parallel state itself when they lie in several
+//     of its regions (SCXML would leave the parallel state);
+//   - external: the innermost region holding the source and every target
+//     that is neither of them (SCXML's findLCCA, parallel states skipped: a
+//     region is SCXML's compound state), so a self-transition exits and
+//     re-enters its state.
 func (r *run) domain(t *transition, o *option) *node {
+	if o.domain != nil {
+		return o.domain // computed when the chart was built
+	}
+	return transitionDomain(r.ch, t, o)
+}
+
+func transitionDomain(ch *chart, t *transition, o *option) *node {
 	src := t.src
 	targets := o.nodes
-	if src == r.ch.root {
+	if src == ch.root {
 		return src
 	}
-	if src.kind == kState {
+	if src.kind == kState && !t.external {
 		inside := true
 		for _, x := range targets {
 			if !src.contains(x) {
@@ -430,12 +464,20 @@ func (r *run) domain(t *transition, o *option) *node {
 			}
 		}
 		if inside {
+			if !src.parallel {
+				return src
+			}
 			x := targets[0]
 			for _, y := range targets[1:] {
 				x = common(x, y)
 			}
 			for d := x; d != src; d = d.parent {
-				if d.kind == kRegion {
+				if d.parent == src {
+					// src's region holding every target; the state heading
+					// it stays active unless it is a target itself.
+					if d.headed && !slices.Contains(targets, d.children[0]) {
+						return d.children[0]
+					}
 					return d
 				}
 			}
@@ -446,8 +488,8 @@ func (r *run) domain(t *transition, o *option) *node {
 	for _, y := range targets {
 		x = common(x, y)
 	}
-	for x.kind != kRegion || x == src || slices.Contains(targets, x) {
-		x = x.parent
+	for x.kind != kRegion || x == src || slices.Contains(targets, x) || x.headed {
+		x = x.parent // a headed region is no compound state of SCXML's: its parallel state is skipped too
 	}
 	return x
 }
@@ -460,11 +502,15 @@ func (r *run) exitSet(domain *node) bitset {
 	return s
 }
 
-// addDesc adds n and its default descendants to the entry set.
+// addDesc adds n and its default descendants to the entry set: a state's
+// StartsAt, then each region not entered yet at its start.
 func (r *run) addDesc(set bitset, n *node) {
 	set.set(n.id)
 	switch n.kind {
 	case kState:
+		if n.startAt != nil && !set.anyIn(n.id+1, n.end) {
+			r.startAt(set, n)
+		}
 		for _, reg := range n.children {
 			if !set.has(reg.id) && !set.anyIn(reg.id+1, reg.end) {
 				r.addDesc(set, reg)
@@ -477,6 +523,30 @@ func (r *run) addDesc(set bitset, n *node) {
 			r.addDesc(set, n.start)
 		}
 	}
+}
+
+// startAt enters state n's StartsAt target below it.
+func (r *run) startAt(set bitset, n *node) {
+	o := &n.startAt.options[0]
+	for i, x := range o.nodes {
+		if x == n {
+			if hist := o.spec.parts[i].hist; r.hasMemory(n, hist) || len(o.defaults[i]) > 0 {
+				r.enterPart(set, n, hist, o.defaults[i])
+			}
+			continue
+		}
+		r.addDesc(set, x)
+	}
+	for _, x := range o.nodes {
+		if x != n {
+			r.addAnc(set, x, n)
+		}
+	}
+}
+
+func (r *run) hasMemory(n *node, hist histKind) bool {
+	_, ok := r.st.memory[memKey(n, hist == histDeep)]
+	return ok
 }
 
 // addAnc adds n's ancestors below stop, entering the other regions of
@@ -497,34 +567,51 @@ func (r *run) addAnc(set bitset, n, stop *node) {
 func (r *run) entrySet(tk *take) bitset {
 	set := r.bits()
 	o := tk.opt
-	if o.spec.history {
-		s := o.nodes[0]
-		if mem, ok := r.st.memory[memKey(s, o.spec.deep)]; ok {
-			for _, id := range mem {
-				r.addDesc(set, r.ch.nodes[id])
-			}
-			for _, id := range mem {
-				r.addAnc(set, r.ch.nodes[id], s)
-			}
-			set.set(s.id)
-			for _, reg := range s.children {
-				if !set.has(reg.id) {
-					r.addDesc(set, reg)
-				}
-			}
-			r.addAnc(set, s, tk.domain)
-			r.fillDomain(set, tk.domain)
-			return set
+	for i, x := range o.nodes {
+		var defaults []*node
+		if i < len(o.defaults) {
+			defaults = o.defaults[i]
 		}
-	}
-	for _, x := range o.nodes {
-		r.addDesc(set, x)
+		r.enterPart(set, x, o.spec.parts[i].hist, defaults)
 	}
 	for _, x := range o.nodes {
 		r.addAnc(set, x, tk.domain)
 	}
 	r.fillDomain(set, tk.domain)
 	return set
+}
+
+// enterPart adds one target to the entry set: the state and its default
+// descendants, or, for a history, the remembered states (SCXML's history
+// content), else the history's defaults, else the state by default.
+func (r *run) enterPart(set bitset, s *node, hist histKind, defaults []*node) {
+	if hist == histNone {
+		r.addDesc(set, s)
+		return
+	}
+	var below []*node
+	if mem, ok := r.st.memory[memKey(s, hist == histDeep)]; ok {
+		for _, id := range mem {
+			below = append(below, r.ch.nodes[id])
+		}
+	} else if len(defaults) > 0 {
+		below = defaults
+	} else {
+		r.addDesc(set, s)
+		return
+	}
+	for _, x := range below {
+		r.addDesc(set, x)
+	}
+	for _, x := range below {
+		r.addAnc(set, x, s)
+	}
+	set.set(s.id)
+	for _, reg := range s.children {
+		if !set.has(reg.id) {
+			r.addDesc(set, reg)
+		}
+	}
 }
 
 // fillDomain re-enters, at their start, the regions of a parallel domain
@@ -630,15 +717,18 @@ func (r *run) microstep(takes []*take) error {
 		if nd.kind != kState {
 			continue
 		}
-		r.st.entries[i]++
+		r.st.entries[i].n++
 		tk := owner(i, true)
+		if r.mc != nil {
+			r.st.entries[i].by = EnteredBy{Type: r.mc.eventNames[tk.opt.nodes[0].id], At: r.trigger.CreatedAt, Trigger: tk.trigger}
+		}
 		for _, a := range nd.entry {
 			r.dispatch(a(r.ctx, tk.mv), outDispatch)
 		}
 		for _, tm := range nd.timers {
 			m := r.fill.fillMessage(core.NewMessage(tm.payload), r.keys)
 			m.CreatedAt = r.trigger.CreatedAt.Add(tm.delay)
-			m = m.WithMetadata(map[string]any{TimerMetadata: nd.path + "#" + strconv.FormatUint(uint64(r.st.entries[i]), 10)})
+			m = m.WithMetadata(map[string]any{TimerMetadata: nd.path + "#" + strconv.FormatUint(uint64(r.st.entries[i].n), 10)})
 			r.out.add(outTimer, m)
 		}
 		r.enterChildren(nd, tk)
@@ -791,9 +881,12 @@ func (r *run) enabled(t *transition) bool {
 			return false
 		}
 	}
-	cfg := r.config()
+	return guardsPass(t, r.ctx, r.config())
+}
+
+func guardsPass(t *transition, ctx any, cfg Config) bool {
 	for _, g := range t.guards {
-		if g.fn != nil && !g.fn(r.ctx, cfg) {
+		if g.fn != nil && !g.fn(ctx, cfg) {
 			return false
 		}
 	}

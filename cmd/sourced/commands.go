@@ -57,6 +57,10 @@ func runErr(ctx context.Context, args []string, stdout io.Writer) error {
 		return g.schedule(ctx, rest)
 	case "migrate":
 		return g.migrate(ctx, rest)
+	case "workflows":
+		return g.workflows(ctx, rest)
+	case "workflow":
+		return g.workflowRun(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -133,7 +137,7 @@ func (g globals) stats(ctx context.Context, args []string) error {
 			at := gi.RetryAt
 			gr.RetryAt = &at
 		}
-		if gi.Failure != (shell.Failure{}) {
+		if !gi.Failure.IsZero() {
 			f := gi.Failure
 			gr.Failure = &f
 		}
@@ -153,7 +157,37 @@ func (g globals) stats(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", gi.ID, gi.Status, gi.Partitions, gi.OldestProcessed, gi.NewestProcessed, ts(gi.RetryAt), firstLine(problem))
 		}
+		w.Flush()
+		for _, gi := range st.Groups {
+			if f := gi.Failure; f.Error != "" {
+				fmt.Fprintf(g.out, "\n%s", failureText(gi.ID, f))
+			}
+		}
 	})
+}
+
+// failureText describes a group's recorded failure: where (partition,
+// message), what (the error and its type, the retries) and, for a panic,
+// the stack.
+func failureText(group string, f shell.Failure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s failed", group)
+	if f.MessageType != "" {
+		fmt.Fprintf(&b, " at %s %s (position %d)", f.MessageType, f.MessageID, f.Position)
+	}
+	if f.Partition != "" {
+		fmt.Fprintf(&b, " in partition %s", f.Partition)
+	}
+	fmt.Fprintf(&b, "\n  error (%s): %s\n", f.ErrorType, f.Error)
+	if f.RetryCount > 0 {
+		fmt.Fprintf(&b, "  retries: %d\n", f.RetryCount)
+	}
+	if f.Panicked() {
+		fmt.Fprintf(&b, "  panic stack:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(f.Stack), "\n", "\n    "))
+	} else {
+		b.WriteString("  stack: none (a returned error carries no stack; only a panic records one)\n")
+	}
+	return b.String()
 }
 
 // byteSize renders a size in bytes for people.

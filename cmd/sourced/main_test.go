@@ -168,3 +168,43 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("where without type: %d %s", code, errOut)
 	}
 }
+
+// stats shows a failed group's recorded failure: where (partition,
+// message), what (the error and its own type) and whether there is a
+// stack (only a panic has one).
+func TestStatsShowsTheFailure(t *testing.T) {
+	ctx := context.Background()
+	db := fixture(t)
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{RawPayloads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := shell.Failure{
+		OffsetID: 1, Partition: "course_id:c2", MessageType: "courses.created", MessageID: "0190f0e4-4c55-7b3e-9a1c-2d2f0d1e5a01", Position: 2,
+		ErrorType: "*catalog.ValidationError", Error: "course name too long",
+	}
+	if err := s.FailGroup(ctx, "courses.catalog", f); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	out, errOut, code := cli(t, "-db", db, "stats")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, want := range []string{
+		"courses.catalog failed at courses.created 0190f0e4-4c55-7b3e-9a1c-2d2f0d1e5a01 (position 2) in partition course_id:c2",
+		"error (*catalog.ValidationError): course name too long",
+		"stack: none (a returned error",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stats lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = cli(t, "-db", db, "-json", "stats")
+	var st struct {
+		Groups []struct{ Failure *shell.Failure }
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Groups) != 1 || st.Groups[0].Failure == nil || *st.Groups[0].Failure != f {
+		t.Fatalf("stats JSON %s (%v), want the failure %+v", out, err, f)
+	}
+}

@@ -1,6 +1,9 @@
 // Package sourcedtest is Given / When / Then testing for deciders,
-// projectors and projections, with no store, router or consumer group:
-// the helpers call the definitions' pure functions directly.
+// projectors, projections and statechart machines (Machine: given history
+// or stored paths, when a command or event, then the state events, data
+// events, dispatches, timers and configuration), with no store, router or
+// consumer group: the helpers call the definitions' pure functions
+// directly.
 //
 //	func TestDuplicateName(t *testing.T) {
 //		sourcedtest.Decider(t, CourseDecider).
@@ -14,7 +17,25 @@
 // generated values. Expected messages may be given as payloads or as
 // core.Messages.
 //
+// A test sees what a store would show the definition. A command decides in
+// the partition of its key values (core.PartitionOf: a key missing or empty
+// rejects it with a *codec.ValidationError, as shell.Handle does), and the
+// history is the given events in that partition (core.InPartition, the
+// store's own rule). A given event outside the partition fails the test,
+// saying why: a decision cannot depend on an event its consistency boundary
+// never reads, so such a test would pass for a decider that enforces
+// nothing. AllowOutsidePartition drops such events instead. A projector
+// test projects the partition of the first given event that carries every
+// key (or WithPartition's).
+//
+// Delayed reactions are expected as core.After(delay, payload), the delay
+// counted from the command (WithTime), or core.At(time, payload); they
+// match on payload and due time. ThenScheduled compares the delayed
+// messages alone.
+//
 // With WithRegistry the definition is checked against the registry
 // (partition schema and all) before the test runs, as the router would at
-// registration, and every given and expected payload is validated.
+// registration, every given and expected payload is validated, and key
+// pairs are the registry's (without it, they are read from the payloads'
+// JSON attributes).
 package sourcedtest

@@ -2,9 +2,12 @@ package sourcedtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +23,11 @@ import (
 type Option func(*config)
 
 type config struct {
-	reg *codec.Registry
-	tx  core.Tx
-	now time.Time
+	reg       *codec.Registry
+	tx        core.Tx
+	now       time.Time
+	outside   bool
+	partition map[string]string
 }
 
 // WithRegistry checks the definition against reg before the test and
@@ -36,6 +41,19 @@ func WithTx(tx core.Tx) Option { return func(c *config) { c.tx = tx } }
 // WithTime is the creation time of the given messages and the command
 // (default 2026-01-01T00:00:00Z), for reactions scheduled relative to it.
 func WithTime(t time.Time) Option { return func(c *config) { c.now = t } }
+
+// AllowOutsidePartition lets a test give events that lie outside the
+// partition under test: they are dropped from the history, as a store
+// would never read them there, instead of failing the test. Use it for a
+// test that gives a shared fixture of many partitions on purpose.
+func AllowOutsidePartition() Option { return func(c *config) { c.outside = true } }
+
+// WithPartition sets the partition a projector test projects (by default
+// the partition of the first given event that carries every partition
+// key, as on a store, where such an event creates the partition).
+func WithPartition(partition map[string]string) Option {
+	return func(c *config) { c.partition = partition }
+}
 
 func newConfig(opts []Option) config {
 	c := config{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -58,8 +76,11 @@ func (c config) check(t testing.TB, def interface{ Check(*codec.Registry) error 
 		}
 	}
 	for _, p := range payloads {
-		if m, ok := p.(core.Message); ok {
+		switch m := p.(type) {
+		case core.Message:
 			p = m.Payload
+		case core.Delayed:
+			p = m.Message.Payload
 		}
 		if err := c.reg.Validate(p); err != nil {
 			t.Fatalf("sourcedtest: %v", err)
@@ -71,9 +92,130 @@ func (c config) check(t testing.TB, def interface{ Check(*codec.Registry) error 
 func (c config) history(given []any) []core.PositionedMessage {
 	out := make([]core.PositionedMessage, len(given))
 	for i, g := range given {
-		out[i] = core.PositionedMessage{Message: core.NewMessage(g).Stamp(uuid.New(), c.now), Position: int64(i + 1)}
+		out[i] = core.PositionedMessage{Message: c.stamp(core.NewMessage(g)), Position: int64(i + 1)}
 	}
 	return out
+}
+
+// stamp gives m an id and, unless it has one, the test's time.
+func (c config) stamp(m core.Message) core.Message { return m.Stamp(uuid.New(), c.now) }
+
+// The partition rule of the store, applied to Given-When-Then tests so that
+// a test sees exactly what a store would show the definition: a command
+// decides in the partition of its key values (core.PartitionOf), and the
+// history is the given events in that partition (core.InPartition). The
+// machine helper uses the same two methods.
+
+// keys returns a payload's key pairs and its type string: the registry's
+// own (what a store indexes) with WithRegistry, else read from the
+// payload's JSON attributes.
+func (c config) keys(t testing.TB, payload any) ([]codec.KeyPair, string) {
+	t.Helper()
+	if c.reg != nil {
+		typ, err := c.reg.TypeOf(payload)
+		if err != nil {
+			t.Fatalf("sourcedtest: %v", err)
+		}
+		keys, err := c.reg.Keys(payload, nil)
+		if err != nil {
+			t.Fatalf("sourcedtest: %v", err)
+		}
+		return keys, typ.Name
+	}
+	data, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatalf("sourcedtest: %T cannot be encoded: %v", payload, err)
+	}
+	var attrs map[string]json.RawMessage
+	if err := json.Unmarshal(data, &attrs); err != nil {
+		t.Fatalf("sourcedtest: %T is not a struct payload: %v", payload, err)
+	}
+	var keys []codec.KeyPair
+	for name, raw := range attrs {
+		var many []json.RawMessage
+		if json.Unmarshal(raw, &many) != nil {
+			many = []json.RawMessage{raw}
+		}
+		for _, v := range many {
+			var str string
+			switch {
+			case string(v) == "null":
+				continue
+			case json.Unmarshal(v, &str) == nil:
+			default:
+				str = string(v)
+			}
+			keys = append(keys, codec.KeyPair{Name: name, Value: str})
+		}
+	}
+	return keys, fmt.Sprintf("%T", payload)
+}
+
+// partitionOf returns the partition a command (or a machine's event)
+// decides in, by core.PartitionOf: a key missing or empty is the
+// *codec.ValidationError that shell.Handle would return.
+func (c config) partitionOf(t testing.TB, by []string, cmd any) (map[string]string, error) {
+	t.Helper()
+	keys, typ := c.keys(t, core.NewMessage(cmd).Payload)
+	return core.PartitionOf(typ, by, keys)
+}
+
+// inPartition returns the given messages that a store would read in
+// partition (core.InPartition). A given message outside it fails the test,
+// saying why, unless AllowOutsidePartition dropped it; what is the test's
+// subject ("When(...)") for the message.
+func (c config) inPartition(t testing.TB, partition map[string]string, given []any, what string) []any {
+	t.Helper()
+	if len(partition) == 0 {
+		return given
+	}
+	var out []any
+	for _, g := range given {
+		keys, _ := c.keys(t, core.NewMessage(g).Payload)
+		if core.InPartition(partition, keys) {
+			out = append(out, g)
+			continue
+		}
+		if !c.outside {
+			t.Fatalf("sourcedtest: Given(%s) is not in the partition %s of %s: %s, so a store would never show it to the definition and the outcome could not depend on it. "+
+				"If the decision needs it, the consistency boundary (PartitionBy) is too narrow; else give only events of that partition, or pass sourcedtest.AllowOutsidePartition() to drop such events",
+				describe(g), describePartition(partition), what, whyOutside(partition, keys))
+		}
+	}
+	return out
+}
+
+// whyOutside says why a message indexed under keys is not in partition.
+func whyOutside(partition map[string]string, keys []codec.KeyPair) string {
+	var why []string
+	carried := false
+	for _, k := range slices.Sorted(maps.Keys(partition)) {
+		var values []string
+		for _, kp := range keys {
+			if kp.Name == k {
+				values = append(values, kp.Value)
+			}
+		}
+		if len(values) == 0 {
+			continue
+		}
+		carried = true
+		if !slices.Contains(values, partition[k]) {
+			why = append(why, fmt.Sprintf("its %s is %q, not %q", k, strings.Join(values, `", "`), partition[k]))
+		}
+	}
+	if !carried {
+		return fmt.Sprintf("it carries none of the partition keys %v", slices.Sorted(maps.Keys(partition)))
+	}
+	return strings.Join(why, " and ")
+}
+
+func describePartition(p map[string]string) string {
+	parts := make([]string, 0, len(p))
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, k+"="+p[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // DeciderTest is a Given-When-Then test of a decider.
@@ -84,6 +226,10 @@ type DeciderTest[S any] struct {
 	given []any
 	cmd   any
 	hasW  bool
+	// of the last run: the given events in the command's partition and
+	// the decision's events
+	inGiven []any
+	events  []core.Message
 }
 
 // Decider starts a test of d.
@@ -106,17 +252,33 @@ func (c *DeciderTest[S]) When(cmd any) *DeciderTest[S] {
 	return c
 }
 
-// run decides the command: the pairs of the command, the events, and the
-// reactions the decider has to them.
+// run decides the command as a store would: in the partition of the
+// command's key values, on the given events of that partition. It returns
+// the pairs of the command and of the decider's reactions to its events
+// (run as when the decider's group claims the events), and every message
+// they append: the events, then the reactions.
 func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err error) {
 	c.t.Helper()
 	if !c.hasW {
 		c.t.Fatal("sourcedtest: a decider test needs When(command)")
 	}
 	c.cfg.check(c.t, c.d, append(append([]any{}, c.given...), c.cmd)...)
-	history := c.cfg.history(c.given)
-	cmd := core.PositionedMessage{Message: core.NewMessage(c.cmd).Stamp(uuid.New(), c.cfg.now), Position: int64(len(history) + 1)}
-	pairs, err = effects.Step(c.d, effects.Claim{Messages: []core.PositionedMessage{cmd}, History: history})
+	var partition map[string]string
+	if len(c.d.PartitionBy) > 0 {
+		if partition, err = c.cfg.partitionOf(c.t, c.d.PartitionBy, c.cmd); err != nil {
+			return nil, nil, err // what shell.Handle answers
+		}
+	}
+	given := c.cfg.inPartition(c.t, partition, c.given, "When("+describe(c.cmd)+")")
+	c.inGiven = given
+	history := c.cfg.history(given)
+	pos := int64(len(history))
+	next := func(m core.Message) core.PositionedMessage {
+		pos++
+		return core.PositionedMessage{Message: c.cfg.stamp(m), Position: pos}
+	}
+	cmd := next(core.NewMessage(c.cmd))
+	pairs, err = effects.Step(c.d, effects.Claim{Partition: partition, Messages: []core.PositionedMessage{cmd}, History: history})
 	if err != nil {
 		var be *core.BatchError
 		if errors.As(err, &be) {
@@ -124,25 +286,48 @@ func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err er
 		}
 		return pairs, nil, err
 	}
-	events := effects.Messages(pairs)
-	got = append(got, events...)
-	// Reactions run when the decider's group claims its events: do that.
-	state := c.d.Evolve(c.d.Fold(c.given...), events...)
-	for i, e := range events {
-		e = e.Stamp(uuid.New(), c.cfg.now)
-		events[i] = e
-		rs, err := c.d.React(state, e)
+	got = effects.Messages(pairs)
+	c.events = got
+	// Reactions run when the decider's group claims its events: do that,
+	// with the events in the history as a store would read them.
+	var events []core.PositionedMessage
+	for _, e := range got {
+		events = append(events, next(e))
+	}
+	if len(events) > 0 {
+		reactions, err := effects.Step(c.d, effects.Claim{Partition: partition, Messages: events, History: append(history, events...)})
 		if err != nil {
+			var be *core.BatchError
+			if errors.As(err, &be) {
+				err = be.Err
+			}
 			return pairs, got, err
 		}
-		got = append(got, rs...)
+		for _, r := range reactions {
+			if hasAppend(r) {
+				pairs = append(pairs, r)
+			}
+		}
+		got = append(got, effects.Messages(reactions)...)
 	}
 	return pairs, got, nil
 }
 
+func hasAppend(p effects.Pair) bool {
+	for _, s := range p.Signals {
+		if _, ok := s.(effects.Append); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Then asserts the command is accepted and produces exactly the expected
 // messages: its events, then the reactions to them, in order. No
-// arguments means no messages at all.
+// arguments means no messages at all. A delayed reaction is expected as
+// core.After(delay, payload) (the delay after the command, whose events
+// it reacts to) or core.At(time, payload): it matches on the payload and
+// its due time. A plain payload matches a message delivered at once.
 func (c *DeciderTest[S]) Then(expected ...any) {
 	c.t.Helper()
 	c.cfg.check(c.t, nil, expected...)
@@ -150,35 +335,62 @@ func (c *DeciderTest[S]) Then(expected ...any) {
 	if err != nil {
 		c.t.Fatalf("sourcedtest: When(%s) was rejected: %v", describe(c.cmd), err)
 	}
-	assertMessages(c.t, expected, got)
+	c.cfg.assertMessages(c.t, expected, got)
+}
+
+// ThenScheduled asserts the command is accepted and schedules exactly the
+// expected delayed messages (by payload and due time), in order; the
+// messages it appends at once are not compared.
+func (c *DeciderTest[S]) ThenScheduled(expected ...core.Delayed) {
+	c.t.Helper()
+	want := make([]any, len(expected))
+	for i, e := range expected {
+		want[i] = e
+	}
+	c.cfg.check(c.t, nil, want...)
+	_, got, err := c.run()
+	if err != nil {
+		c.t.Fatalf("sourcedtest: When(%s) was rejected: %v", describe(c.cmd), err)
+	}
+	var scheduled []core.Message
+	for _, m := range got {
+		if !c.cfg.due(m).IsZero() {
+			scheduled = append(scheduled, m)
+		}
+	}
+	c.cfg.assertMessages(c.t, want, scheduled)
 }
 
 // ThenSync is Then that also runs the sync and after-sync work of the
 // decision (with the transaction of WithTx) and fails on their errors.
 func (c *DeciderTest[S]) ThenSync(expected ...any) {
 	c.t.Helper()
+	c.cfg.check(c.t, nil, expected...)
 	pairs, got, err := c.run()
 	if err != nil {
 		c.t.Fatalf("sourcedtest: When(%s) was rejected: %v", describe(c.cmd), err)
 	}
 	runWork(c.t, pairs, c.cfg.tx)
-	assertMessages(c.t, expected, got)
+	c.cfg.assertMessages(c.t, expected, got)
 }
 
 // ThenError asserts the command is rejected: want is the exact error text
 // (a string), an error the rejection matches with errors.Is, or a pointer
-// to an error type it matches with errors.As.
+// to an error type it matches with errors.As. A command whose partition
+// key is missing or empty is rejected with a *codec.ValidationError, as
+// shell.Handle rejects it.
 func (c *DeciderTest[S]) ThenError(want any) {
 	c.t.Helper()
 	_, got, err := c.run()
 	if err == nil {
-		c.t.Fatalf("sourcedtest: When(%s) was accepted with %s; want an error", describe(c.cmd), describeAll(got))
+		c.t.Fatalf("sourcedtest: When(%s) was accepted with %s; want an error", describe(c.cmd), c.cfg.describeAll(got))
 	}
 	assertError(c.t, err, want)
 }
 
-// ThenPairs hands the raw signal pairs of the command to fn for custom
-// assertions.
+// ThenPairs hands the raw signal pairs to fn for custom assertions: the
+// command's, then one per event the decider reacts to (its dispatched
+// messages), in order.
 func (c *DeciderTest[S]) ThenPairs(fn func(t testing.TB, pairs []effects.Pair)) {
 	c.t.Helper()
 	pairs, _, err := c.run()
@@ -191,11 +403,10 @@ func (c *DeciderTest[S]) ThenPairs(fn func(t testing.TB, pairs []effects.Pair)) 
 // ThenState hands the state after the command's events to fn.
 func (c *DeciderTest[S]) ThenState(fn func(t testing.TB, s S)) {
 	c.t.Helper()
-	_, got, err := c.run()
-	if err != nil {
+	if _, _, err := c.run(); err != nil {
 		c.t.Fatalf("sourcedtest: When(%s) was rejected: %v", describe(c.cmd), err)
 	}
-	fn(c.t, c.d.Evolve(c.d.Fold(c.given...), got...))
+	fn(c.t, c.d.Evolve(c.d.Fold(c.inGiven...), c.events...))
 }
 
 // ProjectorTest is a Given-Then test of a projector.
@@ -221,17 +432,36 @@ func (c *ProjectorTest[S]) Given(events ...any) *ProjectorTest[S] {
 // And is Given, for readability.
 func (c *ProjectorTest[S]) And(events ...any) *ProjectorTest[S] { return c.Given(events...) }
 
+// run projects the given events of the partition under test (WithPartition,
+// or the partition of the first given event carrying every key) as one
+// claimed batch; given events outside that partition fail the test.
 func (c *ProjectorTest[S]) run() ([]effects.Pair, S) {
 	c.t.Helper()
 	c.cfg.check(c.t, c.p, c.given...)
-	h := c.cfg.history(c.given)
+	given, partition := c.given, c.cfg.partition
+	if by := c.p.PartitionBy; len(by) > 0 {
+		what := "the test (WithPartition)"
+		if partition == nil {
+			for _, g := range c.given {
+				if p, err := c.cfg.partitionOf(c.t, by, g); err == nil {
+					partition, what = p, "the first given event carrying every key, Given("+describe(g)+")"
+					break
+				}
+			}
+		}
+		if partition == nil {
+			c.t.Fatalf("sourcedtest: no given event carries every partition key %v, so a store would create no partition for the projector: give one, or set the partition with sourcedtest.WithPartition", by)
+		}
+		given = c.cfg.inPartition(c.t, partition, c.given, what)
+	}
+	h := c.cfg.history(given)
 	p := c.p
 	p.Load = nil // project from the given events alone
-	pairs, err := effects.Step(p, effects.Claim{Messages: h, History: h})
+	pairs, err := effects.Step(p, effects.Claim{Partition: partition, Messages: h, History: h})
 	if err != nil {
 		c.t.Fatalf("sourcedtest: projecting failed: %v", err)
 	}
-	return pairs, p.Evolve(p.Initial(), core.Messages(c.given...)...)
+	return pairs, p.Evolve(p.Initial(), core.MessagesOf(h)...)
 }
 
 // Then hands the projected state to fn.
@@ -256,7 +486,7 @@ func (c *ProjectorTest[S]) ThenSync(fn func(t testing.TB, s S)) {
 func (c *ProjectorTest[S]) ThenMessages(expected ...any) {
 	c.t.Helper()
 	pairs, _ := c.run()
-	assertMessages(c.t, expected, effects.Messages(pairs))
+	c.cfg.assertMessages(c.t, expected, effects.Messages(pairs))
 }
 
 // ProjectionTest is a Given-Then test of a bare projection.
@@ -338,18 +568,46 @@ func deref(p any) any {
 	return p
 }
 
-func assertMessages(t testing.TB, expected []any, got []core.Message) {
+// due is when a message is delivered: the zero time for at once, else its
+// future creation time (a delayed message is dated when it is due; a date
+// not after the test's time is delivered at once, as on a store).
+func (c config) due(m core.Message) time.Time {
+	if m.CreatedAt.After(c.now) {
+		return m.CreatedAt
+	}
+	return time.Time{}
+}
+
+// expectedMessage turns an expected value (payload, core.Message, or
+// core.Delayed from core.After or core.At) into the message it stands for,
+// dated as the decision would date it: After relative to the test's time.
+func (c config) expectedMessage(e any) core.Message {
+	d, ok := e.(core.Delayed)
+	if !ok {
+		return core.NewMessage(e)
+	}
+	m := d.Message
+	switch {
+	case !d.At.IsZero():
+		m.CreatedAt = d.At
+	case d.Delay != 0:
+		m.CreatedAt = c.now.Add(d.Delay)
+	}
+	return m
+}
+
+func (c config) assertMessages(t testing.TB, expected []any, got []core.Message) {
 	t.Helper()
-	ok := len(expected) == len(got)
+	want := make([]core.Message, len(expected))
+	for i, e := range expected {
+		want[i] = c.expectedMessage(e)
+	}
+	ok := len(want) == len(got)
 	for i := 0; ok && i < len(got); i++ {
-		ok = Match(expected[i], got[i])
+		ok = Match(want[i].Payload, got[i]) && c.due(want[i]).Equal(c.due(got[i]))
 	}
 	if !ok {
-		want := make([]core.Message, len(expected))
-		for i, e := range expected {
-			want[i] = core.NewMessage(e)
-		}
-		t.Fatalf("sourcedtest: messages differ\n  want: %s\n  got:  %s", describeAll(want), describeAll(got))
+		t.Fatalf("sourcedtest: messages differ\n  want: %s\n  got:  %s", c.describeAll(want), c.describeAll(got))
 	}
 }
 
@@ -376,13 +634,16 @@ func describe(p any) string {
 	return fmt.Sprintf("%T%+v", m.Payload, m.Payload)
 }
 
-func describeAll(ms []core.Message) string {
+func (c config) describeAll(ms []core.Message) string {
 	if len(ms) == 0 {
 		return "(no messages)"
 	}
 	parts := make([]string, len(ms))
 	for i, m := range ms {
 		parts[i] = describe(m)
+		if due := c.due(m); !due.IsZero() {
+			parts[i] += fmt.Sprintf(" (due %s, %v after the command)", due.Format(time.RFC3339Nano), due.Sub(c.now))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

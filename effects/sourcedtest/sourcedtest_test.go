@@ -24,8 +24,8 @@ type CourseCreated struct {
 	CourseName string `json:"course_name"`
 }
 type EnrolStudent struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
+	CourseID  string `json:"course_id" sourced:"required"`
+	StudentID string `json:"student_id" sourced:"required"`
 }
 type StudentEnrolled struct {
 	CourseID  string `json:"course_id"`
@@ -35,7 +35,7 @@ type NotifyStudent struct {
 	StudentID string `json:"student_id"`
 }
 type Noop struct {
-	CourseName string `json:"course_name"`
+	CourseName string `json:"course_name" sourced:"required"`
 }
 
 func registry() *codec.Registry {
@@ -105,14 +105,24 @@ func TestDecider(t *testing.T) {
 	sourcedtest.Decider(t, enrolments).
 		When(EnrolStudent{CourseID: "c1", StudentID: "s1"}).
 		ThenSync(StudentEnrolled{CourseID: "c1", StudentID: "s1"}, NotifyStudent{StudentID: "s1"})
-	if !slices.Equal(synced, []string{"s1"}) {
+	// Sync work runs for every batch, as on a store: once for the command,
+	// once for the decider's reaction to its event.
+	if !slices.Equal(synced, []string{"s1", "s1"}) {
 		t.Fatalf("ThenSync ran sync work with state %v", synced)
 	}
 	sourcedtest.Decider(t, enrolments).
 		When(EnrolStudent{CourseID: "c1", StudentID: "s1"}).
 		ThenPairs(func(t testing.TB, pairs []effects.Pair) {
-			if len(pairs) != 1 || len(pairs[0].Signals) != 3 {
+			// The command's pair (its event, the sync work, the ack), then
+			// the pair of the decider's reaction to that event.
+			if len(pairs) != 2 || len(pairs[0].Signals) != 3 {
 				t.Fatalf("pairs %+v", pairs)
+			}
+			if _, ok := pairs[1].Source.Payload.(StudentEnrolled); !ok {
+				t.Fatalf("the reaction's source is %T, want the event", pairs[1].Source.Payload)
+			}
+			if got := effects.Messages(pairs[1:]); len(got) != 1 || !sourcedtest.Match(NotifyStudent{StudentID: "s1"}, got[0]) {
+				t.Fatalf("the reaction's pair appends %+v", got)
 			}
 		})
 }

@@ -60,14 +60,14 @@ type (
 	}
 	NotifyStudent struct {
 		StudentID string `json:"student_id"`
-		CourseID  string `json:"course_id"`
+		CourseID  string `json:"course_id" sourced:"required"`
 	}
 	StudentNotified struct {
 		StudentID string `json:"student_id"`
 		CourseID  string `json:"course_id"`
 	}
 	SendReminder struct {
-		CourseID string `json:"course_id"`
+		CourseID string `json:"course_id" sourced:"required"`
 	}
 	ReminderSent struct {
 		CourseID string `json:"course_id"`

@@ -20,7 +20,13 @@
 //     log when PromoteScheduled is called at or after their time;
 //   - Update runs a function in one transaction that sees its own writes and
 //     is undone completely if the function fails or panics; the notifier is
-//     told about appended types only after the commit.
+//     told about appended types only after the commit;
+//   - input that could never work is refused with the same errors: indexed
+//     text that is not UTF-8, conditions that could never match
+//     (shell.CheckConditions), an ack past the claim, a negative claim ttl;
+//   - the test helpers of the SQLite store that are not about files are
+//     here too: Clear (empty the store, positions from 1 again) and
+//     ReadScheduled.
 //
 // It also implements shell.Groups, and its transactions shell.GroupTx, and
 // passes storetest.RunGroups:
@@ -31,7 +37,8 @@
 //     records each such message as pending work of its offset. A message
 //     whose partition attribute holds several values belongs to each
 //     partition it spans. An id-partitioned group (exclusive, no partition
-//     keys) has one partition per message, {core.IDKey: id};
+//     keys) has one partition per message, {core.IDKey: id}, and its
+//     types are still indexed by payload for reads and guards;
 //   - registering a group (or changing its keys or types) and resetting it
 //     discover its partitions in the whole log at once, so its offsets are
 //     there before any claim (a store may discover lazily; the figures of

@@ -345,7 +345,7 @@ func (s *Store) group(id string) (*group, error) {
 // partitions in the whole log at once, so messages appended before it was
 // registered are claimed too.
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
@@ -354,11 +354,7 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
 	types := make([]*codec.Type, len(handled))
 	for i, name := range handled {
-		typ, err := s.reg.ByName(name)
-		if err != nil {
-			return fmt.Errorf("memstore: consumer group %q: %w", spec.ID, err)
-		}
-		types[i] = typ
+		types[i], _ = s.reg.ByName(name) // checked by CheckGroupSpec
 	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	label := spec.Label
@@ -534,14 +530,18 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 
 // Release frees a claim without moving its offset; see shell.Groups.
 func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
-	return s.write(ctx, func(t *tx) error {
-		off, err := t.held(c, "release")
-		if err != nil {
-			return err
-		}
-		t.unclaim(off)
-		return nil
-	})
+	return s.write(ctx, func(t *tx) error { return t.Release(c) })
+}
+
+// Release frees a claim without moving its offset, in the transaction;
+// see shell.GroupTx.
+func (t *tx) Release(c *shell.Claim) error {
+	off, err := t.held(c, "release")
+	if err != nil {
+		return err
+	}
+	t.unclaim(off)
+	return nil
 }
 
 // held returns the offset of a claim its worker still holds.
@@ -596,6 +596,9 @@ func (t *tx) moveTo(off *offset, position int64) {
 func (t *tx) Ack(c *shell.Claim, position int64) error {
 	off, err := t.held(c, "ack")
 	if err != nil {
+		return err
+	}
+	if err := shell.CheckAck(c, position); err != nil {
 		return err
 	}
 	t.moveTo(off, position)
@@ -762,46 +765,78 @@ func (s *Store) ResetGroup(ctx context.Context, id string) error {
 // RetryGroup moves the group to retrying until at with the failure, when
 // its status accepts it; otherwise the group stays as it is.
 func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
-	f, err := storedFailure(failure)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(t *tx) error {
-		g, err := s.group(group)
-		if err != nil {
-			return err
-		}
-		next, err := shell.Transition(g.id, g.status, shell.CmdRetry)
-		if err != nil {
-			return nil // a worker command: the group stays as it is
-		}
-		t.saveGroup(g)
-		g.status, g.retryAt, g.failure = next, at.UTC().Round(0), f
-		t.bump(g)
-		return nil
+	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
+		return shell.GroupChange{Command: shell.CmdRetry, RetryAt: at, Failure: failure}, nil
 	})
+	return err
 }
 
 // FailGroup moves the group to failed with the failure, when its status
 // accepts it; otherwise the group stays as it is.
 func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
-	f, err := storedFailure(failure)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(t *tx) error {
+	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
+		return shell.GroupChange{Command: shell.CmdFail, Failure: failure}, nil
+	})
+	return err
+}
+
+// ChangeGroup decides a worker command on the group's state and applies
+// it, in one transaction; see shell.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (shell.GroupState, error) {
+	var out shell.GroupState
+	err := s.write(ctx, func(t *tx) error {
 		g, err := s.group(group)
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(g.id, g.status, shell.CmdFail)
+		ch, err := decide(g.state())
 		if err != nil {
-			return nil
+			return err
 		}
-		t.saveGroup(g)
-		g.status, g.retryAt, g.failure = next, time.Time{}, f
+		if err := t.change(g, ch); err != nil {
+			return err
+		}
+		out = g.state()
 		return nil
 	})
+	return out, err
+}
+
+// change applies a worker command to g, when its status accepts it.
+func (t *tx) change(g *group, ch shell.GroupChange) error {
+	if ch.Command == "" {
+		return nil
+	}
+	if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+		return fmt.Errorf("memstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", g.id, ch.Command)
+	}
+	f, err := storedFailure(ch.Failure)
+	if err != nil {
+		return err
+	}
+	next, err := shell.Transition(g.id, g.status, ch.Command)
+	if err != nil {
+		return nil // a worker command: the group stays as it is
+	}
+	t.saveGroup(g)
+	g.status, g.failure = next, f
+	if ch.Command == shell.CmdRetry {
+		g.retryAt = ch.RetryAt.UTC().Round(0)
+		t.bump(g)
+	} else {
+		g.retryAt = time.Time{}
+	}
+	return nil
+}
+
+// state is the group's status, retry time and failure, copied.
+func (g *group) state() shell.GroupState {
+	st := shell.GroupState{Status: g.status, RetryAt: g.retryAt, Failure: g.failure}
+	if f := g.failure.RetryAt; f != nil {
+		at := *f
+		st.Failure.RetryAt = &at
+	}
+	return st
 }
 
 // storedFailure is the failure as the SQLite store gives it back: through
@@ -874,6 +909,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // now-ttl, and those of workers that never heartbeat claimed at or before
 // now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	cutoff := now.Add(-ttl)
 	n := 0
 	err := s.write(ctx, func(t *tx) error {
@@ -893,6 +931,38 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 		return nil
 	})
 	return n, err
+}
+
+// ReleaseClaimsOlderThan releases every claim made at or before cutoff,
+// whoever holds it, and returns the released offsets as they were.
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]shell.Offset, error) {
+	var out []shell.Offset
+	err := s.write(ctx, func(t *tx) error {
+		for _, off := range slices.Clone(s.offsets) {
+			if off.claimed && !off.claimedAt.After(cutoff) {
+				out = append(out, off.info())
+				t.unclaim(off)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RemoveWorkers deletes the workers' heartbeats.
+func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
+	return s.write(ctx, func(t *tx) error {
+		for _, w := range workerIDs {
+			if seen, ok := s.workers[w]; ok {
+				delete(s.workers, w)
+				t.undo = append(t.undo, func() { s.workers[w] = seen })
+			}
+		}
+		return nil
+	})
 }
 
 // ReleaseDrainedOffsets deletes the unclaimed offsets whose partition no
@@ -1001,18 +1071,23 @@ func (s *Store) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.Off
 		if only != nil && off.g != only {
 			continue
 		}
-		page.Offsets = append(page.Offsets, shell.Offset{
-			ID:           off.id,
-			Group:        off.g.id,
-			GroupStatus:  off.g.status,
-			Partition:    maps.Clone(off.partition),
-			LastPosition: off.last,
-			Claimed:      off.claimed,
-			ClaimedAt:    off.claimedAt,
-			ClaimedBy:    off.claimedBy,
-		})
+		page.Offsets = append(page.Offsets, off.info())
 	}
 	return page, nil
+}
+
+// info describes the offset; the caller holds the lock.
+func (off *offset) info() shell.Offset {
+	return shell.Offset{
+		ID:           off.id,
+		Group:        off.g.id,
+		GroupStatus:  off.g.status,
+		Partition:    maps.Clone(off.partition),
+		LastPosition: off.last,
+		Claimed:      off.claimed,
+		ClaimedAt:    off.claimedAt,
+		ClaimedBy:    off.claimedBy,
+	}
 }
 
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.

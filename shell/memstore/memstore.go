@@ -238,6 +238,51 @@ func (s *Store) NextScheduled(ctx context.Context) (time.Time, bool, error) {
 	return next.createdAt, true, nil
 }
 
+// ReadScheduled returns up to limit scheduled messages (all when limit <=
+// 0), soonest due first (in scheduling order among messages due at the
+// same time): each message's CreatedAt is when it is due.
+func (s *Store) ReadScheduled(ctx context.Context, limit int) ([]core.Message, error) {
+	if err := s.rlock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	due := slices.Clone(s.schedule)
+	slices.SortStableFunc(due, func(a, b record) int { return a.createdAt.Compare(b.createdAt) })
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	out := make([]core.Message, 0, len(due))
+	for i := range due {
+		m, err := s.decode(&due[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m.Message)
+	}
+	return out, nil
+}
+
+// Clear deletes everything the store holds: the log, the schedule,
+// consumer groups with their offsets, and worker heartbeats. Positions
+// start over, so the next message appended gets position 1 (and the next
+// offset id 1). Clear is for tests (a fresh store per test); consumer
+// groups must be registered again afterwards. It waits for running
+// transactions and notifies nothing.
+func (s *Store) Clear(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.log, s.schedule, s.ids, s.maxPos = nil, nil, make(map[uuid.UUID]int64), 0
+	s.groups, s.groupList, s.offsets, s.nextOffset = make(map[string]*group), nil, nil, 0
+	s.workers = make(map[string]time.Time)
+	return nil
+}
+
 // Stats returns the newest position and the number of scheduled messages.
 func (s *Store) Stats(ctx context.Context) (shell.Stats, error) {
 	if err := s.rlock(ctx); err != nil {
@@ -294,6 +339,9 @@ func (s *Store) lastPosition() int64 {
 
 // read implements Read with the lock held.
 func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckConditions(s.reg, conds); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: read: %w", err)
+	}
 	match := func(r *record) bool { return core.MatchAny(conds, r.typ, r.keys) }
 	if len(conds) == 0 {
 		match = func(*record) bool { return false }
@@ -349,6 +397,9 @@ func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts shel
 
 // readAll implements ReadAll with the lock held.
 func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := shell.CheckReadAll(s.reg, opts); err != nil {
+		return shell.Page{}, fmt.Errorf("memstore: %w", err)
+	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = shell.DefaultPageSize
@@ -533,6 +584,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		recs[i], stamped[i] = r, sm
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		if err := shell.CheckConditions(s.reg, g.Conditions); err != nil {
+			return shell.AppendResult{}, fmt.Errorf("memstore: append: guard: %w", err)
+		}
 		var conflicts []core.PositionedMessage
 		for i := s.indexAfter(g.LastPosition); i < len(s.log); i++ {
 			r := &s.log[i]
@@ -569,7 +623,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 
 // prepare validates, stamps and encodes one message.
 func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return record{}, m, err
 	}

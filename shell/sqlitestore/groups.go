@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,18 +117,13 @@ func checkClaimArgs(workerID string, batchSize int) error {
 // index and create offsets for it (each writer reloads it when another
 // process changed it).
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
 		return fmt.Errorf("sqlitestore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
 	}
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	for _, name := range handled {
-		if _, err := s.reg.ByName(name); err != nil {
-			return fmt.Errorf("sqlitestore: consumer group %q: %w", spec.ID, err)
-		}
-	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	if partitionBy == nil {
 		partitionBy = []string{}
@@ -387,17 +383,23 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 // Release frees a claim without moving its offset. Only the claiming
 // worker may release it (else an error matching shell.ErrNotClaimant).
 func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
-	return s.update(ctx, false, func(stx shell.Tx) error {
-		t := stx.(*tx)
-		if _, _, err := t.held(c, "release"); err != nil {
-			return err
-		}
-		_, err := exec(t.conn, s.q.g.release, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, c.OffsetID) })
-		if err != nil {
-			return fmt.Errorf("sqlitestore: release: %w", err)
-		}
-		return nil
-	})
+	return s.update(ctx, false, func(stx shell.Tx) error { return stx.(*tx).Release(c) })
+}
+
+// Release frees a claim without moving its offset, in the transaction;
+// see shell.GroupTx.
+func (t *tx) Release(c *shell.Claim) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if _, _, err := t.held(c, "release"); err != nil {
+		return err
+	}
+	_, err := exec(t.conn, t.s.q.g.release, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, c.OffsetID) })
+	if err != nil {
+		return fmt.Errorf("sqlitestore: release: %w", err)
+	}
+	return nil
 }
 
 // Ack moves the claim's offset to position and frees it, in a transaction
@@ -503,25 +505,25 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 // RetryGroup moves the group to retrying until at with the failure, when
 // its status accepts it; otherwise the group stays as it is.
 func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
-	return s.work(ctx, group, shell.CmdRetry, func(t *tx, g *groupConf, r *groupRow) (shell.Failure, error) {
-		r.retryAt = at
-		return failure, t.setLatch(g, s.q.g.dirty)
+	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
+		return shell.GroupChange{Command: shell.CmdRetry, RetryAt: at, Failure: failure}, nil
 	})
+	return err
 }
 
 // FailGroup moves the group to failed with the failure, when its status
 // accepts it; otherwise the group stays as it is.
 func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
-	return s.work(ctx, group, shell.CmdFail, func(t *tx, g *groupConf, r *groupRow) (shell.Failure, error) {
-		r.retryAt = time.Time{}
-		return failure, nil
+	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
+		return shell.GroupChange{Command: shell.CmdFail, Failure: failure}, nil
 	})
+	return err
 }
 
-// work runs a worker command: like operate, but a status that does not
-// accept the command is no error (the group stays as it is).
-func (s *Store) work(ctx context.Context, group string, cmd shell.Command, change func(t *tx, g *groupConf, r *groupRow) (shell.Failure, error)) error {
-	return s.update(ctx, false, func(stx shell.Tx) error {
+// ChangeGroup decides a worker command on the group's state and applies
+// it, in one BEGIN IMMEDIATE transaction; see shell.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
+	err = s.update(ctx, false, func(stx shell.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
 		if err != nil {
@@ -531,17 +533,53 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.Command, chang
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(g.name, r.status, cmd)
-		if err != nil {
-			return nil
+		st := shell.GroupState{Status: r.status, RetryAt: r.retryAt}
+		if err := json.Unmarshal([]byte(r.failure), &st.Failure); err != nil {
+			return fmt.Errorf("sqlitestore: consumer group %s: failure: %w", g.name, err)
 		}
-		r.status = next
-		f, err := change(t, g, &r)
+		out = st
+		ch, err := decide(st)
 		if err != nil {
 			return err
 		}
-		return t.setStatus(g, r, f)
+		if ch.Command == "" {
+			return nil
+		}
+		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", g.name, ch.Command)
+		}
+		next, err := shell.Transition(g.name, r.status, ch.Command)
+		if err != nil {
+			return nil // a worker command: the group stays as it is
+		}
+		r.status, r.retryAt = next, time.Time{}
+		if ch.Command == shell.CmdRetry {
+			r.retryAt = ch.RetryAt
+			if err := t.setLatch(g, s.q.g.dirty); err != nil {
+				return err
+			}
+		}
+		if err := t.setStatus(g, r, ch.Failure); err != nil {
+			return err
+		}
+		// What the store gives back: times at its precision, the failure
+		// through JSON.
+		out = shell.GroupState{Status: r.status}
+		if !r.retryAt.IsZero() {
+			if out.RetryAt, err = parseTime(formatTime(r.retryAt)); err != nil {
+				return err
+			}
+		}
+		data, err := json.Marshal(ch.Failure)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &out.Failure)
 	})
+	if err != nil {
+		return shell.GroupState{}, err
+	}
+	return out, nil
 }
 
 // Group returns a group's status and figures (the figures count its
@@ -653,6 +691,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	cutoff := formatTime(now.Add(-ttl))
 	err = s.update(ctx, false, func(stx shell.Tx) error {
 		t := stx.(*tx)
@@ -663,6 +704,57 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 		return 0, fmt.Errorf("sqlitestore: release stale claims: %w", err)
 	}
 	return n, nil
+}
+
+// ReleaseClaimsOlderThan releases, in one transaction, every claim made at
+// or before cutoff, whoever holds it, and returns the released offsets as
+// they were.
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+	at := formatTime(cutoff)
+	err = s.update(ctx, false, func(stx shell.Tx) error {
+		t := stx.(*tx)
+		out = nil
+		var perr error
+		err := t.w.rows(s.q.g.oldClaims, func(stmt *sqlite.Stmt) { stmt.BindText(1, at) }, func(stmt *sqlite.Stmt) {
+			o, err := scanOffset(stmt)
+			if err != nil && perr == nil {
+				perr = err
+			}
+			out = append(out, o)
+		})
+		if err == nil {
+			err = perr
+		}
+		if err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		slices.SortFunc(out, func(a, b shell.Offset) int { return cmp.Compare(a.ID, b.ID) })
+		_, err = exec(t.conn, s.q.g.releaseOld, func(stmt *sqlite.Stmt) { stmt.BindText(1, at) })
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: release claims older than %s: %w", at, err)
+	}
+	return out, nil
+}
+
+// RemoveWorkers deletes the workers' heartbeat rows.
+func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
+	if len(workerIDs) == 0 {
+		return ctx.Err()
+	}
+	return s.update(ctx, false, func(stx shell.Tx) error {
+		t := stx.(*tx)
+		for _, id := range workerIDs {
+			if _, err := exec(t.conn, s.q.g.removeWorker, func(stmt *sqlite.Stmt) { stmt.BindText(1, id) }); err != nil {
+				return fmt.Errorf("sqlitestore: remove worker %s: %w", id, err)
+			}
+		}
+		return nil
+	})
 }
 
 // ReleaseDrainedOffsets deletes the unclaimed offsets whose partition no
@@ -806,22 +898,9 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 				stmt.BindInt64(3, groupRow)
 			}
 		}, func(stmt *sqlite.Stmt) {
-			o := shell.Offset{
-				ID:           stmt.ColumnInt64(0),
-				Group:        stmt.ColumnText(1),
-				GroupStatus:  shell.Status(stmt.ColumnText(2)),
-				LastPosition: stmt.ColumnInt64(4),
-				Claimed:      stmt.ColumnInt(5) != 0,
-				ClaimedBy:    stmt.ColumnText(7),
-			}
-			var err error
-			if o.Partition, err = parsePartition(stmt.ColumnText(3)); err != nil && perr == nil {
+			o, err := scanOffset(stmt)
+			if err != nil && perr == nil {
 				perr = err
-			}
-			if stmt.ColumnType(6) != sqlite.TypeNull {
-				if o.ClaimedAt, err = parseTime(stmt.ColumnText(6)); err != nil && perr == nil {
-					perr = err
-				}
 			}
 			page.Offsets = append(page.Offsets, o)
 		})
@@ -845,4 +924,26 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 // the first error, which it yields.
 func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
 	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+}
+
+// scanOffset reads an offset from a row of offsetCols.
+func scanOffset(stmt *sqlite.Stmt) (shell.Offset, error) {
+	o := shell.Offset{
+		ID:           stmt.ColumnInt64(0),
+		Group:        stmt.ColumnText(1),
+		GroupStatus:  shell.Status(stmt.ColumnText(2)),
+		LastPosition: stmt.ColumnInt64(4),
+		Claimed:      stmt.ColumnInt(5) != 0,
+		ClaimedBy:    stmt.ColumnText(7),
+	}
+	var err error
+	if o.Partition, err = parsePartition(stmt.ColumnText(3)); err != nil {
+		return o, err
+	}
+	if stmt.ColumnType(6) != sqlite.TypeNull {
+		if o.ClaimedAt, err = parseTime(stmt.ColumnText(6)); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }

@@ -57,6 +57,9 @@ type groupQueries struct {
 
 	heartbeat    string
 	releaseStale string
+	oldClaims    string
+	releaseOld   string
+	removeWorker string
 
 	readOffsets      string
 	readGroupOffsets string
@@ -150,6 +153,13 @@ RETURNING name, value`, n.keyPairs, n.orphans, n.messageKeyPairs, okp),
 		// at or before the cutoff (hazard H5).
 		releaseStale: fmt.Sprintf(`UPDATE %[1]s SET claimed = 0, claimed_at = NULL, claimed_by = NULL
 WHERE claimed = 1 AND coalesce((SELECT w.last_seen FROM %[2]s w WHERE w.id = %[1]s.claimed_by), claimed_at) <= ?1`, o, n.workers),
+
+		// Claims made at or before a cutoff, whoever holds them: through the
+		// partial index of claimed offsets.
+		oldClaims: fmt.Sprintf(`SELECT %s FROM %s o CROSS JOIN %s g ON g.id = o.consumer_group_id
+WHERE o.claimed = 1 AND o.claimed_at <= ?1`, offsetCols, o, g),
+		releaseOld:   fmt.Sprintf(`UPDATE %s SET claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE claimed = 1 AND claimed_at <= ?1`, o),
+		removeWorker: fmt.Sprintf(`DELETE FROM %s WHERE id = ?1`, n.workers),
 
 		readOffsets: fmt.Sprintf(`SELECT %s FROM %s o CROSS JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),

@@ -181,7 +181,7 @@ func TestPartitionKeysAreUnambiguous(t *testing.T) {
 		{"A", "joe"},
 		{`q"uo\te`, "tab\there"},
 		{"nul\x00byte", "é ✓"},
-		{"bad\xffutf8", "\u2028"},
+		{"replacement\ufffdchar", "\u2028"}, // invalid UTF-8 is refused (codec.Validate)
 	}
 	for _, v := range values {
 		appendOK(t, s, userJoined{v[0], v[1]})
@@ -232,16 +232,20 @@ func compare(a, b string) int {
 }
 
 // A group registered by this code version is picked up by a store opened
-// afterwards on the same file, and its queue types are indexed by id.
+// afterwards on the same file, and its queue types are indexed by id as
+// well as by payload.
 func TestQueueAcrossProcesses(t *testing.T) {
 	path := dbPath(t)
 	a := install(t, path, sqlitestore.Options{})
 	register(t, a, shell.GroupSpec{ID: "test.jobs", Exclusive: true, Handled: []string{"test.tick"}})
 	b := install(t, path, sqlitestore.Options{})
 	res := appendOK(t, b, tick{Counter: "c", Seq: 1}, tick{Counter: "c", Seq: 2})
-	// Indexed by id only: invisible to payload conditions.
-	if n := rawInt(t, path, `SELECT count(*) FROM sourced_key_pairs WHERE name = 'counter'`); n != 0 {
-		t.Fatalf("%d payload key pairs of a queue type", n)
+	// Indexed by payload (for reads and guards) and by id (for the queue).
+	if n := rawInt(t, path, `SELECT count(*) FROM sourced_key_pairs WHERE name = 'counter'`); n != 1 {
+		t.Fatalf("%d payload key pairs of a queue type, want 1", n)
+	}
+	if n := rawInt(t, path, `SELECT count(*) FROM sourced_key_pairs WHERE name = '__id'`); n != 2 {
+		t.Fatalf("%d id key pairs of a queue type, want 2", n)
 	}
 	for i := range 2 {
 		c := claim(t, a, "test.jobs")
@@ -261,8 +265,10 @@ func TestQueueAcrossProcesses(t *testing.T) {
 	if n, err := b.ReleaseDrainedOffsets(t.Context()); err != nil || n != 2 {
 		t.Fatalf("release drained offsets: %d, %v", n, err)
 	}
-	if n, err := a.PruneOrphanKeyPairs(t.Context()); err != nil || n != 2 {
-		t.Fatalf("prune orphan key pairs: %d, %v", n, err)
+	// Every key pair is an orphan now: the ids and the payloads'.
+	pairs := rawInt(t, path, `SELECT count(*) FROM sourced_key_pairs`)
+	if n, err := a.PruneOrphanKeyPairs(t.Context()); err != nil || int64(n) != pairs || pairs < 3 {
+		t.Fatalf("prune orphan key pairs: %d, %v; want all %d", n, err, pairs)
 	}
 	// b cached the pruned ids: it must not link a new message to them.
 	res = appendOK(t, b, tick{Counter: "c", Seq: 3})

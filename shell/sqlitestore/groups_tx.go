@@ -238,6 +238,9 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err != nil {
 		return err
 	}
+	if err := shell.CheckAck(c, position); err != nil {
+		return err
+	}
 	last := max(off.last, position)
 	kps, err := t.offsetKeys(c.OffsetID)
 	if err != nil {

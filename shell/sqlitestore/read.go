@@ -109,6 +109,16 @@ func (s *Store) decodeRows(rows []row) ([]core.PositionedMessage, error) {
 	return out, nil
 }
 
+// typed returns the registry conditions are checked against, or nil for
+// a store reading payloads raw (Options.RawPayloads), whose registry need
+// not know the stored types.
+func (s *Store) typed() *codec.Registry {
+	if s.raw {
+		return nil
+	}
+	return s.reg
+}
+
 // queryInt runs a constant query returning one integer.
 func queryInt(conn *sqlite.Conn, query string, args ...any) (int64, error) {
 	stmt, err := conn.Prepare(query)
@@ -357,6 +367,9 @@ func (s *Store) finish(rows []row, conds []core.Condition, b bound, limit int) (
 // read implements Read on conn (a reader in a snapshot, or the writer in
 // its transaction when w is set).
 func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckConditions(s.typed(), conds); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+	}
 	_, b, err := readBound(conn, s.q, opts)
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
@@ -434,6 +447,9 @@ func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[strin
 
 // readAll implements ReadAll.
 func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
+		return shell.Page{}, fmt.Errorf("sqlitestore: %w", err)
+	}
 	last, err := lastPosition(conn, s.q)
 	if err != nil {
 		return shell.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)

@@ -125,7 +125,8 @@ type indexBasis uint8
 const (
 	// indexPayload indexes every key pair of the payload.
 	indexPayload indexBasis = iota
-	// indexID indexes only core.IDKey = message id (id-partitioned queues).
+	// indexID indexes the payload and core.IDKey = message id
+	// (id-partitioned queues).
 	indexID
 )
 

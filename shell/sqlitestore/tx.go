@@ -139,6 +139,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		stamped[i], preps[i] = m, p
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
+			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append: guard: %w", err)
+		}
 		rows, err := s.queryConditions(t.conn, t.w, g.Conditions, bound{lo: g.LastPosition, hi: maxPosition}, 0, false)
 		if err != nil {
 			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append: guard check: %w", err)
@@ -437,7 +440,7 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 // prepare validates, stamps and encodes one message, and extracts the key
 // pairs it is indexed under (appended to keyBuf).
 func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, basis map[string]indexBasis) (core.Message, prepared, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return m, prepared{}, err
 	}
@@ -474,14 +477,22 @@ func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, b
 	return m, p, nil
 }
 
-// keysOf returns the key pairs a message is indexed under, by the index
-// basis of its type (the handled types of an id-partitioned group are
-// indexed under core.IDKey only; see GroupSpec).
+// keysOf appends to dst the key pairs a message is indexed under, sorted:
+// its payload's, and, for the handled types of an id-partitioned group (a
+// delete-on-ack queue), core.IDKey with its id too, so that the queue
+// claims it by id while reads and guards still see its payload. (Indexing
+// queue types by id alone made a guard on their attributes guard nothing,
+// and messages appended before the queue was registered match where later
+// ones did not.)
 func keysOf(typ *codec.Type, m *core.Message, dst []codec.KeyPair, basis map[string]indexBasis) []codec.KeyPair {
-	if basis[typ.Name] == indexID {
-		return append(dst, codec.KeyPair{Name: core.IDKey, Value: m.ID.String()})
+	start := len(dst)
+	dst = typ.Keys(m.Payload, dst)
+	if basis[typ.Name] != indexID {
+		return dst
 	}
-	return typ.Keys(m.Payload, dst)
+	id := codec.KeyPair{Name: core.IDKey, Value: m.ID.String()}
+	i, _ := slices.BinarySearchFunc(dst[start:], id, codec.KeyPair.Compare)
+	return slices.Insert(dst, start+i, id)
 }
 
 // timeLayout is how times are stored: UTC, fixed width, microseconds, so

@@ -41,6 +41,22 @@
 //     a Validate method) and duplicate ids (in the log, the schedule, the
 //     batch) fail with an error matching codec.ErrUnregistered,
 //     codec.ErrInvalid or shell.ErrDuplicateID, and write nothing.
+//   - Refusals: indexed text that is not valid UTF-8 (a *codec.ValidationError
+//     naming the attribute, scheduled messages included, nothing written);
+//     conditions that could never match, in reads, pages and guards (an
+//     empty or unregistered type, an attribute the type does not declare
+//     or does not index, the reserved core.IDKey, a value that is not
+//     UTF-8: a *shell.InvalidConditionError, errors.Is
+//     shell.ErrInvalidCondition, nothing written); ReadAll with an order
+//     that is neither Ascending nor Descending.
+//   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
+//     (ScheduleReader), so that tests written against one store run on
+//     another.
+//   - ValueTypes: codec.Date and codec.Decimal values read back exactly
+//     (a decimal's scale included) and indexed under their text.
+//   - ClockSteps: an undated message is stamped with the same reading of
+//     the clock that decides scheduling, so a clock stepping back never
+//     schedules it (shell.Handle relies on it).
 //   - Guard: conflicts and non-conflicts, empty reads and new partitions
 //     that still guard (hazard H3, concurrently too), stale guards,
 //     type-only conditions, the *core.ConflictError and its messages,
@@ -121,8 +137,26 @@
 //   - Queue: an exclusive group without partition keys hands each message
 //     alone to concurrent workers, deletes it on ack, reaps its drained
 //     offsets; scheduled jobs; synchronously handled jobs.
+//   - QueueIndex: the types a queue owns are indexed by payload as well as
+//     by message id, before and after the queue registers: reads,
+//     partition reads, pages and guards on their attributes see them, and
+//     the queue still hands each message out alone.
+//   - GroupRefusals: an ack past the claim's last message
+//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), a
+//     negative ttl for ReleaseStaleClaims, a partition key that no handled
+//     type indexes (a misspelling, or a `sourced:"noindex"` tag: the error
+//     says which).
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
 //     deletes and advances.
+//   - ChangeGroup: a worker command decided on the group's state and
+//     applied in one transaction (retry, then fail; a refused or zero
+//     command and an error from decide write nothing; an unknown group);
+//     concurrent changes each see the others, so no retry count is lost.
+//   - ClaimAge: ReleaseClaimsOlderThan releases a live worker's old claim
+//     (returning the offset as it was: group, partition, worker, claim
+//     time) and leaves younger ones; a worker removed by RemoveWorkers is
+//     stale by its claim's age; GroupTx.Release commits or rolls back with
+//     its transaction and only the claimant may release.
 //   - GroupConcurrency: four goroutine workers and an appender, 200
 //     partitions of commands that emit events and a group projecting the
 //     events: everything drains, each message is processed once per group
@@ -179,6 +213,13 @@
 //     return nil and write nothing (not even the failure). StopGroup keeps
 //     the failure's fields, sets its Reason and clears the retry time;
 //     StartGroup and recovery clear the failure (retry count 0).
+//   - ChangeGroup reads and writes a group's status in one transaction:
+//     concurrent changes each see the others (none is lost); a refused or
+//     zero command writes nothing, an error from decide is returned.
+//   - ReleaseClaimsOlderThan releases claims by their age whoever holds
+//     them, returning the offsets as they were; a worker removed by
+//     RemoveWorkers has no heartbeat, so its claims are stale by their age;
+//     GroupTx.Release commits or rolls back with its transaction.
 //   - Reset of an exclusive group is checked against the chart like any
 //     other, then changes nothing.
 //   - Stale claims: a worker is stale when its last heartbeat, or with no

@@ -99,7 +99,17 @@ const (
 	TypeReading          = "sensor.read"
 	TypeSignup           = "user.signed_up"
 	TypeDeposit          = "account.deposited"
+	// TypeTicketOpened and TypeTicketClosed share the Go type Ticket
+	// (codec.RegisterAs): messages of it carry their Type.
+	TypeTicketOpened = "ticket.opened"
+	TypeTicketClosed = "ticket.closed"
 )
+
+// Ticket is the payload of two message types, "ticket.opened" and
+// "ticket.closed", registered with codec.RegisterAs.
+type Ticket struct {
+	TicketID string `json:"ticket_id"`
+}
 
 // NewRegistry returns a registry holding every fixture type of the suite,
 // the registry Run hands to the factory.
@@ -118,6 +128,8 @@ func NewRegistry() (*codec.Registry, error) {
 		codec.Register[Reading](reg, TypeReading),
 		codec.Register[Signup](reg, TypeSignup),
 		codec.Register[Deposit](reg, TypeDeposit),
+		codec.RegisterAs[Ticket](reg, TypeTicketOpened),
+		codec.RegisterAs[Ticket](reg, TypeTicketClosed),
 	)
 	if err != nil {
 		return nil, err

@@ -31,8 +31,12 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("Housekeeping", s.testHousekeeping)
 	t.Run("Offsets", s.testOffsets)
 	t.Run("Queue", s.testQueue)
+	t.Run("QueueIndex", s.testQueueIndex)
+	t.Run("GroupRefusals", s.testGroupRefusals)
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
+	t.Run("ChangeGroup", s.testChangeGroup)
+	t.Run("ClaimAge", s.testClaimAge)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)
 }

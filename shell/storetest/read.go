@@ -49,7 +49,6 @@ func (s suite) testRead(t *testing.T) {
 		{"a condition names one type", []core.Condition{cond(TypeCourseCreated, "course_name", "History")}, shell.ReadOptions{}, []int64{8}, 10},
 		{"a type-only condition matches the whole type", []core.Condition{cond(TypeUserRegistered)}, shell.ReadOptions{}, []int64{2, 5}, 10},
 		{"an unknown value matches nothing", []core.Condition{cond(TypeCourseCreated, "course_name", "Latin")}, shell.ReadOptions{}, nil, 10},
-		{"an attribute the type lacks matches nothing", []core.Condition{cond(TypeCourseCreated, "user_id", "joe")}, shell.ReadOptions{}, nil, 10},
 		{"After skips up to its position", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3}, []int64{4, 10}, 10},
 		{"After past every match", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 10}, nil, 10},
 		{"Limit cuts short: guard at the last returned", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 2}, []int64{3, 4}, 4},

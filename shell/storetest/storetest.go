@@ -32,6 +32,10 @@ func Run(t *testing.T, open Factory) {
 	s := suite{open: open}
 	t.Run("Append", s.testAppend)
 	t.Run("BadInput", s.testBadInput)
+	t.Run("Refusals", s.testRefusals)
+	t.Run("TestHelpers", s.testHelpers)
+	t.Run("ClockSteps", s.testClockSteps)
+	t.Run("ValueTypes", s.testValueTypes)
 	t.Run("Guard", s.testGuard)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)

@@ -1,0 +1,170 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// GroupFailedError is returned by Router.Drain and Runtime.WaitIdle when a
+// batch failed while they ran and went to its group's error strategy: the
+// group is failed (or retrying, or stopped, as Status says), and the work
+// is not done. It names the batch's partition and the message that failed,
+// and wraps the cause (errors.Is and errors.As see through it).
+type GroupFailedError struct {
+	Group string
+	// Status is the group's status after the error strategy.
+	Status Status
+	// RetryCount is the group's retry count after the error strategy.
+	RetryCount int
+	Partition  map[string]string
+	// MessageType, MessageID and Position name the message that failed:
+	// the first of the batch that was not processed.
+	MessageType string
+	MessageID   uuid.UUID
+	Position    int64
+	// Err is the cause.
+	Err error
+}
+
+func (e *GroupFailedError) Error() string {
+	what := "failed"
+	switch e.Status {
+	case StatusRetrying:
+		what = fmt.Sprintf("is retrying (retry %d)", e.RetryCount)
+	case StatusStopped:
+		what = "failed a batch (the group is stopped)"
+	}
+	at := ""
+	if e.MessageType != "" {
+		at = fmt.Sprintf(" at message %s (%s at position %d)", e.MessageID, e.MessageType, e.Position)
+	}
+	return fmt.Sprintf("sourced: consumer group %s %s%s in partition %s: %v", e.Group, what, at, PartitionKey(e.Partition), e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *GroupFailedError) Unwrap() error { return e.Err }
+
+// atMessage ties an error to the message whose signals failed; it is
+// transparent (same message, unwraps to the error).
+type atMessage struct {
+	msg core.PositionedMessage
+	err error
+}
+
+func (a *atMessage) Error() string { return a.err.Error() }
+func (a *atMessage) Unwrap() error { return a.err }
+
+// failedMessage is the message a batch failed at: the one the error names
+// (a *core.BatchError, or the pair whose signals failed), else the first
+// of the claim after the position processed.
+func failedMessage(claim *Claim, err error, processed int64) core.PositionedMessage {
+	var at *atMessage
+	if errors.As(err, &at) && at.msg.Position > 0 {
+		return at.msg
+	}
+	var be *core.BatchError
+	if errors.As(err, &be) && be.Message.Position > 0 {
+		return be.Message
+	}
+	for _, m := range claim.Messages {
+		if m.Position > processed {
+			return m
+		}
+	}
+	return core.PositionedMessage{}
+}
+
+// failureOf records a batch's failure: the claim's partition, the message
+// it failed at, the error's type and message, and a panic's stack. A
+// returned error has no stack (Go errors carry none), so Stack stays empty
+// rather than holding the router's own.
+func failureOf(claim *Claim, err error, processed int64) Failure {
+	m := failedMessage(claim, err, processed)
+	f := Failure{
+		OffsetID:    claim.OffsetID,
+		Partition:   PartitionKey(claim.Partition),
+		MessageType: m.Type,
+		Position:    m.Position,
+		ErrorType:   errorType(err),
+		Error:       err.Error(),
+	}
+	if m.ID != uuid.Nil {
+		f.MessageID = m.ID.String()
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		f.Stack = pe.Stack
+	}
+	return f
+}
+
+// groupFailed describes a failure the error strategy met, for Drain and
+// WaitIdle.
+func groupFailed(group string, claim *Claim, st GroupState, err error, processed int64) *GroupFailedError {
+	m := failedMessage(claim, err, processed)
+	return &GroupFailedError{
+		Group:       group,
+		Status:      st.Status,
+		RetryCount:  st.Failure.RetryCount,
+		Partition:   maps.Clone(claim.Partition),
+		MessageType: m.Type,
+		MessageID:   m.ID,
+		Position:    m.Position,
+		Err:         err,
+	}
+}
+
+// errorType names an error's type for the record: the innermost type of
+// its chain that is not a generic wrapper (fmt.Errorf's, errors.Join's,
+// errors.New's, core.BatchError and the router's own), falling back to
+// the innermost; "panic(T)" for a panic with a value of type T.
+func errorType(err error) string {
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		if inner, ok := pe.Value.(error); ok {
+			return "panic(" + errorType(inner) + ")"
+		}
+		return fmt.Sprintf("panic(%T)", pe.Value)
+	}
+	meaningful, innermost := "", ""
+	for e := err; e != nil; {
+		t := fmt.Sprintf("%T", e)
+		innermost = t
+		if !genericError(e, t) {
+			meaningful = t
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				e = errs[0]
+			} else {
+				e = nil
+			}
+		default:
+			e = nil
+		}
+	}
+	if meaningful != "" {
+		return meaningful
+	}
+	return innermost
+}
+
+func genericError(err error, typ string) bool {
+	switch err.(type) {
+	case *core.BatchError, *batchFailure, *atMessage:
+		return true
+	}
+	switch typ {
+	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", "*errors.errorString":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+// Package pgstore is the PostgreSQL message store of Sourced: a
+// shell.Store and shell.Groups on github.com/jackc/pgx/v5, for apps that
+// outgrow one SQLite file (several application servers, workers on other
+// hosts, a managed database). It passes the same conformance suite as the
+// SQLite store (package storetest).
+//
+//	s, err := pgstore.Install(ctx, "postgres://app@db/app", pgstore.Options{Registry: reg})
+//	...
+//	defer s.Close()
+//	l, err := s.Listen(ctx) // wake this process's workers on other processes' appends
+//	...
+//	defer l.Close()
+//
+// # Module
+//
+// The package is a Go module of its own (github.com/sourced-go/sourced/
+// shell/pgstore), so that pgx and its dependencies never enter the build
+// or the go.sum of an app that only uses SQLite. Its go.mod requires the
+// root module; inside the repository a replace directive points it at the
+// checkout, so the two are developed and tested together. The repository
+// commits no go.work: a workspace does not make `go test ./...` at the
+// root reach nested modules (patterns never cross a module boundary), and
+// it forbids the -mod=mod that CI uses; each module is tested from its own
+// directory instead (see README, "Tests").
+//
+// # Schema
+//
+// Install applies the versioned migrations (Migrations, SchemaVersion)
+// that the database lacks, recording each in <prefix>_schema_migrations
+// under the store's advisory lock (so concurrent installs apply each
+// once); Open checks the recorded version and fails with
+// shell.ErrNotInstalled, ErrSchemaOutdated or ErrSchemaNewer. Tables carry
+// Options.Prefix, so several stores share one schema: <prefix>_head (the
+// last position handed out, the group configuration version),
+// <prefix>_messages (the log; each message's key pairs in a GIN-indexed
+// keys array, which stands for SQLite's key-pair dictionary and link
+// table), <prefix>_scheduled_messages, <prefix>_consumer_groups,
+// <prefix>_offsets (one per partition, with its pending marker),
+// <prefix>_workers.
+//
+// # Ordering and locking
+//
+// The classic PostgreSQL event-store bug is positions handed out by a
+// sequence at insert time while transactions commit in another order: a
+// reader sees 12 before 11 commits, moves its cursor past 11 and skips it
+// for ever. This store cannot do that: every transaction that appends
+// (Update, Append, PromoteScheduled, a claim that appends in ClaimUpdate)
+// takes the store's exclusive transaction-level advisory lock
+// (pg_advisory_xact_lock, one key per schema and prefix) first, reads the
+// last position from <prefix>_head, hands out the next positions itself
+// and writes the head back just before COMMIT. PostgreSQL releases a
+// transaction's locks only after its commit is visible to every new
+// snapshot, so the next appender starts after the previous one's
+// positions are visible: positions become visible in order, without gaps
+// (a rolled back append's positions are handed out again, as on SQLite),
+// and a reader (Read, ReadAll, a claim's fetch, a catch-up) that sees a
+// position sees every smaller one. TestPositionsVisibleInOrder tails the
+// log from several pools while others append.
+//
+// The same lock serialises guards: an append checks its guard inside its
+// transaction, under the lock, so no conflicting append can commit between
+// the check and the commit (TestGuardsAcrossStores is the dcb.events
+// consistency check). Everything an append can be refused for (unknown
+// type, invalid payload, duplicate id in the log or the schedule, guard)
+// is checked before it writes, because PostgreSQL aborts a transaction at
+// its first failed statement: a refused append leaves the transaction
+// usable and writes nothing.
+//
+// Claims, acks and releases of one offset take the same lock in shared
+// mode (pg_advisory_xact_lock_shared): workers of every process claim side
+// by side, each picking the claimable offset furthest behind with FOR
+// UPDATE SKIP LOCKED, so two workers never wait on each other, while an
+// append waits for them and they for it (no append ever changes an offset
+// under a claim being made, so pending markers stay exact). Other group
+// operations (registration, lifecycle, reset, reaping, drained offsets)
+// take the exclusive lock. Reads take no lock: each is one statement (the
+// log's newest position is read in the same statement as the messages,
+// for the guard), or one REPEATABLE READ snapshot.
+//
+// # Consumer groups
+//
+// As on SQLite: each offset carries a pending marker (next_position, the
+// first message after its position that wakes the partition), kept exact
+// by appends (which create and wake offsets in their transaction: the
+// configuration is stored and cached per version, so every process's
+// appends create offsets for every group), acks, advances, deletes and
+// the discovery at registration and reset. The claim scan is a range of a
+// partial index of the claimable offsets, so an idle group answers from an
+// empty range whatever its number of caught-up partitions; ClaimNext and
+// ClaimUpdate first ask it with one statement outside any transaction
+// (status, retry time, EXISTS on that index) and take no lock when the
+// group is idle. Stale claims are released by ReleaseStaleClaims (workers
+// not heartbeating, or with no heartbeat, claims older than the TTL);
+// delete-on-ack queues delete their messages through GroupTx.Delete and
+// ReleaseDrainedOffsets drops their drained offsets; scheduled messages
+// are promoted in transactions under the exclusive lock that delete what
+// they promote, so each is promoted exactly once across processes
+// (TestPromotionExactlyOnce).
+//
+// # Notifications
+//
+// Every appending transaction sends NOTIFY on the store's channel
+// (Store.Channel), which PostgreSQL delivers at the commit and never on
+// rollback. A Listener (Store.Listen) turns the notifications of other
+// processes into calls of Options.Notifier, so workers anywhere wake
+// within milliseconds; its own store's appends it skips (the notifier
+// hears of those directly). When its connection breaks it reconnects with
+// backoff and announces the types of everything appended since the last
+// position it heard of. The runtime's catch-up poll stays the safety net.
+//
+// # Sync work
+//
+// Inside Update, tx.Context() is a *TxContext whose Conn is the
+// connection of the open transaction: sync work writes its own tables
+// there, committed or rolled back with the append.
+//
+// # Tests
+//
+// The tests need a server: SOURCED_TEST_POSTGRES_URL (see package
+// internal/pgtest); each test installs the store under a fresh prefix and
+// drops it at the end. Without the variable they skip, saying how to start
+// a server; under CI (CI=true) they fail.
+package pgstore

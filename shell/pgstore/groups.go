@@ -1,0 +1,1283 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+var (
+	_ shell.Groups  = (*Store)(nil)
+	_ shell.GroupTx = (*tx)(nil)
+)
+
+// groupQueries is the SQL of the consumer-group side.
+type groupQueries struct {
+	loadGroups, bumpConfig                     string
+	insertGroup, updateConfig, updateLabel     string
+	groupRow, groupNames, probe                string
+	upsertOffset, ensureOffset, offsetByKey    string
+	scan, claim, remark, held, release, moveTo string
+	ack                                        string
+	raiseHighest, recover, setStatus           string
+	resetOffsets, clearPending, groupOffsets   string
+	discoverScan, setPending, unprocessed      string
+	deleteMessages, remarkDeleted              string
+	drainIDs, drainKeyed, clearDrain           string
+	releaseStale, heartbeat                    string
+	oldClaims, releaseOld, removeWorkers       string
+	groupInfo, countOffsets, readOffsets       string
+}
+
+func newGroupQueries(n names) groupQueries {
+	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+	next := f(`CASE WHEN o.message_id IS NOT NULL
+	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND m.message_type = ANY(g.handled))
+	ELSE (SELECT min(m.position) FROM %[1]s m WHERE m.keys @> o.keys AND m.position > o.last_position AND m.message_type = ANY(g.handled)) END`, n.messages)
+	return groupQueries{
+		loadGroups:   f(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, n.groups),
+		bumpConfig:   f(`UPDATE %s SET config_version = config_version + 1 WHERE id = 1 RETURNING config_version`, n.head),
+		insertGroup:  f(`INSERT INTO %s (group_id, label, partition_by, exclusive, handled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)`, n.groups),
+		updateConfig: f(`UPDATE %s SET label = $2, partition_by = $3, exclusive = $4, handled = $5, updated_at = $6 WHERE id = $1`, n.groups),
+		updateLabel:  f(`UPDATE %s SET label = $2, updated_at = $3 WHERE id = $1 AND label <> $2`, n.groups),
+		groupRow:     f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1`, n.groups),
+		groupNames:   f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
+		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed)
+FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
+		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
+	CASE WHEN excluded.next_position > o.last_position THEN coalesce(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets),
+		ensureOffset: f(`INSERT INTO %s (consumer_group_id, partition_key, keys, message_id, drain_check) VALUES ($1, $2, $3, $4, true)
+ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
+		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
+		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
+WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed
+ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
+		ack: f(`WITH a AS (
+	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
+	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
+	RETURNING o.consumer_group_id)
+UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
+		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
+		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
+		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
+WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
+		release:      f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
+		moveTo:       f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		raiseHighest: f(`UPDATE %s SET highest_position = greatest(highest_position, $2) WHERE id = $1 RETURNING status, failure`, n.groups),
+		recover:      f(`UPDATE %s SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $2 WHERE id = $1`, n.groups),
+		setStatus:    f(`UPDATE %s SET status = $2, retry_at = $3, failure = $4, updated_at = $5 WHERE id = $1`, n.groups),
+		resetOffsets: f(`UPDATE %s SET replay_until = greatest(replay_until, last_position), last_position = 0,
+	claimed = false, claimed_at = NULL, claimed_by = NULL WHERE consumer_group_id = $1`, n.offsets),
+		clearPending: f(`UPDATE %s SET next_position = NULL WHERE consumer_group_id = $1 AND next_position IS NOT NULL`, n.offsets),
+		groupOffsets: f(`SELECT partition_key, last_position FROM %s WHERE consumer_group_id = $1`, n.offsets),
+		discoverScan: f(`SELECT position, message_id, keys FROM %s WHERE message_type = ANY($1::text[]) ORDER BY position`, n.messages),
+		setPending: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position = excluded.next_position`, n.offsets),
+		deleteMessages: f(`WITH d AS (DELETE FROM %[1]s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id),
+q AS (UPDATE %[2]s o SET drain_check = true FROM d WHERE o.message_id = d.message_id)
+UPDATE %[2]s o SET drain_check = true FROM d, %[3]s g
+WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL`, n.messages, n.offsets, n.groups),
+		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[])`, n.offsets, next, n.groups),
+		drainIDs: f(`DELETE FROM %s o WHERE o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
+		drainKeyed: f(`DELETE FROM %s o USING %s g WHERE g.id = o.consumer_group_id
+	AND o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_type = ANY(g.handled) AND m.keys && o.keys
+		AND NOT EXISTS (SELECT 1 FROM unnest(o.keys) k WHERE split_part(k, chr(31), 1) = ANY(m.key_names) AND NOT (k = ANY(m.keys))))`, n.offsets, n.groups, n.messages),
+		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
+		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
+WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
+		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
+		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
+		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
+		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
+ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
+		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
+	s.n, coalesce(s.oldest, 0), coalesce(s.newest, 0)
+FROM %s g LEFT JOIN LATERAL (
+	SELECT count(*) AS n, min(last_position) FILTER (WHERE last_position > 0) AS oldest, max(last_position) AS newest
+	FROM %s o WHERE o.consumer_group_id = g.id) s ON true`, n.groups, n.offsets),
+		countOffsets: f(`SELECT count(*) FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE $1 = '' OR g.group_id = $1`, n.offsets, n.groups),
+		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($3 = '' OR g.group_id = $3) ORDER BY o.id LIMIT $2`, n.offsets, n.groups),
+	}
+}
+
+// groupConf is a registered group's configuration.
+type groupConf struct {
+	row         int64
+	name        string
+	partitionBy []string // sorted; empty for an id-partitioned group
+	exclusive   bool
+	handled     []string // sorted
+}
+
+func (g *groupConf) byID() bool { return len(g.partitionBy) == 0 }
+
+func (g *groupConf) handles(typ string) bool { return slices.Contains(g.handled, typ) }
+
+// groupSet is the configuration of every group at one config version.
+type groupSet struct {
+	version int64
+	list    []*groupConf
+	byName  map[string]*groupConf
+	byType  map[string][]*groupConf
+	// byID holds the handled types of id-partitioned groups: messages of
+	// these types are indexed under core.IDKey only.
+	byID map[string]bool
+}
+
+// loadGroups reads the configuration of every group.
+func (s *Store) loadGroups(ctx context.Context, q querier, version int64) (*groupSet, error) {
+	rows, err := q.Query(ctx, s.q.g.loadGroups)
+	if err != nil {
+		return nil, err
+	}
+	gs := &groupSet{version: version, byName: map[string]*groupConf{}, byType: map[string][]*groupConf{}, byID: map[string]bool{}}
+	for rows.Next() {
+		g := &groupConf{}
+		if err := rows.Scan(&g.row, &g.name, &g.partitionBy, &g.exclusive, &g.handled); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		gs.list = append(gs.list, g)
+		gs.byName[g.name] = g
+		for _, typ := range g.handled {
+			gs.byType[typ] = append(gs.byType[typ], g)
+			if g.byID() {
+				gs.byID[typ] = true
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if old := s.groups.Load(); old == nil || old.version < version {
+		s.groups.Store(gs)
+	}
+	return gs, nil
+}
+
+// tuple is a partition of a group.
+type tuple struct {
+	key       string // the stored partition key: JSON of [name, value] pairs
+	keys      []string
+	partition map[string]string
+	msgID     *uuid.UUID // the message of an id-partitioned group's offset
+}
+
+func newTuple(names, values []string, msgID *uuid.UUID) tuple {
+	pairs := make([][2]string, len(names))
+	keys := make([]string, len(names))
+	partition := make(map[string]string, len(names))
+	for i, n := range names {
+		pairs[i] = [2]string{n, values[i]}
+		keys[i] = keyString(n, values[i])
+		partition[n] = values[i]
+	}
+	data, _ := json.Marshal(pairs)
+	return tuple{key: string(data), keys: keys, partition: partition, msgID: msgID}
+}
+
+func parsePartition(key string) (map[string]string, error) {
+	var pairs [][2]string
+	if err := json.Unmarshal([]byte(key), &pairs); err != nil {
+		return nil, fmt.Errorf("pgstore: partition key %q: %w", key, err)
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		out[p[0]] = p[1]
+	}
+	return out, nil
+}
+
+// tuples returns the partitions of g that a message carries in full (AND
+// discovery): none unless it carries every partition attribute, one per
+// combination of values when attributes hold several. An id-partitioned
+// group has one partition per message.
+func (g *groupConf) tuples(keys []codec.KeyPair, id uuid.UUID) []tuple {
+	if g.byID() {
+		return []tuple{newTuple([]string{core.IDKey}, []string{id.String()}, &id)}
+	}
+	values := make([][]string, len(g.partitionBy))
+	for i, name := range g.partitionBy {
+		for _, k := range keys {
+			if k.Name == name {
+				values[i] = append(values[i], k.Value)
+			}
+		}
+		if len(values[i]) == 0 {
+			return nil
+		}
+	}
+	var out []tuple
+	pick := make([]string, len(values))
+	var walk func(i int)
+	walk = func(i int) {
+		if i == len(values) {
+			out = append(out, newTuple(g.partitionBy, pick, nil))
+			return
+		}
+		for _, v := range values[i] {
+			pick[i] = v
+			walk(i + 1)
+		}
+	}
+	walk(0)
+	return out
+}
+
+// upserts collects the offsets an append creates or wakes, each once with
+// the first position that wakes it.
+type upserts struct {
+	order []upsertKey
+	first map[upsertKey]upsert
+}
+
+type upsertKey struct {
+	group int64
+	key   string
+}
+
+type upsert struct {
+	tp  tuple
+	pos int64
+}
+
+func newUpserts() *upserts { return &upserts{first: map[upsertKey]upsert{}} }
+
+func (u *upserts) add(group int64, tp tuple, pos int64) {
+	k := upsertKey{group, tp.key}
+	if _, ok := u.first[k]; ok {
+		return
+	}
+	u.order = append(u.order, k)
+	u.first[k] = upsert{tp, pos}
+}
+
+// queue queues the upserts, in the order the append met them (offset ids
+// follow creation order, which breaks ties between claims).
+func (u *upserts) queue(b *pgx.Batch, s *Store) {
+	for _, k := range u.order {
+		up := u.first[k]
+		b.Queue(s.q.g.upsertOffset, k.group, up.tp.key, up.tp.keys, up.tp.msgID, up.pos)
+	}
+}
+
+// RegisterGroup creates the group (active) or updates its label,
+// partitioning and handled types, keeping its status, failure, offsets and
+// highest position; see shell.Groups. A new group, or one whose
+// partitioning or handled types change, discovers its partitions in the
+// whole log at once. The configuration is stored, and its version in
+// <p>_head, so every process's appends index and create offsets for it.
+func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
+		return err
+	}
+	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
+		return fmt.Errorf("pgstore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
+	}
+	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
+	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
+	if partitionBy == nil {
+		partitionBy = []string{}
+	}
+	label := spec.Label
+	if label == "" {
+		label = spec.ID
+	}
+	err := s.update(ctx, lockExclusive, func(t *tx) error {
+		for _, o := range t.gs.list {
+			if o.name == spec.ID || !spec.Exclusive && !o.exclusive {
+				continue
+			}
+			var shared []string
+			for _, typ := range handled {
+				if o.handles(typ) {
+					shared = append(shared, typ)
+				}
+			}
+			if len(shared) > 0 {
+				return &shell.GroupConflictError{Group: spec.ID, Other: o.name, Types: shared}
+			}
+		}
+		q := s.q.g
+		now := s.now()
+		old := t.gs.byName[spec.ID]
+		changed := old == nil || !slices.Equal(old.partitionBy, partitionBy) || !slices.Equal(old.handled, handled) || old.exclusive != spec.Exclusive
+		if !changed {
+			_, err := t.c.Exec(t.ctx, q.updateLabel, old.row, label, now)
+			return t.check("register", err)
+		}
+		var err error
+		if old == nil {
+			_, err = t.c.Exec(t.ctx, q.insertGroup, spec.ID, label, partitionBy, spec.Exclusive, handled, now)
+		} else {
+			_, err = t.c.Exec(t.ctx, q.updateConfig, old.row, label, partitionBy, spec.Exclusive, handled, now)
+		}
+		if err != nil {
+			return t.fail("register", err)
+		}
+		var version int64
+		if err := t.c.QueryRow(t.ctx, q.bumpConfig).Scan(&version); err != nil {
+			return t.fail("register", err)
+		}
+		gs, err := s.loadGroupsLocal(t, version)
+		if err != nil {
+			return t.fail("register", err)
+		}
+		t.gs = gs
+		return t.discover(gs.byName[spec.ID])
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: register consumer group %s: %w", spec.ID, err)
+	}
+	return nil
+}
+
+// loadGroupsLocal loads the configuration a transaction changed: it is
+// published to the store's cache only by a later transaction that reads it
+// committed.
+func (s *Store) loadGroupsLocal(t *tx, version int64) (*groupSet, error) {
+	cached := s.groups.Load()
+	gs, err := s.loadGroups(t.ctx, t.c, version)
+	if err != nil {
+		return nil, err
+	}
+	s.groups.CompareAndSwap(gs, cached) // undo the publication: not committed yet
+	return gs, nil
+}
+
+// check records err (from PostgreSQL) as the transaction's failure.
+func (t *tx) check(op string, err error) error {
+	if err != nil {
+		return t.fail(op, err)
+	}
+	return nil
+}
+
+// discover recomputes the pending markers of g from the whole log,
+// creating the offsets of partitions that handled messages carry in full.
+func (t *tx) discover(g *groupConf) error {
+	s := t.s
+	q := s.q.g
+	last := map[string]int64{}
+	rows, err := t.c.Query(t.ctx, q.groupOffsets, g.row)
+	if err != nil {
+		return t.fail("discover", err)
+	}
+	for rows.Next() {
+		var key string
+		var pos int64
+		if err := rows.Scan(&key, &pos); err != nil {
+			rows.Close()
+			return t.fail("discover", err)
+		}
+		last[key] = pos
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return t.fail("discover", err)
+	}
+	if _, err := t.c.Exec(t.ctx, q.clearPending, g.row); err != nil {
+		return t.fail("discover", err)
+	}
+	ups := newUpserts()
+	rows, err = t.c.Query(t.ctx, q.discoverScan, g.handled)
+	if err != nil {
+		return t.fail("discover", err)
+	}
+	for rows.Next() {
+		var pos int64
+		var id uuid.UUID
+		var keys []string
+		if err := rows.Scan(&pos, &id, &keys); err != nil {
+			rows.Close()
+			return t.fail("discover", err)
+		}
+		for _, tp := range g.tuples(parseKeys(keys), id) {
+			if l, ok := last[tp.key]; ok && pos <= l {
+				continue
+			}
+			ups.add(g.row, tp, pos)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return t.fail("discover", err)
+	}
+	b := &pgx.Batch{}
+	for _, k := range ups.order {
+		up := ups.first[k]
+		b.Queue(q.setPending, k.group, up.tp.key, up.tp.keys, up.tp.msgID, up.pos)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return t.check("discover", t.c.SendBatch(t.ctx, b).Close())
+}
+
+// parseKeys turns the keys column back into key pairs.
+func parseKeys(keys []string) []codec.KeyPair {
+	out := make([]codec.KeyPair, 0, len(keys))
+	for _, k := range keys {
+		name, value, _ := strings.Cut(k, keySep)
+		out = append(out, codec.KeyPair{Name: name, Value: value})
+	}
+	return out
+}
+
+// checkClaimArgs validates ClaimNext's arguments.
+func checkClaimArgs(workerID string, batchSize int) error {
+	if workerID == "" {
+		return errors.New("pgstore: claim with no worker id")
+	}
+	if batchSize <= 0 {
+		return fmt.Errorf("pgstore: claim a batch of %d messages: the batch size must be positive", batchSize)
+	}
+	return nil
+}
+
+// idle answers whether group has nothing to claim now, with one
+// statement outside any transaction: the group's status and whether its
+// partial index of claimable offsets is empty (an O(1) probe however many
+// caught-up partitions the group has). A false answer may be stale by the
+// time a claim runs; a true one is as good as a claim finding nothing.
+func (s *Store) idle(ctx context.Context, group string) (bool, error) {
+	var status shell.Status
+	var retryAt *time.Time
+	var pending bool
+	err := s.pool.QueryRow(ctx, s.q.g.probe, group).Scan(&status, &retryAt, &pending)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, s.unknownGroup(ctx, s.pool, group)
+	}
+	if err != nil {
+		return false, s.wrap(ctx, "claim "+group, err)
+	}
+	var at time.Time
+	if retryAt != nil {
+		at = *retryAt
+	}
+	return !pending || !shell.Claimable(status, at, s.now()), nil
+}
+
+// ClaimNext claims the partition of group with pending work whose offset
+// is furthest behind (ties: the oldest offset) for workerID, with up to
+// batchSize of its messages. An idle group is answered by one probe; a
+// claim runs under the shared lock, so that workers claim, acknowledge
+// and release side by side (FOR UPDATE SKIP LOCKED picks the offset),
+// while appends wait for them and they for appends.
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
+	if err := checkClaimArgs(workerID, batchSize); err != nil {
+		return nil, err
+	}
+	if idle, err := s.idle(ctx, group); err != nil || idle {
+		return nil, err
+	}
+	err = s.update(ctx, lockShared, func(t *tx) error {
+		c, err = t.claimNext(group, workerID, batchSize)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ClaimUpdate claims like ClaimNext and calls fn with the claim in the
+// same transaction, which holds the exclusive lock (fn may append).
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+	if err := checkClaimArgs(workerID, batchSize); err != nil {
+		return false, err
+	}
+	if idle, err := s.idle(ctx, group); err != nil || idle {
+		return false, err
+	}
+	var c *shell.Claim
+	err := s.update(ctx, lockExclusive, func(t *tx) error {
+		var err error
+		if c, err = t.claimNext(group, workerID, batchSize); err != nil || c == nil {
+			return err
+		}
+		return fn(t, c)
+	})
+	return c != nil, err
+}
+
+// ClaimNext claims inside the transaction; see shell.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	if err := checkClaimArgs(workerID, batchSize); err != nil {
+		return nil, err
+	}
+	return t.claimNext(group, workerID, batchSize)
+}
+
+// groupState is a group's row.
+type groupState struct {
+	row         int64
+	status      shell.Status
+	retryAt     time.Time
+	failure     string
+	handled     []string
+	partitionBy []string
+	exclusive   bool
+}
+
+// state reads a group's row, or returns an *UnknownGroupError.
+func (t *tx) state(group string) (groupState, error) {
+	var st groupState
+	var retryAt *time.Time
+	err := t.c.QueryRow(t.ctx, t.s.q.g.groupRow, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if uerr := t.s.unknownGroup(t.ctx, t.c, group); errors.As(uerr, new(*shell.UnknownGroupError)) {
+			return st, uerr
+		} else {
+			return st, t.fail("group "+group, uerr)
+		}
+	}
+	if err != nil {
+		return st, t.fail("group "+group, err)
+	}
+	if retryAt != nil {
+		st.retryAt = retryAt.UTC()
+	}
+	return st, nil
+}
+
+// maxStaleMarkers bounds how many wrong pending markers one claim repairs.
+const maxStaleMarkers = 64
+
+func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+	s := t.s
+	q := s.q.g
+	now := s.now()
+	for attempt := range maxStaleMarkers {
+		// The group's row and the scan in one round trip (the scan may
+		// lock an offset of a group that turns out not claimable: the
+		// lock goes with the transaction).
+		b := &pgx.Batch{}
+		if attempt == 0 {
+			b.Queue(q.groupRow, group)
+		}
+		b.Queue(q.scan, group)
+		br := t.c.SendBatch(t.ctx, b)
+		var st groupState
+		var err error
+		if attempt == 0 {
+			var retryAt *time.Time
+			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+			if retryAt != nil {
+				st.retryAt = retryAt.UTC()
+			}
+		}
+		var id, last, replay int64
+		var key string
+		found := false
+		if err == nil {
+			err = br.QueryRow().Scan(&id, &key, &last, &replay)
+			found = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, pgx.ErrNoRows) { // no group row
+			return nil, t.unknown(group)
+		}
+		if err != nil {
+			return nil, t.fail("claim "+group, err)
+		}
+		if attempt == 0 {
+			t.claimState = st
+		}
+		st = t.claimState
+		if !shell.Claimable(st.status, st.retryAt, now) || !found {
+			return nil, nil
+		}
+		partition, err := parsePartition(key)
+		if err != nil {
+			return nil, err
+		}
+		// The fetch and the claim in one round trip; an empty fetch (a
+		// marker gone wrong behind the store's back) undoes the claim.
+		sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
+		b = &pgx.Batch{}
+		b.Queue(sql, args...)
+		b.Queue(q.claim, id, now, workerID)
+		br = t.c.SendBatch(t.ctx, b)
+		msgs, err := s.scanMessages(br.Query())
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, t.fail("claim "+group, err)
+		}
+		if len(msgs) == 0 {
+			var next *int64
+			if _, err := t.c.Exec(t.ctx, q.release, id); err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
+			if err := t.c.QueryRow(t.ctx, q.remark, id).Scan(&next); err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
+			if next != nil {
+				return nil, fmt.Errorf("pgstore: claim %s: offset %d is pending at %d but its fetch is empty", group, id, *next)
+			}
+			continue
+		}
+		types, err := s.handledTypes(st.handled)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
+		}
+		lastPos := msgs[len(msgs)-1].Position
+		return &shell.Claim{
+			Group:     group,
+			WorkerID:  workerID,
+			OffsetID:  id,
+			Partition: partition,
+			Messages:  msgs,
+			Guard:     core.Guard{Conditions: core.ConditionsFor(partition, types...), LastPosition: lastPos},
+			Replaying: lastPos <= replay,
+		}, nil
+	}
+	return nil, nil
+}
+
+// unknown returns the *UnknownGroupError of group.
+func (t *tx) unknown(group string) error {
+	err := t.s.unknownGroup(t.ctx, t.c, group)
+	if !errors.As(err, new(*shell.UnknownGroupError)) {
+		return t.fail("group "+group, err)
+	}
+	return err
+}
+
+// held checks, locking the offset's row, that the claim's worker still
+// holds its offset.
+func (t *tx) held(c *shell.Claim, verb string) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("pgstore: %s a nil claim", verb)
+	}
+	var claimed bool
+	var by string
+	err := t.c.QueryRow(t.ctx, t.s.q.g.held, c.OffsetID, c.Group).Scan(&claimed, &by)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := t.state(c.Group); err != nil {
+			return err
+		}
+		return fmt.Errorf("pgstore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, shell.ErrNotClaimant)
+	}
+	if err != nil {
+		return t.fail(verb, err)
+	}
+	if !claimed || by != c.WorkerID {
+		return fmt.Errorf("pgstore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, shell.ErrNotClaimant)
+	}
+	return nil
+}
+
+// Release frees a claim without moving its offset, under the shared
+// lock. Only the claiming worker may release it (else an error matching
+// shell.ErrNotClaimant).
+func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
+	return s.update(ctx, lockShared, func(t *tx) error { return t.Release(c) })
+}
+
+// Release frees a claim without moving its offset, in the transaction;
+// see shell.GroupTx.
+func (t *tx) Release(c *shell.Claim) error {
+	if err := t.held(c, "release"); err != nil {
+		return err
+	}
+	_, err := t.c.Exec(t.ctx, t.s.q.g.release, c.OffsetID)
+	return t.check("release", err)
+}
+
+// Ack moves the claim's offset to position and frees it, in a transaction
+// of its own under the shared lock; see tx.Ack.
+func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
+	return s.update(ctx, lockShared, func(t *tx) error { return t.Ack(c, position) })
+}
+
+// Ack moves the claim's offset to position (never backwards), recomputes
+// its pending marker, frees the claim and raises the group's highest
+// position; a retrying group whose failed partition this is recovers.
+// Only the claiming worker may ack.
+func (t *tx) Ack(c *shell.Claim, position int64) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if c == nil {
+		return errors.New("pgstore: ack a nil claim")
+	}
+	if err := shell.CheckAck(c, position); err != nil {
+		return err
+	}
+	q := t.s.q.g
+	// The claimant check, the move, the release and the group's highest
+	// position in one statement, the new pending marker in the same round
+	// trip (recomputing it is right whether or not the ack happened).
+	b := &pgx.Batch{}
+	b.Queue(q.ack, c.OffsetID, c.Group, position, c.WorkerID)
+	b.Queue(q.remark, c.OffsetID)
+	br := t.c.SendBatch(t.ctx, b)
+	var groupRow int64
+	var status shell.Status
+	var failure string
+	err := br.QueryRow().Scan(&groupRow, &status, &failure)
+	acked := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return t.fail("ack", err)
+	}
+	if !acked {
+		if err := t.held(c, "ack"); err != nil {
+			return err
+		}
+		return fmt.Errorf("pgstore: internal error: ack of offset %d of %s did not happen", c.OffsetID, c.Group)
+	}
+	return t.recoverFrom(groupRow, c.OffsetID, status, failure)
+}
+
+// raise raises the group's highest position (AdvanceOffset).
+func (t *tx) raise(groupRow, offsetID, position int64) error {
+	var status shell.Status
+	var failure string
+	if err := t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
+		return t.fail("ack", err)
+	}
+	return t.recoverFrom(groupRow, offsetID, status, failure)
+}
+
+// recoverFrom recovers a retrying group whose failed partition is
+// offsetID (just acknowledged).
+func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure string) error {
+	if status != shell.StatusRetrying || offsetID == 0 {
+		return nil
+	}
+	var f shell.Failure
+	if err := json.Unmarshal([]byte(failure), &f); err != nil || f.OffsetID != offsetID {
+		return nil
+	}
+	_, err := t.c.Exec(t.ctx, t.s.q.g.recover, groupRow, t.s.now())
+	return t.check("ack", err)
+}
+
+// Delete removes messages from the log (positions not in the log are
+// ignored): their offsets' pending markers are recomputed and the offsets
+// they belonged to are checked by the next ReleaseDrainedOffsets.
+func (t *tx) Delete(positions ...int64) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.exclusive("delete"); err != nil {
+		return err
+	}
+	if len(positions) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(t.s.q.g.deleteMessages, positions)
+	b.Queue(t.s.q.g.remarkDeleted, positions)
+	return t.check("delete", t.c.SendBatch(t.ctx, b).Close())
+}
+
+// AdvanceOffset moves a partition's offset to position without a claim;
+// see shell.GroupTx.
+func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
+	if err := t.usable(); err != nil {
+		return false, err
+	}
+	if err := t.exclusive("advance"); err != nil {
+		return false, err
+	}
+	s := t.s
+	q := s.q.g
+	g := t.gs.byName[group]
+	if g == nil {
+		return false, s.unknownGroup(t.ctx, t.c, group)
+	}
+	if position > t.head {
+		return false, fmt.Errorf("pgstore: advance %s to position %d, past the newest position %d", group, position, t.head)
+	}
+	if position <= 0 {
+		return true, nil
+	}
+	var tp tuple
+	if g.byID() {
+		id, err := uuid.Parse(partition[core.IDKey])
+		if len(partition) != 1 || err != nil {
+			return false, fmt.Errorf("pgstore: advance %s: partition %v is not {%q: message id}", group, partition, core.IDKey)
+		}
+		tp = newTuple([]string{core.IDKey}, []string{id.String()}, &id)
+	} else {
+		if !slices.Equal(slices.Sorted(maps.Keys(partition)), g.partitionBy) {
+			return false, fmt.Errorf("pgstore: advance %s: partition %v does not hold exactly its partition attributes %v", group, partition, g.partitionBy)
+		}
+		values := make([]string, len(g.partitionBy))
+		for i, name := range g.partitionBy {
+			values[i] = partition[name]
+		}
+		tp = newTuple(g.partitionBy, values, nil)
+	}
+	b := &pgx.Batch{}
+	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
+	b.Queue(q.offsetByKey, g.row, tp.key)
+	br := t.c.SendBatch(t.ctx, b)
+	var id, last int64
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&id, &last)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, t.fail("advance", err)
+	}
+	if last >= position {
+		return true, nil
+	}
+	var args sqlArgs
+	sql := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE position > %s AND position < %s AND %s)`,
+		s.names.messages, args.add(last), args.add(position), partitionSQL(tp.partition, g.handled, &args))
+	var blocked bool
+	if err := t.c.QueryRow(t.ctx, sql, args...).Scan(&blocked); err != nil {
+		return false, t.fail("advance", err)
+	}
+	if blocked {
+		return false, nil
+	}
+	b = &pgx.Batch{}
+	b.Queue(q.moveTo, id, position)
+	b.Queue(q.remark, id)
+	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
+		return false, t.fail("advance", err)
+	}
+	return true, t.raise(g.row, 0, position)
+}
+
+// operate runs an operator command on a group: the transition, then
+// change, in one transaction that writes nothing when the status does not
+// accept the command.
+func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, change func(t *tx, st *groupState, f *shell.Failure) error) error {
+	return s.update(ctx, lockExclusive, func(t *tx) error {
+		st, err := t.state(group)
+		if err != nil {
+			return err
+		}
+		next, err := shell.Transition(group, st.status, cmd)
+		if err != nil {
+			return err
+		}
+		var f shell.Failure
+		if err := json.Unmarshal([]byte(st.failure), &f); err != nil {
+			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
+		}
+		st.status = next
+		if err := change(t, &st, &f); err != nil {
+			return err
+		}
+		return t.setStatus(st, f)
+	})
+}
+
+// setStatus writes a group's status, retry time and failure.
+func (t *tx) setStatus(st groupState, f shell.Failure) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("pgstore: encode failure: %w", err)
+	}
+	var retryAt *time.Time
+	if !st.retryAt.IsZero() {
+		retryAt = &st.retryAt
+	}
+	_, err = t.c.Exec(t.ctx, t.s.q.g.setStatus, st.row, string(st.status), retryAt, string(data), t.s.now())
+	return t.check("set status", err)
+}
+
+// StopGroup stops a group: its failure keeps its fields and gets reason,
+// its retry time is cleared.
+func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
+	return s.operate(ctx, group, shell.CmdStop, func(t *tx, st *groupState, f *shell.Failure) error {
+		st.retryAt = time.Time{}
+		f.Reason = reason
+		return nil
+	})
+}
+
+// StartGroup makes a group active, clearing its retry time and failure.
+func (s *Store) StartGroup(ctx context.Context, group string) error {
+	return s.operate(ctx, group, shell.CmdStart, func(t *tx, st *groupState, f *shell.Failure) error {
+		st.retryAt, *f = time.Time{}, shell.Failure{}
+		return nil
+	})
+}
+
+// ResetGroup moves every offset of the group back to the beginning (claims
+// included), recording how far each had been acknowledged (claims up to
+// there report Replaying), and rediscovers the log; the status and highest
+// position stay. It does nothing to an exclusive group: a delete-on-ack
+// queue cannot be replayed.
+func (s *Store) ResetGroup(ctx context.Context, group string) error {
+	return s.operate(ctx, group, shell.CmdReset, func(t *tx, st *groupState, f *shell.Failure) error {
+		if st.exclusive {
+			return nil
+		}
+		if _, err := t.c.Exec(t.ctx, s.q.g.resetOffsets, st.row); err != nil {
+			return t.fail("reset", err)
+		}
+		g := t.gs.byName[group]
+		if g == nil {
+			return fmt.Errorf("pgstore: reset %s: internal error: group not in the configuration", group)
+		}
+		return t.discover(g)
+	})
+}
+
+// RetryGroup moves the group to retrying until at with the failure, when
+// its status accepts it; otherwise the group stays as it is.
+func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
+	return s.work(ctx, group, shell.CmdRetry, func(st *groupState) shell.Failure {
+		st.retryAt = at.UTC().Truncate(time.Microsecond)
+		return failure
+	})
+}
+
+// FailGroup moves the group to failed with the failure, when its status
+// accepts it; otherwise the group stays as it is.
+func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
+	return s.work(ctx, group, shell.CmdFail, func(st *groupState) shell.Failure {
+		st.retryAt = time.Time{}
+		return failure
+	})
+}
+
+// work runs a worker command: like operate, but a status that does not
+// accept the command is no error (the group stays as it is).
+func (s *Store) work(ctx context.Context, group string, cmd shell.Command, change func(st *groupState) shell.Failure) error {
+	return s.update(ctx, lockExclusive, func(t *tx) error {
+		st, err := t.state(group)
+		if err != nil {
+			return err
+		}
+		next, err := shell.Transition(group, st.status, cmd)
+		if err != nil {
+			return nil
+		}
+		st.status = next
+		return t.setStatus(st, change(&st))
+	})
+}
+
+// ChangeGroup decides a worker command on the group's state and applies
+// it, in one transaction under the exclusive lock; see shell.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		st, err := t.state(group)
+		if err != nil {
+			return err
+		}
+		cur := shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		if err := json.Unmarshal([]byte(st.failure), &cur.Failure); err != nil {
+			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
+		}
+		out = cur
+		ch, err := decide(cur)
+		if err != nil || ch.Command == "" {
+			return err
+		}
+		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", group, ch.Command)
+		}
+		next, err := shell.Transition(group, st.status, ch.Command)
+		if err != nil {
+			return nil // a worker command: the group stays as it is
+		}
+		st.status, st.retryAt = next, time.Time{}
+		if ch.Command == shell.CmdRetry {
+			st.retryAt = ch.RetryAt.UTC().Truncate(time.Microsecond)
+		}
+		if err := t.setStatus(st, ch.Failure); err != nil {
+			return err
+		}
+		// What the store gives back: times at its precision, the failure
+		// through JSON.
+		out = shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		data, err := json.Marshal(ch.Failure)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &out.Failure)
+	})
+	if err != nil {
+		return shell.GroupState{}, err
+	}
+	return out, nil
+}
+
+// ReleaseClaimsOlderThan releases, in one transaction, every claim made at
+// or before cutoff, whoever holds it, and returns the released offsets as
+// they were.
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		out = nil
+		rows, err := t.c.Query(t.ctx, s.q.g.oldClaims, cutoff)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		out, err = scanOffsets(rows)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = t.c.Exec(t.ctx, s.q.g.releaseOld, cutoff)
+		return t.check("release old claims", err)
+	})
+	return out, err
+}
+
+// RemoveWorkers deletes the workers' heartbeat rows.
+func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
+	if len(workerIDs) == 0 {
+		return ctx.Err()
+	}
+	if _, err := s.pool.Exec(ctx, s.q.g.removeWorkers, workerIDs); err != nil {
+		return s.wrap(ctx, "remove workers", err)
+	}
+	return nil
+}
+
+// Group returns a group's status and figures.
+func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
+	infos, err := s.groupInfos(ctx, s.pool, group)
+	if err != nil {
+		return shell.GroupInfo{}, s.wrapGroupErr(ctx, "group", err)
+	}
+	if len(infos) == 0 {
+		return shell.GroupInfo{}, s.unknownGroup(ctx, s.pool, group)
+	}
+	return infos[0], nil
+}
+
+// wrapGroupErr wraps err unless it is an *UnknownGroupError.
+func (s *Store) wrapGroupErr(ctx context.Context, op string, err error) error {
+	if errors.As(err, new(*shell.UnknownGroupError)) {
+		return err
+	}
+	return s.wrap(ctx, op, err)
+}
+
+// groupInfos describes every group (or only group), by id.
+func (s *Store) groupInfos(ctx context.Context, q querier, group string) ([]shell.GroupInfo, error) {
+	sql := s.q.g.groupInfo + " ORDER BY g.group_id"
+	var args []any
+	if group != "" {
+		sql = s.q.g.groupInfo + " WHERE g.group_id = $1"
+		args = append(args, group)
+	}
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []shell.GroupInfo
+	for rows.Next() {
+		var info shell.GroupInfo
+		var retryAt *time.Time
+		var failure string
+		if err := rows.Scan(&info.ID, &info.Label, &info.Status, &retryAt, &failure, &info.HighestPosition, &info.PartitionBy, &info.Exclusive,
+			&info.Partitions, &info.OldestProcessed, &info.NewestProcessed); err != nil {
+			return nil, err
+		}
+		if retryAt != nil {
+			info.RetryAt = retryAt.UTC()
+		}
+		if err := json.Unmarshal([]byte(failure), &info.Failure); err != nil {
+			return nil, fmt.Errorf("consumer group %s: failure: %w", info.ID, err)
+		}
+		if len(info.PartitionBy) == 0 {
+			info.PartitionBy = nil
+		}
+		out = append(out, info)
+	}
+	return out, rows.Err()
+}
+
+// unknownGroup returns the *UnknownGroupError of group, naming the
+// registered groups.
+func (s *Store) unknownGroup(ctx context.Context, q querier, group string) error {
+	rows, err := q.Query(ctx, s.q.g.groupNames)
+	if err != nil {
+		return s.wrap(ctx, "group "+group, err)
+	}
+	known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return s.wrap(ctx, "group "+group, err)
+	}
+	return &shell.UnknownGroupError{Group: group, Known: known}
+}
+
+// Heartbeat records that the workers are alive at at.
+func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time) error {
+	if slices.Contains(workerIDs, "") {
+		return errors.New("pgstore: heartbeat of a worker with no id")
+	}
+	if len(workerIDs) == 0 {
+		return ctx.Err()
+	}
+	ids := slices.Compact(slices.Sorted(slices.Values(workerIDs)))
+	if _, err := s.pool.Exec(ctx, s.q.g.heartbeat, ids, at); err != nil {
+		return s.wrap(ctx, "heartbeat", err)
+	}
+	return nil
+}
+
+// ReleaseStaleClaims releases, in one transaction, the claims of workers
+// last seen at or before now-ttl, and those of workers that never
+// heartbeat made at or before now-ttl; it returns how many.
+func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		tag, err := t.c.Exec(t.ctx, s.q.g.releaseStale, now.Add(-ttl))
+		n = int(tag.RowsAffected())
+		return t.check("release stale claims", err)
+	})
+	return n, err
+}
+
+// ReleaseDrainedOffsets deletes the unclaimed offsets whose partition no
+// longer holds a message of the group's handled types (under conditional
+// AND: a message carrying only some of a composite partition's
+// attributes keeps it); only offsets that may have drained are checked
+// (those a deleted message belonged to, and those AdvanceOffset created),
+// in three statements whatever their number.
+func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		q := s.q.g
+		b := &pgx.Batch{}
+		b.Queue(q.drainIDs)
+		b.Queue(q.drainKeyed)
+		b.Queue(q.clearDrain)
+		br := t.c.SendBatch(t.ctx, b)
+		for range 2 {
+			tag, err := br.Exec()
+			if err != nil {
+				br.Close()
+				return t.fail("release drained offsets", err)
+			}
+			n += int(tag.RowsAffected())
+		}
+		return t.check("release drained offsets", br.Close())
+	})
+	return n, err
+}
+
+// PruneOrphanKeyPairs returns 0: key pairs live in each message's keys
+// column (and each offset's), so they go with it; there is no dictionary
+// to prune.
+func (s *Store) PruneOrphanKeyPairs(ctx context.Context) (int, error) { return 0, ctx.Err() }
+
+// ReadOffsets returns a page of offsets by ascending id from q.From; Total
+// counts the offsets of q.Group (all groups when empty).
+func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page shell.OffsetPage, err error) {
+	limit := oq.Limit
+	if limit <= 0 {
+		limit = shell.DefaultPageSize
+	}
+	err = s.snapshot(ctx, func(q querier) error {
+		if oq.Group != "" {
+			var exists bool
+			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, oq.Group).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return s.unknownGroup(ctx, q, oq.Group)
+			}
+		}
+		if err := q.QueryRow(ctx, s.q.g.countOffsets, oq.Group).Scan(&page.Total); err != nil {
+			return err
+		}
+		rows, err := q.Query(ctx, s.q.g.readOffsets, oq.From, limit, oq.Group)
+		if err != nil {
+			return err
+		}
+		page.Offsets, err = scanOffsets(rows)
+		if page.Offsets == nil {
+			page.Offsets = []shell.Offset{}
+		}
+		return err
+	})
+	if err != nil {
+		return shell.OffsetPage{}, s.wrapGroupErr(ctx, "read offsets", err)
+	}
+	return page, nil
+}
+
+// Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
+func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
+	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+}
+
+// scanOffsets reads offset rows (id, group, status, partition key, last
+// position, claimed, claimed at, claimed by).
+func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
+	defer rows.Close()
+	var out []shell.Offset
+	for rows.Next() {
+		var o shell.Offset
+		var key string
+		var claimedAt *time.Time
+		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
+			return nil, err
+		}
+		var err error
+		if o.Partition, err = parsePartition(key); err != nil {
+			return nil, err
+		}
+		if claimedAt != nil {
+			o.ClaimedAt = claimedAt.UTC()
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}

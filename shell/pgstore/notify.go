@@ -1,0 +1,230 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Notifications across processes.
+//
+// Every transaction that appends to the log sends, inside the
+// transaction, NOTIFY on the store's channel (see channelFor) with the
+// sending store's origin, the last position it wrote and the distinct
+// types. PostgreSQL delivers a notification to the listeners of every
+// session when, and only when, the transaction commits, in commit order:
+// a listener never hears of an append it cannot read yet, nor of one that
+// rolled back. A Listener turns them into calls of the store's notifier
+// (Options.Notifier) in its own process, skipping its own store's (which
+// that notifier hears of directly after the commit).
+
+// maxNotifyTypes bounds the notification payload (PostgreSQL's limit is
+// 8000 bytes); a commit with more type names announces "*", every type.
+const maxNotifyTypes = 6000
+
+// allTypes is the type list of a notification too long to send.
+const allTypes = "*"
+
+// channelFor is the notification channel of a store: a name derived from
+// the schema and prefix that fits PostgreSQL's 63-byte identifiers.
+func channelFor(key int64) string {
+	return "sourced_" + strconv.FormatUint(uint64(key), 16)
+}
+
+// notification is the payload of the NOTIFY of a commit: origin, last
+// position, then the types, separated by newlines (type names hold none).
+func notification(origin string, last int64, types []string) string {
+	list := strings.Join(types, "\n")
+	if len(list) > maxNotifyTypes {
+		list = allTypes
+	}
+	return origin + "\n" + strconv.FormatInt(last, 10) + "\n" + list
+}
+
+// parseNotification splits a notification payload.
+func parseNotification(payload string) (origin string, last int64, types []string) {
+	parts := strings.Split(payload, "\n")
+	if len(parts) < 3 {
+		return "", 0, nil
+	}
+	last, _ = strconv.ParseInt(parts[1], 10, 64)
+	return parts[0], last, parts[2:]
+}
+
+// Listener receives the store's notifications from other processes and
+// announces them to the store's notifier, so that workers in this process
+// wake within milliseconds of an append made anywhere. It holds one
+// connection of its own. When the connection breaks it reconnects (with
+// backoff) and catches up: it announces the types of every message
+// appended since the last position it heard of, so no append is missed.
+// The runtime's catch-up poll stays the safety net.
+type Listener struct {
+	s      *Store
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu   sync.Mutex
+	last int64 // the newest position heard of
+	conn *pgx.Conn
+	// reconnects counts the reconnections, for tests and monitoring.
+	reconnects int
+}
+
+// listenerApp is the application_name of a listener's connection.
+const listenerApp = "sourced-listener"
+
+// Listen starts a Listener: it connects and LISTENs before it returns
+// (so that every append committed afterwards is announced), then listens
+// until Close.
+func (s *Store) Listen(ctx context.Context) (*Listener, error) {
+	l := &Listener{s: s, done: make(chan struct{})}
+	if err := s.pool.QueryRow(ctx, s.q.headPosition).Scan(&l.last); err != nil {
+		return nil, s.wrap(ctx, "listen", err)
+	}
+	conn, err := l.connect(ctx)
+	if err != nil {
+		return nil, s.wrap(ctx, "listen", err)
+	}
+	l.conn = conn
+	lctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go l.run(lctx)
+	return l, nil
+}
+
+func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg := l.s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = listenerApp + " " + l.s.channel
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Channel returns the store's notification channel (LISTEN it to hear of
+// appends from any process).
+func (s *Store) Channel() string { return s.channel }
+
+// Close stops the listener and closes its connection.
+func (l *Listener) Close() error {
+	l.cancel()
+	<-l.done
+	return nil
+}
+
+// Reconnects returns how many times the listener reconnected.
+func (l *Listener) Reconnects() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reconnects
+}
+
+func (l *Listener) run(ctx context.Context) {
+	defer close(l.done)
+	s := l.s
+	conn := l.conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			origin, last, types := parseNotification(n.Payload)
+			l.heard(last)
+			if origin != s.origin && len(types) > 0 {
+				l.announce(types)
+			}
+			continue
+		}
+		s.log.Warn("pgstore: listener lost its connection; reconnecting", "channel", s.channel, "error", err)
+		conn.Close(context.Background())
+		conn = nil
+		for conn == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			c, err := l.connect(ctx)
+			if err != nil {
+				s.log.Warn("pgstore: listener reconnect failed", "error", err)
+				continue
+			}
+			if err := l.catchUp(ctx); err != nil {
+				s.log.Warn("pgstore: listener catch-up failed", "error", err)
+				c.Close(context.Background())
+				continue
+			}
+			conn = c
+		}
+		l.mu.Lock()
+		l.reconnects++
+		l.mu.Unlock()
+	}
+}
+
+// heard notes the newest position a notification reported.
+func (l *Listener) heard(last int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = max(l.last, last)
+}
+
+// catchUp announces the types appended since the last position heard of:
+// the notifications missed while the connection was down. It runs after
+// LISTEN succeeded, so nothing falls between.
+func (l *Listener) catchUp(ctx context.Context) error {
+	s := l.s
+	l.mu.Lock()
+	since := l.last
+	l.mu.Unlock()
+	var head int64
+	if err := s.pool.QueryRow(ctx, s.q.headPosition).Scan(&head); err != nil {
+		return err
+	}
+	if head <= since {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT message_type FROM %s WHERE position > $1 AND position <= $2`, s.names.messages), since, head)
+	if err != nil {
+		return err
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	l.heard(head)
+	if len(types) > 0 {
+		l.announce(types)
+	}
+	return nil
+}
+
+// announce tells the store's notifier.
+func (l *Listener) announce(types []string) {
+	if len(types) == 1 && types[0] == allTypes {
+		types = types[:0]
+		for _, t := range l.s.reg.Types() {
+			types = append(types, t.Name)
+		}
+	}
+	l.s.notifier.Notify(types)
+}

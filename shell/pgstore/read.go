@@ -1,0 +1,370 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// queries holds the store's constant SQL, with the table names spliced in.
+type queries struct {
+	readHead, writeHead, headPosition string
+	lastPosition, countScheduled      string
+	insertMessage, insertScheduled    string
+	probeIDs                          string
+	correlation                       string
+	dueScheduled, deleteScheduled     string
+	nextScheduled                     string
+	g                                 groupQueries
+}
+
+// messageColumns are the columns decodeRow reads, in its order.
+const messageColumns = `position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at`
+
+func newQueries(n names) queries {
+	return queries{
+		readHead:       fmt.Sprintf(`SELECT last_position, config_version FROM %s WHERE id = 1`, n.head),
+		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
+		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
+		lastPosition:   fmt.Sprintf(`SELECT coalesce(max(position), 0) FROM %s`, n.messages),
+		countScheduled: fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
+		insertMessage: fmt.Sprintf(`INSERT INTO %s (position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
+VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, $10, $11)`, n.messages),
+		insertScheduled: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at, scheduled_at)
+VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9)`, n.scheduled),
+		probeIDs: fmt.Sprintf(`SELECT message_id, 'in the log' FROM %s WHERE message_id = ANY($1::uuid[])
+UNION ALL SELECT message_id, 'scheduled' FROM %s WHERE message_id = ANY($1::uuid[]) LIMIT 1`, n.messages, n.scheduled),
+		correlation: fmt.Sprintf(`SELECT %s FROM %s WHERE correlation_id = (SELECT correlation_id FROM %s WHERE message_id = $1) ORDER BY position`,
+			messageColumns, n.messages, n.messages),
+		dueScheduled: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
+FROM %s WHERE available_at <= $1 ORDER BY id LIMIT $2`, n.scheduled),
+		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ANY($1::bigint[])`, n.scheduled),
+		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
+		g:               newGroupQueries(n),
+	}
+}
+
+// sqlArgs builds a parameter list alongside SQL text.
+type sqlArgs []any
+
+// add appends v and returns its placeholder.
+func (a *sqlArgs) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// condSQL renders conditions (OR across, AND within) as a predicate on
+// the messages table.
+func condSQL(conds []core.Condition, args *sqlArgs) string {
+	parts := make([]string, 0, len(conds))
+	for _, c := range conds {
+		if len(c.Attrs) == 0 {
+			parts = append(parts, "message_type = "+args.add(c.Type))
+			continue
+		}
+		keys := make([]string, 0, len(c.Attrs))
+		for name, value := range c.Attrs {
+			keys = append(keys, keyString(name, value))
+		}
+		slices.Sort(keys)
+		parts = append(parts, "(message_type = "+args.add(c.Type)+" AND keys @> "+args.add(keys)+"::text[])")
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// partitionSQL renders membership of a partition under conditional AND
+// (core.InPartition) for messages of the given types: the message carries
+// one of the partition's key pairs, and no other value for an attribute of
+// the partition.
+func partitionSQL(partition map[string]string, types []string, args *sqlArgs) string {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range partition {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	if len(names) == 1 && names[0] == core.IDKey {
+		if id, err := uuid.Parse(partition[core.IDKey]); err == nil {
+			// A queue's partition is one message, found by its id
+			// whatever it was indexed under when appended.
+			return "message_type = ANY(" + args.add(types) + "::text[]) AND message_id = " + args.add(id)
+		}
+	}
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = keyString(n, partition[n])
+	}
+	var b strings.Builder
+	b.WriteString("message_type = ANY(" + args.add(types) + "::text[]) AND keys && " + args.add(keys) + "::text[]")
+	if len(names) > 1 {
+		for i, n := range names {
+			b.WriteString(" AND (keys @> " + args.add([]string{keys[i]}) + "::text[] OR NOT key_names @> " + args.add([]string{n}) + "::text[])")
+		}
+	}
+	return b.String()
+}
+
+// withLast wraps a query of messages so that every row also carries the
+// newest position of the log, read in the same statement (one snapshot),
+// and an empty result still gives one row (of NULL messages).
+func (s *Store) withLast(inner, order string) string {
+	return fmt.Sprintf(`WITH h AS (SELECT coalesce(max(position), 0) AS last FROM %s)
+SELECT h.last, m.* FROM h LEFT JOIN LATERAL (%s) m ON true ORDER BY m.position %s`, s.names.messages, inner, order)
+}
+
+// queryLast runs a query built by withLast: the messages and the newest
+// position.
+func (s *Store) queryLast(ctx context.Context, q querier, sql string, args []any) ([]core.PositionedMessage, int64, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []core.PositionedMessage
+	var last int64
+	for rows.Next() {
+		var r msgRow
+		var pos *int64
+		if err := rows.Scan(&last, &pos, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created); err != nil {
+			return nil, 0, err
+		}
+		if pos == nil {
+			continue
+		}
+		r.position = *pos
+		m, err := s.decode(&r)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, m)
+	}
+	return out, last, rows.Err()
+}
+
+// msgRow is one message row as scanned.
+type msgRow struct {
+	position    int64
+	id          *uuid.UUID
+	typ         *string
+	version     *int
+	causation   *uuid.UUID
+	correlation *uuid.UUID
+	payload     []byte
+	metadata    []byte
+	created     *time.Time
+}
+
+func (r *msgRow) dest() []any {
+	return []any{&r.position, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created}
+}
+
+// decode rebuilds a message from its row.
+func (s *Store) decode(r *msgRow) (core.PositionedMessage, error) {
+	var payload any
+	var err error
+	if s.raw {
+		payload = json.RawMessage(slices.Clone(r.payload))
+	} else if payload, err = s.reg.Decode(*r.typ, *r.version, r.payload); err != nil {
+		return core.PositionedMessage{}, fmt.Errorf("pgstore: decode message %s at position %d: %w", r.id, r.position, err)
+	}
+	var md map[string]any
+	if r.metadata != nil {
+		if err := json.Unmarshal(r.metadata, &md); err != nil {
+			return core.PositionedMessage{}, fmt.Errorf("pgstore: decode metadata of message %s: %w", r.id, err)
+		}
+	}
+	m := core.Message{ID: *r.id, Type: *r.typ, Payload: payload, Metadata: md, CreatedAt: r.created.UTC()}
+	if r.causation != nil {
+		m.CausationID = *r.causation
+	}
+	if r.correlation != nil {
+		m.CorrelationID = *r.correlation
+	}
+	return core.PositionedMessage{Message: m, Position: r.position}, nil
+}
+
+// queryMessages runs a query of messageColumns.
+func (s *Store) queryMessages(ctx context.Context, q querier, sql string, args ...any) ([]core.PositionedMessage, error) {
+	return s.scanMessages(q.Query(ctx, sql, args...))
+}
+
+// scanMessages reads rows of messageColumns.
+func (s *Store) scanMessages(rows pgx.Rows, err error) ([]core.PositionedMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.PositionedMessage
+	for rows.Next() {
+		var r msgRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, err
+		}
+		m, err := s.decode(&r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func limitArg(n int) any {
+	if n <= 0 {
+		return nil // LIMIT NULL: no limit
+	}
+	return int64(n)
+}
+
+func uptoArg(upto int64) int64 {
+	if upto <= 0 {
+		return math.MaxInt64
+	}
+	return upto
+}
+
+// guardFor is the guard a read earns (see shell.Tx.Read).
+func guardFor(conds []core.Condition, opts shell.ReadOptions, msgs []core.PositionedMessage, last int64) core.Guard {
+	pos := last
+	if opts.Upto > 0 && opts.Upto < last {
+		pos = opts.Upto
+	}
+	if opts.Limit > 0 && len(msgs) == opts.Limit {
+		pos = msgs[len(msgs)-1].Position
+	}
+	return core.Guard{Conditions: conds, LastPosition: pos}
+}
+
+// typed is the registry conditions are checked against: none for a store
+// of raw payloads, which knows no types.
+func (s *Store) typed() *codec.Registry {
+	if s.raw {
+		return nil
+	}
+	return s.reg
+}
+
+func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckConditions(s.typed(), conds); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
+	}
+	if len(conds) == 0 {
+		var last int64
+		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
+			return shell.ReadResult{}, s.wrap(ctx, "read", err)
+		}
+		return shell.ReadResult{Guard: guardFor(conds, opts, nil, last)}, nil
+	}
+	var args sqlArgs
+	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND position <= %s AND %s ORDER BY position LIMIT %s`,
+		messageColumns, s.names.messages, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
+	if err != nil {
+		return shell.ReadResult{}, s.wrap(ctx, "read", err)
+	}
+	return shell.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
+}
+
+// handledTypes resolves type names with the registry.
+func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
+	out := make([]*codec.Type, 0, len(names))
+	for _, name := range names {
+		t, err := s.reg.ByName(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	typs, err := s.handledTypes(types)
+	if err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: read partition: %w", err)
+	}
+	conds := core.ConditionsFor(partition, typs...)
+	if len(partition) == 0 || len(types) == 0 {
+		res, err := s.read(ctx, q, nil, opts)
+		res.Guard.Conditions = conds
+		return res, err
+	}
+	var args sqlArgs
+	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND position <= %s AND %s ORDER BY position LIMIT %s`,
+		messageColumns, s.names.messages, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
+	if err != nil {
+		return shell.ReadResult{}, s.wrap(ctx, "read partition", err)
+	}
+	return shell.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
+}
+
+// fetchSQL is the query of up to n messages of the partition after after.
+func (s *Store) fetchSQL(partition map[string]string, types []string, after int64, n int) (string, []any) {
+	var args sqlArgs
+	sql := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND %s ORDER BY position LIMIT %s`,
+		messageColumns, s.names.messages, args.add(after), partitionSQL(partition, types, &args), args.add(limitArg(n))+"::bigint")
+	return sql, args
+}
+
+func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
+		return shell.Page{}, fmt.Errorf("pgstore: %w", err)
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = shell.DefaultPageSize
+	}
+	var args sqlArgs
+	var where, order string
+	if opts.Order == shell.Descending {
+		from := opts.From
+		if from <= 0 {
+			from = math.MaxInt64
+		}
+		where, order = "position <= "+args.add(from), "DESC"
+	} else {
+		where, order = "position >= "+args.add(opts.From), "ASC"
+	}
+	if len(opts.Conditions) > 0 {
+		where += " AND " + condSQL(opts.Conditions, &args)
+	}
+	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY position %s LIMIT %s`,
+		messageColumns, s.names.messages, where, order, args.add(int64(limit)))
+	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, order), args)
+	if err != nil {
+		return shell.Page{}, s.wrap(ctx, "read all", err)
+	}
+	return shell.Page{Messages: msgs, LastPosition: last}, nil
+}
+
+// conflicts returns the messages matching the guard after its position.
+func (s *Store) conflicts(ctx context.Context, q querier, g *core.Guard) ([]core.PositionedMessage, error) {
+	var args sqlArgs
+	sql := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND %s ORDER BY position`,
+		messageColumns, s.names.messages, args.add(g.LastPosition), condSQL(g.Conditions, &args))
+	return s.queryMessages(ctx, q, sql, args...)
+}
+
+// ReadCorrelation returns, in position order, every message sharing the
+// correlation id of the message whose id is messageID.
+func (s *Store) ReadCorrelation(ctx context.Context, messageID uuid.UUID) ([]core.PositionedMessage, error) {
+	msgs, err := s.queryMessages(ctx, s.pool, s.q.correlation, messageID)
+	if err != nil {
+		return nil, s.wrap(ctx, "read correlation", err)
+	}
+	return msgs, nil
+}

@@ -1,0 +1,332 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+// DefaultPrefix is the table prefix used when Options.Prefix is empty:
+// tables are named sourced_messages, sourced_offsets, ...
+const DefaultPrefix = "sourced"
+
+var prefixPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkPrefix validates a table prefix (it is spliced into SQL identifiers,
+// never a value, so it must be a plain identifier). PostgreSQL folds
+// unquoted identifiers to lower case, so the prefix is used in lower case.
+func checkPrefix(prefix string) (string, error) {
+	if prefix == "" {
+		return DefaultPrefix, nil
+	}
+	if !prefixPattern.MatchString(prefix) || len(prefix) > 40 {
+		return "", fmt.Errorf("pgstore: table prefix %q must match %s and be at most 40 characters (letters, digits, underscores; not starting with a digit)", prefix, prefixPattern)
+	}
+	return strings.ToLower(prefix), nil
+}
+
+// names are the prefixed identifiers of one store's tables.
+type names struct {
+	prefix     string
+	head       string
+	messages   string
+	scheduled  string
+	migrations string
+	groups     string
+	offsets    string
+	workers    string
+}
+
+func namesFor(prefix string) names {
+	return names{
+		prefix:     prefix,
+		head:       prefix + "_head",
+		messages:   prefix + "_messages",
+		scheduled:  prefix + "_scheduled_messages",
+		migrations: prefix + "_schema_migrations",
+		groups:     prefix + "_consumer_groups",
+		offsets:    prefix + "_offsets",
+		workers:    prefix + "_workers",
+	}
+}
+
+// tables are the store's tables, in the order Uninstall drops them.
+func (n names) tables() []string {
+	return []string{n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
+}
+
+// lockKey is the key of the store's advisory lock: one per prefix and
+// schema (see the package doc, "Ordering and locking").
+func lockKey(schema, prefix string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("sourced.pgstore:" + schema + "." + prefix))
+	return int64(h.Sum64())
+}
+
+// Migration is one versioned schema script. Versions start at 1 and
+// increase by one; a released script is never edited (a later version
+// appends a new one).
+type Migration struct {
+	Version int
+	SQL     string
+}
+
+var (
+	// ErrSchemaNewer is shell.ErrSchemaNewer: Open found a schema version
+	// this program does not know (a newer program migrated it); upgrade
+	// the program. Nothing is written.
+	ErrSchemaNewer = shell.ErrSchemaNewer
+	// ErrSchemaOutdated is shell.ErrSchemaOutdated: Open found a schema
+	// lacking migrations this program needs; run Install (or apply
+	// Migrations with your tool).
+	ErrSchemaOutdated = shell.ErrSchemaOutdated
+)
+
+// SchemaVersion is the version of the schema this code reads and writes:
+// the Version of the last Migration.
+const SchemaVersion = 1
+
+// recordVersion ends every script: it records the script's version, so
+// that a tool applying the scripts one by one records them too.
+const recordVersion = `
+CREATE TABLE IF NOT EXISTS {p}_schema_migrations (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL
+);
+INSERT INTO {p}_schema_migrations (version, applied_at) VALUES ({v}, now()) ON CONFLICT DO NOTHING;`
+
+// migrations is the ordered list of schema scripts, written with {p} for
+// the table prefix.
+//
+// Design notes (see the package doc):
+//   - <p>_head is one row: the last position handed out (so positions are
+//     consecutive, never reused once committed, and a rolled back
+//     append's positions are given again, as on SQLite) and the
+//     configuration version of the consumer groups, which writers of
+//     every process watch to reload the group configuration.
+//   - messages.keys holds the message's key pairs as "name\x1fvalue"
+//     strings (attribute names cannot hold control characters), indexed
+//     by GIN: the key-pair dictionary and link table of the SQLite schema
+//     in one column, one index probe per condition. key_names lists the
+//     attribute names the message carries, for conditional AND.
+//   - payload and metadata are json (kept byte for byte; jsonb would
+//     reorder keys and refuse \u0000).
+//   - offsets carry their partition as a JSON array of [name, value]
+//     pairs (unambiguous, hazard H9) and as keys (the same strings as
+//     messages.keys), a pending marker (next_position) indexed by a
+//     partial index of the claimable offsets, and a replay mark.
+var migrations = []Migration{
+	{Version: 1, SQL: `CREATE TABLE IF NOT EXISTS {p}_head (
+	id             integer PRIMARY KEY CHECK (id = 1),
+	last_position  bigint  NOT NULL DEFAULT 0,
+	config_version bigint  NOT NULL DEFAULT 0
+);
+INSERT INTO {p}_head (id) VALUES (1) ON CONFLICT DO NOTHING;
+
+CREATE TABLE IF NOT EXISTS {p}_messages (
+	position        bigint      PRIMARY KEY,
+	message_id      uuid        NOT NULL,
+	message_type    text        NOT NULL,
+	payload_version integer     NOT NULL DEFAULT 1,
+	causation_id    uuid,
+	correlation_id  uuid,
+	payload         json        NOT NULL,
+	metadata        json,
+	created_at      timestamptz NOT NULL,
+	keys            text[]      NOT NULL DEFAULT '{}',
+	key_names       text[]      NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_messages_id ON {p}_messages (message_id);
+CREATE INDEX IF NOT EXISTS idx_{p}_messages_type ON {p}_messages (message_type, position);
+CREATE INDEX IF NOT EXISTS idx_{p}_messages_correlation ON {p}_messages (correlation_id);
+CREATE INDEX IF NOT EXISTS idx_{p}_messages_keys ON {p}_messages USING gin (keys);
+
+CREATE TABLE IF NOT EXISTS {p}_scheduled_messages (
+	id              bigint      GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	message_id      uuid        NOT NULL,
+	message_type    text        NOT NULL,
+	payload_version integer     NOT NULL DEFAULT 1,
+	causation_id    uuid,
+	correlation_id  uuid,
+	payload         json        NOT NULL,
+	metadata        json,
+	available_at    timestamptz NOT NULL,
+	scheduled_at    timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_scheduled_messages_id ON {p}_scheduled_messages (message_id);
+CREATE INDEX IF NOT EXISTS idx_{p}_scheduled_messages_available ON {p}_scheduled_messages (available_at);
+
+CREATE TABLE IF NOT EXISTS {p}_consumer_groups (
+	id               bigint      GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	group_id         text        NOT NULL UNIQUE,
+	label            text        NOT NULL,
+	status           text        NOT NULL DEFAULT 'active',
+	partition_by     text[]      NOT NULL DEFAULT '{}',
+	exclusive        boolean     NOT NULL DEFAULT false,
+	handled          text[]      NOT NULL DEFAULT '{}',
+	highest_position bigint      NOT NULL DEFAULT 0,
+	retry_at         timestamptz,
+	failure          text        NOT NULL DEFAULT '{"retry_count":0}',
+	created_at       timestamptz NOT NULL,
+	updated_at       timestamptz NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS {p}_offsets (
+	id                bigint      GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	consumer_group_id bigint      NOT NULL REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,
+	partition_key     text        NOT NULL,
+	keys              text[]      NOT NULL,
+	message_id        uuid,
+	last_position     bigint      NOT NULL DEFAULT 0,
+	next_position     bigint,
+	replay_until      bigint      NOT NULL DEFAULT 0,
+	claimed           boolean     NOT NULL DEFAULT false,
+	claimed_at        timestamptz,
+	claimed_by        text,
+	drain_check       boolean     NOT NULL DEFAULT false,
+	UNIQUE (consumer_group_id, partition_key)
+);
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_pending ON {p}_offsets (consumer_group_id, last_position, id)
+	WHERE next_position IS NOT NULL AND NOT claimed;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_next ON {p}_offsets (next_position) WHERE next_position IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_claimed ON {p}_offsets (claimed_by) WHERE claimed;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_drain ON {p}_offsets (consumer_group_id) WHERE drain_check;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_keys ON {p}_offsets USING gin (keys);
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_message ON {p}_offsets (message_id) WHERE message_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS {p}_workers (
+	id        text        PRIMARY KEY,
+	last_seen timestamptz NOT NULL
+);`},
+}
+
+// expand replaces {p} with the prefix in a schema template.
+func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}", prefix) }
+
+// Migrations returns the store's schema scripts for the given prefix, in
+// version order (empty prefix: DefaultPrefix), for an app's own migration
+// tool. Every script is idempotent and ends by recording its version in
+// <prefix>_schema_migrations, as Install does, so Open can tell the
+// version whoever applied them.
+func Migrations(prefix string) ([]Migration, error) {
+	p, err := checkPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Migration, len(migrations))
+	for i, m := range migrations {
+		out[i] = Migration{Version: m.Version, SQL: script(m, p)}
+	}
+	return out, nil
+}
+
+// script is a migration's SQL for a prefix, recording its version at the
+// end.
+func script(m Migration, prefix string) string {
+	return expand(m.SQL+strings.ReplaceAll(recordVersion, "{v}", strconv.Itoa(m.Version)), prefix)
+}
+
+// migrate applies the migrations not yet recorded in the prefix's
+// schema_migrations table, each in its own transaction under the store's
+// advisory lock that re-checks the version, so several processes
+// installing at once apply each script once. It returns how many it
+// applied.
+func (s *Store) migrate(ctx context.Context) (applied int, err error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, s.wrap(ctx, "install", err)
+	}
+	defer c.Release()
+	for _, m := range migrations {
+		done, err := func() (bool, error) {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				return false, err
+			}
+			defer tx.Rollback(context.Background())
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey); err != nil {
+				return false, err
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL
+)`, s.names.migrations)); err != nil {
+				return false, err
+			}
+			var have int
+			if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s`, s.names.migrations)).Scan(&have); err != nil {
+				return false, err
+			}
+			if have >= m.Version {
+				return false, nil
+			}
+			if _, err := tx.Exec(ctx, script(m, s.names.prefix), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return false, fmt.Errorf("migration %d: %w", m.Version, err)
+			}
+			return true, tx.Commit(ctx)
+		}()
+		if err != nil {
+			return applied, s.wrap(ctx, "install", err)
+		}
+		if done {
+			applied++
+		}
+	}
+	return applied, nil
+}
+
+// checkVersion fails unless the schema is installed at this build's
+// version.
+func (s *Store) checkVersion(ctx context.Context) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.names.migrations).Scan(&exists); err != nil {
+		return s.wrap(ctx, "open", err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: no table %s (prefix %q): run pgstore.Install or `sourced migrate`", errNotInstalled, s.names.migrations, s.names.prefix)
+	}
+	var have int
+	if err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s`, s.names.migrations)).Scan(&have); err != nil {
+		return s.wrap(ctx, "open", err)
+	}
+	switch want := SchemaVersion; {
+	case have == 0:
+		return fmt.Errorf("%w: prefix %q has no migration applied: run pgstore.Install", errNotInstalled, s.names.prefix)
+	case have > want:
+		return fmt.Errorf("%w: prefix %q is at version %d, this program knows up to %d", ErrSchemaNewer, s.names.prefix, have, want)
+	case have < want:
+		return fmt.Errorf("%w: prefix %q is at version %d, this program needs %d: run pgstore.Install or `sourced migrate`", ErrSchemaOutdated, s.names.prefix, have, want)
+	}
+	return nil
+}
+
+// Uninstall drops the store's tables (its prefix only), for tests and for
+// tools that remove a store. The store is unusable afterwards.
+func (s *Store) Uninstall(ctx context.Context) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.wrap(ctx, "uninstall", err)
+	}
+	defer c.Release()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return s.wrap(ctx, "uninstall", err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey); err != nil {
+		return s.wrap(ctx, "uninstall", err)
+	}
+	for _, t := range s.names.tables() {
+		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+t+" CASCADE"); err != nil {
+			return s.wrap(ctx, "uninstall", err)
+		}
+	}
+	return s.wrap(ctx, "uninstall", tx.Commit(ctx))
+}

@@ -1,0 +1,96 @@
+package pgstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
+	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+// TestOpenChecksVersion: Open refuses a database without the store's
+// tables, with a schema newer than the program, or with one lacking
+// migrations.
+func TestOpenChecksVersion(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	url := pgtest.URL(t)
+	prefix := pgtest.Prefix()
+	if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, shell.ErrNotInstalled) {
+		t.Fatalf("open of an empty prefix: %v, want ErrNotInstalled", err)
+	}
+	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
+	mig := prefix + "_schema_migrations"
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(fmt.Sprintf(`INSERT INTO %s (version, applied_at) VALUES (%d, now())`, mig, pgstore.SchemaVersion+1))
+	if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, pgstore.ErrSchemaNewer) {
+		t.Fatalf("open of a newer schema: %v, want ErrSchemaNewer", err)
+	}
+	exec(fmt.Sprintf(`DELETE FROM %s WHERE version >= %d`, mig, pgstore.SchemaVersion))
+	if pgstore.SchemaVersion > 1 {
+		if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, pgstore.ErrSchemaOutdated) {
+			t.Fatalf("open of an outdated schema: %v, want ErrSchemaOutdated", err)
+		}
+	} else if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, shell.ErrNotInstalled) {
+		t.Fatalf("open with no migration recorded: %v, want ErrNotInstalled", err)
+	}
+	// Install brings it back (the scripts are idempotent).
+	if err := s.Install(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix})
+	if err != nil {
+		t.Fatalf("open after install: %v", err)
+	}
+	o.Close()
+}
+
+// TestInstallConcurrently installs one prefix from several stores at once.
+func TestInstallConcurrently(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := pgtest.Prefix()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := pgstore.Install(t.Context(), pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: prefix, MaxConns: 2})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	open(t, pgstore.Options{Registry: reg, Prefix: prefix}) // and drops it at the end
+}
+
+// TestBadOptions: a prefix that is not an identifier and a missing
+// registry are refused before connecting.
+func TestBadOptions(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	for _, p := range []string{"1abc", "a-b", "a;drop", "x y"} {
+		if _, err := pgstore.Open(t.Context(), "postgres://nowhere.invalid/x", pgstore.Options{Registry: reg, Prefix: p}); err == nil {
+			t.Errorf("prefix %q accepted", p)
+		}
+	}
+	if _, err := pgstore.Open(t.Context(), "postgres://nowhere.invalid/x", pgstore.Options{}); err == nil {
+		t.Error("no registry accepted")
+	}
+}

@@ -1,0 +1,380 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+var errNotInstalled = shell.ErrNotInstalled
+
+// Options configure a Store.
+type Options struct {
+	// Registry encodes, decodes, validates and indexes payloads. Required
+	// unless RawPayloads.
+	Registry *codec.Registry
+	// Prefix names the store's tables (<prefix>_messages, ...) and indexes
+	// (idx_<prefix>_...), so several stores, and the app's own tables,
+	// share one schema. It must match ^[A-Za-z_][A-Za-z0-9_]*$ (at most
+	// 40 characters) and is used in lower case. Default DefaultPrefix.
+	Prefix string
+	// Now is the store's clock: it stamps messages, decides which are
+	// future-dated (scheduled) and dates claims. Default time.Now.
+	Now func() time.Time
+	// Notifier is told, in this process, the distinct types of every
+	// committed append and promotion. Default a new *shell.InlineNotifier.
+	// Other processes learn of them through PostgreSQL (see Store.Listen).
+	Notifier shell.Notifier
+	// Logger receives the store's rare diagnostics (installs, listener
+	// reconnections). Default slog.Default().
+	Logger *slog.Logger
+	// MaxConns caps the connection pool (0: pgxpool's default, or the
+	// pool_max_conns parameter of the URL).
+	MaxConns int32
+	// RawPayloads opens the store for tools that know none of the
+	// application's types (the sourced CLI): payloads are returned as
+	// stored, as json.RawMessage, and Registry may be nil.
+	RawPayloads bool
+}
+
+// Store is the PostgreSQL message store, a shell.Store and shell.Groups.
+// It is safe for concurrent use; any number of processes on any number of
+// machines may open the same database. Build it with Open or Install.
+type Store struct {
+	reg      *codec.Registry
+	raw      bool
+	names    names
+	q        queries
+	now      func() time.Time
+	notifier shell.Notifier
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	// lockKey is the advisory lock of this store's tables (see doc.go).
+	lockKey int64
+	// origin identifies this Store in the notifications it sends, so that
+	// its own listener does not announce them twice.
+	origin  string
+	channel string
+	// groups is the cached consumer-group configuration, reloaded when
+	// <p>_head.config_version moves.
+	groups    atomic.Pointer[groupSet]
+	closeOnce sync.Once
+}
+
+var _ shell.Store = (*Store)(nil)
+
+// Open opens the store whose tables are installed in the database at url
+// (a postgres:// URL or a key=value connection string, see pgxpool). A
+// database without the store's tables gives an error matching
+// shell.ErrNotInstalled; one whose schema version differs from this
+// build's, ErrSchemaOutdated or ErrSchemaNewer.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	s, err := open(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Install opens the store like Open, applying the migrations it lacks
+// first (idempotent; safe from several processes at once).
+func Install(ctx context.Context, url string, opts Options) (*Store, error) {
+	s, err := open(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Install(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Install applies the migrations the database lacks, each recorded in
+// <prefix>_schema_migrations; then checks the version like Open.
+func (s *Store) Install(ctx context.Context) error {
+	applied, err := s.migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if applied > 0 {
+		s.log.Info("pgstore: installed schema", "prefix", s.names.prefix, "migrations", applied)
+	}
+	s.groups.Store(nil)
+	return s.checkVersion(ctx)
+}
+
+func open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Registry == nil {
+		if !opts.RawPayloads {
+			return nil, errors.New("pgstore: Options.Registry is required")
+		}
+		opts.Registry = codec.NewRegistry()
+	}
+	prefix, err := checkPrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	s := &Store{
+		reg:      opts.Registry,
+		raw:      opts.RawPayloads,
+		names:    namesFor(prefix),
+		now:      opts.Now,
+		notifier: opts.Notifier,
+		log:      opts.Logger,
+		pool:     pool,
+		lockKey:  lockKey(schema, prefix),
+		origin:   uuid.NewString(),
+		channel:  channelFor(lockKey(schema, prefix)),
+	}
+	s.q = newQueries(s.names)
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.notifier == nil {
+		s.notifier = new(shell.InlineNotifier)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s, nil
+}
+
+// Now returns the store's time (Options.Now).
+func (s *Store) Now() time.Time { return s.now() }
+
+// Registry returns the codec registry the store encodes and decodes with.
+func (s *Store) Registry() *codec.Registry { return s.reg }
+
+// Notifier returns the notifier the store announces committed appends to.
+func (s *Store) Notifier() shell.Notifier { return s.notifier }
+
+// Prefix returns the store's table prefix.
+func (s *Store) Prefix() string { return s.names.prefix }
+
+// Pool returns the store's connection pool, for an app's own queries.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the store's connections. It waits for the connections in
+// use to be released.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.pool.Close() })
+	return nil
+}
+
+// wrap adds the operation to err, and makes sure that an error caused by a
+// done context matches it (errors.Is(err, context.Canceled)).
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = errors.Join(cerr, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// lockMode is which of the store's advisory locks a transaction takes.
+type lockMode int
+
+const (
+	// lockExclusive serialises the transaction with every other write of
+	// the store: appends, promotions, registrations, resets...
+	lockExclusive lockMode = iota
+	// lockShared lets transactions that only claim, acknowledge or
+	// release (one offset each) run side by side, never beside an
+	// exclusive one.
+	lockShared
+)
+
+// Update runs fn in one transaction holding the store's exclusive
+// advisory lock (see the package doc): its appends, guard checks and
+// group changes are serialised with every other write of any process. If
+// fn returns an error or panics, nothing it did is kept (the panic
+// continues after the rollback). An append that fails for a documented
+// reason (invalid payload, duplicate id, guard conflict) writes nothing
+// and the transaction may go on; an error from PostgreSQL aborts it (its
+// further use fails and Update returns that error). After the commit the
+// notifier is told the distinct types appended; other processes are told
+// through NOTIFY, which PostgreSQL delivers at the commit.
+func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+	return s.update(ctx, lockExclusive, func(t *tx) error { return fn(t) })
+}
+
+// update runs fn in a transaction under the given lock.
+func (s *Store) update(ctx context.Context, mode lockMode, fn func(t *tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.wrap(ctx, "begin", err)
+	}
+	t := &tx{s: s, ctx: ctx, c: c, mode: mode}
+	if err := t.begin(); err != nil {
+		s.discard(c)
+		return s.wrap(ctx, "begin", err)
+	}
+	committed := false
+	defer func() {
+		t.done = true
+		if !committed {
+			if rerr := t.rollback(); rerr != nil {
+				s.discard(c)
+				c = nil
+			}
+		}
+		if c != nil {
+			c.Release()
+		}
+		if committed {
+			types := t.types
+			if len(types) == 0 {
+				types = t.scheduledTypes
+			}
+			if len(types) > 0 {
+				s.notifier.Notify(types)
+			}
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.failed != nil {
+		return s.wrap(ctx, "commit", t.failed)
+	}
+	if err := t.commit(); err != nil {
+		return s.wrap(ctx, "commit", err)
+	}
+	committed = true
+	return nil
+}
+
+// discard closes a connection whose state is unknown (a failed rollback,
+// an interrupted statement) and gives it back to the pool, which drops it.
+func (s *Store) discard(c interface {
+	Conn() *pgx.Conn
+	Release()
+}) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.Conn().Close(ctx)
+	c.Release()
+}
+
+// Append appends msgs in a transaction of its own; see shell.Tx.Append.
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, ctx.Err()
+	}
+	err = s.Update(ctx, func(tx shell.Tx) error {
+		res, err = tx.Append(msgs, opts)
+		return err
+	})
+	return res, err
+}
+
+// Read returns the messages matching any of conds; see shell.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	return s.read(ctx, s.pool, conds, opts)
+}
+
+// ReadPartition reads one partition under conditional AND; see
+// shell.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	return s.readPartition(ctx, s.pool, partition, types, opts)
+}
+
+// ReadAll returns one page of the log; see shell.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
+	return s.readAll(ctx, s.pool, opts)
+}
+
+// All iterates the log (or the messages matching opts.Conditions) from
+// opts.From in opts.Order, one page of opts.Limit at a time.
+func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return shell.PageMessages(ctx, s.ReadAll, opts)
+}
+
+// Stats returns the newest position, the number of scheduled messages and
+// every consumer group's figures, from one snapshot.
+func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
+	err = s.snapshot(ctx, func(q querier) error {
+		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&st.MaxPosition); err != nil {
+			return err
+		}
+		if err := q.QueryRow(ctx, s.q.countScheduled).Scan(&st.Scheduled); err != nil {
+			return err
+		}
+		st.Groups, err = s.groupInfos(ctx, q, "")
+		return err
+	})
+	return st, s.wrap(ctx, "stats", err)
+}
+
+// Optimize runs ANALYZE on the store's tables. PostgreSQL's autovacuum
+// does it too; this is for right after a bulk load.
+func (s *Store) Optimize(ctx context.Context) error {
+	for _, t := range s.names.tables() {
+		if _, err := s.pool.Exec(ctx, "ANALYZE "+t); err != nil {
+			return s.wrap(ctx, "optimize", err)
+		}
+	}
+	return nil
+}
+
+// querier is what reads need of a pool, a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// snapshot runs fn in one read-only REPEATABLE READ transaction, so every
+// statement of fn sees the same snapshot.
+func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

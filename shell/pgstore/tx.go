@@ -1,0 +1,407 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// tx is the shell.Tx (and shell.GroupTx) of an Update: a transaction on
+// one pooled connection, under one of the store's advisory locks.
+type tx struct {
+	s    *Store
+	ctx  context.Context
+	c    *pgxpool.Conn
+	mode lockMode
+	done bool
+	// failed is the first error from PostgreSQL: the transaction is
+	// aborted and can only roll back.
+	failed error
+	// head is the last position handed out (read under the exclusive
+	// lock), and headRead whether it was read.
+	head     int64
+	headRead bool
+	// headDirty is set when head moved: the commit writes it back.
+	headDirty bool
+	gs        *groupSet
+	// claimState is the group row read by the claim in progress.
+	claimState groupState
+	// types are the distinct types appended to the log, for the
+	// notifications; scheduledTypes those only scheduled.
+	types          []string
+	scheduledTypes []string
+}
+
+var _ shell.Tx = (*tx)(nil)
+
+var errTxDone = errors.New("pgstore: transaction used after its Update returned")
+
+// begin starts the transaction and takes its lock, in one round trip; an
+// exclusive transaction also reads the head row.
+func (t *tx) begin() error {
+	s := t.s
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	if t.mode == lockShared {
+		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", s.lockKey)
+	} else {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
+		b.Queue(s.q.readHead)
+	}
+	br := t.c.SendBatch(t.ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	var version int64
+	if err == nil && t.mode == lockExclusive {
+		err = br.QueryRow().Scan(&t.head, &version)
+		t.headRead = true
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if t.mode == lockExclusive {
+		if gs := s.groups.Load(); gs != nil && gs.version == version {
+			t.gs = gs
+		} else if t.gs, err = s.loadGroups(t.ctx, t.c, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit writes the head back, sends the notification and commits, in one
+// round trip. PostgreSQL delivers the notification to listeners when (and
+// only if) the transaction commits.
+func (t *tx) commit() error {
+	s := t.s
+	b := &pgx.Batch{}
+	if t.headDirty {
+		b.Queue(s.q.writeHead, t.head)
+	}
+	if len(t.types) > 0 {
+		b.Queue("SELECT pg_notify($1, $2)", s.channel, notification(s.origin, t.head, t.types))
+	}
+	b.Queue("COMMIT")
+	return t.c.SendBatch(t.ctx, b).Close()
+}
+
+// rollback rolls the transaction back, whatever the state of its context.
+func (t *tx) rollback() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := t.c.Exec(ctx, "ROLLBACK")
+	return err
+}
+
+// usable reports why the transaction cannot be used, if it cannot.
+func (t *tx) usable() error {
+	if t.done {
+		return errTxDone
+	}
+	if t.failed != nil {
+		return fmt.Errorf("pgstore: transaction aborted: %w", t.failed)
+	}
+	return t.ctx.Err()
+}
+
+// fail records an error from PostgreSQL, which aborted the transaction.
+func (t *tx) fail(op string, err error) error {
+	err = t.s.wrap(t.ctx, op, err)
+	if t.failed == nil {
+		t.failed = err
+	}
+	return err
+}
+
+// exclusive fails unless the transaction holds the exclusive lock.
+func (t *tx) exclusive(op string) error {
+	if t.mode != lockExclusive {
+		return fmt.Errorf("pgstore: internal error: %s outside an exclusive transaction", op)
+	}
+	return nil
+}
+
+func (t *tx) Context() core.Tx { return &TxContext{Conn: t.c.Conn()} }
+
+// TxContext is the transaction handed to sync work (core.Tx): Conn is the
+// connection of the open transaction, so sync work (a read model, an
+// outbox) writes its own tables in the same transaction as the append.
+// Do not begin or end transactions on it, and do not keep it after the
+// Update returns.
+type TxContext struct {
+	Conn *pgx.Conn
+}
+
+func (t *tx) LastPosition() (int64, error) {
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	var last int64
+	if err := t.c.QueryRow(t.ctx, t.s.q.lastPosition).Scan(&last); err != nil {
+		return 0, t.fail("last position", err)
+	}
+	return last, nil
+}
+
+func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.ReadResult{}, err
+	}
+	res, err := t.s.read(t.ctx, t.c, conds, opts)
+	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
+		t.fail("read", err)
+	}
+	return res, err
+}
+
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.ReadResult{}, err
+	}
+	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts)
+	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
+		t.fail("read partition", err)
+	}
+	return res, err
+}
+
+func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := t.usable(); err != nil {
+		return shell.Page{}, err
+	}
+	page, err := t.s.readAll(t.ctx, t.c, opts)
+	if err != nil {
+		t.fail("read all", err)
+	}
+	return page, err
+}
+
+// prepared is one message ready to write.
+type prepared struct {
+	typ       *codec.Type
+	version   int
+	payload   []byte
+	metadata  []byte // nil: NULL
+	scheduled bool
+	keys      []codec.KeyPair
+}
+
+// Append validates, stamps and encodes every message, checks the guard
+// and that no id is stored yet, all before it writes anything, so an
+// append failing for a documented reason leaves no trace (PostgreSQL
+// aborts a transaction at its first failed statement, so nothing is left
+// for the database to refuse). The guard is checked under the exclusive
+// lock the transaction holds since it began: no other append can come
+// between the check and the commit.
+func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+	if err := t.usable(); err != nil {
+		return shell.AppendResult{}, err
+	}
+	if err := t.exclusive("append"); err != nil {
+		return shell.AppendResult{}, err
+	}
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, nil
+	}
+	s := t.s
+	now := s.now()
+	stamped := make([]core.Message, len(msgs))
+	preps := make([]prepared, len(msgs))
+	seen := make(map[uuid.UUID]struct{}, len(msgs))
+	for i, m := range msgs {
+		m, p, err := s.prepare(m, now, t.gs.byID)
+		if err != nil {
+			return shell.AppendResult{}, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
+		}
+		if _, dup := seen[m.ID]; dup {
+			return shell.AppendResult{}, fmt.Errorf("pgstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
+		}
+		seen[m.ID] = struct{}{}
+		stamped[i], preps[i] = m, p
+	}
+	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
+			return shell.AppendResult{}, fmt.Errorf("pgstore: append: guard: %w", err)
+		}
+		conflicts, err := s.conflicts(t.ctx, t.c, g)
+		if err != nil {
+			return shell.AppendResult{}, t.fail("append: guard check", err)
+		}
+		if len(conflicts) > 0 {
+			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+		}
+	}
+	if err := t.checkIDs(stamped); err != nil {
+		return shell.AppendResult{}, err
+	}
+	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
+	b := &pgx.Batch{}
+	ups := newUpserts()
+	for i := range stamped {
+		m, p := &stamped[i], &preps[i]
+		if p.scheduled {
+			t.scheduledTypes = appendDistinct(t.scheduledTypes, m.Type)
+			b.Queue(s.q.insertScheduled, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
+				string(p.payload), jsonArg(p.metadata), m.CreatedAt, now)
+			continue
+		}
+		pos := t.queueInsert(b, ups, m, p)
+		res.Positions[i], res.Last = pos, pos
+	}
+	ups.queue(b, s)
+	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
+		return shell.AppendResult{}, t.fail("append", err)
+	}
+	return res, nil
+}
+
+// queueInsert queues the insert of one message at the next position, and
+// collects the offsets it creates or wakes; it returns the position.
+func (t *tx) queueInsert(b *pgx.Batch, ups *upserts, m *core.Message, p *prepared) int64 {
+	s := t.s
+	t.head++
+	t.headDirty = true
+	pos := t.head
+	keys, keyNames := keyStrings(p.keys)
+	b.Queue(s.q.insertMessage, pos, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
+		string(p.payload), jsonArg(p.metadata), m.CreatedAt, keys, keyNames)
+	t.types = appendDistinct(t.types, m.Type)
+	for _, g := range t.gs.byType[m.Type] {
+		for _, tp := range g.tuples(p.keys, m.ID) {
+			ups.add(g.row, tp, pos)
+		}
+	}
+	return pos
+}
+
+// checkIDs fails with shell.ErrDuplicateID, before anything is written,
+// if a message's id is already in the log or the schedule.
+func (t *tx) checkIDs(msgs []core.Message) error {
+	ids := make([]uuid.UUID, len(msgs))
+	for i := range msgs {
+		ids[i] = msgs[i].ID
+	}
+	var found uuid.UUID
+	var where string
+	err := t.c.QueryRow(t.ctx, t.s.q.probeIDs, ids).Scan(&found, &where)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return t.fail("append", err)
+	}
+	return fmt.Errorf("pgstore: append: message id %s is already %s: %w", found, where, shell.ErrDuplicateID)
+}
+
+// jsonArg passes nil JSON as NULL.
+func jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// keySep separates a key pair's name from its value in the keys columns:
+// attribute names hold no control characters (codec), so the first one
+// ends the name.
+const keySep = "\x1f"
+
+func keyString(name, value string) string { return name + keySep + value }
+
+// keyStrings renders key pairs for the keys column, and the distinct names
+// for key_names.
+func keyStrings(keys []codec.KeyPair) (ks, names []string) {
+	ks = make([]string, len(keys))
+	for i, k := range keys {
+		ks[i] = keyString(k.Name, k.Value)
+		if !slices.Contains(names, k.Name) {
+			names = append(names, k.Name)
+		}
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return ks, names
+}
+
+// prepare validates, stamps and encodes one message, and extracts the key
+// pairs it is indexed under (only core.IDKey for the handled types of an
+// id-partitioned group).
+func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (core.Message, prepared, error) {
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
+	if err != nil {
+		return m, prepared{}, err
+	}
+	if err := typ.Validate(m.Payload); err != nil {
+		return m, prepared{}, err
+	}
+	data, err := typ.Encode(m.Payload)
+	if err != nil {
+		return m, prepared{}, err
+	}
+	if m.Type != "" && m.Type != typ.Name {
+		return m, prepared{}, fmt.Errorf("message type %q is not the registered name %q of its payload %T: %w", m.Type, typ.Name, m.Payload, codec.ErrInvalid)
+	}
+	m.Type = typ.Name
+	var id uuid.UUID
+	if !m.Stamped() {
+		if id, err = uuid.NewV7(); err != nil {
+			return m, prepared{}, fmt.Errorf("new message id: %w", err)
+		}
+	}
+	m = m.Stamp(id, now)
+	// Stored with microseconds (timestamptz) in UTC: what the caller gets
+	// back is what a read returns.
+	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Microsecond)
+	p := prepared{typ: typ, version: typ.Version, payload: data, scheduled: m.Scheduled(now)}
+	if len(m.Metadata) > 0 {
+		if p.metadata, err = json.Marshal(m.Metadata); err != nil {
+			return m, prepared{}, fmt.Errorf("metadata of %s: %w", typ.Name, err)
+		}
+	}
+	if !p.scheduled {
+		p.keys = indexKeys(typ, &m, byID)
+		for _, k := range p.keys {
+			if strings.ContainsRune(k.Value, 0) {
+				return m, prepared{}, fmt.Errorf("attribute %s of %s holds a NUL character, which PostgreSQL text cannot store: %w", k.Name, typ.Name, codec.ErrInvalid)
+			}
+		}
+	}
+	return m, p, nil
+}
+
+// indexKeys returns the key pairs a message is indexed under: its
+// payload's, and for the handled types of an id-partitioned group (a
+// delete-on-ack queue) core.IDKey with its id too, as on SQLite (the queue
+// claims a message by its id, reads and guards see its payload).
+func indexKeys(typ *codec.Type, m *core.Message, byID map[string]bool) []codec.KeyPair {
+	keys := typ.Keys(m.Payload, nil)
+	if byID[typ.Name] {
+		keys = append(keys, codec.KeyPair{Name: core.IDKey, Value: m.ID.String()})
+	}
+	return keys
+}
+
+func appendDistinct(types []string, typ string) []string {
+	if slices.Contains(types, typ) {
+		return types
+	}
+	return append(types, typ)
+}

@@ -1,0 +1,230 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+// testChangeGroup: a worker command decided on the group's state and
+// applied in one write transaction (Groups.ChangeGroup), so that two
+// workers failing at once each see the other's change.
+func (s suite) testChangeGroup(t *testing.T) {
+	t.Run("decides on the group's state and applies retry, then fail", func(t *testing.T) {
+		e := s.genv(t, devices)
+		var seen []shell.GroupState
+		fail := func(retries int) func(shell.GroupState) (shell.GroupChange, error) {
+			return func(st shell.GroupState) (shell.GroupChange, error) {
+				seen = append(seen, st)
+				f := shell.Failure{RetryCount: st.Failure.RetryCount + 1, Error: "boom", MessageType: TypeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+				if f.RetryCount <= retries {
+					return shell.GroupChange{Command: shell.CmdRetry, RetryAt: e.clock.Now().Add(time.Duration(f.RetryCount) * time.Second), Failure: f}, nil
+				}
+				f.RetryCount = st.Failure.RetryCount
+				return shell.GroupChange{Command: shell.CmdFail, Failure: f}, nil
+			}
+		}
+		st, err := e.gs.ChangeGroup(e.ctx, devices, fail(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := shell.Failure{RetryCount: 1, Error: "boom", MessageType: TypeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+		if st.Status != shell.StatusRetrying || !st.RetryAt.Equal(epoch.Add(time.Second)) || !sameFailure(st.Failure, want) {
+			t.Fatalf("after the first change: %+v, want retrying at +1s with %+v", st, want)
+		}
+		if got := e.info(devices); got.Status != st.Status || !got.RetryAt.Equal(st.RetryAt) || !sameFailure(got.Failure, st.Failure) {
+			t.Fatalf("the group %+v, want what ChangeGroup returned %+v", got, st)
+		}
+		st, err = e.gs.ChangeGroup(e.ctx, devices, fail(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != shell.StatusFailed || !st.RetryAt.IsZero() || !sameFailure(st.Failure, want) {
+			t.Fatalf("after the second change: %+v, want failed with %+v", st, want)
+		}
+		if len(seen) != 2 || seen[0].Status != shell.StatusActive || !seen[0].Failure.IsZero() || seen[1].Status != shell.StatusRetrying || seen[1].Failure.RetryCount != 1 {
+			t.Fatalf("decide saw %+v, want active with no failure, then retrying with retry count 1", seen)
+		}
+		if got := e.info(devices); got.Status != shell.StatusFailed || !sameFailure(got.Failure, want) {
+			t.Fatalf("the group %+v, want failed with %+v", got, want)
+		}
+	})
+
+	t.Run("a refused or zero command changes nothing; an error from decide writes nothing", func(t *testing.T) {
+		e := s.genv(t, devices, bindings)
+		if err := e.gs.StopGroup(e.ctx, devices, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		before := e.info(devices)
+		retry := func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdRetry, RetryAt: epoch.Add(time.Hour), Failure: shell.Failure{RetryCount: 1, Error: "late"}}, nil
+		}
+		st, err := e.gs.ChangeGroup(e.ctx, devices, retry)
+		if err != nil || st.Status != shell.StatusStopped {
+			t.Fatalf("retry of a stopped group: %+v, %v; want it stopped and no error", st, err)
+		}
+		if got := e.info(devices); !sameInfo(got, before) {
+			t.Fatalf("a refused retry changed the group: %+v, was %+v", got, before)
+		}
+		before = e.info(bindings)
+		if _, err := e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) { return shell.GroupChange{}, nil }); err != nil {
+			t.Fatalf("a zero command: %v", err)
+		}
+		boom := errors.New("storetest: decide failed")
+		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdFail, Failure: shell.Failure{Error: "x"}}, boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("an error from decide: %v, want it returned", err)
+		}
+		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdStart}, nil
+		})
+		if err == nil {
+			t.Fatal("ChangeGroup with an operator command: no error, want one (it applies retry or fail)")
+		}
+		if got := e.info(bindings); !sameInfo(got, before) {
+			t.Fatalf("the group changed: %+v, was %+v", got, before)
+		}
+		called := false
+		_, err = e.gs.ChangeGroup(e.ctx, "storetest.nope", func(shell.GroupState) (shell.GroupChange, error) {
+			called = true
+			return shell.GroupChange{}, nil
+		})
+		unknownGroup(t, err, "storetest.nope", bindings, devices)
+		if called {
+			t.Fatal("decide called for an unknown group")
+		}
+	})
+
+	t.Run("concurrent changes each see the others", func(t *testing.T) {
+		e := s.genv(t, devices)
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.gs.ChangeGroup(e.ctx, devices, func(st shell.GroupState) (shell.GroupChange, error) {
+					time.Sleep(time.Millisecond) // widen the window a read-modify-write in two transactions would lose
+					f := st.Failure
+					f.RetryCount++
+					f.Error = fmt.Sprintf("failure %d", f.RetryCount)
+					return shell.GroupChange{Command: shell.CmdRetry, RetryAt: epoch, Failure: f}, nil
+				})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := e.info(devices); got.Status != shell.StatusRetrying || got.Failure.RetryCount != n {
+			t.Fatalf("after %d concurrent retries: %s with retry count %d, want retrying with %d", n, got.Status, got.Failure.RetryCount, n)
+		}
+	})
+}
+
+// testClaimAge: claims released by their age whoever holds them
+// (ReleaseClaimsOlderThan), heartbeats removed on a clean stop
+// (RemoveWorkers), and a claim released inside a transaction
+// (GroupTx.Release).
+func (s suite) testClaimAge(t *testing.T) {
+	t.Run("claims made at or before a cutoff are released, even a live worker's", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		t0 := e.clock.Now()
+		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		leaked := e.claim(devices, "w1", 10)
+		now := e.clock.Advance(5 * time.Minute)
+		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, now); err != nil {
+			t.Fatal(err)
+		}
+		fresh := e.claim(devices, "w1", 10)
+		if n, err := e.gs.ReleaseStaleClaims(e.ctx, now, time.Minute); err != nil || n != 0 {
+			t.Fatalf("release stale claims of a live worker: %d, %v; want 0", n, err)
+		}
+		got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, now.Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("released %+v, want the one claim made 5 min ago", got)
+		}
+		o := got[0]
+		if o.ID != leaked.OffsetID || o.Group != devices || !maps.Equal(o.Partition, leaked.Partition) || !o.Claimed || o.ClaimedBy != "w1" || !o.ClaimedAt.Equal(t0) {
+			t.Fatalf("released offset %+v, want offset %d of %s %v claimed by w1 at %v", o, leaked.OffsetID, devices, leaked.Partition, t0)
+		}
+		notClaimant(t, e.gs.Ack(e.ctx, leaked, leaked.Last()), "the ack of a claim released by its age")
+		again := e.claim(devices, "w2", 10)
+		e.expectClaim(again, leaked.Partition, false, positionsOf(leaked.Messages)...)
+		e.ack(fresh, fresh.Last())
+		e.ack(again, again.Last())
+		if got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, e.clock.Now()); err != nil || len(got) != 0 {
+			t.Fatalf("release claims older than now with none held: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("a removed worker's claim is stale by its age", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"})
+		c := e.claim(devices, "w1", 10)
+		now := e.clock.Advance(2 * time.Minute)
+		if err := e.gs.Heartbeat(e.ctx, []string{"w1", "w2"}, now); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.gs.ReleaseStaleClaims(e.ctx, now, time.Minute); err != nil || n != 0 {
+			t.Fatalf("release stale claims of a worker seen now: %d, %v; want 0", n, err)
+		}
+		if err := e.gs.RemoveWorkers(e.ctx, []string{"w1", "w9"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.gs.RemoveWorkers(e.ctx, nil); err != nil {
+			t.Fatalf("remove no workers: %v", err)
+		}
+		if n, err := e.gs.ReleaseStaleClaims(e.ctx, now, time.Minute); err != nil || n != 1 {
+			t.Fatalf("release stale claims after w1's heartbeat was removed: %d, %v; want its 2 min old claim", n, err)
+		}
+		notClaimant(t, e.gs.Release(e.ctx, c), "the release of a reaped claim")
+	})
+
+	t.Run("a release in a transaction commits or rolls back with it", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		c := e.claim(devices, "w1", 1)
+		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			if err := gtx.Release(c); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("update: %v, want the rollback", err)
+		}
+		e.noClaim(devices, "w2")
+		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			notClaimant(t, gtx.Release(&shell.Claim{Group: c.Group, WorkerID: "w2", OffsetID: c.OffsetID}), "another worker's release")
+			if err := gtx.Release(c); err != nil {
+				return err
+			}
+			notClaimant(t, gtx.Ack(c, c.Last()), "an ack after the release")
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.lastAt(devices, c.Partition, 0)
+		e.expectClaim(e.claim(devices, "w2", 10), c.Partition, false, 1, 2)
+	})
+}

@@ -1,0 +1,177 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// Input a store refuses, with an error that says what is wrong, rather
+// than store it wrongly or answer as if it made sense. Nothing changes.
+
+// Note is "note.taken": its body is left out of the index by its tag. It
+// is registered only by the tests that need it (see envWith).
+type Note struct {
+	Topic string `json:"topic"`
+	Body  string `json:"body" sourced:"noindex"`
+	Meta  struct {
+		By string `json:"by"`
+	} `json:"meta"`
+}
+
+// TypeNote is the type string of Note.
+const TypeNote = "note.taken"
+
+// envWith opens a store on the fixture registry plus extra types.
+func (s suite) envWith(t *testing.T, register func(reg *codec.Registry) error) *env {
+	t.Helper()
+	reg, err := NewRegistry()
+	if err == nil {
+		err = register(reg)
+	}
+	if err != nil {
+		t.Fatalf("fixture registry: %v", err)
+	}
+	c := newClock()
+	rec := newRecorder()
+	st := s.open(t, reg, c.Now, rec)
+	if st == nil {
+		t.Fatal("factory returned a nil store")
+	}
+	return &env{t: t, ctx: t.Context(), store: st, reg: reg, clock: c, notes: rec}
+}
+
+func withNote(reg *codec.Registry) error { return codec.Register[Note](reg, TypeNote) }
+
+func (s suite) testRefusals(t *testing.T) {
+	t.Run("indexed text that is not valid UTF-8", s.testInvalidUTF8)
+	t.Run("conditions that can never match", s.testImpossibleConditions)
+	t.Run("ReadAll with an unknown order", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"})
+		for _, o := range []shell.Order{-1, 2, 99} {
+			if page, err := e.store.ReadAll(e.ctx, shell.ReadAllOptions{Order: o}); err == nil {
+				t.Fatalf("ReadAll with order %d returned %s, want an error", o, describe(page.Messages))
+			}
+		}
+	})
+}
+
+func (s suite) testInvalidUTF8(t *testing.T) {
+	bad := "Alg\xe8bre" // Latin-1, not UTF-8
+	cases := []struct {
+		name  string
+		msg   core.Message
+		field string
+	}{
+		{"a string attribute", core.NewMessage(CourseCreated{bad}), "course_name"},
+		{"a slice element", core.NewMessage(Transfer{Accounts: []string{"acc1", bad}, Amount: 1}), "accounts"},
+		{"an optional attribute", core.NewMessage(CourseReviewed{CourseName: "Algebra", UserID: &bad}), "user_id"},
+		// Promotion re-indexes the stored payload: a scheduled message must
+		// be refused too, or it would be indexed under U+FFFD once due.
+		{"a scheduled message", core.NewMessage(CourseCreated{bad}).At(epoch.Add(time.Hour)), "course_name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := s.env(t)
+			e.append(CourseCreated{"History"})
+			e.expectNotes([]string{TypeCourseCreated})
+			before := e.snapshot()
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), c.msg}, shell.AppendOptions{})
+			var ve *codec.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, codec.ErrInvalid) {
+				t.Fatalf("append: %v, want a *codec.ValidationError", err)
+			}
+			if len(ve.Fields) != 1 || ve.Fields[0].Field != c.field || !strings.Contains(ve.Fields[0].Problem, "UTF-8") {
+				t.Fatalf("validation error %v: want one problem with %s saying UTF-8", ve, c.field)
+			}
+			e.unchanged(before)
+		})
+	}
+	t.Run("valid UTF-8 is indexed as written", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algèbre"}, CourseCreated{"代数"})
+		res := e.read([]core.Condition{cond(TypeCourseCreated, "course_name", "Algèbre"), cond(TypeCourseCreated, "course_name", "代数")}, shell.ReadOptions{})
+		e.expectPositions("read", res.Messages, 1, 2)
+	})
+}
+
+func (s suite) testImpossibleConditions(t *testing.T) {
+	e := s.envWith(t, withNote)
+	e.append(CourseCreated{"Algebra"}, Note{Topic: "t1", Body: "b"})
+	e.expectNotes([]string{TypeCourseCreated, TypeNote})
+	cases := []struct {
+		name string
+		cond core.Condition
+		attr string // the attribute the error names
+		says string // what the error says
+	}{
+		{"an empty type", cond("", "course_name", "Algebra"), "", "empty"},
+		{"an unregistered type", cond("course.craeted", "course_name", "Algebra"), "", "course.craeted"},
+		{"an unregistered type alone", cond("course.craeted"), "", "course.craeted"},
+		{"an attribute the type does not declare", cond(TypeCourseCreated, "user_id", "joe"), "user_id", "user_id"},
+		{"a misspelt attribute", cond(TypeCourseCreated, "course", "Algebra"), "course", "course"},
+		{"an attribute tagged noindex", cond(TypeNote, "body", "b"), "body", "noindex"},
+		{"an attribute that is not a scalar", cond(TypeNote, "meta", "x"), "meta", "not indexed"},
+		{"the reserved id key", cond(TypeCourseCreated, core.IDKey, "x"), core.IDKey, "reserved"},
+		{"a value that is not UTF-8", cond(TypeCourseCreated, "course_name", "Alg\xe8bre"), "course_name", "UTF-8"},
+	}
+	check := func(t *testing.T, what string, c core.Condition, attr, says string, err error) {
+		t.Helper()
+		var ice *shell.InvalidConditionError
+		if !errors.Is(err, shell.ErrInvalidCondition) || !errors.As(err, &ice) {
+			t.Fatalf("%s: %v, want a *shell.InvalidConditionError", what, err)
+		}
+		if ice.Condition.Type != c.Type || ice.Attribute != attr || !strings.Contains(err.Error(), says) {
+			t.Fatalf("%s: %v (type %q, attribute %q): want type %q, attribute %q, saying %q", what, err, ice.Condition.Type, ice.Attribute, c.Type, attr, says)
+		}
+	}
+	valid := cond(TypeCourseCreated, "course_name", "Algebra")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := e.with(t)
+			conds := []core.Condition{valid, c.cond}
+			_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{})
+			check(t, "read", c.cond, c.attr, c.says, err)
+			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Conditions: conds})
+			check(t, "read all", c.cond, c.attr, c.says, err)
+			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Conditions: conds, Order: shell.Descending})
+			check(t, "read all descending", c.cond, c.attr, c.says, err)
+			for _, err := range e.store.All(e.ctx, shell.ReadAllOptions{Conditions: conds}) {
+				check(t, "all", c.cond, c.attr, c.says, err)
+				break
+			}
+			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
+				_, err := tx.Read(conds, shell.ReadOptions{})
+				return err
+			})
+			check(t, "read in a transaction", c.cond, c.attr, c.says, err)
+
+			// A guard that could never conflict would guard nothing.
+			before := e.snapshot()
+			g := core.Guard{Conditions: conds, LastPosition: 0}
+			_, err = e.store.Append(e.ctx, msgs(CourseClosed{"Algebra"}, core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))), shell.AppendOptions{Guard: &g})
+			check(t, "guarded append", c.cond, c.attr, c.says, err)
+			e.unchanged(before)
+		})
+	}
+	t.Run("conditions that may match later are valid", func(t *testing.T) {
+		e := e.with(t)
+		for _, c := range []core.Condition{
+			cond(TypeCourseClosed),                          // no message of the type yet
+			cond(TypeCourseCreated, "course_name", "Latin"), // no message with the value yet
+			cond(TypeNote, "topic", "t1"),
+		} {
+			if _, err := e.store.Read(e.ctx, []core.Condition{c}, shell.ReadOptions{}); err != nil {
+				t.Fatalf("read %v: %v", c, err)
+			}
+		}
+		res := e.read([]core.Condition{cond(TypeNote, "topic", "t1")}, shell.ReadOptions{})
+		e.expectPositions("note by topic", res.Messages, 2)
+	})
+}

@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+func (s suite) testGroupRefusals(t *testing.T) {
+	t.Run("an ack past the claim's last message", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d2", "c"})
+		c := e.claim(devices, "w1", 1)
+		e.expectClaim(c, part("device_id", "d1"), false, 1)
+		for _, pos := range []int64{2, 3, 99} {
+			err := e.gs.Ack(e.ctx, c, pos)
+			if !errors.Is(err, shell.ErrAckBeyondClaim) {
+				t.Fatalf("ack at %d of a claim ending at 1: %v, want ErrAckBeyondClaim", pos, err)
+			}
+			err = e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Ack(c, pos) })
+			if !errors.Is(err, shell.ErrAckBeyondClaim) {
+				t.Fatalf("ack at %d in a transaction: %v, want ErrAckBeyondClaim", pos, err)
+			}
+		}
+		// Nothing changed: the offset is where it was, and still claimed.
+		e.lastAt(devices, part("device_id", "d1"), 0)
+		if got := e.info(devices); got.HighestPosition != 0 {
+			t.Fatalf("highest position %d after refused acks, want 0", got.HighestPosition)
+		}
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d2"), false, 3)
+		e.ack(c, 1)
+		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 2)
+	})
+
+	t.Run("a negative claim ttl", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"})
+		c := e.claim(devices, "w1", 10)
+		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, epoch); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.gs.ReleaseStaleClaims(e.ctx, epoch, -time.Minute); err == nil {
+			t.Fatalf("release stale claims with a negative ttl released %d, want an error", n)
+		}
+		e.ack(c, 1) // still held
+	})
+
+	t.Run("a partition key no handled type indexes", func(t *testing.T) {
+		for _, spec := range []shell.GroupSpec{
+			{ID: "storetest.typo", PartitionBy: []string{"device"}, Handled: []string{TypeDeviceRegistered}},
+			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{TypeDeviceRegistered, TypeDeviceBound}},
+			{ID: "storetest.typo", PartitionBy: []string{"user_id"}, Handled: []string{TypeCourseCreated, TypeCourseClosed}},
+		} {
+			e := s.genv(t)
+			err := e.gs.RegisterGroup(e.ctx, spec)
+			if err == nil || !strings.Contains(err.Error(), "partition key") {
+				t.Fatalf("register %v handling %v: %v, want an error about the partition key", spec.PartitionBy, spec.Handled, err)
+			}
+			if _, err := e.gs.Group(e.ctx, spec.ID); !errors.Is(err, shell.ErrGroupNotRegistered) {
+				t.Fatalf("group after a refused registration: %v, want ErrGroupNotRegistered", err)
+			}
+		}
+		e := &genv{env: s.envWith(t, withNote)}
+		e.gs = e.store
+		err := e.gs.RegisterGroup(e.ctx, shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"body"}, Handled: []string{TypeNote}})
+		if err == nil || !strings.Contains(err.Error(), "noindex") {
+			t.Fatalf("register a group partitioned by a noindex attribute: %v, want an error naming the tag", err)
+		}
+		e.register(shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"topic"}, Handled: []string{TypeNote}})
+	})
+}
+
+// testQueueIndex pins how the types a delete-on-ack queue owns are
+// indexed: under their payload, like every other type, as well as by
+// message id for the queue, whether they were appended before the queue
+// was registered or after. So reads, partition reads and guards on their
+// attributes see them (a guard on them is honest).
+func (s suite) testQueueIndex(t *testing.T) {
+	e := s.genv(t)
+	e.append(Deposit{"acc1", 1}) // 1, before the queue exists
+	e.register(groupSpec(jobs))
+	e.append(Deposit{"acc1", 2}, Deposit{"acc2", 3}) // 2, 3
+	acc1 := []core.Condition{cond(TypeDeposit, "account", "acc1")}
+
+	res := e.read(acc1, shell.ReadOptions{})
+	e.expectPositions("deposits to acc1", res.Messages, 1, 2)
+	e.expectPositions("deposits of 3", e.read([]core.Condition{cond(TypeDeposit, "amount", "3")}, shell.ReadOptions{}).Messages, 3)
+	e.expectPositions("acc1's partition", e.readPartition(part("account", "acc1"), []string{TypeDeposit}, shell.ReadOptions{}).Messages, 1, 2)
+	page := e.readAll(shell.ReadAllOptions{Conditions: acc1, Order: shell.Descending})
+	e.expectPositions("acc1 newest first", page.Messages, 2, 1)
+
+	// A guard on the payload conflicts with a later deposit to acc1 only.
+	if _, err := e.appendGuarded(res.Guard, Deposit{"acc2", 4}); err != nil { // 4
+		t.Fatalf("a deposit to acc2 conflicted with a guard on acc1: %v", err)
+	}
+	e.append(Deposit{"acc1", 5}) // 5
+	e.conflict(e.mustFail(e.appendGuarded(res.Guard, Deposit{"acc1", 6})), 5)
+
+	// The queue still hands out every job, one per claim, and deletes it.
+	seen := map[int64]bool{}
+	for range 5 {
+		c := e.claim(jobs, "w1", 10)
+		if len(c.Messages) != 1 || seen[c.Last()] {
+			t.Fatalf("queue claim %s after %v", describe(c.Messages), seen)
+		}
+		seen[c.Last()] = true
+		e.expectClaim(c, part(core.IDKey, c.Messages[0].ID.String()), false, c.Last())
+		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			if err := gtx.Delete(c.Last()); err != nil {
+				return err
+			}
+			return gtx.Ack(c, c.Last())
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.noClaim(jobs, "w1")
+	e.expectPositions("acc1 after the jobs ran", e.read(acc1, shell.ReadOptions{}).Messages)
+	if len(seen) != 5 {
+		t.Fatalf("jobs claimed %v, want 1 to 5", seen)
+	}
+	if _, err := e.gs.PruneOrphanKeyPairs(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.append(Deposit{"acc1", 7}) // 6
+	e.expectPositions("a new deposit to acc1", e.read(acc1, shell.ReadOptions{}).Messages, 6)
+}
