@@ -91,6 +91,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	rt.Tasks.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
 	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
 	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
+	rt.Tasks.Optimizer.next = firstTickNow
 	rt.Tasks.Scheduler = newScheduler(rt)
 	for _, t := range rt.tasks() {
 		t.log = cfg.Logger
@@ -377,8 +378,10 @@ func (rt *Runtime) reap(ctx context.Context) error {
 	if _, err := rt.store.ReleaseDrainedOffsets(ctx); err != nil {
 		return err
 	}
-	_, err = rt.store.PruneOrphanKeyPairs(ctx)
-	return err
+	if _, err = rt.store.PruneOrphanKeyPairs(ctx); err != nil {
+		return err
+	}
+	return housekeep(ctx, rt.store)
 }
 
 // Idle reports whether no worker is processing a batch and no reactor is

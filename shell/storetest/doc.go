@@ -52,6 +52,8 @@
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
+//   - ValueTypes: codec.Date and codec.Decimal values read back exactly
+//     (a decimal's scale included) and indexed under their text.
 //   - ClockSteps: an undated message is stamped with the same reading of
 //     the clock that decides scheduling, so a clock stepping back never
 //     schedules it (shell.Handle relies on it).
