@@ -226,7 +226,8 @@ func (c Config) Value() any {
 }
 
 // AvailableCommands returns the command types some active state accepts,
-// in the order the chart declares them.
+// in the order the chart declares them. Handlers' guards (When) are not
+// evaluated: a configuration has no context.
 func (c Config) AvailableCommands() []reflect.Type {
 	if c.ch == nil {
 		return nil
