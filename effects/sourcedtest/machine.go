@@ -42,7 +42,8 @@ func Machine[C any](t testing.TB, m statechart.Machine[C], partition map[string]
 // Given adds history, replayed as a store would return it: state events,
 // data events, children's lifecycle messages (payloads or Messages), in
 // order. A message outside the partition (core.InPartition) fails the
-// test, as for deciders, unless AllowOutsidePartition drops it.
+// test, saying why, unless AllowOutsidePartition leaves it out, as a
+// partition read leaves it out.
 func (c *MachineTest[C]) Given(events ...any) *MachineTest[C] {
 	c.given = append(c.given, events...)
 	return c
@@ -84,7 +85,7 @@ func (c *MachineTest[C]) instance() (statechart.Instance[C], []core.PositionedMe
 		}
 		return in, nil
 	}
-	given := c.cfg.inPartition(c.t, c.partition, c.given, "Machine("+describePartition(c.partition)+")")
+	given := c.cfg.inPartition(c.t, c.partition, c.given, "the test (Machine's partition)")
 	history := c.cfg.history(given)
 	in, err := c.m.Load(c.partition, core.MessagesOf(history))
 	if err != nil {

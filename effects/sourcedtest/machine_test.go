@@ -116,12 +116,21 @@ func TestMachineGivenWhenThen(t *testing.T) {
 	if synced != 1 {
 		t.Fatalf("sync ran %d times", synced)
 	}
-	// Another partition's events are not this machine's history.
+	// Another partition's events are not this machine's history: giving
+	// one fails the test, saying why, unless the test drops it on purpose.
 	other := DoorOpened{DoorRef{"d2"}, statechart.Move{Trigger: "doors.open", Source: "closed", Target: "opened", Exited: []string{"closed"}, Entered: []string{"opened"}}}
 	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg), sourcedtest.AllowOutsidePartition()).
 		Given(closedMove, other).
 		When(CloseDoor{DoorID: "d1"}).
 		ThenError(statechart.ErrCommandNotHandled)
+	if got := failure(func(t testing.TB) {
+		sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
+			Given(closedMove, other).
+			When(CloseDoor{DoorID: "d1"}).
+			ThenError(statechart.ErrCommandNotHandled)
+	}); !strings.Contains(got, `its door_id is "d2", not "d1"`) {
+		t.Fatalf("a given event of another partition: failure %q", got)
+	}
 	// From stored paths.
 	sourcedtest.Machine(t, m, keys).
 		GivenPaths(doorCtx{}, "opened").

@@ -26,18 +26,20 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                       string
-	insertGroup, updateConfig, updateLabel       string
-	groupRow, groupNames, probe                  string
-	upsertOffset, ensureOffset, offsetByKey      string
-	scan, claim, remark, held, release, moveTo   string
-	raiseHighest, recover, setStatus             string
-	resetOffsets, clearPending, groupOffsets     string
-	discoverScan, setPending, unprocessed        string
-	deleteMessages, remarkDeleted                string
-	drainable, deleteOffset, clearDrain, anyLeft string
-	releaseStale, heartbeat                      string
-	groupInfo, countOffsets, readOffsets         string
+	loadGroups, bumpConfig                     string
+	insertGroup, updateConfig, updateLabel     string
+	groupRow, groupNames, probe                string
+	upsertOffset, ensureOffset, offsetByKey    string
+	scan, claim, remark, held, release, moveTo string
+	ack                                        string
+	raiseHighest, recover, setStatus           string
+	resetOffsets, clearPending, groupOffsets   string
+	discoverScan, setPending, unprocessed      string
+	deleteMessages, remarkDeleted              string
+	drainIDs, drainKeyed, clearDrain           string
+	releaseStale, heartbeat                    string
+	oldClaims, releaseOld, removeWorkers       string
+	groupInfo, countOffsets, readOffsets       string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -62,8 +64,13 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
 		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = $1 AND next_position IS NOT NULL AND NOT claimed
-ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets),
+WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed
+ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
+		ack: f(`WITH a AS (
+	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
+	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
+	RETURNING o.consumer_group_id)
+UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
 		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
@@ -80,16 +87,24 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		discoverScan: f(`SELECT position, message_id, keys FROM %s WHERE message_type = ANY($1::text[]) ORDER BY position`, n.messages),
 		setPending: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position = excluded.next_position`, n.offsets),
-		deleteMessages: f(`WITH d AS (DELETE FROM %s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id)
-UPDATE %s o SET drain_check = true FROM d, %s g
-WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND (o.keys && d.keys OR o.message_id = d.message_id)`, n.messages, n.offsets, n.groups),
+		deleteMessages: f(`WITH d AS (DELETE FROM %[1]s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id),
+q AS (UPDATE %[2]s o SET drain_check = true FROM d WHERE o.message_id = d.message_id)
+UPDATE %[2]s o SET drain_check = true FROM d, %[3]s g
+WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL`, n.messages, n.offsets, n.groups),
 		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[])`, n.offsets, next, n.groups),
-		drainable: f(`SELECT o.id, o.partition_key, g.handled FROM %s o JOIN %s g ON g.id = o.consumer_group_id
-WHERE o.drain_check AND NOT o.claimed ORDER BY o.id`, n.offsets, n.groups),
-		deleteOffset: f(`DELETE FROM %s WHERE id = $1`, n.offsets),
-		clearDrain:   f(`UPDATE %s SET drain_check = false WHERE id = $1`, n.offsets),
+		drainIDs: f(`DELETE FROM %s o WHERE o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
+		drainKeyed: f(`DELETE FROM %s o USING %s g WHERE g.id = o.consumer_group_id
+	AND o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NULL
+	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_type = ANY(g.handled) AND m.keys && o.keys
+		AND NOT EXISTS (SELECT 1 FROM unnest(o.keys) k WHERE split_part(k, chr(31), 1) = ANY(m.key_names) AND NOT (k = ANY(m.keys))))`, n.offsets, n.groups, n.messages),
+		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
+		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
+		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
+		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
 		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
 ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
@@ -272,18 +287,13 @@ func (u *upserts) queue(b *pgx.Batch, s *Store) {
 // whole log at once. The configuration is stored, and its version in
 // <p>_head, so every process's appends index and create offsets for it.
 func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
 		return err
 	}
 	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
 		return fmt.Errorf("pgstore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
 	}
 	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	for _, name := range handled {
-		if _, err := s.reg.ByName(name); err != nil {
-			return fmt.Errorf("pgstore: consumer group %q: %w", spec.ID, err)
-		}
-	}
 	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
 	if partitionBy == nil {
 		partitionBy = []string{}
@@ -559,40 +569,78 @@ const maxStaleMarkers = 64
 func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
 	s := t.s
 	q := s.q.g
-	st, err := t.state(group)
-	if err != nil {
-		return nil, err
-	}
 	now := s.now()
-	if !shell.Claimable(st.status, st.retryAt, now) {
-		return nil, nil
-	}
-	types, err := s.handledTypes(st.handled)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
-	}
-	for range maxStaleMarkers {
+	for attempt := range maxStaleMarkers {
+		// The group's row and the scan in one round trip (the scan may
+		// lock an offset of a group that turns out not claimable: the
+		// lock goes with the transaction).
+		b := &pgx.Batch{}
+		if attempt == 0 {
+			b.Queue(q.groupRow, group)
+		}
+		b.Queue(q.scan, group)
+		br := t.c.SendBatch(t.ctx, b)
+		var st groupState
+		var err error
+		if attempt == 0 {
+			var retryAt *time.Time
+			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+			if retryAt != nil {
+				st.retryAt = retryAt.UTC()
+			}
+		}
 		var id, last, replay int64
 		var key string
-		err := t.c.QueryRow(t.ctx, q.scan, st.row).Scan(&id, &key, &last, &replay)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil
+		found := false
+		if err == nil {
+			err = br.QueryRow().Scan(&id, &key, &last, &replay)
+			found = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, pgx.ErrNoRows) { // no group row
+			return nil, t.unknown(group)
 		}
 		if err != nil {
 			return nil, t.fail("claim "+group, err)
+		}
+		if attempt == 0 {
+			t.claimState = st
+		}
+		st = t.claimState
+		if !shell.Claimable(st.status, st.retryAt, now) || !found {
+			return nil, nil
 		}
 		partition, err := parsePartition(key)
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := s.fetchPartition(t.ctx, t.c, partition, st.handled, last, batchSize)
+		// The fetch and the claim in one round trip; an empty fetch (a
+		// marker gone wrong behind the store's back) undoes the claim.
+		sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
+		b = &pgx.Batch{}
+		b.Queue(sql, args...)
+		b.Queue(q.claim, id, now, workerID)
+		br = t.c.SendBatch(t.ctx, b)
+		msgs, err := s.scanMessages(br.Query())
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
-			return nil, t.fail("claim "+group+": fetch", err)
+			return nil, t.fail("claim "+group, err)
 		}
 		if len(msgs) == 0 {
-			// The marker was wrong (its messages were deleted behind the
-			// store's back): repair it and look again.
 			var next *int64
+			if _, err := t.c.Exec(t.ctx, q.release, id); err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
 			if err := t.c.QueryRow(t.ctx, q.remark, id).Scan(&next); err != nil {
 				return nil, t.fail("claim "+group, err)
 			}
@@ -601,8 +649,9 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 			}
 			continue
 		}
-		if _, err := t.c.Exec(t.ctx, q.claim, id, now, workerID); err != nil {
-			return nil, t.fail("claim "+group, err)
+		types, err := s.handledTypes(st.handled)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
 		}
 		lastPos := msgs[len(msgs)-1].Position
 		return &shell.Claim{
@@ -616,6 +665,15 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		}, nil
 	}
 	return nil, nil
+}
+
+// unknown returns the *UnknownGroupError of group.
+func (t *tx) unknown(group string) error {
+	err := t.s.unknownGroup(t.ctx, t.c, group)
+	if !errors.As(err, new(*shell.UnknownGroupError)) {
+		return t.fail("group "+group, err)
+	}
+	return err
 }
 
 // held checks, locking the offset's row, that the claim's worker still
@@ -645,16 +703,21 @@ func (t *tx) held(c *shell.Claim, verb string) error {
 	return nil
 }
 
-// Release frees a claim without moving its offset. Only the claiming
-// worker may release it (else an error matching shell.ErrNotClaimant).
+// Release frees a claim without moving its offset, under the shared
+// lock. Only the claiming worker may release it (else an error matching
+// shell.ErrNotClaimant).
 func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
-	return s.update(ctx, lockShared, func(t *tx) error {
-		if err := t.held(c, "release"); err != nil {
-			return err
-		}
-		_, err := t.c.Exec(t.ctx, s.q.g.release, c.OffsetID)
-		return t.check("release", err)
-	})
+	return s.update(ctx, lockShared, func(t *tx) error { return t.Release(c) })
+}
+
+// Release frees a claim without moving its offset, in the transaction;
+// see shell.GroupTx.
+func (t *tx) Release(c *shell.Claim) error {
+	if err := t.held(c, "release"); err != nil {
+		return err
+	}
+	_, err := t.c.Exec(t.ctx, t.s.q.g.release, c.OffsetID)
+	return t.check("release", err)
 }
 
 // Ack moves the claim's offset to position and frees it, in a transaction
@@ -668,27 +731,33 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // position; a retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
 func (t *tx) Ack(c *shell.Claim, position int64) error {
-	if err := t.held(c, "ack"); err != nil {
+	if err := t.usable(); err != nil {
 		return err
 	}
-	s := t.s
-	q := s.q.g
+	if c == nil {
+		return errors.New("pgstore: ack a nil claim")
+	}
+	if err := shell.CheckAck(c, position); err != nil {
+		return err
+	}
+	q := t.s.q.g
+	// The claimant check, the move, the release and the group's highest
+	// position in one statement, the new pending marker in the same round
+	// trip (recomputing it is right whether or not the ack happened).
 	b := &pgx.Batch{}
-	b.Queue(q.moveTo, c.OffsetID, position)
-	b.Queue(q.release, c.OffsetID)
+	b.Queue(q.ack, c.OffsetID, c.Group, position, c.WorkerID)
 	b.Queue(q.remark, c.OffsetID)
-	b.Queue(`SELECT consumer_group_id FROM `+s.names.offsets+` WHERE id = $1`, c.OffsetID)
 	br := t.c.SendBatch(t.ctx, b)
 	var groupRow int64
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	var status shell.Status
+	var failure string
+	err := br.QueryRow().Scan(&groupRow, &status, &failure)
+	acked := err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
 	}
 	if err == nil {
 		_, err = br.Exec()
-	}
-	if err == nil {
-		err = br.QueryRow().Scan(&groupRow)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -696,18 +765,28 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err != nil {
 		return t.fail("ack", err)
 	}
-	return t.raise(groupRow, c.OffsetID, position)
+	if !acked {
+		if err := t.held(c, "ack"); err != nil {
+			return err
+		}
+		return fmt.Errorf("pgstore: internal error: ack of offset %d of %s did not happen", c.OffsetID, c.Group)
+	}
+	return t.recoverFrom(groupRow, c.OffsetID, status, failure)
 }
 
-// raise raises the group's highest position, and recovers a retrying
-// group whose failed partition is offsetID.
+// raise raises the group's highest position (AdvanceOffset).
 func (t *tx) raise(groupRow, offsetID, position int64) error {
-	q := t.s.q.g
 	var status shell.Status
 	var failure string
-	if err := t.c.QueryRow(t.ctx, q.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
+	if err := t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
 		return t.fail("ack", err)
 	}
+	return t.recoverFrom(groupRow, offsetID, status, failure)
+}
+
+// recoverFrom recovers a retrying group whose failed partition is
+// offsetID (just acknowledged).
+func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure string) error {
 	if status != shell.StatusRetrying || offsetID == 0 {
 		return nil
 	}
@@ -715,7 +794,7 @@ func (t *tx) raise(groupRow, offsetID, position int64) error {
 	if err := json.Unmarshal([]byte(failure), &f); err != nil || f.OffsetID != offsetID {
 		return nil
 	}
-	_, err := t.c.Exec(t.ctx, q.recover, groupRow, t.s.now())
+	_, err := t.c.Exec(t.ctx, t.s.q.g.recover, groupRow, t.s.now())
 	return t.check("ack", err)
 }
 
@@ -926,6 +1005,86 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.Command, chang
 	})
 }
 
+// ChangeGroup decides a worker command on the group's state and applies
+// it, in one transaction under the exclusive lock; see shell.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		st, err := t.state(group)
+		if err != nil {
+			return err
+		}
+		cur := shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		if err := json.Unmarshal([]byte(st.failure), &cur.Failure); err != nil {
+			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
+		}
+		out = cur
+		ch, err := decide(cur)
+		if err != nil || ch.Command == "" {
+			return err
+		}
+		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", group, ch.Command)
+		}
+		next, err := shell.Transition(group, st.status, ch.Command)
+		if err != nil {
+			return nil // a worker command: the group stays as it is
+		}
+		st.status, st.retryAt = next, time.Time{}
+		if ch.Command == shell.CmdRetry {
+			st.retryAt = ch.RetryAt.UTC().Truncate(time.Microsecond)
+		}
+		if err := t.setStatus(st, ch.Failure); err != nil {
+			return err
+		}
+		// What the store gives back: times at its precision, the failure
+		// through JSON.
+		out = shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		data, err := json.Marshal(ch.Failure)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &out.Failure)
+	})
+	if err != nil {
+		return shell.GroupState{}, err
+	}
+	return out, nil
+}
+
+// ReleaseClaimsOlderThan releases, in one transaction, every claim made at
+// or before cutoff, whoever holds it, and returns the released offsets as
+// they were.
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		out = nil
+		rows, err := t.c.Query(t.ctx, s.q.g.oldClaims, cutoff)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		out, err = scanOffsets(rows)
+		if err != nil {
+			return t.fail("release old claims", err)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = t.c.Exec(t.ctx, s.q.g.releaseOld, cutoff)
+		return t.check("release old claims", err)
+	})
+	return out, err
+}
+
+// RemoveWorkers deletes the workers' heartbeat rows.
+func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
+	if len(workerIDs) == 0 {
+		return ctx.Err()
+	}
+	if _, err := s.pool.Exec(ctx, s.q.g.removeWorkers, workerIDs); err != nil {
+		return s.wrap(ctx, "remove workers", err)
+	}
+	return nil
+}
+
 // Group returns a group's status and figures.
 func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
 	infos, err := s.groupInfos(ctx, s.pool, group)
@@ -1015,6 +1174,9 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
+	if err := shell.CheckTTL(ttl); err != nil {
+		return 0, err
+	}
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		tag, err := t.c.Exec(t.ctx, s.q.g.releaseStale, now.Add(-ttl))
 		n = int(tag.RowsAffected())
@@ -1025,54 +1187,27 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 
 // ReleaseDrainedOffsets deletes the unclaimed offsets whose partition no
 // longer holds a message of the group's handled types (under conditional
-// AND); only offsets that may have drained are checked: those a deleted
-// message belonged to, and those AdvanceOffset created.
+// AND: a message carrying only some of a composite partition's
+// attributes keeps it); only offsets that may have drained are checked
+// (those a deleted message belonged to, and those AdvanceOffset created),
+// in three statements whatever their number.
 func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
-		type cand struct {
-			id      int64
-			key     string
-			handled []string
-		}
-		rows, err := t.c.Query(t.ctx, s.q.g.drainable)
-		if err != nil {
-			return t.fail("release drained offsets", err)
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.id, &c.key, &c.handled); err != nil {
-				rows.Close()
-				return t.fail("release drained offsets", err)
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return t.fail("release drained offsets", err)
-		}
-		for _, c := range cands {
-			partition, err := parsePartition(c.key)
+		q := s.q.g
+		b := &pgx.Batch{}
+		b.Queue(q.drainIDs)
+		b.Queue(q.drainKeyed)
+		b.Queue(q.clearDrain)
+		br := t.c.SendBatch(t.ctx, b)
+		for range 2 {
+			tag, err := br.Exec()
 			if err != nil {
-				return err
-			}
-			var args sqlArgs
-			sql := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE %s)`, s.names.messages, partitionSQL(partition, c.handled, &args))
-			var left bool
-			if err := t.c.QueryRow(t.ctx, sql, args...).Scan(&left); err != nil {
+				br.Close()
 				return t.fail("release drained offsets", err)
 			}
-			query := s.q.g.deleteOffset
-			if left {
-				query = s.q.g.clearDrain
-			} else {
-				n++
-			}
-			if _, err := t.c.Exec(t.ctx, query, c.id); err != nil {
-				return t.fail("release drained offsets", err)
-			}
+			n += int(tag.RowsAffected())
 		}
-		return nil
+		return t.check("release drained offsets", br.Close())
 	})
 	return n, err
 }
@@ -1106,24 +1241,11 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		page.Offsets = []shell.Offset{}
-		for rows.Next() {
-			var o shell.Offset
-			var key string
-			var claimedAt *time.Time
-			if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
-				return err
-			}
-			if o.Partition, err = parsePartition(key); err != nil {
-				return err
-			}
-			if claimedAt != nil {
-				o.ClaimedAt = claimedAt.UTC()
-			}
-			page.Offsets = append(page.Offsets, o)
+		page.Offsets, err = scanOffsets(rows)
+		if page.Offsets == nil {
+			page.Offsets = []shell.Offset{}
 		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return shell.OffsetPage{}, s.wrapGroupErr(ctx, "read offsets", err)
@@ -1134,4 +1256,28 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
 func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
 	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+}
+
+// scanOffsets reads offset rows (id, group, status, partition key, last
+// position, claimed, claimed at, claimed by).
+func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
+	defer rows.Close()
+	var out []shell.Offset
+	for rows.Next() {
+		var o shell.Offset
+		var key string
+		var claimedAt *time.Time
+		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
+			return nil, err
+		}
+		var err error
+		if o.Partition, err = parsePartition(key); err != nil {
+			return nil, err
+		}
+		if claimedAt != nil {
+			o.ClaimedAt = claimedAt.UTC()
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -197,7 +198,11 @@ func (s *Store) decode(r *msgRow) (core.PositionedMessage, error) {
 
 // queryMessages runs a query of messageColumns.
 func (s *Store) queryMessages(ctx context.Context, q querier, sql string, args ...any) ([]core.PositionedMessage, error) {
-	rows, err := q.Query(ctx, sql, args...)
+	return s.scanMessages(q.Query(ctx, sql, args...))
+}
+
+// scanMessages reads rows of messageColumns.
+func (s *Store) scanMessages(rows pgx.Rows, err error) ([]core.PositionedMessage, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +248,19 @@ func guardFor(conds []core.Condition, opts shell.ReadOptions, msgs []core.Positi
 	return core.Guard{Conditions: conds, LastPosition: pos}
 }
 
+// typed is the registry conditions are checked against: none for a store
+// of raw payloads, which knows no types.
+func (s *Store) typed() *codec.Registry {
+	if s.raw {
+		return nil
+	}
+	return s.reg
+}
+
 func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckConditions(s.typed(), conds); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
+	}
 	if len(conds) == 0 {
 		var last int64
 		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
@@ -295,15 +312,18 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 	return shell.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
 }
 
-// fetchPartition returns up to n messages of the partition after after.
-func (s *Store) fetchPartition(ctx context.Context, q querier, partition map[string]string, types []string, after int64, n int) ([]core.PositionedMessage, error) {
+// fetchSQL is the query of up to n messages of the partition after after.
+func (s *Store) fetchSQL(partition map[string]string, types []string, after int64, n int) (string, []any) {
 	var args sqlArgs
 	sql := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND %s ORDER BY position LIMIT %s`,
 		messageColumns, s.names.messages, args.add(after), partitionSQL(partition, types, &args), args.add(limitArg(n))+"::bigint")
-	return s.queryMessages(ctx, q, sql, args...)
+	return sql, args
 }
 
 func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions) (shell.Page, error) {
+	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
+		return shell.Page{}, fmt.Errorf("pgstore: %w", err)
+	}
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = shell.DefaultPageSize

@@ -2,14 +2,15 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/shell"
 )
 
 // DefaultPrefix is the table prefix used when Options.Prefix is empty:
@@ -78,15 +79,28 @@ type Migration struct {
 }
 
 var (
-	// ErrSchemaNewer is matched by the error of Open when the database's
-	// schema has a version this build does not know (a newer build
-	// migrated it): upgrade the program.
-	ErrSchemaNewer = errors.New("pgstore: database schema is newer than this program")
-	// ErrSchemaOutdated is matched by the error of Open when the
-	// database's schema lacks migrations this build needs: run Install
-	// (or `sourced migrate`).
-	ErrSchemaOutdated = errors.New("pgstore: database schema is outdated")
+	// ErrSchemaNewer is shell.ErrSchemaNewer: Open found a schema version
+	// this program does not know (a newer program migrated it); upgrade
+	// the program. Nothing is written.
+	ErrSchemaNewer = shell.ErrSchemaNewer
+	// ErrSchemaOutdated is shell.ErrSchemaOutdated: Open found a schema
+	// lacking migrations this program needs; run Install (or apply
+	// Migrations with your tool).
+	ErrSchemaOutdated = shell.ErrSchemaOutdated
 )
+
+// SchemaVersion is the version of the schema this code reads and writes:
+// the Version of the last Migration.
+const SchemaVersion = 1
+
+// recordVersion ends every script: it records the script's version, so
+// that a tool applying the scripts one by one records them too.
+const recordVersion = `
+CREATE TABLE IF NOT EXISTS {p}_schema_migrations (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL
+);
+INSERT INTO {p}_schema_migrations (version, applied_at) VALUES ({v}, now()) ON CONFLICT DO NOTHING;`
 
 // migrations is the ordered list of schema scripts, written with {p} for
 // the table prefix.
@@ -185,6 +199,7 @@ CREATE INDEX IF NOT EXISTS idx_{p}_offsets_next ON {p}_offsets (next_position) W
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_claimed ON {p}_offsets (claimed_by) WHERE claimed;
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_drain ON {p}_offsets (consumer_group_id) WHERE drain_check;
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_keys ON {p}_offsets USING gin (keys);
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_message ON {p}_offsets (message_id) WHERE message_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS {p}_workers (
 	id        text        PRIMARY KEY,
@@ -195,15 +210,11 @@ CREATE TABLE IF NOT EXISTS {p}_workers (
 // expand replaces {p} with the prefix in a schema template.
 func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}", prefix) }
 
-// SchemaVersion is the schema version this build of the store installs
-// and expects.
-func SchemaVersion() int { return migrations[len(migrations)-1].Version }
-
 // Migrations returns the store's schema scripts for the given prefix, in
 // version order (empty prefix: DefaultPrefix), for an app's own migration
-// tool. Every script is idempotent. A store opened on a schema installed
-// that way needs <prefix>_schema_migrations to record the versions: use
-// Install, which does both.
+// tool. Every script is idempotent and ends by recording its version in
+// <prefix>_schema_migrations, as Install does, so Open can tell the
+// version whoever applied them.
 func Migrations(prefix string) ([]Migration, error) {
 	p, err := checkPrefix(prefix)
 	if err != nil {
@@ -211,9 +222,15 @@ func Migrations(prefix string) ([]Migration, error) {
 	}
 	out := make([]Migration, len(migrations))
 	for i, m := range migrations {
-		out[i] = Migration{Version: m.Version, SQL: expand(m.SQL, p)}
+		out[i] = Migration{Version: m.Version, SQL: script(m, p)}
 	}
 	return out, nil
+}
+
+// script is a migration's SQL for a prefix, recording its version at the
+// end.
+func script(m Migration, prefix string) string {
+	return expand(m.SQL+strings.ReplaceAll(recordVersion, "{v}", strconv.Itoa(m.Version)), prefix)
 }
 
 // migrate applies the migrations not yet recorded in the prefix's
@@ -250,11 +267,8 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 			if have >= m.Version {
 				return false, nil
 			}
-			if _, err := tx.Exec(ctx, expand(m.SQL, s.names.prefix), pgx.QueryExecModeSimpleProtocol); err != nil {
+			if _, err := tx.Exec(ctx, script(m, s.names.prefix), pgx.QueryExecModeSimpleProtocol); err != nil {
 				return false, fmt.Errorf("migration %d: %w", m.Version, err)
-			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (version, applied_at) VALUES ($1, $2)`, s.names.migrations), m.Version, time.Now()); err != nil {
-				return false, err
 			}
 			return true, tx.Commit(ctx)
 		}()
@@ -282,7 +296,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	if err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s`, s.names.migrations)).Scan(&have); err != nil {
 		return s.wrap(ctx, "open", err)
 	}
-	switch want := SchemaVersion(); {
+	switch want := SchemaVersion; {
 	case have == 0:
 		return fmt.Errorf("%w: prefix %q has no migration applied: run pgstore.Install", errNotInstalled, s.names.prefix)
 	case have > want:

@@ -34,12 +34,12 @@ func TestOpenChecksVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exec(fmt.Sprintf(`INSERT INTO %s (version, applied_at) VALUES (%d, now())`, mig, pgstore.SchemaVersion()+1))
+	exec(fmt.Sprintf(`INSERT INTO %s (version, applied_at) VALUES (%d, now())`, mig, pgstore.SchemaVersion+1))
 	if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, pgstore.ErrSchemaNewer) {
 		t.Fatalf("open of a newer schema: %v, want ErrSchemaNewer", err)
 	}
-	exec(fmt.Sprintf(`DELETE FROM %s WHERE version >= %d`, mig, pgstore.SchemaVersion()))
-	if pgstore.SchemaVersion() > 1 {
+	exec(fmt.Sprintf(`DELETE FROM %s WHERE version >= %d`, mig, pgstore.SchemaVersion))
+	if pgstore.SchemaVersion > 1 {
 		if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, pgstore.ErrSchemaOutdated) {
 			t.Fatalf("open of an outdated schema: %v, want ErrSchemaOutdated", err)
 		}

@@ -36,6 +36,8 @@ type tx struct {
 	// headDirty is set when head moved: the commit writes it back.
 	headDirty bool
 	gs        *groupSet
+	// claimState is the group row read by the claim in progress.
+	claimState groupState
 	// types are the distinct types appended to the log, for the
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
@@ -235,6 +237,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		stamped[i], preps[i] = m, p
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
+		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
+			return shell.AppendResult{}, fmt.Errorf("pgstore: append: guard: %w", err)
+		}
 		conflicts, err := s.conflicts(t.ctx, t.c, g)
 		if err != nil {
 			return shell.AppendResult{}, t.fail("append: guard check", err)
@@ -340,7 +345,7 @@ func keyStrings(keys []codec.KeyPair) (ks, names []string) {
 // pairs it is indexed under (only core.IDKey for the handled types of an
 // id-partitioned group).
 func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (core.Message, prepared, error) {
-	typ, err := s.reg.TypeOf(m.Payload)
+	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return m, prepared{}, err
 	}
@@ -382,12 +387,16 @@ func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (co
 	return m, p, nil
 }
 
-// indexKeys returns the key pairs a message is indexed under.
+// indexKeys returns the key pairs a message is indexed under: its
+// payload's, and for the handled types of an id-partitioned group (a
+// delete-on-ack queue) core.IDKey with its id too, as on SQLite (the queue
+// claims a message by its id, reads and guards see its payload).
 func indexKeys(typ *codec.Type, m *core.Message, byID map[string]bool) []codec.KeyPair {
+	keys := typ.Keys(m.Payload, nil)
 	if byID[typ.Name] {
-		return []codec.KeyPair{{Name: core.IDKey, Value: m.ID.String()}}
+		keys = append(keys, codec.KeyPair{Name: core.IDKey, Value: m.ID.String()})
 	}
-	return typ.Keys(m.Payload, nil)
+	return keys
 }
 
 func appendDistinct(types []string, typ string) []string {
