@@ -39,8 +39,11 @@ func (e *GroupFailedError) Error() string {
 	case StatusStopped:
 		what = "failed a batch (the group is stopped)"
 	}
-	return fmt.Sprintf("sourced: consumer group %s %s: message %s (%s at position %d) in partition %s: %v",
-		e.Group, what, e.MessageID, e.MessageType, e.Position, PartitionKey(e.Partition), e.Err)
+	at := ""
+	if e.MessageType != "" {
+		at = fmt.Sprintf(" at message %s (%s at position %d)", e.MessageID, e.MessageType, e.Position)
+	}
+	return fmt.Sprintf("sourced: consumer group %s %s%s in partition %s: %v", e.Group, what, at, PartitionKey(e.Partition), e.Err)
 }
 
 // Unwrap returns the cause.

@@ -23,7 +23,9 @@ type Groups interface {
 	// label, partition keys and handled types; a failed or stopped group
 	// keeps its status. Registration also records how the group's handled
 	// types are indexed: by payload, or by message id for an id-partitioned
-	// group (which must be exclusive). Two exclusive owners of one type, or
+	// group (which must be exclusive; its types are indexed by payload
+	// too). A partition key that no handled type indexes is refused (see
+	// CheckGroupSpec). Two exclusive owners of one type, or
 	// an exclusive group sharing a type with another group, are refused
 	// with a *GroupConflictError.
 	RegisterGroup(ctx context.Context, g GroupSpec) error
@@ -81,6 +83,7 @@ type Groups interface {
 	// ReleaseStaleClaims releases the claims of workers not seen since
 	// now-ttl (workers with no heartbeat at all included, by claim age),
 	// re-checking each claim in the same transaction; returns how many.
+	// A negative ttl is refused.
 	ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error)
 	// ReleaseClaimsOlderThan releases every claim made at or before cutoff,
 	// whoever holds it (a live worker that leaked it, or one stuck in a
@@ -116,7 +119,9 @@ type GroupTx interface {
 	// Ack moves the claim's offset to position (never backwards) and frees
 	// the claim; the group's highest acknowledged position rises to it; a
 	// retrying group whose failed partition this is recovers to active.
-	// Only the claiming worker may ack (else ErrNotClaimant).
+	// Only the claiming worker may ack (else ErrNotClaimant), and at most
+	// at the claim's last message (else ErrAckBeyondClaim, and nothing
+	// changes).
 	Ack(c *Claim, position int64) error
 	// Release frees the claim without moving its offset, in the
 	// transaction (a batch that processed none of its messages). Only the

@@ -68,9 +68,8 @@ var ErrFutureCommand = errors.New("sourced: command dated after the store's cloc
 // a command whose partition key is missing or empty included (see
 // core.PartitionOf); the decider's own rejection, as returned by its
 // handler; an invalid decider (core.ErrDefinition); a command dated after
-// the store's clock (ErrFutureCommand); a busy store (ErrBusy: try
-// again). Never ErrConcurrentAppend. In every case nothing is
-// appended.
+// the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
+// Never ErrConcurrentAppend. In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
 	var res HandleResult[S]
 	if err := d.Err(); err != nil {

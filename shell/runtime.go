@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	rt.Tasks.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
 	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
 	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
+	rt.Tasks.Optimizer.next = firstTickNow
 	rt.Tasks.Scheduler = newScheduler(rt)
 	for _, t := range rt.tasks() {
 		t.log = cfg.Logger
@@ -376,8 +378,10 @@ func (rt *Runtime) reap(ctx context.Context) error {
 	if _, err := rt.store.ReleaseDrainedOffsets(ctx); err != nil {
 		return err
 	}
-	_, err = rt.store.PruneOrphanKeyPairs(ctx)
-	return err
+	if _, err = rt.store.PruneOrphanKeyPairs(ctx); err != nil {
+		return err
+	}
+	return housekeep(ctx, rt.store)
 }
 
 // Idle reports whether no worker is processing a batch and no reactor is
@@ -393,8 +397,15 @@ func (rt *Runtime) failed(f *GroupFailedError) {
 	}
 	rt.failMu.Lock()
 	defer rt.failMu.Unlock()
+	if len(rt.failures) == maxRecordedFailures {
+		// Nobody calls WaitIdle in production: keep the latest only.
+		rt.failures = slices.Delete(rt.failures, 0, 1)
+	}
 	rt.failures = append(rt.failures, f)
 }
+
+// maxRecordedFailures bounds the failures kept for WaitIdle.
+const maxRecordedFailures = 64
 
 // reportFailures returns the failures recorded since the last call,
 // joined, and forgets them.

@@ -90,15 +90,20 @@ type Tx interface {
 	// carries those messages.
 	//
 	// A payload of an unregistered type, an invalid payload (see
-	// codec.Registry.Validate) or a message id already in the log or the
-	// schedule fails the whole append: nothing is written.
+	// codec.Registry.Validate; indexed text must be valid UTF-8), a guard
+	// condition that could never match (see CheckConditions) or a message
+	// id already in the log or the schedule fails the whole append:
+	// nothing is written.
 	Append(msgs []core.Message, opts AppendOptions) (AppendResult, error)
 	// Read returns, in position order, the messages matching any of conds
 	// (after opts.After, at most opts.Limit, at most up to opts.Upto), and
 	// the guard for them: the conditions, and as LastPosition the position
 	// of the last message returned when the read was cut short by Limit,
 	// min(Upto, last position) when Upto bounds it, else the store's last
-	// position at read time (so an empty read still guards).
+	// position at read time (so an empty read still guards). A condition
+	// that could never match (an empty or unregistered type, an attribute
+	// the type does not declare or index) is refused with an
+	// *InvalidConditionError (see CheckConditions).
 	Read(conds []core.Condition, opts ReadOptions) (ReadResult, error)
 	// ReadPartition reads the messages of the given types that belong to
 	// the partition under conditional AND (see core.InPartition), in position
@@ -175,7 +180,8 @@ type ReadAllOptions struct {
 	Conditions []core.Condition
 	// Limit is the page size (0: DefaultPageSize).
 	Limit int
-	// Order is the direction.
+	// Order is the direction: Ascending or Descending (anything else is
+	// refused, see CheckReadAll).
 	Order Order
 }
 
@@ -222,6 +228,17 @@ type Stats struct {
 	Scheduled int64
 	// Groups describes every registered consumer group, by id.
 	Groups []GroupInfo
+	// WALBytes is the size of the store's write-ahead log (SQLite's -wal
+	// file) when the figures were taken; 0 for stores without one. It
+	// changes with every commit and checkpoint.
+	WALBytes int64
+}
+
+// Housekeeper is implemented by stores with periodic upkeep of their own
+// (the SQLite store checkpoints its write-ahead log so that it stays
+// bounded). A Runtime calls Housekeep on every heartbeat.
+type Housekeeper interface {
+	Housekeep(ctx context.Context) error
 }
 
 // Notifier announces appended message types to subscribers. A store calls

@@ -557,7 +557,7 @@ func (r *run) stopChild(d *childDecl, ref *ChildRef) {
 }
 
 func (r *run) owner(n *node) string {
-	return n.path + "#" + strconv.FormatUint(uint64(r.st.entries[n.id]), 10)
+	return n.path + "#" + strconv.FormatUint(uint64(r.st.entries[n.id].n), 10)
 }
 
 // exitChildren stops the running children the state's current entry started.

@@ -99,10 +99,9 @@ func (b bitset) prev(i int) int {
 type Config struct {
 	ch  *chart
 	act bitset
-	// entries and entered are an instance's (nil for a configuration read
-	// from paths).
-	entries []uint32
-	entered []EnteredBy
+	// entries are an instance's (nil for a configuration read from paths
+	// or an instance built from them).
+	entries []entry
 }
 
 // EnteredBy is the state event that entered a state: its id, stored type
@@ -122,12 +121,12 @@ type EnteredBy struct {
 // state placed several times, its first active placement). A configuration
 // read from paths has none.
 func (c Config) EnteredBy(s State) (EnteredBy, bool) {
-	if c.ch == nil || s.d == nil || c.entered == nil {
+	if c.ch == nil || s.d == nil || c.entries == nil {
 		return EnteredBy{}, false
 	}
 	for _, n := range c.ch.placed[s.d] {
 		if c.act.has(n.id) {
-			return c.entered[n.id], true
+			return c.entries[n.id].by, true
 		}
 	}
 	return EnteredBy{}, false
@@ -149,7 +148,7 @@ func (c Config) Visited(s State) bool {
 }
 
 func (c Config) visited(n *node) bool {
-	return c.act.has(n.id) || (c.entries != nil && c.entries[n.id] > 0)
+	return c.act.has(n.id) || (c.entries != nil && c.entries[n.id].n > 0)
 }
 
 // Paths returns the paths of the active states, outermost first (document

@@ -57,7 +57,12 @@
 // message types; no reflection finds handlers. The chart is checked when
 // built (Machine.Err, and Machine.Check against a registry): targets that
 // are not placed or sit in a sibling region, states placed twice, regions
-// without a start, transient states with commands, timers, regions, joins or
+// without a start (unless a StartsAt enters them), StartsAt targets that
+// are not below their state, history defaults that are not below their
+// state (a shallow history's not its sub-states), a handler after an
+// unguarded one of the same type in one state, When, Internal or External
+// on what is not a transition, reactions to what the machine decides,
+// transient states with commands, timers, regions, joins or
 // children, unreachable guards, handlers with several targets and no
 // function to pick one, parts whose prefixes clash, a context type that is
 // not the machine's, the manual's rules for children (a machine is a child

@@ -244,7 +244,11 @@ type Instance[C any] struct {
 
 // Config returns the instance's configuration.
 func (i Instance[C]) Config() Config {
-	return Config{ch: i.ch, act: i.st.act, entries: i.st.entries, entered: i.st.entered}
+	c := Config{ch: i.ch, act: i.st.act}
+	if !i.st.detached {
+		c.entries = i.st.entries
+	}
+	return c
 }
 
 // Paths returns the active states' paths, outermost first.
@@ -275,8 +279,7 @@ func (m Machine[C]) New(partition map[string]string) Instance[C] {
 	mc := m.core()
 	in := Instance[C]{Context: m.Context.Initial(), Partition: partition, ch: mc.ch}
 	in.st.act = newBitset(len(mc.ch.nodes))
-	in.st.entries = make([]uint32, len(mc.ch.nodes))
-	in.st.entered = make([]EnteredBy, len(mc.ch.nodes))
+	in.st.entries = make([]entry, len(mc.ch.nodes))
 	_ = mc.ch.complete(in.st.act)
 	return in
 }
@@ -312,7 +315,7 @@ func (m Machine[C]) At(paths []string, ctx C, partition map[string]string) (Inst
 		return Instance[C]{}, err
 	}
 	return Instance[C]{Context: ctx, Partition: partition, ch: mc.ch,
-		st: instState{act: act, entries: make([]uint32, len(mc.ch.nodes)), detached: true}}, nil
+		st: instState{act: act, entries: make([]entry, len(mc.ch.nodes)), detached: true}}, nil
 }
 
 // Load rebuilds an instance from the partition's history, in order: state
@@ -332,9 +335,10 @@ func (m Machine[C]) Load(partition map[string]string, history []core.Message) (I
 }
 
 func (m Machine[C]) evolveFn() func(any, core.Message) any {
+	p := m.Context // captured alone: the Machine is too big to capture by value
 	return func(ctx any, msg core.Message) any {
 		c, _ := ctx.(C)
-		return m.Context.Evolve(c, msg)
+		return p.Evolve(c, msg)
 	}
 }
 
@@ -398,7 +402,7 @@ func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
 		entered = append(entered, n)
 	}
 	if st.entries == nil {
-		st.entries = make([]uint32, len(ch.nodes))
+		st.entries = make([]entry, len(ch.nodes))
 	} else {
 		st.entries = slices.Clone(st.entries)
 	}
@@ -412,15 +416,10 @@ func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
 	for _, n := range exited {
 		st.act.unset(n.id)
 	}
-	if st.entered == nil {
-		st.entered = make([]EnteredBy, len(ch.nodes))
-	} else {
-		st.entered = slices.Clone(st.entered)
-	}
 	for _, n := range entered {
 		st.act.set(n.id)
-		st.entries[n.id]++
-		st.entered[n.id] = by
+		st.entries[n.id].n++
+		st.entries[n.id].by = by
 	}
 	return ch.complete(st.act)
 }

@@ -166,14 +166,21 @@ func (d *Do) fail(format string, args ...any) {
 	}
 }
 
+// entry is what an instance knows of a node's entries: how many times it
+// was entered (timer identity, visited) and the state event that entered
+// it last.
+type entry struct {
+	n  uint32
+	by EnteredBy
+}
+
 // instState is everything about an instance the interpreter reads besides
 // its context: the configuration, history memory, entry counts (timer
 // identity) and children. A run works on its own copy.
 type instState struct {
 	act      bitset
 	memory   map[int][]int // history: node id*2 (+1 for deep) -> remembered nodes
-	entries  []uint32      // how many times each node was entered
-	entered  []EnteredBy   // the state event that last entered each node
+	entries  []entry       // each node's entries: how many, and the last's state event
 	children map[string]*ChildRef
 	// detached is set for instances built from stored paths: no history
 	// memory, entry counts or children.
@@ -184,9 +191,6 @@ func (s instState) clone() instState {
 	c := s
 	c.act = s.act.clone()
 	c.entries = slices.Clone(s.entries)
-	if s.entered != nil {
-		c.entered = slices.Clone(s.entered)
-	}
 	if s.memory != nil {
 		c.memory = maps.Clone(s.memory)
 	}
@@ -366,7 +370,7 @@ func (r *run) staleTimer(m core.Message) bool {
 		return false
 	}
 	cnt, err := strconv.ParseUint(num, 10, 32)
-	return err != nil || uint32(cnt) != r.st.entries[n.id]
+	return err != nil || uint32(cnt) != r.st.entries[n.id].n
 }
 
 func (r *run) runHandler(t *transition, m core.Message) (*take, error) {
@@ -713,10 +717,10 @@ func (r *run) microstep(takes []*take) error {
 		if nd.kind != kState {
 			continue
 		}
-		r.st.entries[i]++
+		r.st.entries[i].n++
 		tk := owner(i, true)
-		if r.st.entered != nil && r.mc != nil {
-			r.st.entered[i] = EnteredBy{Type: r.mc.eventNames[tk.opt.nodes[0].id], At: r.trigger.CreatedAt, Trigger: tk.trigger}
+		if r.mc != nil {
+			r.st.entries[i].by = EnteredBy{Type: r.mc.eventNames[tk.opt.nodes[0].id], At: r.trigger.CreatedAt, Trigger: tk.trigger}
 		}
 		for _, a := range nd.entry {
 			r.dispatch(a(r.ctx, tk.mv), outDispatch)
@@ -724,7 +728,7 @@ func (r *run) microstep(takes []*take) error {
 		for _, tm := range nd.timers {
 			m := r.fill.fillMessage(core.NewMessage(tm.payload), r.keys)
 			m.CreatedAt = r.trigger.CreatedAt.Add(tm.delay)
-			m = m.WithMetadata(map[string]any{TimerMetadata: nd.path + "#" + strconv.FormatUint(uint64(r.st.entries[i]), 10)})
+			m = m.WithMetadata(map[string]any{TimerMetadata: nd.path + "#" + strconv.FormatUint(uint64(r.st.entries[i].n), 10)})
 			r.out.add(outTimer, m)
 		}
 		r.enterChildren(nd, tk)

@@ -213,10 +213,13 @@ func (m Machine[C]) nodeJSON(ch *chart, n *node, st *instState) object {
 		active := st.act.has(n.id)
 		o = append(o, field{"active", active})
 		if n.kind == kState {
-			c := Config{ch: ch, act: st.act, entries: st.entries, entered: st.entered}
+			c := Config{ch: ch, act: st.act}
+			if !st.detached {
+				c.entries = st.entries
+			}
 			o = append(o, field{"visited", c.visited(n)})
-			if active && st.entered != nil {
-				o = append(o, field{"entered_by", st.entered[n.id]})
+			if active && c.entries != nil {
+				o = append(o, field{"entered_by", st.entries[n.id].by})
 			}
 		}
 	}

@@ -57,6 +57,10 @@ func runErr(ctx context.Context, args []string, stdout io.Writer) error {
 		return g.schedule(ctx, rest)
 	case "migrate":
 		return g.migrate(ctx, rest)
+	case "workflows":
+		return g.workflows(ctx, rest)
+	case "workflow":
+		return g.workflowRun(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -123,8 +127,10 @@ func (g globals) stats(ctx context.Context, args []string) error {
 	out := struct {
 		MaxPosition int64
 		Scheduled   int64
+		WALBytes    int64
+		ReadOnly    bool `json:",omitempty"`
 		Groups      []group
-	}{MaxPosition: st.MaxPosition, Scheduled: st.Scheduled, Groups: []group{}}
+	}{MaxPosition: st.MaxPosition, Scheduled: st.Scheduled, WALBytes: st.WALBytes, ReadOnly: s.ReadOnly(), Groups: []group{}}
 	for _, gi := range st.Groups {
 		gr := group{ID: gi.ID, Label: gi.Label, Status: string(gi.Status), Oldest: gi.OldestProcessed, Newest: gi.NewestProcessed, Partitions: gi.Partitions}
 		if !gi.RetryAt.IsZero() {
@@ -138,7 +144,11 @@ func (g globals) stats(ctx context.Context, args []string) error {
 		out.Groups = append(out.Groups, gr)
 	}
 	return g.emit(out, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "max position\t%d\nscheduled\t%d\n\n", st.MaxPosition, st.Scheduled)
+		fmt.Fprintf(w, "max position\t%d\nscheduled\t%d\nwal size\t%s\n", st.MaxPosition, st.Scheduled, byteSize(st.WALBytes))
+		if out.ReadOnly {
+			fmt.Fprintf(w, "opened\tread-only (%s is not writable)\n", g.db)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintln(w, "GROUP\tSTATUS\tPARTITIONS\tOLDEST\tNEWEST\tRETRY AT\tERROR")
 		for _, gi := range st.Groups {
 			problem := gi.Failure.Error
@@ -178,6 +188,17 @@ func failureText(group string, f shell.Failure) string {
 		b.WriteString("  stack: none (a returned error carries no stack; only a panic records one)\n")
 	}
 	return b.String()
+}
+
+// byteSize renders a size in bytes for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func firstLine(s string) string {

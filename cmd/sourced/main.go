@@ -1,7 +1,7 @@
 // Command sourced is the operator's tool for a Sourced SQLite store: stats,
 // the log, the causal chain of a message, consumer-group offsets,
 // stopping/starting/resetting groups, pending scheduled messages, and
-// installing the schema.
+// installing the schema, and durable workflow runs.
 //
 //	go install github.com/sourced-go/sourced/cmd/sourced@latest
 //	sourced -db app.db stats
@@ -59,6 +59,10 @@ Commands:
                                      operator commands on a consumer group
   schedule [-limit N]                messages waiting to be promoted
   migrate [-print]                   install the schema (or print its SQL)
+  workflows [-workflow W] [-status S] [-limit N]
+                                     durable workflow runs: counts per workflow, and
+                                     each run's status and current step
+  workflow [-workflow W] ID          one run with its steps
 
 Options:
   -db FILE       the SQLite file (default $SOURCED_DB)

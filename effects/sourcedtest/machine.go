@@ -2,6 +2,7 @@ package sourcedtest
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -40,8 +41,9 @@ func Machine[C any](t testing.TB, m statechart.Machine[C], partition map[string]
 
 // Given adds history, replayed as a store would return it: state events,
 // data events, children's lifecycle messages (payloads or Messages), in
-// order. With WithRegistry, messages outside the partition are left out
-// (core.InPartition), as a partition read leaves them out.
+// order. A message outside the partition (core.InPartition) fails the
+// test, saying why, unless AllowOutsidePartition leaves it out, as a
+// partition read leaves it out.
 func (c *MachineTest[C]) Given(events ...any) *MachineTest[C] {
 	c.given = append(c.given, events...)
 	return c
@@ -83,31 +85,13 @@ func (c *MachineTest[C]) instance() (statechart.Instance[C], []core.PositionedMe
 		}
 		return in, nil
 	}
-	var given []any
-	for _, g := range c.given {
-		if c.inPartition(g) {
-			given = append(given, g)
-		}
-	}
+	given := c.cfg.inPartition(c.t, c.partition, c.given, "the test (Machine's partition)")
 	history := c.cfg.history(given)
 	in, err := c.m.Load(c.partition, core.MessagesOf(history))
 	if err != nil {
 		c.t.Fatalf("sourcedtest: the given history does not load: %v", err)
 	}
 	return in, history
-}
-
-// inPartition reports whether a given message belongs to the partition
-// (always, without a registry to read its keys).
-func (c *MachineTest[C]) inPartition(g any) bool {
-	if c.cfg.reg == nil {
-		return true
-	}
-	keys, err := c.cfg.reg.Keys(core.NewMessage(g).Payload, nil)
-	if err != nil {
-		c.t.Fatalf("sourcedtest: %v", err)
-	}
-	return core.InPartition(c.partition, keys)
 }
 
 func (c *MachineTest[C]) run() (machineRun[C], error) {
@@ -119,6 +103,15 @@ func (c *MachineTest[C]) run() (machineRun[C], error) {
 		c.t.Fatalf("sourcedtest: the machine is invalid: %v", err)
 	}
 	c.cfg.check(c.t, c.m, append(slices.Clone(c.given), c.msg)...)
+	if len(c.m.PartitionBy) > 0 {
+		p, err := c.cfg.partitionOf(c.t, c.m.PartitionBy, c.msg)
+		if err != nil {
+			return machineRun[C]{}, err // what shell.HandleMachine answers
+		}
+		if !maps.Equal(p, c.partition) {
+			c.t.Fatalf("sourcedtest: When(%s) is in the partition %s, not the test's %s", describe(c.msg), describePartition(p), describePartition(c.partition))
+		}
+	}
 	in, history := c.instance()
 	var r machineRun[C]
 	r.before, r.history = in, history

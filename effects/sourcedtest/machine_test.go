@@ -116,12 +116,21 @@ func TestMachineGivenWhenThen(t *testing.T) {
 	if synced != 1 {
 		t.Fatalf("sync ran %d times", synced)
 	}
-	// Another partition's events are not this machine's history.
+	// Another partition's events are not this machine's history: giving
+	// one fails the test, saying why, unless the test drops it on purpose.
 	other := DoorOpened{DoorRef{"d2"}, statechart.Move{Trigger: "doors.open", Source: "closed", Target: "opened", Exited: []string{"closed"}, Entered: []string{"opened"}}}
-	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
+	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg), sourcedtest.AllowOutsidePartition()).
 		Given(closedMove, other).
 		When(CloseDoor{DoorID: "d1"}).
 		ThenError(statechart.ErrCommandNotHandled)
+	if got := failure(func(t testing.TB) {
+		sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
+			Given(closedMove, other).
+			When(CloseDoor{DoorID: "d1"}).
+			ThenError(statechart.ErrCommandNotHandled)
+	}); !strings.Contains(got, `its door_id is "d2", not "d1"`) {
+		t.Fatalf("a given event of another partition: failure %q", got)
+	}
 	// From stored paths.
 	sourcedtest.Machine(t, m, keys).
 		GivenPaths(doorCtx{}, "opened").
@@ -149,6 +158,13 @@ func TestMachineFailuresAreReported(t *testing.T) {
 			sourcedtest.Machine(t, doorMachine(nil), keys).Given(closedMove).GivenPaths(doorCtx{}, "closed").When(CloseDoor{DoorID: "d1"}).Then()
 		}, "not both"},
 		"no When": {func(t testing.TB) { sourcedtest.Machine(t, doorMachine(nil), keys).Then() }, "needs When"},
+		"given outside the partition": {func(t testing.TB) {
+			other := DoorClosed{DoorRef{"d2"}, closedMove.Move}
+			sourcedtest.Machine(t, doorMachine(nil), keys).Given(closedMove, other).When(OpenDoor{DoorID: "d1"}).Then()
+		}, "is not in the partition"},
+		"when in another partition": {func(t testing.TB) {
+			sourcedtest.Machine(t, doorMachine(nil), keys).Given(closedMove).When(OpenDoor{DoorID: "d2"}).Then()
+		}, "is in the partition {door_id=d2}, not the test's {door_id=d1}"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -20,7 +20,7 @@ func Example() {
 	}
 	defer pg.Close()
 	// Workers of this process wake on appends made by any process.
-	l, err := pg.Listen(ctx)
+	l, err := pg.Listen(ctx) // wake this process's workers on any process's appends (LISTEN/NOTIFY)
 	if err != nil {
 		log.Fatal(err)
 	}

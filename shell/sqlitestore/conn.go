@@ -36,6 +36,8 @@ const openFlags = sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenURI
 //     deleted, and a link to a missing key pair fails;
 //   - busy_timeout: waiting for another process's write lock, instead of
 //     failing with SQLITE_BUSY at once;
+//   - journal_size_limit = JournalSizeLimit: a WAL restarted from its
+//     beginning is truncated to that size (see wal.go);
 //   - temp_store = MEMORY: statement and savepoint journals (every Update
 //     is a savepoint of a shared transaction) stay in memory instead of
 //     spilling to temporary files;
@@ -60,6 +62,9 @@ func prepareConn(conn *sqlite.Conn, busy time.Duration, reader bool) error {
 		if err := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL", nil); err != nil {
 			return fmt.Errorf("sqlitestore: synchronous: %w", err)
 		}
+	}
+	if err := sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA journal_size_limit = %d", JournalSizeLimit), nil); err != nil {
+		return fmt.Errorf("sqlitestore: journal_size_limit: %w", err)
 	}
 	if err := sqlitex.ExecuteTransient(conn, "PRAGMA temp_store = MEMORY", nil); err != nil {
 		return fmt.Errorf("sqlitestore: temp_store: %w", err)

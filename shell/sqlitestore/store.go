@@ -92,6 +92,8 @@ type Store struct {
 	memory   bool
 	readOnly bool
 	pageSize int
+	walPath  string // the WAL file ("" in memory)
+	hk       housekeeping
 
 	// writer holds the one writer connection: taking it from the channel
 	// is taking the write lock of this process (SQLite's own lock then
@@ -239,6 +241,16 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	conn, err := openWriter(s.uri, s.flags, busy)
 	if err != nil {
 		return nil, s.notDatabase(err)
+	}
+	if !s.memory {
+		file, err := mainFile(conn)
+		if err != nil {
+			conn.Close()
+			return nil, s.notDatabase(err)
+		}
+		if file != "" {
+			s.walPath = file + "-wal"
+		}
 	}
 	s.writer <- newWriter(conn, busy)
 	if s.readers, err = openReaders(s.uri, s.flags, size, busy); err != nil {
@@ -433,6 +445,9 @@ func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
 		st.Groups, err = s.groupInfos(conn)
 		return err
 	})
+	if err == nil {
+		st.WALBytes, err = s.walSize()
+	}
 	return st, err
 }
 

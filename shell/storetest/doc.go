@@ -52,6 +52,8 @@
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
+//   - ValueTypes: codec.Date and codec.Decimal values read back exactly
+//     (a decimal's scale included) and indexed under their text.
 //   - ClockSteps: an undated message is stamped with the same reading of
 //     the clock that decides scheduling, so a clock stepping back never
 //     schedules it (shell.Handle relies on it).
@@ -146,6 +148,15 @@
 //     says which).
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
 //     deletes and advances.
+//   - ChangeGroup: a worker command decided on the group's state and
+//     applied in one transaction (retry, then fail; a refused or zero
+//     command and an error from decide write nothing; an unknown group);
+//     concurrent changes each see the others, so no retry count is lost.
+//   - ClaimAge: ReleaseClaimsOlderThan releases a live worker's old claim
+//     (returning the offset as it was: group, partition, worker, claim
+//     time) and leaves younger ones; a worker removed by RemoveWorkers is
+//     stale by its claim's age; GroupTx.Release commits or rolls back with
+//     its transaction and only the claimant may release.
 //   - GroupConcurrency: four goroutine workers and an appender, 200
 //     partitions of commands that emit events and a group projecting the
 //     events: everything drains, each message is processed once per group

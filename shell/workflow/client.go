@@ -374,20 +374,48 @@ func Stats(ctx context.Context, store shell.Store, names ...string) ([]Counts, e
 		if err != nil {
 			return nil, err
 		}
-		c := Counts{Workflow: name, Total: len(runs)}
-		for _, r := range runs {
-			switch r.Status {
-			case Running:
-				c.Running++
-			case Complete:
-				c.Complete++
-			case Failed:
-				c.Failed++
-			case Cancelled:
-				c.Cancelled++
-			}
-		}
-		out = append(out, c)
+		out = append(out, Count(name, runs))
 	}
 	return out, nil
+}
+
+// Count counts the runs of the workflow named name by status.
+func Count(name string, runs []*durable.Run) Counts {
+	c := Counts{Workflow: name, Total: len(runs)}
+	for _, r := range runs {
+		switch r.Status {
+		case Running:
+			c.Running++
+		case Complete:
+			c.Complete++
+		case Failed:
+			c.Failed++
+		case Cancelled:
+			c.Cancelled++
+		}
+	}
+	return c
+}
+
+// RunOf reads the run id of the workflow named name, like Load but
+// without the workflow's types (for tools: see Runs); ErrNotFound when the
+// workflow has no such run.
+func RunOf(ctx context.Context, store shell.Store, name, id string) (*durable.Run, error) {
+	types := durable.TypesOf(name)
+	conds := make([]core.Condition, 0, 11)
+	for _, t := range types.All() {
+		conds = append(conds, core.Condition{Type: t, Attrs: partition(id)})
+	}
+	var history []core.PositionedMessage
+	for m, err := range store.All(ctx, shell.ReadAllOptions{Conditions: conds, Limit: 500}) {
+		if err != nil {
+			return nil, err
+		}
+		history = append(history, m)
+	}
+	run := durable.Fold(history)
+	if run.Status == NotStarted {
+		return nil, fmt.Errorf("%w: workflow %s has no run %q", ErrNotFound, name, id)
+	}
+	return run, nil
 }

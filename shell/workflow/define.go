@@ -176,12 +176,19 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 	if run.Status != durable.Running {
 		return pairs, nil
 	}
-	events := d.advance(ctx, run, d.now())
+	events, delivered := d.advance(ctx, run, d.now())
 	if len(events) == 0 {
 		return pairs, nil
 	}
+	// The guard: the runner's own events, but WaitEnded only when this
+	// handling delivered a signal to a waiting receive (its timeout may have
+	// come meanwhile). A late WaitEnded of a wait that ended before must
+	// not conflict with a step's outcome: the step would run again.
 	conds := make([]core.Condition, 0, 9)
 	for _, t := range d.types.Runner() {
+		if t == d.types.WaitEnded && !delivered {
+			continue
+		}
 		conds = append(conds, core.Condition{Type: t, Attrs: map[string]string{durable.PartitionKey: run.ID}})
 	}
 	guard := core.Guard{Conditions: conds, LastPosition: c.HistoryGuard.LastPosition}
@@ -195,12 +202,17 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 type suspended struct{}
 
 // advance replays run through the function and returns the events of
-// what it did.
-func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now time.Time) []core.Message {
+// what it did, and whether it delivered a signal to a waiting receive.
+func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now time.Time) ([]core.Message, bool) {
+	events := d.replay(ctx, run, now)
+	return events.out, events.delivered
+}
+
+func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now time.Time) *Workflow {
 	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now}
-	fail := func(step string, f durable.Failure) []core.Message {
+	fail := func(step string, f durable.Failure) *Workflow {
 		w.emit(d.types.WorkflowFailed, durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack})
-		return w.out
+		return w
 	}
 	var in In
 	if len(run.Input) > 0 {
@@ -239,7 +251,7 @@ func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now
 	case w.fatal != nil:
 		return fail("", failureOf(w.fatal, ""))
 	case w.suspended:
-		return w.out
+		return w
 	case panicked != nil:
 		return fail("", *panicked)
 	}
@@ -260,7 +272,7 @@ func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now
 	}
 	w.persistContext(len(run.Ops))
 	w.emit(d.types.WorkflowComplete, durable.WorkflowComplete{WorkflowID: run.ID, Output: data})
-	return w.out
+	return w
 }
 
 func failureOf(err error, stack string) durable.Failure {

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core/durable"
+	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
@@ -296,5 +298,138 @@ func TestNonDeterminism(t *testing.T) {
 	}
 	if ran.Load() != 0 {
 		t.Fatal("the renamed step ran")
+	}
+}
+
+// A receive's timeout promoted after the signal came, while the next step
+// runs, is no conflict for that step's outcome: the step runs once.
+func TestLateTimeoutDoesNotRerunAStep(t *testing.T) {
+	store := memstore.New(codec.NewRegistry())
+	var ran atomic.Int64
+	wf := workflow.Define("late_timeout", func(w *workflow.Workflow, _ int) (int, error) {
+		if _, err := workflow.Receive[int](w, "go", 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+		return workflow.Step(w, "slow", func(context.Context) (int, error) {
+			ran.Add(1)
+			time.Sleep(300 * time.Millisecond) // the timeout is promoted meanwhile
+			return 7, nil
+		})
+	})
+	runtime(t, store, wf)
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Send(ctx, "go", 1); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := wait(t, run); err != nil || out != 7 {
+		t.Fatalf("output %d, %v", out, err)
+	}
+	if ran.Load() != 1 {
+		t.Fatalf("the step ran %d times, want once", ran.Load())
+	}
+	got := events(t, store, "late_timeout", run.ID)
+	if !slices.Contains(got, "wait_ended receive:go#1 timed_out=true ") {
+		t.Fatalf("the timeout was not promoted during the step: %q", got)
+	}
+}
+
+// A sleeping run outlives its runtime: stopped during the sleep, another
+// runtime picks the run up when the sleep ends. Stats counts the runs.
+func TestSleepAcrossRuntimes(t *testing.T) {
+	store := memstore.New(codec.NewRegistry())
+	ctx := context.Background()
+	var ran atomic.Int64
+	wf := workflow.Define("nap", func(w *workflow.Workflow, _ int) (int, error) {
+		workflow.Sleep(w, 200*time.Millisecond)
+		return workflow.Step(w, "wake", func(context.Context) (int, error) { ran.Add(1); return 1, nil })
+	})
+	first, err := shellRuntime(store, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		info, err := run.Load(ctx)
+		return err == nil && info.Current != nil && info.Current.Status == durable.OpWaiting
+	})
+	if err := first.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := workflow.Stats(ctx, store, "nap"); err != nil || st[0] != (workflow.Counts{Workflow: "nap", Running: 1, Total: 1}) {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	time.Sleep(250 * time.Millisecond) // the sleep ends with no runtime running
+	runtime(t, store, wf)
+	if out, err := wait(t, run); err != nil || out != 1 || ran.Load() != 1 {
+		t.Fatalf("output %d, %v, ran %d", out, err, ran.Load())
+	}
+	if st, err := workflow.Stats(ctx, store, "nap"); err != nil || st[0] != (workflow.Counts{Workflow: "nap", Complete: 1, Total: 1}) {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
+
+// Retries wait on the store's clock through scheduled messages: with a
+// simulated clock nothing is retried until the clock reaches the back-off,
+// however long real time goes by; each retry waits twice as long.
+func TestRetryBackoffIsScheduled(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := memstore.New(codec.NewRegistry(), memstore.WithClock(clk.Now))
+	var attempts atomic.Int64
+	wf := workflow.Define("flaky", func(w *workflow.Workflow, _ int) (int, error) {
+		return workflow.Step(w, "call", func(context.Context) (int, error) {
+			if attempts.Add(1) < 3 {
+				return 0, errors.New("flaky")
+			}
+			return 3, nil
+		}, workflow.Retries(5), workflow.Backoff(time.Minute, time.Hour))
+	}, workflow.Clock(clk.Now))
+	cfg := shell.DefaultConfig()
+	cfg.Clock = clk
+	rt, err := shell.NewRuntime(store, cfg, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		t.Helper()
+		if err := rt.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
+	time.Sleep(50 * time.Millisecond)
+	if n := attempts.Load(); n != 1 {
+		t.Fatalf("%d attempts before the clock moved, want 1", n)
+	}
+	next, ok, _ := store.NextScheduled(ctx)
+	if !ok || !next.Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("the retry is scheduled for %v (%v), want in 1 min", next, ok)
+	}
+	clk.Advance(time.Minute)
+	settle()
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts after 1 min, want 2", n)
+	}
+	if next, _, _ := store.NextScheduled(ctx); !next.Equal(clk.Now().Add(2 * time.Minute)) {
+		t.Fatalf("the second retry is scheduled for %v, want in 2 min", next)
+	}
+	clk.Advance(2 * time.Minute)
+	if out, err := wait(t, run); err != nil || out != 3 || attempts.Load() != 3 {
+		t.Fatalf("output %d, %v after %d attempts", out, err, attempts.Load())
 	}
 }

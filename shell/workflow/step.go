@@ -29,6 +29,7 @@ type Workflow struct {
 
 	suspended bool
 	fatal     error
+	delivered bool // a signal was delivered to a receive waiting before this handling
 }
 
 // ID is the run's id (its workflow_id).
@@ -348,9 +349,9 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 		if !ok {
 			w.suspend()
 		}
-		sig = &s
-		fallthrough
+		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: s.ID, Payload: s.Payload})
 	case durable.Deliver:
+		w.delivered = true
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: sig.ID, Payload: sig.Payload})
 	case durable.Suspend:
 		w.suspend()

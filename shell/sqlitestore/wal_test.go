@@ -1,0 +1,102 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+)
+
+// TestWALStaysBounded appends 40,000 messages (10,000 with -short), 20 per
+// append, while readers read without pause, calling Housekeep every 2,000
+// messages as a runtime's heartbeat would; once the readers pause, the WAL
+// is back under sqlitestore.JournalSizeLimit at the next Housekeep, and
+// empty at the one after (idle).
+func TestWALStaysBounded(t *testing.T) {
+	n := 40_000
+	if testing.Short() {
+		n = 10_000
+	}
+	ctx := t.Context()
+	s := install(t, dbPath(t), sqlitestore.Options{PoolSize: 4})
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	var reads atomic.Int64
+	for r := range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var err error
+				if r == 0 {
+					_, err = s.ReadAll(ctx, shell.ReadAllOptions{Order: shell.Descending, Limit: 50})
+				} else {
+					_, err = s.Read(ctx, []core.Condition{{Type: "test.tick", Attrs: map[string]string{"counter": fmt.Sprint("c", r)}}}, shell.ReadOptions{Limit: 20})
+				}
+				if err != nil {
+					t.Errorf("read: %v", err)
+					return
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	var maxWAL int64
+	const batch = 20
+	for i := 0; i < n; i += batch {
+		ms := make([]core.Message, batch)
+		for j := range ms {
+			ms[j] = core.NewMessage(tick{Counter: fmt.Sprint("c", (i+j)%7), Seq: i + j, Writer: "w", Ref: fmt.Sprintf("ref-%08d-with-some-padding-to-make-pages", i+j)})
+		}
+		if _, err := s.Append(ctx, ms, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if (i+batch)%2000 == 0 {
+			st, err := s.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxWAL = max(maxWAL, st.WALBytes)
+			if err := s.Housekeep(ctx); err != nil {
+				t.Fatalf("housekeep: %v", err)
+			}
+		}
+	}
+	close(stop)
+	readers.Wait()
+	wal := func() int64 {
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.WALBytes
+	}
+	atPause := wal()
+	if err := s.Housekeep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := wal()
+	t.Logf("%d messages appended, %d reads: WAL at most %d bytes while reading (sampled), %d when readers paused, %d after one Housekeep", n, reads.Load(), maxWAL, atPause, after)
+	if after > sqlitestore.JournalSizeLimit {
+		t.Fatalf("WAL is %d bytes after readers paused and Housekeep ran, want at most JournalSizeLimit = %d", after, sqlitestore.JournalSizeLimit)
+	}
+	if err := s.Housekeep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if idle := wal(); idle != 0 {
+		t.Fatalf("WAL is %d bytes after an idle Housekeep, want 0 (truncated)", idle)
+	}
+	// Writes go on after the truncation.
+	appendOK(t, s, tick{Counter: "after"})
+	if err := s.Housekeep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
