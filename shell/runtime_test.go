@@ -136,6 +136,7 @@ func TestRuntimeRetriesOnTheSimulatedClock(t *testing.T) {
 	if info.Status != shell.StatusRetrying || info.Failure.RetryCount != 1 {
 		t.Fatalf("after the first failure %+v", info)
 	}
+	clk.WaitForTimers(4)          // every periodic task armed (under load a task may arm late)
 	clk.Advance(10 * time.Second) // the catch-up poll ticks every 5 s
 	eventually(t, "the second attempt", func() bool {
 		info, _ = store.Group(ctx, "shell_test.flaky")
@@ -144,6 +145,7 @@ func TestRuntimeRetriesOnTheSimulatedClock(t *testing.T) {
 	if !info.RetryAt.Equal(clk.Now().Add(20 * time.Second)) {
 		t.Fatalf("second retry at %v, want now+20s", info.RetryAt)
 	}
+	clk.WaitForTimers(4)
 	clk.Advance(20 * time.Second)
 	eventually(t, "the third attempt recovers the group", func() bool {
 		info, _ = store.Group(ctx, "shell_test.flaky")

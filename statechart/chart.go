@@ -121,7 +121,10 @@ type chart struct {
 	start, stop *transition
 	errs        []error
 	hasStart    bool // the root starts at a Started state (a child machine)
-	stopped     *node
+	// eventNames are, by node id, the stored type of each state's events
+	// (set by Machine.Chart).
+	eventNames []string
+	stopped    *node
 }
 
 type builder struct {

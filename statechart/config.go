@@ -105,16 +105,15 @@ type Config struct {
 }
 
 // EnteredBy is the state event that entered a state: its id, stored type
-// and time, and the trigger it records. An instance loaded from the store
+// and time (UTC). An instance loaded from the store
 // (Load, shell.LoadMachine) has the stored events'; one that Decide
 // returned has, for the states the decision entered, the event's type, the
 // decided message's time and no id (the shell stamps events when it
 // appends them).
 type EnteredBy struct {
-	ID      uuid.UUID `json:"id"`
-	Type    string    `json:"type"`
-	At      time.Time `json:"time"`
-	Trigger string    `json:"trigger"`
+	ID   uuid.UUID `json:"id"`
+	Type string    `json:"type"`
+	At   time.Time `json:"time"`
 }
 
 // EnteredBy returns the state event that entered active state s (for a
@@ -126,7 +125,7 @@ func (c Config) EnteredBy(s State) (EnteredBy, bool) {
 	}
 	for _, n := range c.ch.placed[s.d] {
 		if c.act.has(n.id) {
-			return c.entries[n.id].by, true
+			return c.entries[n.id].by(c.ch), true
 		}
 	}
 	return EnteredBy{}, false
@@ -227,7 +226,8 @@ func (c Config) Value() any {
 }
 
 // AvailableCommands returns the command types some active state accepts,
-// in the order the chart declares them.
+// in the order the chart declares them. Handlers' guards (When) are not
+// evaluated: a configuration has no context.
 func (c Config) AvailableCommands() []reflect.Type {
 	if c.ch == nil {
 		return nil

@@ -75,8 +75,6 @@ type machineCore struct {
 	lc         *lifecycle
 	keys       []string
 	stateTypes map[reflect.Type]bool
-	// eventNames are, by node id, the stored type of each state's events.
-	eventNames []string
 	started    map[reflect.Type]*childDecl
 	finished   map[reflect.Type]*childDecl
 	// childMoves are the children's state event types.
@@ -104,10 +102,10 @@ func (m Machine[C]) Chart(elems ...Elem) Machine[C] {
 			mc.stateTypes[reflect.TypeFor[Move]()] = true
 		}
 	}
-	mc.eventNames = make([]string, len(ch.nodes))
+	ch.eventNames = make([]string, len(ch.nodes)) // before the chart is shared
 	for _, n := range ch.nodes {
 		if n.kind == kState && n.state.d != nil {
-			mc.eventNames[n.id] = ch.stateTypeName(m.group(), n.state)
+			ch.eventNames[n.id] = ch.stateTypeName(m.group(), n.state)
 		}
 	}
 	for _, d := range ch.children {
@@ -348,8 +346,7 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 	t := core.PayloadType(msg.Payload)
 	if mc.stateTypes[t] {
 		if mv, ok := MoveOf(msg.Payload); ok {
-			by := EnteredBy{ID: msg.ID, Type: m.typeName(msg), At: msg.CreatedAt, Trigger: mv.Trigger}
-			if err := mc.ch.applyMove(&in.st, mv, by); err != nil {
+			if err := mc.ch.applyMove(&in.st, mv, msg); err != nil {
 				var up *UnresolvablePathError
 				if errors.As(err, &up) {
 					up.Type, up.ID = m.typeName(msg), msg.ID
@@ -384,7 +381,7 @@ func (m Machine[C]) apply(in *Instance[C], msg core.Message) error {
 // configuration before the move, the exited states are left, the entered
 // ones entered (their entry counts incremented), and the result must be a
 // configuration.
-func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
+func (ch *chart) applyMove(st *instState, mv Move, by core.Message) error {
 	exited := make([]*node, 0, len(mv.Exited))
 	for _, p := range mv.Exited {
 		n, ok := ch.byPath[p]
@@ -419,7 +416,7 @@ func (ch *chart) applyMove(st *instState, mv Move, by EnteredBy) error {
 	for _, n := range entered {
 		st.act.set(n.id)
 		st.entries[n.id].n++
-		st.entries[n.id].by = by
+		st.entries[n.id].enteredBy(ch.byPath[mv.Target], by.ID, by.CreatedAt)
 	}
 	return ch.complete(st.act)
 }

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
 )
@@ -167,11 +170,38 @@ func (d *Do) fail(format string, args ...any) {
 }
 
 // entry is what an instance knows of a node's entries: how many times it
-// was entered (timer identity, visited) and the state event that entered
-// it last.
+// was entered (timer identity, visited) and the state event that entered it
+// last (its id, the node its move targeted, which names its type, and its
+// time). It holds no pointers, so cloning an instance's entries is a plain
+// copy the garbage collector need not scan.
 type entry struct {
-	n  uint32
-	by EnteredBy
+	n      uint32
+	target int32 // -1: unknown
+	sec    int64
+	nsec   int32
+	id     uuid.UUID
+}
+
+var zeroUnix = time.Time{}.Unix()
+
+func (e *entry) enteredBy(target *node, id uuid.UUID, at time.Time) {
+	e.target, e.id = -1, id
+	if target != nil {
+		e.target = int32(target.id)
+	}
+	e.sec, e.nsec = at.Unix(), int32(at.Nanosecond())
+}
+
+// by returns the entry's state event.
+func (e entry) by(ch *chart) EnteredBy {
+	b := EnteredBy{ID: e.id}
+	if e.target >= 0 && int(e.target) < len(ch.eventNames) {
+		b.Type = ch.eventNames[e.target]
+	}
+	if e.sec != zeroUnix || e.nsec != 0 {
+		b.At = time.Unix(e.sec, int64(e.nsec)).UTC()
+	}
+	return b
 }
 
 // instState is everything about an instance the interpreter reads besides
@@ -719,9 +749,7 @@ func (r *run) microstep(takes []*take) error {
 		}
 		r.st.entries[i].n++
 		tk := owner(i, true)
-		if r.mc != nil {
-			r.st.entries[i].by = EnteredBy{Type: r.mc.eventNames[tk.opt.nodes[0].id], At: r.trigger.CreatedAt, Trigger: tk.trigger}
-		}
+		r.st.entries[i].enteredBy(tk.opt.nodes[0], uuid.Nil, r.trigger.CreatedAt)
 		for _, a := range nd.entry {
 			r.dispatch(a(r.ctx, tk.mv), outDispatch)
 		}

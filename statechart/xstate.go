@@ -66,7 +66,7 @@ func (m Machine[C]) JSON() ([]byte, error) {
 // its status: the top level gains "value" (Config.Value), "paths" and
 // "status" ("active", or "done" once the machine is final); every state
 // node "active", "visited" and, while active, "entered_by" (the state event
-// that entered it: id, type, time, trigger, as Config.EnteredBy); every
+// that entered it: id, type, time, as Config.EnteredBy); every
 // region of a parallel state "active", "current" (its active state's name,
 // or "initial") and "done"; each of the "children" its "instances", each
 // {"keys", "state" (the child's innermost active state's path), "final"
@@ -219,7 +219,7 @@ func (m Machine[C]) nodeJSON(ch *chart, n *node, st *instState) object {
 			}
 			o = append(o, field{"visited", c.visited(n)})
 			if active && c.entries != nil {
-				o = append(o, field{"entered_by", st.entries[n.id].by})
+				o = append(o, field{"entered_by", st.entries[n.id].by(ch)})
 			}
 		}
 	}

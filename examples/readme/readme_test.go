@@ -3,6 +3,7 @@ package readme
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -13,13 +14,32 @@ import (
 const maxGap = 5
 
 // sourceGlobs are the files holding the snippets: this package's, and the
-// PostgreSQL store's Example (a module of its own, which this module does
-// not import).
-var sourceGlobs = []string{"*_test.go", filepath.Join("..", "..", "shell", "pgstore", "example_test.go")}
+// Examples of packages that hold their own README snippet (the PostgreSQL
+// store is a module of its own, which this module does not import).
+var sourceGlobs = []string{
+	"*_test.go",
+	filepath.Join("..", "..", "shell", "pgstore", "example_test.go"),
+	filepath.Join("..", "..", "shell", "workflow", "example_test.go"),
+}
 
-// normalize drops a line's indentation and collapses runs of spaces, so
-// that gofmt's alignment of comments does not count.
-func normalize(line string) string { return strings.Join(strings.Fields(line), " ") }
+// trailingComment is a line comment after code (the whitespace before it
+// keeps "postgres://..." whole).
+var trailingComment = regexp.MustCompile(`\s+//\s.*$`)
+
+// normalize drops a line's indentation, its trailing comment and runs of
+// spaces, so that gofmt's alignment and the wording of comments do not
+// count; a line that is only a comment normalises to "".
+func normalize(line string) string {
+	line = strings.TrimSpace(trailingComment.ReplaceAllString(line, ""))
+	if strings.HasPrefix(line, "//") {
+		return ""
+	}
+	return strings.Join(strings.Fields(line), " ")
+}
+
+// elision is a snippet line standing for code left out: the next line may
+// come any number of lines later.
+const elision = "..."
 
 // goSnippets returns the ```go blocks of a Markdown text, each as its
 // non-blank normalised lines.
@@ -36,7 +56,7 @@ func goSnippets(md string) [][]string {
 		case open && strings.TrimSpace(line) == "```":
 			open = false
 			out = append(out, cur)
-		case open && strings.TrimSpace(line) != "":
+		case open && normalize(line) != "":
 			cur = append(cur, normalize(line))
 		}
 	}
@@ -44,16 +64,20 @@ func goSnippets(md string) [][]string {
 }
 
 // contains reports whether snippet's lines appear in order in code, each
-// within maxGap lines of the one before.
+// within maxGap lines of the one before (any number after an elision).
 func contains(code, snippet []string) bool {
 	for start := range code {
 		if code[start] != snippet[0] {
 			continue
 		}
-		at, ok := start, true
+		at, ok, gap := start, true, maxGap
 		for _, want := range snippet[1:] {
+			if want == elision {
+				gap = len(code)
+				continue
+			}
 			found := false
-			for j := at + 1; j <= at+1+maxGap && j < len(code); j++ {
+			for j := at + 1; j <= at+1+gap && j < len(code); j++ {
 				if code[j] == want {
 					at, found = j, true
 					break
@@ -63,6 +87,7 @@ func contains(code, snippet []string) bool {
 				ok = false
 				break
 			}
+			gap = maxGap
 		}
 		if ok {
 			return true
@@ -92,8 +117,8 @@ func TestREADMESnippetsAreCompiled(t *testing.T) {
 		}
 		var lines []string
 		for _, l := range strings.Split(string(data), "\n") {
-			if strings.TrimSpace(l) != "" {
-				lines = append(lines, normalize(l))
+			if n := normalize(l); n != "" {
+				lines = append(lines, n)
 			}
 		}
 		sources = append(sources, lines)
@@ -108,7 +133,7 @@ func TestREADMESnippetsAreCompiled(t *testing.T) {
 			found = found || contains(src, s)
 		}
 		if !found {
-			t.Errorf("README.md snippet starting %q is not in examples/readme (or shell/pgstore's Example): copy it into an Example there (line for line), so it compiles and runs", s[0])
+			t.Errorf("README.md snippet starting %q is not in examples/readme (or the Example of its package, see sourceGlobs): copy it into an Example there (line for line), so it compiles and runs", s[0])
 		}
 	}
 }

@@ -108,6 +108,16 @@
 // backoff and announces the types of everything appended since the last
 // position it heard of. The runtime's catch-up poll stays the safety net.
 //
+// Costs, in round trips to the server: a standalone append four (BEGIN
+// with the lock and the head row; the id check, and the guard check when
+// there is a guard; the inserts and offset upserts pipelined; the head,
+// the NOTIFY and COMMIT pipelined), a claim five (the idle probe; BEGIN
+// with the shared lock; the group row and the SKIP LOCKED scan; the fetch
+// and the claim; COMMIT), an ack three. An idle poll is the probe alone.
+// Appends are serialised per store prefix, so their rate is bounded by one
+// transaction's round trips at a time; several messages per append
+// amortise them.
+//
 // # Sync work
 //
 // Inside Update, tx.Context() is a *TxContext whose Conn is the
@@ -115,6 +125,10 @@
 // there, committed or rolled back with the append.
 //
 // # Tests
+//
+// Clear empties a store (positions start at 1 again), ReadScheduled lists
+// the schedule, and Uninstall drops the store's tables: each touches only
+// its prefix.
 //
 // The tests need a server: SOURCED_TEST_POSTGRES_URL (see package
 // internal/pgtest); each test installs the store under a fresh prefix and

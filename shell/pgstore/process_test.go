@@ -28,8 +28,8 @@ import (
 
 type (
 	Job struct {
-		JobID string `json:"job_id"`
-		Shard string `json:"shard"`
+		JobID string `json:"job_id" sourced:"required"`
+		Shard string `json:"shard" sourced:"required"`
 	}
 	JobDone struct {
 		JobID string `json:"job_id"`

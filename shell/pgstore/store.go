@@ -279,8 +279,14 @@ func (s *Store) update(ctx context.Context, mode lockMode, fn func(t *tx) error)
 	if t.failed != nil {
 		return s.wrap(ctx, "commit", t.failed)
 	}
+	// A context done before the commit rolls back; once COMMIT is sent it
+	// is not interrupted, so that a context error always means nothing
+	// was written (an interrupted COMMIT may have committed on the server).
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := t.commit(); err != nil {
-		return s.wrap(ctx, "commit", err)
+		return s.wrap(context.Background(), "commit", err)
 	}
 	committed = true
 	return nil

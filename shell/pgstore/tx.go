@@ -99,7 +99,9 @@ func (t *tx) commit() error {
 		b.Queue("SELECT pg_notify($1, $2)", s.channel, notification(s.origin, t.head, t.types))
 	}
 	b.Queue("COMMIT")
-	return t.c.SendBatch(t.ctx, b).Close()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
+	defer cancel()
+	return t.c.SendBatch(ctx, b).Close()
 }
 
 // rollback rolls the transaction back, whatever the state of its context.
