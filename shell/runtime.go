@@ -419,12 +419,23 @@ func (rt *Runtime) reportFailures() error {
 
 // WaitIdle waits until the runtime has settled: every reactor was polled
 // after the queue emptied and none had work, and no scheduled message is
-// due before now+horizon. It is for tests, examples and scripts. Once
+// due before now+horizon. It is for tests, examples and scripts, and may be
+// called before the runtime starts (it registers the groups then). Once
 // settled it returns a *GroupFailedError (joined, one per failure) for
 // every batch that failed and went to its group's error strategy since
 // the runtime started or WaitIdle last returned: a test must not pass
 // while a reactor failed.
 func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
+	rt.mu.Lock()
+	running := rt.running
+	rt.mu.Unlock()
+	if !running {
+		// Not started yet (WaitIdle right after `go Supervise(ctx, rt)`):
+		// register the groups as Start would, so the drain below can claim.
+		if err := rt.router.Setup(ctx); err != nil {
+			return err
+		}
+	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -345,3 +345,22 @@ func TestTasksStartAndStopOnTheirOwn(t *testing.T) {
 		t.Fatal("the catch-up poll did not start again")
 	}
 }
+
+// WaitIdle called before the runtime started (right after `go
+// Supervise(ctx, rt)`, say) registers the groups itself instead of failing
+// with an unknown consumer group, and settles the work.
+func TestWaitIdleBeforeStart(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(courseRegistry())
+	rt, err := shell.NewRuntime(store, testConfig(shell.SystemClock{}), notifications)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c1"})}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, rt)
+	if n := len(byType(readAll(t, store), "students.notified")); n != 1 {
+		t.Fatalf("%d students notified, want 1", n)
+	}
+}
