@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -347,37 +346,12 @@ func keyStrings(keys []codec.KeyPair) (ks, names []string) {
 // pairs it is indexed under (only core.IDKey for the handled types of an
 // id-partitioned group).
 func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (core.Message, prepared, error) {
-	typ, err := s.reg.TypeFor(m.Type, m.Payload)
+	pm, err := shell.PrepareMessage(s.reg, m, now)
 	if err != nil {
 		return m, prepared{}, err
 	}
-	if err := typ.Validate(m.Payload); err != nil {
-		return m, prepared{}, err
-	}
-	data, err := typ.Encode(m.Payload)
-	if err != nil {
-		return m, prepared{}, err
-	}
-	if m.Type != "" && m.Type != typ.Name {
-		return m, prepared{}, fmt.Errorf("message type %q is not the registered name %q of its payload %T: %w", m.Type, typ.Name, m.Payload, codec.ErrInvalid)
-	}
-	m.Type = typ.Name
-	var id uuid.UUID
-	if !m.Stamped() {
-		if id, err = uuid.NewV7(); err != nil {
-			return m, prepared{}, fmt.Errorf("new message id: %w", err)
-		}
-	}
-	m = m.Stamp(id, now)
-	// Stored with microseconds (timestamptz) in UTC: what the caller gets
-	// back is what a read returns.
-	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Microsecond)
-	p := prepared{typ: typ, version: typ.Version, payload: data, scheduled: m.Scheduled(now)}
-	if len(m.Metadata) > 0 {
-		if p.metadata, err = json.Marshal(m.Metadata); err != nil {
-			return m, prepared{}, fmt.Errorf("metadata of %s: %w", typ.Name, err)
-		}
-	}
+	m, typ := pm.Message, pm.Type
+	p := prepared{typ: typ, version: typ.Version, payload: pm.Payload, metadata: pm.Metadata, scheduled: pm.Scheduled}
 	if !p.scheduled {
 		p.keys = indexKeys(typ, &m, byID)
 		for _, k := range p.keys {
