@@ -168,16 +168,22 @@ func (l *Listener) run(ctx context.Context) {
 				s.log.Warn("pgstore: listener reconnect failed", "error", err)
 				continue
 			}
-			if err := l.catchUp(ctx); err != nil {
+			missed, err := l.catchUp(ctx)
+			if err != nil {
 				s.log.Warn("pgstore: listener catch-up failed", "error", err)
 				c.Close(context.Background())
 				continue
 			}
 			conn = c
+			// Count the reconnection before announcing what it caught up
+			// on, so whoever is woken by the catch-up sees it counted.
+			l.mu.Lock()
+			l.reconnects++
+			l.mu.Unlock()
+			if len(missed) > 0 {
+				l.announce(missed)
+			}
 		}
-		l.mu.Lock()
-		l.reconnects++
-		l.mu.Unlock()
 	}
 }
 
@@ -188,34 +194,31 @@ func (l *Listener) heard(last int64) {
 	l.last = max(l.last, last)
 }
 
-// catchUp announces the types appended since the last position heard of:
+// catchUp returns the types appended since the last position heard of:
 // the notifications missed while the connection was down. It runs after
 // LISTEN succeeded, so nothing falls between.
-func (l *Listener) catchUp(ctx context.Context) error {
+func (l *Listener) catchUp(ctx context.Context) ([]string, error) {
 	s := l.s
 	l.mu.Lock()
 	since := l.last
 	l.mu.Unlock()
 	var head int64
 	if err := s.pool.QueryRow(ctx, s.q.headPosition).Scan(&head); err != nil {
-		return err
+		return nil, err
 	}
 	if head <= since {
-		return nil
+		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT message_type FROM %s WHERE position > $1 AND position <= $2`, s.names.messages), since, head)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.heard(head)
-	if len(types) > 0 {
-		l.announce(types)
-	}
-	return nil
+	return types, nil
 }
 
 // announce tells the store's notifier.
