@@ -670,6 +670,9 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 			return GroupChange{Command: CmdRetry, RetryAt: at, Failure: f}, nil
 		}
 		f.RetryCount = st.Failure.RetryCount
+		if strategy.Park {
+			return GroupChange{Command: CmdPark, Failure: f}, nil
+		}
 		return GroupChange{Command: CmdFail, Failure: f}, nil
 	})
 	if err != nil {
@@ -681,6 +684,14 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, retrying", append(attrs, "retry", count, "at", at)...)
 		if strategy.OnRetry != nil {
 			strategy.OnRetry(ctx, re.info.Group, cause, count, at)
+		}
+		return failed, nil
+	}
+	if strategy.Park {
+		failed.Parked = true
+		rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, partition parked (the group goes on with its other partitions; `sourced partitions parked` lists it)", attrs...)
+		if strategy.OnFail != nil {
+			strategy.OnFail(ctx, re.info.Group, cause)
 		}
 		return failed, nil
 	}

@@ -19,6 +19,14 @@ import (
 // processed.
 type ErrorStrategy struct {
 	Retries int
+	// Park, when set, parks the failing partition once the retries run
+	// out, instead of failing the group (the parking strategy): the
+	// partition is set aside with its failure (see Parking), the group is
+	// active again and its other partitions flow, and an operator retries
+	// the partition, skips its failed message or resets it. The retries
+	// before that are the group's, as without Park. Off by default: the
+	// manual's behaviour.
+	Park    bool
 	After   time.Duration
 	Backoff func(after time.Duration, retry int) time.Duration
 	// OnRetry is called after the group moved to retrying.

@@ -492,8 +492,10 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 		if g.exclusive {
 			return nil
 		}
-		if _, err := exec(t.conn, s.q.g.resetOffsets, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }); err != nil {
-			return err
+		for _, query := range []string{s.q.g.resetOffsets, s.q.g.unparkGroup} {
+			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }); err != nil {
+				return err
+			}
 		}
 		if err := t.discover(g); err != nil {
 			return err
@@ -545,8 +547,12 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if ch.Command == "" {
 			return nil
 		}
+		if ch.Command == shell.CmdPark {
+			out, err = t.park(g, r, ch.Failure)
+			return err
+		}
 		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
-			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", g.name, ch.Command)
+			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", g.name, ch.Command)
 		}
 		next, err := shell.Transition(g.name, r.status, ch.Command)
 		if err != nil {
@@ -935,6 +941,7 @@ func scanOffset(stmt *sqlite.Stmt) (shell.Offset, error) {
 		LastPosition: stmt.ColumnInt64(4),
 		Claimed:      stmt.ColumnInt(5) != 0,
 		ClaimedBy:    stmt.ColumnText(7),
+		Parked:       stmt.ColumnInt(8) != 0,
 	}
 	var err error
 	if o.Partition, err = parsePartition(stmt.ColumnText(3)); err != nil {

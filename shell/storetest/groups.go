@@ -36,6 +36,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
 	t.Run("ChangeGroup", s.testChangeGroup)
+	t.Run("Parking", s.testParking)
 	t.Run("ClaimAge", s.testClaimAge)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)
