@@ -740,10 +740,12 @@ func (s *Store) StopGroup(ctx context.Context, id, reason string) error {
 }
 
 // StartGroup makes a group active, clearing its retry time and failure,
-// and makes its claim scan dirty.
+// and makes its claim scan dirty; its handled types are announced after
+// the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, id string) error {
 	return s.operate(ctx, id, shell.CmdStart, func(t *tx, g *group) {
 		g.retryAt, g.failure, g.scan = time.Time{}, shell.Failure{}, 0
+		t.announce(g)
 	})
 }
 
@@ -840,6 +842,16 @@ func (t *tx) change(g *group, ch shell.GroupChange) error {
 		g.retryAt = time.Time{}
 	}
 	return nil
+}
+
+// announce has the transaction announce g's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(g *group) {
+	for _, typ := range g.handled {
+		t.types = appendDistinct(t.types, typ)
+	}
 }
 
 // state is the group's status, retry time and failure, copied.

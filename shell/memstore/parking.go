@@ -137,6 +137,7 @@ func (s *Store) unpark(ctx context.Context, group string, partition map[string]s
 		off.parked = nil
 		t.touch(off)
 		t.bump(g)
+		t.announce(g)
 		return nil
 	})
 	return out, err

@@ -934,6 +934,16 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, ch
 	})
 }
 
+// announce has the transaction announce a group's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(handled []string) {
+	for _, typ := range handled {
+		t.types = appendDistinct(t.types, typ)
+	}
+}
+
 // setStatus writes a group's status, retry time and failure.
 func (t *tx) setStatus(st groupState, f shell.Failure) error {
 	data, err := json.Marshal(f)
@@ -958,10 +968,13 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 	})
 }
 
-// StartGroup makes a group active, clearing its retry time and failure.
+// StartGroup makes a group active, clearing its retry time and failure;
+// its handled types are announced after the commit (to this process and,
+// through NOTIFY, to the others), so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdStart, func(t *tx, st *groupState, f *shell.Failure) error {
 		st.retryAt, *f = time.Time{}, shell.Failure{}
+		t.announce(st.handled)
 		return nil
 	})
 }

@@ -156,6 +156,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 			return t.fail(verb+" partition", err)
 		}
 		_, err = t.c.Exec(t.ctx, s.q.g.unpark, p.OffsetID)
+		t.announce(g.handled)
 		return t.check(verb+" partition", err)
 	})
 	if err != nil {

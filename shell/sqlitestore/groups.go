@@ -458,6 +458,18 @@ func (t *tx) setStatus(g *groupConf, r groupRow, f shell.Failure) error {
 	return err
 }
 
+// announce has the transaction announce g's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(g *groupConf) {
+	for _, typ := range g.handled {
+		if !slices.Contains(t.types, typ) {
+			t.types = append(t.types, typ)
+		}
+	}
+}
+
 func (t *tx) setLatch(g *groupConf, query string) error {
 	_, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) })
 	return err
@@ -474,10 +486,12 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 }
 
 // StartGroup makes a group active, clearing its retry time and failure,
-// and makes its claim scan dirty.
+// and makes its claim scan dirty; its handled types are announced after
+// the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdStart, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
 		r.retryAt, *f = time.Time{}, shell.Failure{}
+		t.announce(g)
 		return t.setLatch(g, s.q.g.rescan)
 	})
 }

@@ -193,6 +193,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 		if _, err := exec(t.conn, q.unpark, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, out.OffsetID) }); err != nil {
 			return fmt.Errorf("sqlitestore: %s partition: %w", verb, err)
 		}
+		t.announce(g)
 		return t.setLatch(g, q.dirty)
 	})
 	if err != nil {

@@ -284,3 +284,52 @@ func (s suite) testParking(t *testing.T) {
 		e.claim(devices, "w1", 10)
 	})
 }
+
+// testResumeWakes: resuming a group (StartGroup) or unparking one of its
+// partitions announces the group's handled types to the notifier after
+// the commit, as an append of them would, so that workers wake at once
+// (the manual's reactor_resumed) instead of at the next catch-up poll; a
+// refused command announces nothing.
+func (s suite) testResumeWakes(t *testing.T) {
+	e := s.genv(t, devices, bindings)
+	e.append(DeviceRegistered{"d1", "a"})
+	e.notes.take()
+	if err := e.gs.StopGroup(e.ctx, devices, "x"); err != nil {
+		t.Fatal(err)
+	}
+	e.expectNotes()
+	if err := e.gs.StartGroup(e.ctx, devices); err != nil {
+		t.Fatal(err)
+	}
+	e.expectNotes([]string{TypeDeviceRegistered})
+	if err := e.gs.StartGroup(e.ctx, devices); err == nil {
+		t.Fatal("start of an active group: no error")
+	}
+	e.expectNotes()
+	if err := e.gs.RetryGroup(e.ctx, bindings, epoch.Add(time.Hour), shell.Failure{RetryCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.notes.take()
+	if err := e.gs.StartGroup(e.ctx, bindings); err != nil { // retry now
+		t.Fatal(err)
+	}
+	e.expectNotes([]string{TypeDeviceBound})
+
+	c := e.claim(devices, "w1", 10)
+	f := shell.Failure{OffsetID: c.OffsetID, Position: 1, Error: "poison"}
+	if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
+		return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.release(c)
+	e.notes.take()
+	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); err != nil {
+		t.Fatal(err)
+	}
+	e.expectNotes([]string{TypeDeviceRegistered})
+	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); !errors.Is(err, shell.ErrNotParked) {
+		t.Fatalf("retry of an unparked partition: %v", err)
+	}
+	e.expectNotes()
+}
