@@ -319,12 +319,8 @@ func dispatch(out []any, event Message, group string) ([]Message, error) {
 		case nil:
 			return nil, fmt.Errorf("reaction to %s returned nil at index %d", event.Type, i)
 		case Delayed:
-			m = v.Message
-			switch {
-			case !v.At.IsZero():
-				m.CreatedAt = v.At
-			case v.Delay != 0:
-				m.CreatedAt = event.CreatedAt.Add(v.Delay)
+			if m = v.Dated(event); m.Err() != nil {
+				return nil, fmt.Errorf("reaction to %s at index %d: %w", event.Type, i, m.Err())
 			}
 		default:
 			m = NewMessage(v)

@@ -58,4 +58,20 @@
 // and PartitionOf is the rule that refuses, at run time, a command whose key
 // is missing or empty: otherwise every such command would be decided in the
 // one partition "".
+//
+// # Lifecycle hooks and error strategies
+//
+// Beside its handlers, every definition has a [Hooks] field: OnStart,
+// OnStop and OnReset, which the shell's router calls after an operator
+// command moved the definition's consumer group (a projector clearing its
+// read model on reset), and an [ErrorStrategy] of its own (retries,
+// back-off, parking a poisoned partition, listeners). They are copied
+// into the [Spec], so the shell treats every kind of definition alike.
+//
+// # Dating messages
+//
+// [Message.At] dates a message (a future time schedules it); a message
+// cannot be dated before its creation time: it then carries a
+// [PastMessageDateError] ([Message.Err]) that fails its append, and a
+// reaction's [At] or [After] before its event fails the reaction.
 package core

@@ -143,6 +143,25 @@ func At(t time.Time, payload any) Delayed {
 	return Delayed{Message: NewMessage(payload), At: t}
 }
 
+// Dated returns the delayed message dated from the message that triggered
+// it: Delay after the trigger's creation time, or At. A time before the
+// trigger's creation time (a negative Delay, an At in the past) cannot be
+// a follow-up's: the message carries a *PastMessageDateError (see
+// Message.At, Message.Err).
+func (d Delayed) Dated(trigger Message) Message {
+	m := d.Message
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = trigger.CreatedAt
+	}
+	switch {
+	case !d.At.IsZero():
+		return m.At(d.At)
+	case d.Delay != 0:
+		return m.At(trigger.CreatedAt.Add(d.Delay))
+	}
+	return m
+}
+
 // handlers collects a definition's handlers. It is built by With and never
 // changed afterwards, so definitions can be copied and shared freely.
 type handlers[S any] struct {

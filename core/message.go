@@ -1,6 +1,8 @@
 package core
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"time"
 
@@ -33,6 +35,9 @@ type Message struct {
 	// CreatedAt is when the message was created. A time in the future (see
 	// At) makes the store schedule the message instead of appending it now.
 	CreatedAt time.Time
+
+	// err is the mistake At recorded (see Err).
+	err error
 }
 
 // PositionedMessage is a message as stored in the log, with its global
@@ -105,13 +110,58 @@ func (m Message) WithMetadata(kv map[string]any) Message {
 	return m
 }
 
-// At returns a copy of m stamped with creation time t. Appending a message
-// whose time is in the future schedules it: the store keeps it aside and
-// promotes it into the log once t has passed.
+// At returns a copy of m dated t. Appending a message whose time is in
+// the future schedules it: the store keeps it aside and promotes it into
+// the log once t has passed; one dated now or in the past is appended at
+// once.
+//
+// A message that already has a creation time (a stamped one, one read
+// from the log, a reaction's follow-up, dated from its event) cannot be
+// dated before it: At then keeps the message's time and records a
+// *PastMessageDateError (matching ErrPastMessageDate), which Err returns
+// and which fails the append of the message (nothing is written) or the
+// reaction that dispatched it, rather than the message being appended now
+// in silence. Calling At again with a valid time clears it.
 func (m Message) At(t time.Time) Message {
-	m.CreatedAt = t
+	if !m.CreatedAt.IsZero() && t.Before(m.CreatedAt) {
+		m.err = &PastMessageDateError{Type: m.Type, Payload: m.Payload, CreatedAt: m.CreatedAt, At: t}
+		return m
+	}
+	m.CreatedAt, m.err = t, nil
 	return m
 }
+
+// Err returns the mistake At recorded (a *PastMessageDateError), or nil.
+// Stores refuse to append a message with one.
+func (m Message) Err() error { return m.err }
+
+// ErrPastMessageDate is matched by the error of dating a message before
+// its creation time (see Message.At).
+var ErrPastMessageDate = errors.New("sourced: message dated before its creation time")
+
+// PastMessageDateError is the manual's PastMessageDateError: a message
+// dated (At, or a reaction's core.At or core.After) before its creation
+// time.
+type PastMessageDateError struct {
+	// Type is the message's type string, when it has one yet; Payload its
+	// payload.
+	Type      string
+	Payload   any
+	CreatedAt time.Time
+	At        time.Time
+}
+
+func (e *PastMessageDateError) Error() string {
+	name := e.Type
+	if name == "" {
+		name = fmt.Sprintf("%T", e.Payload)
+	}
+	return fmt.Sprintf("sourced: message %s dated %s, %v before its creation time %s: date it at or after its creation (a future time schedules it)",
+		name, e.At.Format(time.RFC3339Nano), e.CreatedAt.Sub(e.At), e.CreatedAt.Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrPastMessageDate) true.
+func (e *PastMessageDateError) Is(target error) bool { return target == ErrPastMessageDate }
 
 // Scheduled reports whether m is dated after now, so that appending it
 // schedules it rather than appending it immediately.

@@ -1,6 +1,8 @@
 package core_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +81,60 @@ func TestNewMessageKeepsMessages(t *testing.T) {
 	pm := core.PositionedMessage{Message: m, Position: 3}
 	if got := core.NewMessage(pm); got.ID != m.ID {
 		t.Fatal("NewMessage rewrapped a PositionedMessage")
+	}
+}
+
+// TestAtBeforeTheCreationTime: dating a message that has a creation time
+// before it records a *PastMessageDateError (Err) and keeps the time,
+// instead of the message being appended now in silence; a message with
+// no creation time yet takes any time, and a later valid At clears it.
+func TestAtBeforeTheCreationTime(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	m := core.NewMessage(CourseCreated{CourseID: "c1"}).Stamp(uuid.New(), created)
+	past := m.At(created.Add(-time.Minute))
+	var pe *core.PastMessageDateError
+	if !errors.Is(past.Err(), core.ErrPastMessageDate) || !errors.As(past.Err(), &pe) || !pe.At.Equal(created.Add(-time.Minute)) || !pe.CreatedAt.Equal(created) {
+		t.Fatalf("At before the creation time: %v, want a *PastMessageDateError with both times", past.Err())
+	}
+	if !past.CreatedAt.Equal(created) {
+		t.Fatalf("the refused date was kept: %v", past.CreatedAt)
+	}
+	if !strings.Contains(past.Err().Error(), "before its creation time") {
+		t.Fatalf("%v", past.Err())
+	}
+	if later := past.At(created.Add(time.Hour)); later.Err() != nil || !later.CreatedAt.Equal(created.Add(time.Hour)) {
+		t.Fatalf("a valid At after a refused one: %v %v", later.Err(), later.CreatedAt)
+	}
+	if m.At(created).Err() != nil || core.NewMessage(CourseCreated{}).At(created.Add(-time.Hour)).Err() != nil {
+		t.Fatal("a message dated at its creation, or one with no creation time yet, is refused")
+	}
+}
+
+// TestReactionDatedBeforeItsEvent: a reaction's follow-up dated before
+// the event that triggered it (core.At in the past, a negative
+// core.After) fails the reaction with a *PastMessageDateError.
+func TestReactionDatedBeforeItsEvent(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	for name, out := range map[string]any{
+		"At":    core.At(created.Add(-time.Second), SendReminder{CourseID: "c1"}),
+		"After": core.After(-time.Second, SendReminder{CourseID: "c1"}),
+	} {
+		p := core.Projector[int]{Group: "reminders", PartitionBy: []string{"course_id"}}.With(
+			core.Evolve(func(n int, _ CourseCreated) int { return n }),
+			core.React(func(int, CourseCreated) []any { return []any{out} }),
+		)
+		event := core.NewMessage(CourseCreated{CourseID: "c1"}).Stamp(uuid.New(), created)
+		if _, err := p.React(0, event); !errors.Is(err, core.ErrPastMessageDate) {
+			t.Errorf("%s in the past: %v, want ErrPastMessageDate", name, err)
+		}
+	}
+	p := core.Projector[int]{Group: "reminders", PartitionBy: []string{"course_id"}}.With(
+		core.Evolve(func(n int, _ CourseCreated) int { return n }),
+		core.React(func(int, CourseCreated) []any { return []any{core.After(time.Hour, SendReminder{CourseID: "c1"})} }),
+	)
+	event := core.NewMessage(CourseCreated{CourseID: "c1"}).Stamp(uuid.New(), created)
+	out, err := p.React(0, event)
+	if err != nil || len(out) != 1 || !out[0].CreatedAt.Equal(created.Add(time.Hour)) {
+		t.Fatalf("an hour after the event: %v %v", out, err)
 	}
 }

@@ -193,6 +193,10 @@ type definitionReactor struct {
 	history []string
 }
 
+// Definition is the definition the reactor runs (for the shell, which
+// reads its hooks and, for a machine, its children).
+func (d *definitionReactor) Definition() core.Definition { return d.def }
+
 func (d *definitionReactor) HandledTypes() []string { return d.handled }
 func (d *definitionReactor) GroupID() string        { return d.spec.Group }
 func (d *definitionReactor) Label() string          { return d.spec.Label }

@@ -67,6 +67,9 @@ type reactor struct {
 	r    effects.Reactor
 	info effects.Info
 	def  core.Definition
+	// src is the value registered (for telling the same reactor
+	// registered twice from another with its group id).
+	src any
 	// hooks are the reactor's lifecycle hooks, and strategy its own error
 	// strategy (nil: the router's), resolved when it is registered.
 	hooks    core.Hooks
@@ -108,6 +111,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		switch v := x.(type) {
 		case effects.Reactor:
 			re.r = v
+			if a, ok := v.(interface{ Definition() core.Definition }); ok {
+				re.def = a.Definition() // an adapted definition (effects.FromDefinition)
+			}
 		case core.Definition:
 			r, err := effects.FromDefinition(reg, v)
 			if err != nil {
@@ -135,15 +141,19 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 			}
 		}
 		re.info = info
+		re.src = x
 		re.hooks = hooksOf(&re)
 		re.strategy = re.hooks.ErrorStrategy
 		if prev, dup := rt.byGroup[info.Group]; dup {
-			errs = append(errs, &core.DefinitionError{Group: info.Group, Problem: fmt.Sprintf("two reactors share the group id (%T and %T)", prev.r, re.r)})
-			continue
+			if !sameReactor(prev.src, x) {
+				errs = append(errs, &DuplicateGroupError{Group: info.Group, First: describeReactor(prev), Second: describeReactor(&re)})
+			}
+			continue // the same reactor registered twice: once is enough
 		}
 		rt.byGroup[info.Group] = &re
 		rt.reactors = append(rt.reactors, &re)
 	}
+	errs = append(errs, rt.missingChildren()...)
 	for i, a := range rt.reactors {
 		for _, b := range rt.reactors[i+1:] {
 			if !a.info.Exclusive && !b.info.Exclusive {
@@ -158,35 +168,6 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		return nil, err
 	}
 	return rt, nil
-}
-
-// Bundle is implemented by values that stand for several reactors: a
-// statechart machine with the child machines it starts (recursively), or a
-// bounded context's module. Registering a Bundle registers every
-// definition Reactors returns; a group reached twice is registered once.
-type Bundle interface {
-	Reactors() []core.Definition
-}
-
-// expand replaces bundles by their reactors.
-func expand(xs []any) []any {
-	var out []any
-	seen := map[string]bool{}
-	for _, x := range xs {
-		b, ok := x.(Bundle)
-		if !ok {
-			out = append(out, x)
-			continue
-		}
-		for _, d := range b.Reactors() {
-			if d == nil || seen[d.Spec().Group] {
-				continue
-			}
-			seen[d.Spec().Group] = true
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // Setup registers every reactor's consumer group with the store.

@@ -387,8 +387,13 @@ func TestEndlessConflictGoesToTheStrategy(t *testing.T) {
 
 func TestRouterValidatesReactorsTogether(t *testing.T) {
 	store := memstore.New(courseRegistry())
-	_, err := shell.NewRouter(store, shell.RouterOptions{}, enrolments, enrolments)
-	if !errors.Is(err, core.ErrDefinition) || !strings.Contains(err.Error(), "share the group id") {
+	if _, err := shell.NewRouter(store, shell.RouterOptions{}, enrolments, enrolments); err != nil {
+		t.Fatalf("the same reactor twice: %v, want it registered once (see TestRegistering)", err)
+	}
+	twin := core.Decider[int]{Group: enrolments.Group, PartitionBy: []string{"course_id"}}.With(
+		core.Decide(func(int, EnrolStudent) ([]any, error) { return nil, nil }))
+	_, err := shell.NewRouter(store, shell.RouterOptions{}, enrolments, twin)
+	if !errors.Is(err, core.ErrDefinition) || !strings.Contains(err.Error(), "share the consumer group id") {
 		t.Fatalf("duplicate group: %v", err)
 	}
 	queue := &jobQueue{}

@@ -17,6 +17,12 @@ import (
 // batches or ticks after the configured StopTimeout.
 var ErrStopTimeout = errors.New("sourced: stop timed out")
 
+// ErrStillRunning is returned by Runtime.Start after a stop that timed
+// out (ErrStopTimeout), while the workers or periodic tasks of that run
+// have not exited yet: a new run must not share the store with them. Wait
+// for the stuck batch (or cancel it: StopAndCancel), then start again.
+var ErrStillRunning = errors.New("sourced: runtime still running: the workers of a stop that timed out have not exited yet")
+
 // ChangeDetector is implemented by stores that can tell cheaply whether
 // anyone else wrote since the last call (PRAGMA data_version on SQLite):
 // the catch-up poll then polls only when something changed.
@@ -48,15 +54,22 @@ type Runtime struct {
 	failMu   sync.Mutex
 	failures []error // *GroupFailedError, since WaitIdle last reported them
 
-	mu       sync.Mutex
-	running  bool
-	quit     chan struct{}
-	workers  sync.WaitGroup
-	unsub    func()
-	batches  atomic.Int64
-	busy     atomic.Int64
-	schedule chan struct{}
-	ids      []string
+	mu      sync.Mutex
+	running bool
+	quit    chan struct{}
+	// runCtx is the context of the run's batches, cancelled by a hard
+	// stop (StopAndCancel) or once the run's workers are gone.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	// lingering is closed once the workers and tasks of a run whose stop
+	// timed out have exited (nil: none lingers).
+	lingering chan struct{}
+	workers   sync.WaitGroup
+	unsub     func()
+	batches   atomic.Int64
+	busy      atomic.Int64
+	schedule  chan struct{}
+	ids       []string
 }
 
 // NewRuntime validates cfg and the reactors (see NewRouter) and returns a
@@ -123,6 +136,14 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if rt.running {
 		return errors.New("sourced: runtime already started")
 	}
+	if rt.lingering != nil {
+		select {
+		case <-rt.lingering:
+			rt.lingering = nil
+		default:
+			return ErrStillRunning
+		}
+	}
 	err := rt.whileBusy(ctx, "start", func() error {
 		if err := rt.router.Setup(ctx); err != nil {
 			return err
@@ -136,10 +157,11 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		rt.unsub = n.Subscribe(rt.notified)
 	}
 	rt.quit = make(chan struct{})
+	rt.runCtx, rt.cancelRun = context.WithCancel(context.Background())
 	rt.running = true
 	for _, id := range rt.ids {
 		rt.workers.Add(1)
-		go rt.work(id)
+		go rt.work(id, rt.quit, rt.runCtx)
 	}
 	for _, t := range rt.tasks() {
 		t.Start()
@@ -154,8 +176,24 @@ func (rt *Runtime) tasks() []*Task {
 
 // Stop stops the periodic tasks and the workers, waiting for the batches
 // they are processing to finish (up to StopTimeout, or until ctx ends),
-// then returns; ErrStopTimeout if they did not finish in time.
-func (rt *Runtime) Stop(ctx context.Context) error {
+// then returns; ErrStopTimeout if they did not finish in time. Then the
+// stuck workers still run: Start refuses to start again (ErrStillRunning)
+// until they exited.
+func (rt *Runtime) Stop(ctx context.Context) error { return rt.stop(ctx, -1) }
+
+// StopAndCancel is a hard stop: it stops like Stop, and once grace has
+// passed it cancels the contexts of the batches still running, so that a
+// reactor blocked in I/O that honours its context returns. A cancelled
+// batch is not the reactor's failure: its claim is released and its
+// messages are handled again by the next run (an impure reactor's work
+// for it may be done again). It then waits for the workers as Stop does
+// (up to StopTimeout from the start, or until ctx ends).
+func (rt *Runtime) StopAndCancel(ctx context.Context, grace time.Duration) error {
+	return rt.stop(ctx, max(grace, 0))
+}
+
+// stop stops the run; grace >= 0 cancels the running batches after it.
+func (rt *Runtime) stop(ctx context.Context, grace time.Duration) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if !rt.running {
@@ -169,18 +207,45 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	close(rt.quit)
 	ctx, cancel := context.WithTimeout(ctx, rt.cfg.StopTimeout)
 	defer cancel()
+	var hard <-chan time.Time
+	if grace >= 0 {
+		t := time.NewTimer(grace) // real time: batches run in real time
+		defer t.Stop()
+		hard = t.C
+	}
 	var errs []error
+	tasks := make(chan error, len(rt.tasks()))
 	for _, t := range rt.tasks() {
-		if err := t.Stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		go func() { tasks <- t.Stop(ctx) }()
 	}
 	done := make(chan struct{})
-	go func() { rt.workers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("%w: workers still busy after %v", ErrStopTimeout, rt.cfg.StopTimeout))
+	cancelRun := rt.cancelRun
+	go func() {
+		rt.workers.Wait()
+		for _, t := range rt.tasks() {
+			t.wait()
+		}
+		cancelRun()
+		close(done)
+	}()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-hard:
+			hard = nil
+			rt.log.Warn("sourced: hard stop: cancelling the batches still running", "grace", grace)
+			cancelRun()
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("%w: workers still busy after %v", ErrStopTimeout, rt.cfg.StopTimeout))
+			rt.lingering = done
+			waiting = false
+		}
+	}
+	for range rt.tasks() {
+		if err := <-tasks; err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) == 0 && len(rt.ids) > 0 {
 		// A clean stop: the workers are gone, so are their heartbeats.
@@ -263,13 +328,13 @@ func (rt *Runtime) enqueueAll() {
 // work is a worker: it takes a reactor with pending work, processes up to
 // MaxDrainRounds rounds of its batches, and requeues it if it still has work, so
 // one busy reactor cannot starve the others.
-func (rt *Runtime) work(id string) {
+func (rt *Runtime) work(id string, quit <-chan struct{}, ctx context.Context) {
 	defer rt.workers.Done()
 	var busy int64 // busy failures in a row
 	for {
 		var re *reactor
 		select {
-		case <-rt.quit:
+		case <-quit:
 			return
 		case re = <-rt.queue.ch:
 			rt.queue.taken(re)
@@ -278,23 +343,28 @@ func (rt *Runtime) work(id string) {
 		more := false
 		for round := 0; round < rt.cfg.MaxDrainRounds; round++ {
 			select {
-			case <-rt.quit:
+			case <-quit:
 				rt.busy.Add(-1)
 				return
 			default:
 			}
-			did, failed, err := rt.router.handleNext(context.Background(), re, id)
+			did, failed, err := rt.router.handleNext(ctx, re, id)
 			rt.failed(failed)
 			if errors.Is(err, ErrBusy) {
 				// Another process holds the write lock: back off, then
 				// try this reactor again later.
 				busy++
 				rt.log.Log(context.Background(), busyLevel(busy), "sourced: store busy, backing off", "worker", id, "group", re.info.Group, "tries", busy)
-				rt.backoff()
+				rt.backoff(quit)
 				more = true
 				break
 			}
 			busy = 0
+			if err != nil && ctx.Err() != nil {
+				// A hard stop cancelled the batch: its claim is released.
+				rt.busy.Add(-1)
+				return
+			}
 			if err != nil {
 				rt.log.Error("sourced: worker failed to process a batch", "worker", id, "group", re.info.Group, "error", err)
 			}
@@ -314,12 +384,12 @@ func (rt *Runtime) work(id string) {
 
 // backoff waits a short random time (real time, not the configured clock:
 // it waits for another process's lock) or until the runtime stops.
-func (rt *Runtime) backoff() {
+func (rt *Runtime) backoff(quit <-chan struct{}) {
 	t := time.NewTimer(busyBackoff/2 + rand.N(busyBackoff))
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-rt.quit:
+	case <-quit:
 	}
 }
 
@@ -523,6 +593,7 @@ type Task struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+	last   chan struct{} // the done of the latest loop, kept after Stop
 	errs   atomic.Int64
 	busy   atomic.Int64 // ticks in a row that found the store busy
 	ticks  atomic.Int64
@@ -542,7 +613,19 @@ func (t *Task) Start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel, t.done = cancel, make(chan struct{})
+	t.last = t.done
 	go t.loop(ctx, t.done)
+}
+
+// wait waits for the task's latest loop to exit (at once when it never
+// ran, or exited).
+func (t *Task) wait() {
+	t.mu.Lock()
+	last := t.last
+	t.mu.Unlock()
+	if last != nil {
+		<-last
+	}
 }
 
 func (t *Task) loop(ctx context.Context, done chan struct{}) {

@@ -782,13 +782,9 @@ func (r *run) dispatch(out []any, k outKind) {
 		case nil:
 			continue
 		case core.Delayed:
-			m = v.Message
-			switch {
-			case !v.At.IsZero():
-				m.CreatedAt = v.At
-			case v.Delay != 0:
-				m.CreatedAt = r.trigger.CreatedAt.Add(v.Delay)
-			}
+			// Dated before its trigger, it carries a *core.PastMessageDateError
+			// that fails its append.
+			m = v.Dated(r.trigger)
 		default:
 			m = core.NewMessage(v)
 		}

@@ -623,6 +623,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 
 // prepare validates, stamps and encodes one message.
 func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, error) {
+	if err := m.Err(); err != nil {
+		return record{}, m, err // dated before its creation (core.Message.At)
+	}
 	typ, err := s.reg.TypeFor(m.Type, m.Payload)
 	if err != nil {
 		return record{}, m, err

@@ -255,6 +255,20 @@ func (s suite) testBadInput(t *testing.T) {
 		e.append(ok)
 	})
 
+	t.Run("a message dated before its creation time fails the whole batch", func(t *testing.T) {
+		e, _, _ := seed(t)
+		ok := fresh(UserRegistered{"joe", "Joe"})
+		stored := e.append(CourseCreated{"Algebra"}).Messages[0]
+		redated := stored.At(stored.CreatedAt.Add(-time.Hour))
+		redated.ID = uuid.Nil
+		err := rejects(e, []core.Message{ok, redated}, core.ErrPastMessageDate)
+		var pe *core.PastMessageDateError
+		if !errors.As(err, &pe) || !pe.CreatedAt.Equal(stored.CreatedAt) || !pe.At.Equal(stored.CreatedAt.Add(-time.Hour)) {
+			t.Fatalf("error %v: want a *core.PastMessageDateError with both times", err)
+		}
+		e.append(ok)
+	})
+
 	t.Run("an invalid future-dated message schedules nothing", func(t *testing.T) {
 		e, _, _ := seed(t)
 		later := fresh(UserRegistered{"joe", "Joe"}).At(epoch.Add(2 * time.Hour))
