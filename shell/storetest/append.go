@@ -259,6 +259,7 @@ func (s suite) testBadInput(t *testing.T) {
 		e, _, _ := seed(t)
 		ok := fresh(UserRegistered{"joe", "Joe"})
 		stored := e.append(CourseCreated{"Algebra"}).Messages[0]
+		e.notes.take()
 		redated := stored.At(stored.CreatedAt.Add(-time.Hour))
 		redated.ID = uuid.Nil
 		err := rejects(e, []core.Message{ok, redated}, core.ErrPastMessageDate)
