@@ -69,6 +69,9 @@ func TestSimulation(t *testing.T) {
 				n := runSeed(t, store, seed, steps)
 				ran++
 				total += n
+				if t.Failed() {
+					t.Logf("%s store: the failure came after %d seeds, %d steps (seed %d the last)", store, ran, total, seed)
+				}
 				return !t.Failed()
 			}
 			for _, seed := range seeds {

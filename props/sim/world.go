@@ -79,7 +79,7 @@ type World struct {
 	// The model.
 	acked      map[uuid.UUID]core.Message // acknowledged appends
 	ackedOrder []uuid.UUID
-	handled    map[uuid.UUID]bool         // acked by Handle: in the log at once
+	handled    map[uuid.UUID]bool // acked by Handle: in the log at once
 	heartbeats map[string]time.Time
 	liveWorker map[string]bool
 	reaps      []reap // reaper runs during the step
@@ -423,10 +423,20 @@ func (w *World) step(a Action) (err error, explained bool) {
 	return err, explained
 }
 
-// errText renders an error for the run log.
+// errText renders an error for the run log: by its class when it is one
+// of the faults' (how an interrupted SQLite call words its error depends
+// on when the interrupt lands, which is the one thing a run does not
+// choose), else in full.
 func errText(err error) string {
-	if err == nil {
+	switch {
+	case err == nil:
 		return "ok"
+	case errors.Is(err, errCrash):
+		return "error: crashed"
+	case errors.Is(err, context.Canceled):
+		return "error: canceled"
+	case errors.Is(err, shell.ErrBusy):
+		return "error: busy"
 	}
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
