@@ -293,7 +293,7 @@ type jobs struct {
 }
 
 // JobRetries is the jobs group's error strategy: retries before it fails.
-const JobRetries = 3
+const JobRetries = 5
 
 func (*jobs) Name() string                       { return "jobs" }
 func (*jobs) Register(reg *codec.Registry) error { return codec.Register[JobTask](reg, tJobTask) }

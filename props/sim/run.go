@@ -20,7 +20,9 @@ import (
 func Plan(seed uint64, store string, steps int) (Setup, []Action) {
 	r := rand.New(rand.NewPCG(seed, 0x51a7e))
 	s := Setup{Store: store, Processes: 2 + r.IntN(2), Workers: 1 + r.IntN(2), BatchSize: 1 + r.IntN(4), BatchesPerHandle: 1 + r.IntN(3)}
-	g := gen{r: r, s: s, domains: len(DomainNames)}
+	// Swarm testing: each seed its own fault rate, so that some runs are
+	// calm enough to build up state and others are storms.
+	g := gen{r: r, s: s, domains: len(DomainNames), faults: []int{10, 30, 50}[r.IntN(3)]}
 	out := make([]Action, steps)
 	for i := range out {
 		out[i] = g.action(true)
@@ -32,6 +34,7 @@ type gen struct {
 	r       *rand.Rand
 	s       Setup
 	domains int
+	faults  int // percentage of actions that carry a fault
 }
 
 // reactorCount is how many reactors the domains register (a worker
@@ -45,7 +48,7 @@ func (g gen) action(top bool) Action {
 	switch x := r.IntN(100); {
 	case x < 34:
 		a.Kind, a.Target, a.Op, a.N = ClientOp, r.IntN(g.domains), r.IntN(3), int64(r.IntN(1000))
-		if a.Target == 2 && a.Op == 1 && r.IntN(3) > 0 {
+		if a.Target == 2 && a.Op == 1 && r.IntN(2) > 0 {
 			a.Op = 0 // poison is rarer than work
 		}
 	case x < 72:
@@ -63,12 +66,12 @@ func (g gen) action(top bool) Action {
 	default:
 		a.Kind = CrashAll
 	}
-	if !top || a.Kind == ClockStep || a.Kind == Kill || a.Kind == CrashAll || r.IntN(100) >= 30 {
+	if !top || a.Kind == ClockStep || a.Kind == Kill || a.Kind == CrashAll || r.IntN(100) >= g.faults {
 		return a
 	}
-	a.Fault.At = 1
-	if r.IntN(2) == 0 {
-		a.Fault.At = 1 + r.IntN(8)
+	a.Fault.At = 1 + r.IntN(4)
+	if r.IntN(4) == 0 {
+		a.Fault.At = 1 + r.IntN(12)
 	}
 	switch x := r.IntN(100); {
 	case x < 20:
@@ -101,8 +104,8 @@ func (g gen) nested(a Action) Action {
 		return Action{Kind: Reap, Proc: r.IntN(g.s.Processes)}
 	case x < 90:
 		b := Action{Kind: Work, Proc: r.IntN(g.s.Processes), Worker: r.IntN(g.s.Workers), Target: r.IntN(reactorCount)}
-		if a.Kind == Work && r.IntN(2) == 0 {
-			b.Target = a.Target
+		if a.Kind == Work && r.IntN(3) > 0 {
+			b.Target = a.Target // a rival worker of the same group
 		}
 		return b
 	default:
@@ -258,11 +261,30 @@ func (w *World) drain() error {
 		}
 		if worked {
 			quiet = 0
-		} else if quiet++; quiet == 2 {
+			continue
+		}
+		quiet++
+		if quiet == 2 && w.claimsLeft() {
+			// A claim a live worker still holds (its release failed) comes
+			// back at MaxClaimAge: that is the bound to wait for.
+			w.clock.Step(MaxClaimAge)
+			continue
+		}
+		if quiet >= 2 {
 			return nil
 		}
 	}
 	return &Violation{"liveness", fmt.Errorf("still working after %d drain rounds", drainRounds)}
+}
+
+// claimsLeft tells whether any partition is claimed.
+func (w *World) claimsLeft() bool {
+	for o, err := range w.inner.Offsets(context.Background(), shell.OffsetQuery{Limit: 500}) {
+		if err != nil || o.Claimed {
+			return true
+		}
+	}
+	return false
 }
 
 // logState appends the final state to the run log: the log, the offsets,

@@ -1,0 +1,23 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/sourced-go/sourced/props/sim"
+)
+
+// Traces the simulator printed, pasted as regression tests. Each failed
+// with a known bug of this wave re-introduced (see the test's comment).
+
+// A worker's claim is released by the reaper while the worker is between
+// its claim and its ack (the clock jumped past the claim TTL): the ack
+// fails with ErrNotClaimant, which must abandon the batch, never fail or
+// retry the group.
+func TestSimLostClaimAbandonsTheBatch(t *testing.T) {
+	sim.Replay(t, sim.Setup{Store: "memory", Processes: 3, Workers: 2, BatchSize: 1, BatchesPerHandle: 3}, []sim.Action{
+		{Kind: sim.Reap, Proc: 1},
+		{Kind: sim.ClientOp, Worker: 1, Target: 1, Op: 1, N: 736},
+		{Kind: sim.Work, Worker: 1, Target: 1, Fault: sim.Fault{Kind: sim.Interleave, At: 1, Then: []sim.Action{{Kind: sim.Reap}, {Kind: sim.ClockStep, N: 30707}}}},
+		{Kind: sim.Work, Proc: 1, Target: 3, Fault: sim.Fault{Kind: sim.Interleave, At: 2, Then: []sim.Action{{Kind: sim.Work, Proc: 1, Target: 3}, {Kind: sim.Reap}, {Kind: sim.ClockStep, N: 23506}}}},
+	})
+}
