@@ -21,3 +21,15 @@ func TestSimLostClaimAbandonsTheBatch(t *testing.T) {
 		{Kind: sim.Work, Proc: 1, Target: 3, Fault: sim.Fault{Kind: sim.Interleave, At: 2, Then: []sim.Action{{Kind: sim.Work, Proc: 1, Target: 3}, {Kind: sim.Reap}, {Kind: sim.ClockStep, N: 23506}}}},
 	})
 }
+
+// Two workers of one group fail at once on two poisoned partitions: the
+// second failure must count (the error strategy reads and writes the
+// retry count in one transaction, Groups.ChangeGroup), so the count the
+// strategy reports goes 1, 2, 3, never twice the same.
+func TestSimConcurrentFailuresEachCount(t *testing.T) {
+	sim.Replay(t, sim.Setup{Store: "memory", Processes: 2, Workers: 1, BatchSize: 1, BatchesPerHandle: 3}, []sim.Action{
+		{Kind: sim.ClientOp, Proc: 1, Target: 2, Op: 1, N: 579},
+		{Kind: sim.ClientOp, Target: 2, Op: 1, N: 874},
+		{Kind: sim.Work, Target: 4, Fault: sim.Fault{Kind: sim.Interleave, At: 3, Then: []sim.Action{{Kind: sim.Work, Proc: 1, Target: 4}, {Kind: sim.ClockStep, N: 3065}, {Kind: sim.ClockStep, N: 1981}}}},
+	})
+}
