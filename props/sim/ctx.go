@@ -19,6 +19,7 @@ type faultCtx struct {
 	err    error
 	afters map[int]func()
 	next   int
+	late   []func() // registered after the cancellation: run at the next look
 }
 
 func newFaultCtx(at int) *faultCtx {
@@ -26,11 +27,19 @@ func newFaultCtx(at int) *faultCtx {
 }
 
 // observe counts one look at the context and cancels it at the chosen one.
+// Functions registered with AfterFunc after the cancellation run here.
 func (c *faultCtx) observe() {
 	c.mu.Lock()
 	c.seen++
 	fire := c.at > 0 && c.seen == c.at && c.err == nil
+	late := c.late
+	c.late = nil
 	c.mu.Unlock()
+	for _, f := range late {
+		if f != nil {
+			f()
+		}
+	}
 	if fire {
 		c.cancel()
 	}
@@ -87,9 +96,22 @@ func (c *faultCtx) Err() error {
 func (c *faultCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	if c.err != nil {
+		// Already cancelled (the look that cancelled it may be the one
+		// context.WithCancel takes just before it registers f, holding the
+		// child's lock): f runs at the next look at c, not here, where it
+		// would deadlock, nor in a goroutine, whose timing no run chooses.
+		i := len(c.late)
+		c.late = append(c.late, f)
 		c.mu.Unlock()
-		f()
-		return func() bool { return false }
+		return func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if i < len(c.late) && c.late[i] != nil {
+				c.late[i] = nil
+				return true
+			}
+			return false
+		}
 	}
 	id := c.next
 	c.next++
