@@ -33,3 +33,13 @@ func TestSimConcurrentFailuresEachCount(t *testing.T) {
 		{Kind: sim.Work, Target: 4, Fault: sim.Fault{Kind: sim.Interleave, At: 3, Then: []sim.Action{{Kind: sim.Work, Proc: 1, Target: 4}, {Kind: sim.ClockStep, N: 3065}, {Kind: sim.ClockStep, N: 1981}}}},
 	})
 }
+
+// The clock steps back while Handle waits for the write lock: the command
+// must still be appended now, before its events, never scheduled behind
+// them (Handle dates it inside its transaction, with the append's one
+// clock reading).
+func TestSimHandleUnderAClockStepBack(t *testing.T) {
+	sim.Replay(t, sim.Setup{Store: "memory", Processes: 3, Workers: 2, BatchSize: 3, BatchesPerHandle: 1}, []sim.Action{
+		{Kind: sim.ClientOp, Proc: 2, Worker: 1, Op: 1, N: 794, Fault: sim.Fault{Kind: sim.Interleave, At: 1, Then: []sim.Action{{Kind: sim.ClockStep, N: -3153}, {Kind: sim.ClockStep, N: -8191}, {Kind: sim.Reap, Proc: 2}}}},
+	})
+}
