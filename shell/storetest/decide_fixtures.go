@@ -232,4 +232,3 @@ var CartDecider = core.Decider[map[string]int]{Group: "storetest.carts", Partiti
 		return []any{CartOrdered{CartID: c.CartID, Total: total}}, nil
 	}),
 )
-
