@@ -124,12 +124,12 @@ func TestQueryFoldsEachPartOverItsOwnEvents(t *testing.T) {
 func TestQueryDefinitionErrors(t *testing.T) {
 	reg := lendingRegistry(t)
 	cases := map[string]core.Query[int]{
-		"an attribute no type has": {core.Read(loans, func(_ int, n int) int { return n }, core.Where("colour", "red"))},
+		"an attribute no type has":                   {core.Read(loans, func(_ int, n int) int { return n }, core.Where("colour", "red"))},
 		"Only a type the projection does not evolve": {core.Read(loans, func(_ int, n int) int { return n }, core.Only[Lend](core.Where("member_id", "m")))},
 		"Only a type without the attribute":          {core.Read(loans, func(_ int, n int) int { return n }, core.Only[Lent](core.Where("colour", "m")))},
-		"no filter":   {core.Read(loans, func(_ int, n int) int { return n })},
-		"a bad value": {core.Read(loans, func(_ int, n int) int { return n }, core.Where("member_id", []int{1}))},
-		"a zero part": {core.Part[int]{}},
+		"no filter":                                  {core.Read(loans, func(_ int, n int) int { return n })},
+		"a bad value":                                {core.Read(loans, func(_ int, n int) int { return n }, core.Where("member_id", []int{1}))},
+		"a zero part":                                {core.Part[int]{}},
 	}
 	for name, q := range cases {
 		if _, err := q.Plan(reg); !errors.Is(err, core.ErrDefinition) {
