@@ -57,7 +57,8 @@
 // declare every partition key as a required attribute (`sourced:"required"`),
 // and PartitionOf is the rule that refuses, at run time, a command whose key
 // is missing or empty: otherwise every such command would be decided in the
-// one partition "".//
+// one partition "".
+//
 // # Decisions across boundaries
 //
 // PartitionBy is one AND-tuple of attribute values: it orders a decider's
