@@ -176,6 +176,20 @@ func (s suite) testDecideAcross(t *testing.T) {
 		}
 	})
 
+	t.Run("a boundary carried inside a list", func(t *testing.T) {
+		e := s.env(t)
+		e.append(OrderPlaced{"o1", []OrderLine{{"p1", 1}, {"p2", 2}}}, OrderPlaced{"o2", []OrderLine{{"p3", 1}}}, OrderPlaced{"o3", nil})
+		res := e.read([]core.Condition{cond(TypeOrderPlaced, "product_id", "p2")}, shell.ReadOptions{})
+		e.expectPositions("orders of p2", res.Messages, 1)
+		e.expectPositions("orders of p1 or p3", e.read([]core.Condition{cond(TypeOrderPlaced, "product_id", "p1"), cond(TypeOrderPlaced, "product_id", "p3")}, shell.ReadOptions{}).Messages, 1, 2)
+		e.append(OrderPlaced{"o4", []OrderLine{{"p9", 1}}})
+		if _, err := e.appendGuarded(res.Guard, CartOrdered{"c", 1}); err != nil {
+			t.Fatalf("an order of another product conflicted: %v", err)
+		}
+		r := e.append(OrderPlaced{"o5", []OrderLine{{"p9", 1}, {"p2", 1}}})
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, CartOrdered{"c", 1})), r.Last)
+	})
+
 	t.Run("a query naming an attribute no event type has is refused", func(t *testing.T) {
 		e := s.env(t)
 		bad := core.Decider[int]{Group: "storetest.bad_query", PartitionBy: []string{"invoice_id"}}.With(

@@ -76,6 +76,17 @@ type (
 		CartID string `json:"cart_id"`
 		Total  int    `json:"total"`
 	}
+	// OrderLine is a line of an OrderPlaced.
+	OrderLine struct {
+		ProductID string `json:"product_id"`
+		Qty       int    `json:"qty"`
+	}
+	// OrderPlaced is "orders.placed": its lines carry the product
+	// boundary inside a list, indexed as product_id.
+	OrderPlaced struct {
+		OrderID string      `json:"order_id"`
+		Lines   []OrderLine `json:"lines" sourced:"index=product_id"`
+	}
 )
 
 // Type strings of the decision fixtures.
@@ -91,6 +102,7 @@ const (
 	TypeOrderCart         = "carts.order"
 	TypePriceSet          = "carts.price_set"
 	TypeCartOrdered       = "carts.ordered"
+	TypeOrderPlaced       = "orders.placed"
 )
 
 func registerDecisionFixtures(reg *codec.Registry) error {
@@ -106,6 +118,7 @@ func registerDecisionFixtures(reg *codec.Registry) error {
 		codec.Register[OrderCart](reg, TypeOrderCart),
 		codec.Register[PriceSet](reg, TypePriceSet),
 		codec.Register[CartOrdered](reg, TypeCartOrdered),
+		codec.Register[OrderPlaced](reg, TypeOrderPlaced),
 	)
 }
 
