@@ -48,7 +48,7 @@ type Type struct {
 	byName    map[string]int
 	nested    map[string]Field // attributes indexed from inside a list (sourced:"index=...")
 	keys      []keyField       // indexed fields, sorted by name
-	keyCount  int        // key pairs produced by non-Multi fields, at most
+	keyCount  int              // key pairs produced by non-Multi fields, at most
 	hasMulti  bool
 	hasText   bool  // some indexed field holds strings or TextMarshaler text
 	required  []int // indexes into Fields
