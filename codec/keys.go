@@ -325,7 +325,7 @@ type span struct{ at, lo, hi int32 }
 //     per distinct value of each element's attribute name (see below).
 //
 // Nested structs, maps and interfaces are not indexed, except through an
-// index tag on a list: `Items []Item `json:"items" sourced:"index=product_id"“
+// index tag on a list: the field Items []Item tagged sourced:"index=product_id"
 // indexes every items[].product_id under the attribute product_id, so a
 // condition or a decision's query can find the message by a value it
 // carries inside a list. Limits: the list is a slice or array of structs
