@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
+
+// quiet drops the stores' diagnostics: the commands report what they did.
+var quiet = slog.New(slog.DiscardHandler)
 
 // SQLite returns the driver of SQLite files (package sqlitestore): every
 // -db value that is not a URL of another database (a path, or a "file:"
@@ -34,7 +38,7 @@ func (sqliteDriver) Open(ctx context.Context, db, prefix string) (Store, error) 
 		}
 		return nil, err
 	}
-	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true})
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true, Logger: quiet})
 	if errors.Is(err, shell.ErrNotInstalled) {
 		return nil, fmt.Errorf("%s is not installed (prefix %q): run 'sourced -db %s migrate', or apply the schema from 'sourced migrate print' with your migrations", db, prefix, db)
 	}
@@ -45,7 +49,7 @@ func (sqliteDriver) Open(ctx context.Context, db, prefix string) (Store, error) 
 }
 
 func (sqliteDriver) Install(ctx context.Context, db, prefix string) error {
-	s, err := sqlitestore.Install(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true})
+	s, err := sqlitestore.Install(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true, Logger: quiet})
 	if err != nil {
 		return err
 	}
