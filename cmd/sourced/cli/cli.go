@@ -159,7 +159,7 @@ func init() {
 		{"trace", "trace ID|POSITION", "the causal chain of a message: every message sharing its correlation id", (*globals).trace},
 		{"offsets", "offsets [-group G] [-limit N] [-from ID] [-lag-limit N]", "consumer-group offsets with each partition's lag, by id", (*globals).offsets},
 		{"workers", "workers", "the workers' heartbeats and the claims each holds", (*globals).workers},
-		{"groups", "groups stop GROUP [REASON] | start GROUP | reset GROUP | retry GROUP", "operator commands on a consumer group (retry: a retrying or failed group now)", (*globals).groups},
+		{"groups", "groups stop GROUP [REASON] | reset GROUP | start|retry GROUP [-wait [-interval D]]", "operator commands on a consumer group (retry: a retrying or failed group now; -wait: until its workers catch up, with progress)", (*globals).groups},
 		{"schedule", "schedule [-limit N] | schedule cancel ID", "messages waiting to be promoted; cancel one before it is", (*globals).schedule},
 		{"migrate", "migrate [up] | status | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; print them for a migration tool", (*globals).migrate},
 		{"workflows", "workflows [-workflow W] [-status S] [-limit N]", "durable workflow runs: counts per workflow, each run's status and current step", (*globals).workflows},

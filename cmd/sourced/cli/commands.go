@@ -664,11 +664,19 @@ func (g *globals) workers(ctx context.Context, args []string) error {
 // groups runs an operator command on a group and says what it did.
 func (g *globals) groups(ctx context.Context, args []string) error {
 	fs := g.flags("groups")
+	wait := fs.Bool("wait", false, "")
+	interval := fs.Duration("interval", 500*time.Millisecond, "")
 	pos, err := g.parse(fs, args, 2, -1, "want stop|start|reset|retry GROUP")
 	if err != nil {
 		return g.helpOr(err)
 	}
 	op, group := pos[0], pos[1]
+	if *wait && op != "start" && op != "retry" {
+		return g.usagef("-wait waits for the group's workers to catch up: it goes with start or retry (a reset group replays once started: groups start %s -wait)", group)
+	}
+	if *interval <= 0 {
+		return g.usagef("-interval must be positive")
+	}
 	switch op {
 	case "stop":
 	case "start", "reset", "retry":
@@ -720,9 +728,58 @@ func (g *globals) groups(ctx context.Context, args []string) error {
 		Partitions int64  `json:"partitions"`
 		Did        string `json:"did"`
 	}{group, op, string(before.Status), string(after.Status), after.Partitions, did}
-	return g.emit(out, func(w *tabwriter.Writer) {
+	if err := g.emit(out, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "%s: %s -> %s\n%s\n", group, before.Status, after.Status, did)
-	})
+	}); err != nil || !*wait {
+		return err
+	}
+	return g.waitCaughtUp(ctx, s, group, *interval)
+}
+
+// waitCaughtUp waits until the group's workers (the application's, in
+// whatever process runs them) have processed every pending message,
+// reporting the lag as it falls (with -progress, by default on a
+// terminal). A group that stops or fails meanwhile ends the wait with an
+// error; so does ctx (Ctrl-C).
+func (g *globals) waitCaughtUp(ctx context.Context, s Store, group string, interval time.Duration) error {
+	start, last := time.Now(), -1
+	first := 0
+	for {
+		lag, total, _, err := groupLag(ctx, s, group, 0)
+		if err != nil {
+			return err
+		}
+		if last < 0 {
+			first = total
+		}
+		if total != last {
+			done := 100
+			if first > 0 {
+				done = 100 * (first - total) / first
+			}
+			g.progressf("%s: %d message(s) to go in %d partition(s) (%d%% done, %s)", group, total, len(lag), done, time.Since(start).Round(time.Millisecond))
+			last = total
+		}
+		if total == 0 {
+			if g.json {
+				return nil
+			}
+			_, err := fmt.Fprintf(g.out, "%s caught up: %d message(s) processed in %s\n", group, first, time.Since(start).Round(time.Millisecond))
+			return err
+		}
+		info, err := s.Group(ctx, group)
+		if err != nil {
+			return err
+		}
+		if info.Status == shell.StatusStopped || info.Status == shell.StatusFailed {
+			return fmt.Errorf("%s is %s with %d message(s) to go (see 'sourced stats')", group, info.Status, total)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting: %s has %d message(s) to go", group, total)
+		case <-time.After(interval):
+		}
+	}
 }
 
 // retryNow makes a retrying group claimable now (keeping its failure and

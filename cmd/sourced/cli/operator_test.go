@@ -436,3 +436,67 @@ func TestPostgresURLWithoutTheDriver(t *testing.T) {
 	}
 	want(t, 1, []string{"migrate", "print", "-store", "postgres"}, pgInstall)
 }
+
+// groups start -wait reports the lag as the application's workers
+// process a replay, and returns once they caught up.
+func TestGroupsStartWait(t *testing.T) {
+	ctx := context.Background()
+	db := fixture(t)
+	want(t, 0, []string{"-db", db, "groups", "stop", "courses.catalog"})
+	want(t, 0, []string{"-db", db, "groups", "reset", "courses.catalog"})
+	want(t, 2, []string{"-db", db, "groups", "reset", "courses.catalog", "-wait"}, "-wait waits for the group's workers")
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"-db", db, "-progress", "groups", "start", "courses.catalog", "-wait", "-interval", "10ms"}, &out, &errOut, SQLite())
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(errOut.String(), "3 message(s) to go in 3 partition(s)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The application's worker replays the log.
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Registry: registryForTest(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for {
+		c, err := s.ClaimNext(ctx, "courses.catalog", "app", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			break
+		}
+		if err := s.Ack(ctx, c, c.Last()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	select {
+	case c := <-code:
+		if c != 0 || !strings.Contains(out.String(), "courses.catalog caught up: 3 message(s) processed") || !strings.Contains(errOut.String(), "0 message(s) to go") {
+			t.Fatalf("exit %d:\n%s%s", c, out.String(), errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("groups start -wait never returned")
+	}
+	// A group that stops while waited on ends the wait with an error.
+	want(t, 0, []string{"-db", db, "groups", "stop", "courses.catalog"})
+	if _, err := s.Append(ctx, core.Messages(CourseCreated{CourseID: "c9", CourseName: "Logic"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // once the tool started it
+		for {
+			if info, err := s.Group(ctx, "courses.catalog"); err != nil || info.Status == shell.StatusActive {
+				s.StopGroup(ctx, "courses.catalog", "again")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	want(t, 1, []string{"-db", db, "groups", "start", "courses.catalog", "-wait", "-interval", "10ms"}, "courses.catalog is stopped with 1 message(s) to go")
+}
