@@ -6,8 +6,8 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/statechart"
 	"github.com/sourced-go/sourced/shell/workflow"
+	"github.com/sourced-go/sourced/statechart"
 )
 
 type (

@@ -176,9 +176,9 @@ func (b *builder) withEvents() []Node {
 }
 
 type builder struct {
-	reg    *codec.Registry
-	nodes  []Node
-	seen   map[string]bool
+	reg   *codec.Registry
+	nodes []Node
+	seen  map[string]bool
 }
 
 func (b *builder) name(t reflect.Type) string {
