@@ -21,10 +21,6 @@ func ExampleNew() {
 	if _, err := app.Seed(context.Background(), store); err != nil {
 		panic(err)
 	}
-	dash, err := dashboard.New(store, dashboard.Options{Reactors: app.Reactors(), Prefix: "/ops"})
-	if err != nil {
-		panic(err)
-	}
 	requireAdmin := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") != "Bearer let-me-in" { // the application's own check
@@ -33,6 +29,10 @@ func ExampleNew() {
 			}
 			next.ServeHTTP(w, r)
 		})
+	}
+	dash, err := dashboard.New(store, dashboard.Options{Reactors: app.Reactors(), Prefix: "/ops"}) // ReadOnly: true for viewers
+	if err != nil {
+		panic(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", requireAdmin(dash))

@@ -10,7 +10,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
@@ -318,7 +320,11 @@ func writeTransitions(b *strings.Builder, s ordered) {
 	}
 	if after, ok := s.get("after").(ordered); ok {
 		for _, f := range after {
-			lines = append(lines, fmt.Sprintf(`<li><span class="trigger">after %s ms</span></li>`, esc(f.Key)))
+			label := f.Key + " ms"
+			if ms, err := strconv.ParseInt(f.Key, 10, 64); err == nil {
+				label = (time.Duration(ms) * time.Millisecond).String()
+			}
+			lines = append(lines, fmt.Sprintf(`<li><span class="trigger">after %s</span></li>`, esc(label)))
 		}
 	}
 	for _, key := range []string{"entry", "exit"} {

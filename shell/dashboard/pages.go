@@ -32,9 +32,6 @@ type action struct {
 // groupRow is a consumer group as the groups page shows it.
 type groupRow struct {
 	shell.GroupInfo
-	// Behind is how far the log's newest position is past the furthest
-	// position the group acknowledged.
-	Behind  int64
 	Actions []action
 }
 
@@ -74,7 +71,7 @@ func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, int64, error) {
 	}
 	rows := make([]groupRow, 0, len(st.Groups))
 	for _, g := range st.Groups {
-		rows = append(rows, groupRow{GroupInfo: g, Behind: max(st.MaxPosition-g.HighestPosition, 0), Actions: groupActions(g.ID, g.Status)})
+		rows = append(rows, groupRow{GroupInfo: g, Actions: groupActions(g.ID, g.Status)})
 	}
 	slices.SortFunc(rows, func(a, b groupRow) int { return cmp.Compare(a.ID, b.ID) })
 	return rows, st.MaxPosition, nil
@@ -108,11 +105,6 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
-	st, err := d.store.Stats(ctx)
-	if err != nil {
-		d.fail(w, r, statusOf(err), err)
-		return
-	}
 	var next int64
 	if n := len(page.Offsets); n == 50 {
 		next = page.Offsets[n-1].ID + 1
@@ -122,7 +114,7 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		Offsets []shell.Offset
 		Total   int64
 		Next    int64
-	}{groupRow{GroupInfo: g, Behind: max(st.MaxPosition-g.HighestPosition, 0), Actions: groupActions(g.ID, g.Status)}, page.Offsets, page.Total, next})
+	}{groupRow{GroupInfo: g, Actions: groupActions(g.ID, g.Status)}, page.Offsets, page.Total, next})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.

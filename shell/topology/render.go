@@ -157,14 +157,25 @@ type Placed struct {
 // produces in a lane of their own, "external"), along a time axis that
 // follows the flow: command, its events, what consumes them, what that
 // dispatches. Cycles (an automation dispatching a command upstream) are
-// broken where they close. Machines are left out, as in Mermaid.
+// broken where they close. Machines are left out, as in Mermaid, and so
+// are the lifecycle events a workflow appends for its own runs.
 func (g Graph) EventModel() []Lane {
 	edges := g.Edges()
 	in := map[string][]string{}
 	for _, e := range edges {
 		in[e.To] = append(in[e.To], e.From)
 	}
-	nodes := slices.DeleteFunc(slices.Clone(g.Nodes), func(n Node) bool { return n.Type == Machine })
+	workflows := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Type == Workflow {
+			workflows[n.GroupID] = true
+		}
+	}
+	// Machines are drawn by their charts, a workflow's lifecycle events by
+	// its runs: the board keeps the workflow node and what starts it.
+	nodes := slices.DeleteFunc(slices.Clone(g.Nodes), func(n Node) bool {
+		return n.Type == Machine || n.Type == Event && workflows[n.GroupID]
+	})
 	step := map[string]int{}
 	visiting := map[string]bool{}
 	var depth func(id string) int
@@ -230,7 +241,7 @@ func cmpOr(a, b string) string {
 
 // Layout sizes of the SVG.
 const (
-	svgLabel  = 150 // lane title column
+	svgLabel  = 170 // lane title column
 	svgStepW  = 170
 	svgNodeW  = 150
 	svgNodeH  = 56
@@ -282,8 +293,12 @@ func (g Graph) SVG() []byte {
 		if i%2 == 1 {
 			fill = "#f0f0f0"
 		}
-		fmt.Fprintf(&b, `<g class="em-lane" data-lane="%s"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/><text x="8" y="%d" font-weight="bold">%s</text></g>`,
-			html.EscapeString(l.Name), laneY[i], width, laneH[i], fill, laneY[i]+18, html.EscapeString(truncate(l.Name, 24)))
+		fmt.Fprintf(&b, `<g class="em-lane" data-lane="%s"><rect x="0" y="%d" width="%d" height="%d" fill="%s"/>`,
+			html.EscapeString(l.Name), laneY[i], width, laneH[i], fill)
+		for j, line := range wrap(l.Name, 22, 3) {
+			fmt.Fprintf(&b, `<text x="8" y="%d" font-weight="bold">%s</text>`, laneY[i]+18+j*14, html.EscapeString(line))
+		}
+		b.WriteString(`</g>`)
 	}
 	for _, e := range g.Edges() {
 		from, ok1 := pos[e.From]
