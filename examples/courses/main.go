@@ -60,7 +60,11 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	}
 	defer store.Close()
 	if err := store.Update(ctx, func(tx shell.Tx) error {
-		return sqlitex.ExecuteTransient(tx.Context().(*sqlitestore.TxContext).Conn(),
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
+		return sqlitex.ExecuteTransient(conn,
 			`CREATE TABLE IF NOT EXISTS course_rosters (course_id TEXT PRIMARY KEY, roster TEXT NOT NULL)`, nil)
 	}); err != nil {
 		return err
@@ -78,7 +82,10 @@ func (rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
 	if err != nil {
 		return err
 	}
-	conn := tx.(*sqlitestore.TxContext).Conn()
+	conn, err := sqlitestore.Conn(tx)
+	if err != nil {
+		return err
+	}
 	return sqlitex.Execute(conn, `INSERT INTO course_rosters (course_id, roster) VALUES (?, ?)
 		ON CONFLICT (course_id) DO UPDATE SET roster = excluded.roster`,
 		&sqlitex.ExecOptions{Args: []any{r.CourseID, string(doc)}})
@@ -88,7 +95,10 @@ func (rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
 func (rm rosters) Rosters(ctx context.Context) ([]domain.Roster, error) {
 	var out []domain.Roster
 	err := rm.store.Update(ctx, func(tx shell.Tx) error {
-		conn := tx.Context().(*sqlitestore.TxContext).Conn()
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
 		return sqlitex.Execute(conn, `SELECT roster FROM course_rosters ORDER BY course_id`, &sqlitex.ExecOptions{
 			ResultFunc: func(stmt *sqlite.Stmt) error {
 				var r domain.Roster

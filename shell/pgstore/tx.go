@@ -278,7 +278,7 @@ func (t *tx) fail(op string, err error) error {
 // appends are).
 func (t *tx) Context() core.Tx {
 	t.enter(lockExclusive, true) // a failure shows on the transaction's next use and at the commit
-	return &TxContext{Conn: t.c.Conn()}
+	return &TxContext{Conn: t.c.Conn(), tx: t}
 }
 
 // TxContext is the transaction handed to sync work (core.Tx): Conn is the
@@ -286,8 +286,13 @@ func (t *tx) Context() core.Tx {
 // outbox) writes its own tables in the same transaction as the append.
 // Do not begin or end transactions on it, and do not keep it after the
 // Update returns.
+//
+// Prefer the package function Conn(tx): it needs no type assertion,
+// returns ErrNotPostgres on another store and reports a transaction that
+// ended.
 type TxContext struct {
 	Conn *pgx.Conn
+	tx   *tx
 }
 
 // LastPosition returns the newest position. Before any other operation

@@ -91,7 +91,11 @@ func (rm rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.(*pgstore.TxContext).Conn.Exec(ctx, "INSERT INTO "+rm.table+` (course_id, roster) VALUES ($1, $2)
+	conn, err := pgstore.Conn(tx)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "INSERT INTO "+rm.table+` (course_id, roster) VALUES ($1, $2)
 		ON CONFLICT (course_id) DO UPDATE SET roster = excluded.roster`, r.CourseID, string(doc))
 	return err
 }
