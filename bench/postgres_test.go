@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/sourced-go/sourced/codec"
@@ -80,7 +81,12 @@ func BenchmarkPostgresEndToEnd(b *testing.B) {
 }
 
 // BenchmarkPostgresQueueDrain is BenchmarkQueueDrain on PostgreSQL
-// (bench.PostgresQueueDrain, 100,000 jobs).
+// (PostgresQueueDrain): 100,000 jobs, or DRAIN_JOBS (as in bench/peers)
+// for a shorter run.
 func BenchmarkPostgresQueueDrain(b *testing.B) {
-	postgresOnly(b, func(b *testing.B, url string) { PostgresQueueDrain(b, url, 100_000) })
+	jobs := 100_000
+	if n, err := strconv.Atoi(os.Getenv("DRAIN_JOBS")); err == nil && n > 0 {
+		jobs = n
+	}
+	postgresOnly(b, func(b *testing.B, url string) { PostgresQueueDrain(b, url, jobs) })
 }
