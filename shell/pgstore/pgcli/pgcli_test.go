@@ -68,9 +68,9 @@ func TestCommandsOnPostgres(t *testing.T) {
 	})
 
 	run(t, 1, args("stats"), "no Sourced store with prefix", "migrate")
-	n := pgstore.SchemaVersion
-	run(t, 0, args("migrate", "status"), fmt.Sprintf("version   0 (this program's: %d)", n), fmt.Sprintf("%d pending", n), "1        pending")
-	run(t, 0, args("migrate"), "applied version 1", fmt.Sprintf("is at version %d", n))
+	v := pgstore.SchemaVersion
+	run(t, 0, args("migrate", "status"), fmt.Sprintf("version   0 (this program's: %d)", v), fmt.Sprintf("%d pending", v), "1        pending")
+	run(t, 0, args("migrate"), "applied version 1", fmt.Sprintf("is at version %d", v))
 	run(t, 0, args("migrate", "status"), "up to date", "1        applied")
 	run(t, 0, args("migrate"), "nothing to apply")
 
