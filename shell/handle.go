@@ -54,7 +54,9 @@ type HandleOptions struct {
 var ErrFutureCommand = errors.New("sourced: command dated after the store's clock")
 
 // Handle decides a command synchronously, for web handlers: it validates
-// the command, reads the decider's partition, decides, appends the command
+// the command, reads the decider's partition (or, for a command with a
+// query of its own, core.Reads, the union of that query in one read, each
+// part folding what its own filters match), decides, appends the command
 // and its events, and moves the decider's offset past the command so that
 // workers do not decide it again, all in one write transaction (sync work
 // included; after-sync work runs after commit). The transaction holds the
@@ -262,7 +264,8 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // Load reads a decider's, projector's or projection's state for a
 // partition straight from the log, with the guard of the read (append with
 // it to decide on that state). With opts.Upto it loads the state as it was
-// at that position.
+// at that position. For the state a command with a query of its own
+// (core.Reads) is decided on, use LoadDecision.
 //
 // The partition must give every partition key of a decider or projector
 // (every key given, for a bare projection) a non-empty value: otherwise
