@@ -31,6 +31,9 @@ type Decider[S any] struct {
 	Exclusive bool
 	// Init builds the state before the first event (nil: the zero S).
 	Init func() S
+	// Hooks are the group's lifecycle hooks (OnStart, OnStop, OnReset)
+	// and error strategy, called and applied by the shell's router.
+	Hooks Hooks
 
 	h *handlers[S]
 }
@@ -218,7 +221,7 @@ func (d Decider[S]) EvolvedTypes() []reflect.Type { return slices.Clone(d.compil
 func (d Decider[S]) Err() error { return d.compiled().err() }
 
 func (d Decider[S]) groupSpec() groupSpec {
-	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive}
+	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive, hooks: d.Hooks}
 }
 
 // Spec describes the decider's consumer group: it claims its commands and

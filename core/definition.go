@@ -85,6 +85,8 @@ type Spec struct {
 	// through StateLoader). Other definitions are pure: their Step only
 	// computes, so the shell may run it inside the write transaction.
 	LoadsState bool
+	// Hooks are the definition's lifecycle hooks and error strategy.
+	Hooks Hooks
 }
 
 // StepInput is a claimed batch as a definition's Step sees it.
@@ -209,6 +211,7 @@ type groupSpec struct {
 	partition []string
 	keyTypes  map[string]reflect.Type
 	exclusive bool
+	hooks     Hooks
 }
 
 // check validates the group id and the partition schema against reg:
@@ -331,6 +334,7 @@ func (g groupSpec) spec(handled, evolved []reflect.Type, history bool) Spec {
 		Handled:     handled,
 		Evolved:     evolved,
 		History:     history,
+		Hooks:       g.hooks,
 	}
 }
 
