@@ -87,15 +87,28 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		history []core.PositionedMessage
 		plan    *core.Plan
 	)
-	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
+	var queried S
+	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
 	res.CommandResult = cr
 	if plan != nil {
-		events := append(core.MessagesOf(history), cr.Events...)
-		res.State = d.QueryState(cr.Command, *plan, core.IndexWith(store.Registry()), events)
+		res.State = queried
 	} else {
 		res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
 	}
 	return res, err
+}
+
+// statefulDecider is a decider whose query decisions keep the state after
+// their events, for HandleResult.State.
+type statefulDecider[S any] struct {
+	core.Decider[S]
+	state *S
+}
+
+func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out, s, err := d.DecideQueryState(plan, index, partition, read, cmd)
+	*d.state = s
+	return out, err
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
