@@ -55,7 +55,7 @@ type projectionRun[S, P any] struct {
 }
 
 func (r *projectionRun[S, P]) evolve(m Message) { r.state, _ = r.h.evolveOne(r.state, m) }
-func (r *projectionRun[S, P]) set(s S) S     { return r.put(s, r.state) }
+func (r *projectionRun[S, P]) set(s S) S        { return r.put(s, r.state) }
 
 // Read is a part of a decision's state: projection p folded over the events
 // that match any of filters (OR), from p's initial state, and set into the
@@ -297,7 +297,7 @@ type liftedRun[S, T any] struct {
 }
 
 func (l liftedRun[S, T]) evolve(m Message) { l.r.evolve(m) }
-func (l liftedRun[S, T]) set(t T) T       { return l.put(t, l.r.set(l.get(t))) }
+func (l liftedRun[S, T]) set(t T) T        { return l.put(t, l.r.set(l.get(t))) }
 
 // Reads declares the query of the decisions on commands of type C: the
 // decider decides such a command on the state its query composes (see
