@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -362,26 +363,30 @@ func TestScheduleCancel(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	want(t, 0, []string{"version"}, "sourced ", "schema versions: SQLite 2")
+	want(t, 0, []string{"version"}, "sourced ", fmt.Sprintf("schema versions: SQLite %d", sqlitestore.SchemaVersion))
 }
 
 // migrate status shows the file's version and the pending migrations;
 // migrate applies them and says which, with progress on request.
 func TestMigrateStatus(t *testing.T) {
+	n := sqlitestore.SchemaVersion // the newest migration, taken back below
+	if n < 2 {
+		t.Fatalf("SchemaVersion %d: the test takes the newest migration back and needs an older one to stay", n)
+	}
 	db := fixture(t)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   2 (this program's: 2)", "up to date", "1        applied", "sourced_messages")
-	sqlExec(t, db, `DELETE FROM sourced_schema_migrations WHERE version = 2`)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   1 (this program's: 2)", "1 pending: apply with 'sourced -db", "2        pending  -")
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", n, n), "up to date", "1        applied", "sourced_messages")
+	sqlExec(t, db, fmt.Sprintf(`DELETE FROM sourced_schema_migrations WHERE version = %d`, n))
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", n-1, n), "1 pending: apply with 'sourced -db", fmt.Sprintf("%d        pending  -", n))
 	out, _ := want(t, 0, []string{"-db", db, "migrate", "status", "-json"})
 	var st struct {
 		Version int `json:"version"`
 		Pending int `json:"pending"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != 1 || st.Pending != 1 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != n-1 || st.Pending != 1 {
 		t.Fatalf("status JSON %s (%v)", out, err)
 	}
-	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, "applied version 2", "is at version 2")
-	for _, w := range []string{"from version 1 to 2", "version 2 applied", "done in"} {
+	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, fmt.Sprintf("applied version %d", n), fmt.Sprintf("is at version %d", n))
+	for _, w := range []string{fmt.Sprintf("from version %d to %d", n-1, n), fmt.Sprintf("version %d applied", n), "done in"} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("migrate -progress: stderr lacks %q:\n%s", w, errOut)
 		}
@@ -389,8 +394,8 @@ func TestMigrateStatus(t *testing.T) {
 	want(t, 0, []string{"-db", db, "migrate"}, "nothing to apply")
 	want(t, 1, []string{"-db", filepath.Join(t.TempDir(), "none.db"), "migrate", "status"}, "no such file")
 	fresh := filepath.Join(t.TempDir(), "new.db")
-	want(t, 0, []string{"-db", fresh, "migrate", "up"}, "applied version 1", "applied version 2")
-	want(t, 0, []string{"migrate", "list"}, "SQLite schema, prefix sourced: 2 migrations", "sourced_consumer_groups")
+	want(t, 0, []string{"-db", fresh, "migrate", "up"}, "applied version 1", fmt.Sprintf("applied version %d", n))
+	want(t, 0, []string{"migrate", "list"}, fmt.Sprintf("SQLite schema, prefix sourced: %d migrations", n), "sourced_consumer_groups")
 }
 
 // migrate print writes goose and golang-migrate files that, applied as
@@ -406,8 +411,13 @@ func TestMigratePrintFormats(t *testing.T) {
 
 	// golang-migrate runs each up file as it is; goose the Up section's
 	// statement block.
+	var gmFiles, gooseFiles []string
+	for v := 1; v <= sqlitestore.SchemaVersion; v++ {
+		gmFiles = append(gmFiles, fmt.Sprintf("%06d_sourced_app_v%d.up.sql", v, v))
+		gooseFiles = append(gooseFiles, fmt.Sprintf("%05d_sourced_app_v%d.sql", v+6, v))
+	}
 	db := filepath.Join(dir, "gm.db")
-	for _, name := range []string{"000001_sourced_app_v1.up.sql", "000002_sourced_app_v2.up.sql"} {
+	for _, name := range gmFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "gm", name))
 		if err != nil {
 			t.Fatal(err)
@@ -416,7 +426,7 @@ func TestMigratePrintFormats(t *testing.T) {
 	}
 	want(t, 0, []string{"-db", db, "-prefix", "app", "migrate", "status"}, "up to date")
 	db = filepath.Join(dir, "goose.db")
-	for _, name := range []string{"00007_sourced_app_v1.sql", "00008_sourced_app_v2.sql"} {
+	for _, name := range gooseFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "goose", name))
 		if err != nil {
 			t.Fatal(err)
