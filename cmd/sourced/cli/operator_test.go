@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -362,26 +363,28 @@ func TestScheduleCancel(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	want(t, 0, []string{"version"}, "sourced ", "schema versions: SQLite 2")
+	want(t, 0, []string{"version"}, "sourced ", fmt.Sprintf("schema versions: SQLite %d", sqlitestore.SchemaVersion))
 }
 
 // migrate status shows the file's version and the pending migrations;
 // migrate applies them and says which, with progress on request.
 func TestMigrateStatus(t *testing.T) {
+	v := sqlitestore.SchemaVersion
 	db := fixture(t)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   2 (this program's: 2)", "up to date", "1        applied", "sourced_messages")
-	sqlExec(t, db, `DELETE FROM sourced_schema_migrations WHERE version = 2`)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   1 (this program's: 2)", "1 pending: apply with 'sourced -db", "2        pending  -")
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", v, v), "up to date", "1        applied", "sourced_messages")
+	// The file as an older program left it: the last version missing.
+	sqlExec(t, db, fmt.Sprintf(`DELETE FROM sourced_schema_migrations WHERE version = %d`, v))
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", v-1, v), "1 pending: apply with 'sourced -db", fmt.Sprintf("%d        pending  -", v))
 	out, _ := want(t, 0, []string{"-db", db, "migrate", "status", "-json"})
 	var st struct {
 		Version int `json:"version"`
 		Pending int `json:"pending"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != 1 || st.Pending != 1 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != v-1 || st.Pending != 1 {
 		t.Fatalf("status JSON %s (%v)", out, err)
 	}
-	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, "applied version 2", "is at version 2")
-	for _, w := range []string{"from version 1 to 2", "version 2 applied", "done in"} {
+	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, fmt.Sprintf("applied version %d", v), fmt.Sprintf("is at version %d", v))
+	for _, w := range []string{fmt.Sprintf("from version %d to %d", v-1, v), fmt.Sprintf("version %d applied", v), "done in"} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("migrate -progress: stderr lacks %q:\n%s", w, errOut)
 		}
@@ -389,16 +392,26 @@ func TestMigrateStatus(t *testing.T) {
 	want(t, 0, []string{"-db", db, "migrate"}, "nothing to apply")
 	want(t, 1, []string{"-db", filepath.Join(t.TempDir(), "none.db"), "migrate", "status"}, "no such file")
 	fresh := filepath.Join(t.TempDir(), "new.db")
-	want(t, 0, []string{"-db", fresh, "migrate", "up"}, "applied version 1", "applied version 2")
-	want(t, 0, []string{"migrate", "list"}, "SQLite schema, prefix sourced: 2 migrations", "sourced_consumer_groups")
+	var all []string
+	for i := 1; i <= v; i++ {
+		all = append(all, fmt.Sprintf("applied version %d", i))
+	}
+	want(t, 0, []string{"-db", fresh, "migrate", "up"}, all...)
+	want(t, 0, []string{"migrate", "list"}, fmt.Sprintf("SQLite schema, prefix sourced: %d migrations", v), "sourced_consumer_groups")
 }
 
 // migrate print writes goose and golang-migrate files that, applied as
 // those tools apply them, install the store.
 func TestMigratePrintFormats(t *testing.T) {
+	v := sqlitestore.SchemaVersion
 	dir := t.TempDir()
-	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "goose", "-dir", filepath.Join(dir, "goose"), "-first", "7"}, "00007_sourced_app_v1.sql", "00008_sourced_app_v2.sql")
-	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, "000001_sourced_app_v1.up.sql", "000002_sourced_app_v2.up.sql")
+	var gooseFiles, gmFiles []string
+	for i := 1; i <= v; i++ {
+		gooseFiles = append(gooseFiles, fmt.Sprintf("%05d_sourced_app_v%d.sql", 6+i, i))
+		gmFiles = append(gmFiles, fmt.Sprintf("%06d_sourced_app_v%d.up.sql", i, i))
+	}
+	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "goose", "-dir", filepath.Join(dir, "goose"), "-first", "7"}, gooseFiles...)
+	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, gmFiles...)
 	want(t, 1, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, "file exists")
 	want(t, 0, []string{"migrate", "print", "-format", "goose"}, "-- file: 00001_sourced_sourced_v1.sql", "-- +goose Up", "-- +goose StatementBegin", "-- +goose Down")
 	want(t, 2, []string{"migrate", "print", "-format", "flyway"}, `-format "flyway": want sql, goose or golang-migrate`)
@@ -407,7 +420,7 @@ func TestMigratePrintFormats(t *testing.T) {
 	// golang-migrate runs each up file as it is; goose the Up section's
 	// statement block.
 	db := filepath.Join(dir, "gm.db")
-	for _, name := range []string{"000001_sourced_app_v1.up.sql", "000002_sourced_app_v2.up.sql"} {
+	for _, name := range gmFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "gm", name))
 		if err != nil {
 			t.Fatal(err)
@@ -416,7 +429,7 @@ func TestMigratePrintFormats(t *testing.T) {
 	}
 	want(t, 0, []string{"-db", db, "-prefix", "app", "migrate", "status"}, "up to date")
 	db = filepath.Join(dir, "goose.db")
-	for _, name := range []string{"00007_sourced_app_v1.sql", "00008_sourced_app_v2.sql"} {
+	for _, name := range gooseFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "goose", name))
 		if err != nil {
 			t.Fatal(err)
