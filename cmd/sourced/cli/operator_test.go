@@ -140,7 +140,7 @@ func TestJSONIsSnakeCase(t *testing.T) {
 	wf := workflowFixture(t)
 	for _, args := range [][]string{
 		{"-db", db, "stats"}, {"-db", db, "log"}, {"-db", db, "trace", "1"}, {"-db", db, "offsets"},
-		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"},
+		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "partitions", "parked"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"},
 		{"migrate", "list"}, {"version"}, {"-db", db, "groups", "stop", "courses.catalog"},
 		{"-db", wf, "workflows"}, {"-db", wf, "workflow", "run-ada"},
 	} {
@@ -512,4 +512,106 @@ func TestGroupsStartWait(t *testing.T) {
 		}
 	}()
 	want(t, 1, []string{"-db", db, "groups", "start", "courses.catalog", "-wait", "-interval", "10ms"}, "courses.catalog is stopped with 1 message(s) to go")
+}
+
+// partitions lists what the parking strategy set aside, and retries,
+// skips or resets a parked partition.
+func TestPartitions(t *testing.T) {
+	ctx := context.Background()
+	db := fixture(t)
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Registry: registryForTest(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// park claims the next partition and parks it at its first message,
+	// as the router does when the parking strategy gives up.
+	park := func() string {
+		t.Helper()
+		c, err := s.ClaimNext(ctx, "courses.catalog", "w", 10)
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v %v", c, err)
+		}
+		m := c.Messages[0]
+		f := shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := s.ChangeGroup(ctx, "courses.catalog", func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return shell.PartitionKey(c.Partition)
+	}
+	want(t, 0, []string{"-db", db, "partitions", "parked"}, "0 parked partition(s)")
+	p := park()
+	want(t, 0, []string{"-db", db, "partitions", "parked"}, "1 parked partition(s)", "courses.catalog  "+p, "3         courses.created", "poison", "partitions retry|skip|reset")
+	out, _ := want(t, 0, []string{"-db", db, "stats"}, "PARKED")
+	if !regexp.MustCompile(`courses.catalog\s+active\s+3\s+2\s+2\s+1\s`).MatchString(out) {
+		t.Errorf("stats: want 1 parked partition:\n%s", out)
+	}
+	out, _ = want(t, 0, []string{"-db", db, "-json", "partitions", "parked", "-group", "courses.catalog"})
+	var listed struct {
+		Parked []struct {
+			PartitionKey string `json:"partition_key"`
+			Attempts     int    `json:"attempts"`
+		} `json:"parked"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Parked) != 1 || listed.Parked[0].PartitionKey != p || listed.Parked[0].Attempts != 3 {
+		t.Fatalf("parked JSON %s (%v)", out, err)
+	}
+	want(t, 0, []string{"-db", db, "partitions", "retry", "courses.catalog", p}, "courses.catalog "+p+": unparked: workers handle courses.created")
+	want(t, 1, []string{"-db", db, "partitions", "retry", "courses.catalog", p}, "is not parked (parked: none); nothing was changed")
+
+	p = park()
+	want(t, 0, []string{"-db", db, "partitions", "skip", "courses.catalog", p}, "unparked past courses.created")
+	out, _ = want(t, 0, []string{"-db", db, "-json", "offsets"})
+	var offs struct {
+		Offsets []struct {
+			PartitionKey string `json:"partition_key"`
+			LastPosition int64  `json:"last_position"`
+		} `json:"offsets"`
+	}
+	if err := json.Unmarshal([]byte(out), &offs); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs.Offsets {
+		if o.PartitionKey == p && o.LastPosition == 0 {
+			t.Fatalf("skip left %s's offset before its failed message: %s", p, out)
+		}
+	}
+	p = park()
+	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", p}, "unparked and reset")
+	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog"}, "want GROUP PARTITION")
+	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog", "c1"}, "want name:value pairs")
+	want(t, 2, []string{"-db", db, "partitions", "drop"}, `unknown operation "drop"`)
+	want(t, 1, []string{"-db", db, "partitions", "parked", "-group", "nope"}, `unknown consumer group "nope"`)
+}
+
+// log -follow -from prints every message from the cursor on, the first
+// page and those after it, then new ones.
+func TestLogFollowFrom(t *testing.T) {
+	db := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"-db", db, "log", "-follow", "-from", "1", "-limit", "1", "-interval", "10ms"}, &out, &errOut, SQLite())
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "Algebra II") {
+		if time.Now().After(deadline) {
+			t.Fatalf("-follow -from 1 -limit 1 never printed position 3:\n%s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-code
+	for _, w := range []string{"Algebra\"", "History", "Algebra II"} {
+		if strings.Count(out.String(), w) != 1 {
+			t.Errorf("-follow -from: %q printed %d times, want once:\n%s", w, strings.Count(out.String(), w), out.String())
+		}
+	}
 }

@@ -115,6 +115,8 @@ func TestCommandsOnPostgres(t *testing.T) {
 	run(t, 0, args("trace", "2"), "History")
 	run(t, 0, args("workers"), "host-a:1", "courses.catalog")
 	run(t, 0, args("schedule"), "courses.reminder")
+	run(t, 0, args("partitions", "parked"), "0 parked partition(s)")
+	run(t, 1, args("partitions", "retry", "courses.catalog", "course_id:c2"), "is not parked")
 	run(t, 0, args("schedule", "cancel", res.Messages[3].ID.String()), "cancelled")
 	run(t, 0, args("stats"), "scheduled     0")
 	run(t, 0, args("groups", "stop", "courses.catalog", "deploy"), "active -> stopped")
