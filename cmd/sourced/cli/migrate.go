@@ -99,11 +99,17 @@ func creates(sql string) []string {
 			nTrigger++
 		}
 	}
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
 	if nIndex > 0 {
-		others = append(others, fmt.Sprintf("%d indexes", nIndex))
+		others = append(others, plural(nIndex, "index", "indexes"))
 	}
 	if nTrigger > 0 {
-		others = append(others, fmt.Sprintf("%d triggers", nTrigger))
+		others = append(others, plural(nTrigger, "trigger", "triggers"))
 	}
 	return append(tables, others...)
 }
