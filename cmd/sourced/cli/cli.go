@@ -162,7 +162,7 @@ func init() {
 		{"groups", "groups stop GROUP [REASON] | reset GROUP | start|retry GROUP [-wait [-interval D]]", "operator commands on a consumer group (retry: a retrying or failed group now; -wait: until its workers catch up, with progress)", (*globals).groups},
 		{"partitions", "partitions parked [-group G] | retry|skip|reset GROUP PARTITION", "partitions the parking strategy set aside: list them; handle the failed message again, skip it, or replay the partition", (*globals).partitions},
 		{"schedule", "schedule [-limit N] | schedule cancel ID", "messages waiting to be promoted; cancel one before it is", (*globals).schedule},
-		{"migrate", "migrate [up] | status | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; print them for a migration tool", (*globals).migrate},
+		{"migrate", "migrate [up] | status | validate | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; fail unless up to date; print them for a migration tool", (*globals).migrate},
 		{"workflows", "workflows [-workflow W] [-status S] [-limit N]", "durable workflow runs: counts per workflow, each run's status and current step", (*globals).workflows},
 		{"workflow", "workflow [-workflow W] ID", "one workflow run with its steps", (*globals).workflowRun},
 		{"version", "version", "this program's version and the schema versions it reads and writes", (*globals).version},

@@ -140,7 +140,7 @@ func TestJSONIsSnakeCase(t *testing.T) {
 	wf := workflowFixture(t)
 	for _, args := range [][]string{
 		{"-db", db, "stats"}, {"-db", db, "log"}, {"-db", db, "trace", "1"}, {"-db", db, "offsets"},
-		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "partitions", "parked"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"},
+		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "partitions", "parked"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"}, {"-db", db, "migrate", "validate"},
 		{"migrate", "list"}, {"version"}, {"-db", db, "groups", "stop", "courses.catalog"},
 		{"-db", wf, "workflows"}, {"-db", wf, "workflow", "run-ada"},
 	} {
@@ -375,6 +375,7 @@ func TestMigrateStatus(t *testing.T) {
 	// The file as an older program left it: the last version missing.
 	sqlExec(t, db, fmt.Sprintf(`DELETE FROM sourced_schema_migrations WHERE version = %d`, v))
 	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", v-1, v), "1 pending: apply with 'sourced -db", fmt.Sprintf("%d        pending  -", v))
+	want(t, 1, []string{"-db", db, "migrate", "validate"}, "1 migration(s) pending: apply them with 'sourced -db")
 	out, _ := want(t, 0, []string{"-db", db, "migrate", "status", "-json"})
 	var st struct {
 		Version int `json:"version"`
@@ -390,6 +391,7 @@ func TestMigrateStatus(t *testing.T) {
 		}
 	}
 	want(t, 0, []string{"-db", db, "migrate"}, "nothing to apply")
+	want(t, 0, []string{"-db", db, "migrate", "validate"}, "up to date")
 	want(t, 1, []string{"-db", filepath.Join(t.TempDir(), "none.db"), "migrate", "status"}, "no such file")
 	fresh := filepath.Join(t.TempDir(), "new.db")
 	var all []string
