@@ -165,6 +165,7 @@ func init() {
 		{"migrate", "migrate [up] | status | validate | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; fail unless up to date; print them for a migration tool", (*globals).migrate},
 		{"workflows", "workflows [-workflow W] [-status S] [-limit N]", "durable workflow runs: counts per workflow, each run's status and current step", (*globals).workflows},
 		{"workflow", "workflow [-workflow W] ID", "one workflow run with its steps", (*globals).workflowRun},
+		{"serve", "serve [-addr 127.0.0.1:8080] [-read-only] [-refresh D]", "the web dashboard of the store, on a loopback address (it has no authentication), until Ctrl-C", (*globals).serve},
 		{"version", "version", "this program's version and the schema versions it reads and writes", (*globals).version},
 		{"help", "help [COMMAND]", "this help, or one command's", (*globals).help},
 	}

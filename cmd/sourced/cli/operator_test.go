@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -615,5 +617,49 @@ func TestLogFollowFrom(t *testing.T) {
 		if strings.Count(out.String(), w) != 1 {
 			t.Errorf("-follow -from: %q printed %d times, want once:\n%s", w, strings.Count(out.String(), w), out.String())
 		}
+	}
+}
+
+// serve runs the dashboard on a loopback address until its context ends,
+// and refuses any other address.
+func TestServe(t *testing.T) {
+	db := fixture(t)
+	want(t, 2, []string{"-db", db, "serve", "-addr", "0.0.0.0:8080"}, "loopback address only")
+	want(t, 2, []string{"-db", db, "serve", "-addr", "nowhere"}, "want host:port")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0", "-read-only"}, &out, &errOut, SQLite())
+	}()
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+	deadline := time.Now().Add(10 * time.Second)
+	for url.FindString(out.String()) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no address: %s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get(url.FindString(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "courses.catalog") {
+		t.Fatalf("GET /: %d\n%s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("serve ended with %d: %s", c, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop with its context")
+	}
+	if !strings.Contains(out.String(), "read-only dashboard of") {
+		t.Errorf("serve output: %s", out.String())
 	}
 }
