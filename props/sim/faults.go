@@ -343,6 +343,38 @@ func (f *faultStore) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2
 	}
 }
 
+func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
+	if err := f.call("ParkedPartitions", false); err != nil {
+		return nil, err
+	}
+	p, err := f.inner.ParkedPartitions(ctx, group)
+	return p, f.after(err)
+}
+
+func (f *faultStore) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("RetryPartition", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	p, err := f.inner.RetryPartition(ctx, group, partition)
+	return p, f.after(err)
+}
+
+func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("SkipFailedMessage", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	p, err := f.inner.SkipFailedMessage(ctx, group, partition)
+	return p, f.after(err)
+}
+
+func (f *faultStore) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("ResetPartition", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	p, err := f.inner.ResetPartition(ctx, group, partition)
+	return p, f.after(err)
+}
+
 // faultTx wraps a transaction of the store under simulation: its calls are
 // points too (a crash or a cancellation may strike between two statements
 // of a transaction), but nothing else runs inside a transaction: it holds
