@@ -47,10 +47,11 @@ var Domains = map[string]func() Domain{
 	"courses": func() Domain { return &courses{} },
 	"queue":   func() Domain { return &queue{processed: map[string]int{}} },
 	"jobs":    func() Domain { return &jobs{done: map[string][]int{}} },
+	"doors":   func() Domain { return &doors{} },
 }
 
 // DomainNames are the names of Domains in a fixed order.
-var DomainNames = []string{"courses", "queue", "jobs"}
+var DomainNames = []string{"courses", "queue", "jobs", "doors"}
 
 // ---- courses: the course and enrolment example of the manual ----
 
