@@ -46,6 +46,8 @@ type HandleOptions struct {
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
+	// Observer hears about the append (see Observer); nil: nobody.
+	Observer Observer
 }
 
 // ErrFutureCommand is matched by the error of Handle for a command dated
@@ -155,6 +157,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	msg = msg.Stamp(id, time.Time{})
 	res.Command = msg
 	var afters []func(context.Context) error
+	started := time.Now()
 	decide := func(tx Tx) error {
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
@@ -236,6 +239,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		res.Events = nil
 		return res, err
 	}
+	observe(ctx, o.Observer, Appended{Group: spec.Group, Messages: 1 + len(res.Events), Duration: time.Since(started)})
 	for _, w := range afters {
 		if err := protect(func() error { return w(ctx) }); err != nil {
 			return res, fmt.Errorf("sourced: after-sync work failed (the command and its events are stored): %w", err)
