@@ -39,7 +39,7 @@ type gen struct {
 
 // reactorCount is how many reactors the domains register (a worker
 // round's Target is taken modulo the router's count anyway).
-const reactorCount = 6
+const reactorCount = 7
 
 // action draws one action; top-level ones may carry a fault.
 func (g gen) action(top bool) Action {
