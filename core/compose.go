@@ -95,6 +95,14 @@ func MapCommand[S, C1, C2 any](d Decider[S], f func(C2) C1) Decider[S] {
 		m1.Payload = f(payloadAs[C2](m))
 		return fn(s, m1)
 	})
+	if q, ok := h.query[t1]; ok {
+		delete(h.query, t1)
+		h.query[t2] = func(m Message) Query[S] {
+			m1 := m
+			m1.Payload = f(payloadAs[C2](m))
+			return q(m1)
+		}
+	}
 	d.h = h
 	return d
 }
@@ -205,6 +213,16 @@ func lift[S, T any](h *handlers[S], get func(T) S, set func(T, S) T) *handlers[T
 		fn := h.react[t]
 		l.addReact(t, func(x T, m Message) []any { return fn(get(x), m) })
 	}
+	for t, q := range h.query {
+		l.query[t] = func(m Message) Query[T] {
+			parts := q(m)
+			out := make(Query[T], len(parts))
+			for i, p := range parts {
+				out[i] = liftPart(p, get, set)
+			}
+			return out
+		}
+	}
 	for _, fn := range h.sync {
 		l.sync = append(l.sync, func(ctx context.Context, tx Tx, b Batch[T]) error { return fn(ctx, tx, narrow(b, get)) })
 	}
@@ -241,6 +259,9 @@ func merge[S any](a, b *handlers[S]) *handlers[S] {
 		m.addDecide(t, b.decide[t])
 		if em, ok := b.decideEmits[t]; ok {
 			m.decideEmits[t] = em
+		}
+		if q, ok := b.query[t]; ok {
+			m.query[t] = q
 		}
 	}
 	for _, t := range b.reactOrder {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -30,6 +31,9 @@ type Decider[S any] struct {
 	Exclusive bool
 	// Init builds the state before the first event (nil: the zero S).
 	Init func() S
+	// Hooks are the group's lifecycle hooks (OnStart, OnStop, OnReset)
+	// and error strategy, called and applied by the shell's router.
+	Hooks Hooks
 
 	h *handlers[S]
 }
@@ -140,6 +144,67 @@ func (d Decider[S]) DecideCommand(partition map[string]string, history []Positio
 	return out, nil
 }
 
+// Query returns the query cmd's decision reads (see Reads), and false when
+// cmd's type has none: it is decided on the partition's history.
+func (d Decider[S]) Query(cmd Message) (Query[S], bool) {
+	fn, ok := d.compiled().query[PayloadType(cmd.Payload)]
+	if !ok {
+		return nil, false
+	}
+	return fn(cmd), true
+}
+
+// QueryPlan resolves cmd's query against reg (see Query.Plan), and false
+// when cmd's type has none (Querier).
+func (d Decider[S]) QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, error) {
+	q, ok := d.Query(cmd)
+	if !ok {
+		return Plan{}, false, nil
+	}
+	plan, err := q.Plan(reg)
+	if err != nil {
+		var de *DefinitionError
+		if errors.As(err, &de) {
+			de.Group, de.Message = d.Spec().Group, PayloadType(cmd.Payload).String()
+		}
+		return Plan{}, true, err
+	}
+	return plan, true, nil
+}
+
+// DecideQuery decides cmd on the state its query composes from read (what
+// the union of plan read, in position order), with the decider's sync
+// work bound to the decision (Querier).
+func (d Decider[S]) DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
+	return d.decideQuery(plan, index, partition, MessagesOf(read), cmd)
+}
+
+func (d Decider[S]) decideQuery(plan Plan, index Indexer, partition map[string]string, read []Message, cmd PositionedMessage) (Outcome, error) {
+	q, ok := d.Query(cmd.Message)
+	if !ok {
+		return Outcome{Source: cmd}, fmt.Errorf("%w: decider %q has no query (core.Reads) for %v", ErrNotHandled, d.Group, PayloadType(cmd.Payload))
+	}
+	s := q.Fold(d.Initial(), plan, read, index)
+	evs, err := d.Decide(s, cmd.Message)
+	if err != nil {
+		return Outcome{Source: cmd}, err
+	}
+	s = q.Fold(d.Initial(), plan, append(slices.Clip(read), evs...), index)
+	out := Outcome{Source: cmd, Events: evs}
+	out.Sync, out.AfterSync = bindSync(d.compiled(), Batch[S]{State: s, Partition: partition, Messages: []PositionedMessage{cmd}, Events: evs})
+	return out, nil
+}
+
+// QueryState is the state cmd's query composes from events (what its
+// union read, in position order, and any events decided since).
+func (d Decider[S]) QueryState(cmd Message, plan Plan, index Indexer, events []Message) S {
+	q, ok := d.Query(cmd)
+	if !ok {
+		return d.Evolve(d.Initial(), events...)
+	}
+	return q.Fold(d.Initial(), plan, events, index)
+}
+
 // Handles reports whether the decider decides commands of type t.
 func (d Decider[S]) Handles(t reflect.Type) bool {
 	_, ok := d.compiled().decide[t]
@@ -156,7 +221,7 @@ func (d Decider[S]) EvolvedTypes() []reflect.Type { return slices.Clone(d.compil
 func (d Decider[S]) Err() error { return d.compiled().err() }
 
 func (d Decider[S]) groupSpec() groupSpec {
-	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive}
+	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive, hooks: d.Hooks}
 }
 
 // Spec describes the decider's consumer group: it claims its commands and
@@ -187,7 +252,38 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 		}
 	}
 	_, err := d.groupSpec().check(reg, h.err(), h.decideOrder, all, some)
-	return err
+	return errors.Join(err, d.checkQueries(reg))
+}
+
+// checkQueries resolves each query on the zero command, so that a filter
+// naming an attribute no event type has fails when the decider is
+// checked, not on the first command.
+func (d Decider[S]) checkQueries(reg *codec.Registry) error {
+	h := d.compiled()
+	var errs []error
+	for _, t := range h.decideOrder {
+		fn, ok := h.query[t]
+		if !ok {
+			continue
+		}
+		var q Query[S]
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					q = nil // the query needs a real command: checked when one comes
+				}
+			}()
+			q = fn(Message{Payload: reflect.New(t).Elem().Interface()})
+		}()
+		if _, err := q.Plan(reg); err != nil {
+			var de *DefinitionError
+			if errors.As(err, &de) {
+				de.Group, de.Message = d.Spec().Group, t.String()
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Step decides a claimed batch. The state is folded from the history once;
@@ -208,16 +304,37 @@ func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 	}
 	s := d.Evolve(d.Initial(), MessagesOf(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
+	var decidedEvents []Message // this batch's, for the queries of the commands after them
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}
 		t := PayloadType(m.Payload)
 		decided := m.Metadata[DecidedByKey] == group
 		if _, isCmd := h.decide[t]; isCmd && !in.Replaying && !decided {
+			if _, queried := h.query[t]; queried {
+				var read *QueryRead
+				if i < len(in.Queries) {
+					read = in.Queries[i]
+				}
+				if read == nil || in.Index == nil {
+					return outs, &BatchError{Message: m, Index: i, Err: fmt.Errorf("%w: the command's query (core.Reads) was not read: run the decider through the shell or sourcedtest, which read it", ErrDefinition)}
+				}
+				qo, err := d.decideQuery(read.Plan, in.Index, in.Partition, slices.Concat(MessagesOf(read.Messages), decidedEvents), m)
+				if err != nil {
+					return outs, &BatchError{Message: m, Index: i, Err: err}
+				}
+				g := read.Guard
+				qo.Guard = &g
+				s = d.Evolve(s, qo.Events...)
+				decidedEvents = append(decidedEvents, qo.Events...)
+				outs = append(outs, qo)
+				continue
+			}
 			evs, err := d.Decide(s, m.Message)
 			if err != nil {
 				return outs, &BatchError{Message: m, Index: i, Err: err}
 			}
 			s = d.Evolve(s, evs...)
+			decidedEvents = append(decidedEvents, evs...)
 			out.Events = evs
 			b := Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}, Events: evs}
 			out.Sync, out.AfterSync = bindSync(h, b)

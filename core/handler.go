@@ -159,6 +159,7 @@ type handlers[S any] struct {
 	react       map[reflect.Type]func(S, Message) []any
 	reactOrder  []reflect.Type
 	reactAny    func(S, Message) []any
+	query       map[reflect.Type]func(Message) Query[S]
 	sync        []SyncFunc[S]
 	after       []AfterSyncFunc[S]
 	errs        []error
@@ -181,6 +182,7 @@ func (h *handlers[S]) clone() *handlers[S] {
 		react:       make(map[reflect.Type]func(S, Message) []any, len(h.react)),
 		reactOrder:  slices.Clone(h.reactOrder),
 		reactAny:    h.reactAny,
+		query:       make(map[reflect.Type]func(Message) Query[S], len(h.query)),
 		sync:        slices.Clone(h.sync),
 		after:       slices.Clone(h.after),
 		errs:        slices.Clone(h.errs),
@@ -204,6 +206,9 @@ func (h *handlers[S]) clone() *handlers[S] {
 	}
 	for k, v := range h.react {
 		c.react[k] = v
+	}
+	for k, v := range h.query {
+		c.query[k] = v
 	}
 	return c
 }
@@ -340,10 +345,16 @@ func (h *handlers[S]) reactionTypes() []reflect.Type {
 }
 
 func (h *handlers[S]) err() error {
-	if len(h.errs) == 0 {
+	errs := h.errs
+	for t := range h.query {
+		if _, ok := h.decide[t]; !ok {
+			errs = append(slices.Clip(errs), fmt.Errorf("Reads for %v, which the decider does not decide: add core.Decide for it", t))
+		}
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	return joinErrs(h.errs)
+	return joinErrs(errs)
 }
 
 // PayloadType is the Go struct type of a payload (pointers dereferenced),

@@ -22,6 +22,10 @@ type CommandResult struct {
 	Command  core.Message
 	Position int64
 	Events   []core.Message
+	// Guard is the guard of the decision's read: its partition's history
+	// conditions, or the union of its query (core.Reads), after the last
+	// position read. It tells which boundaries the decision read.
+	Guard core.Guard
 }
 
 // HandleResult is what Handle returns for a decider: the command, its
@@ -77,10 +81,18 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	if err := d.Err(); err != nil {
 		return res, err
 	}
-	var history []core.PositionedMessage
-	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage) { history = h })
+	var (
+		history []core.PositionedMessage
+		plan    *core.Plan
+	)
+	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
 	res.CommandResult = cr
-	res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
+	if plan != nil {
+		events := append(core.MessagesOf(history), cr.Events...)
+		res.State = d.QueryState(cr.Command, *plan, core.IndexWith(store.Registry()), events)
+	} else {
+		res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
+	}
 	return res, err
 }
 
@@ -91,7 +103,11 @@ func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd 
 	return handle(ctx, store, d, cmd, opts, nil)
 }
 
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage)) (CommandResult, error) {
+// handle decides cmd in one write transaction. A command whose decision has
+// a query of its own (core.Querier) reads that query's union instead of
+// its partition's history, and is decided on what it read; read, when
+// given, receives what was read (and the plan, for a query).
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan)) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -119,6 +135,18 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if err != nil {
 		return res, err
 	}
+	querier, queried := d.(core.Querier)
+	var plan core.Plan
+	if queried {
+		if plan, queried, err = querier.QueryPlan(reg, msg); err != nil {
+			return res, err
+		}
+		if queried {
+			if err := CheckConditions(reg, plan.Union); err != nil {
+				return res, err
+			}
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return res, err
@@ -134,12 +162,22 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
-		h, err := tx.ReadPartition(partition, history, ReadOptions{})
+		var h ReadResult
+		if queried {
+			h, err = tx.Read(plan.Union, ReadOptions{})
+		} else {
+			h, err = tx.ReadPartition(partition, history, ReadOptions{})
+		}
 		if err != nil {
 			return err
 		}
+		res.Guard = h.Guard
 		if read != nil {
-			read(h.Messages)
+			if queried {
+				read(h.Messages, &plan)
+			} else {
+				read(h.Messages, nil)
+			}
 		}
 		// The transaction has held the write lock since before the read, so
 		// nothing can have been appended since: the command and the
@@ -154,7 +192,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
 		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
-		out, err := d.DecideCommand(partition, h.Messages, cmdMsg)
+		var out core.Outcome
+		if queried {
+			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+		} else {
+			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
+		}
 		if err != nil {
 			var be *core.BatchError
 			if errors.As(err, &be) {
@@ -263,4 +306,60 @@ func checkLoadPartition(e any, partition map[string]string) error {
 	}
 	_, err := core.PartitionOf("partition", by, core.PartitionPairs(partition))
 	return err
+}
+
+// LoadDecision reads the state d would decide cmd on, straight from the
+// log, with the guard of the read: for a command with a query of its own
+// (core.Reads) the state its parts compose from one read of their union,
+// guarded by exactly that union; for any other command the state of its
+// partition (as Load). Append the decision's events with the guard to
+// decide outside Handle: the append fails with ErrConcurrentAppend if a
+// fact the decision read changed. With opts.Upto it loads the state as it
+// was at that position.
+//
+// cmd is validated, and its partition keys checked, as by Handle;
+// nothing is read when it is invalid.
+func LoadDecision[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...ReadOptions) (S, core.Guard, error) {
+	var (
+		o    ReadOptions
+		zero S
+	)
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := d.Err(); err != nil {
+		return zero, core.Guard{}, err
+	}
+	reg := store.Registry()
+	msg := core.NewMessage(cmd)
+	if err := reg.Validate(msg.Payload); err != nil {
+		return zero, core.Guard{}, err
+	}
+	keys, err := reg.Keys(msg.Payload, nil)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	typ, err := reg.TypeOf(msg.Payload)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	partition, err := core.PartitionOf(typ.Name, d.Spec().PartitionBy, keys)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	plan, queried, err := d.QueryPlan(reg, msg)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	if !queried {
+		return Load(ctx, store, d, partition, o)
+	}
+	if err := CheckConditions(reg, plan.Union); err != nil {
+		return zero, core.Guard{}, err
+	}
+	res, err := store.Read(ctx, plan.Union, o)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	return d.QueryState(msg, plan, core.IndexWith(reg), core.MessagesOf(res.Messages)), res.Guard, nil
 }

@@ -600,6 +600,17 @@ func (t *Task) Stop(ctx context.Context) error {
 	}
 }
 
+// RunOnce runs the task's work once, now, in the caller's goroutine, and
+// returns its error (counted as a tick, whether or not the task's loop
+// runs). It is how a program drives a runtime step by step instead of
+// starting it: a simulation (package props/sim) or a test runs the
+// stale-claim reaper, the scheduler or the catch-up poll at the moments it
+// chooses, with no timer and no goroutine.
+func (t *Task) RunOnce(ctx context.Context) error {
+	t.ticks.Add(1)
+	return protect(func() error { return t.run(ctx) })
+}
+
 // Running reports whether the task's loop runs.
 func (t *Task) Running() bool {
 	t.mu.Lock()

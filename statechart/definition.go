@@ -87,6 +87,7 @@ func (m Machine[C]) Spec() core.Spec {
 		Handled:     m.handled(),
 		Evolved:     m.evolved(),
 		History:     true,
+		Hooks:       m.Hooks,
 	}
 }
 

@@ -144,7 +144,10 @@ var Rosters = core.Projector[Roster]{Group: "courses.rosters", PartitionBy: []st
 		if err != nil {
 			return err
 		}
-		conn := tx.(*sqlitestore.TxContext).Conn()
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
 		return sqlitex.Execute(conn, `INSERT INTO course_rosters (course_id, roster) VALUES (?, ?)
 			ON CONFLICT (course_id) DO UPDATE SET roster = excluded.roster`,
 			&sqlitex.ExecOptions{Args: []any{b.State.CourseID, string(doc)}})
@@ -188,7 +191,11 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	}
 	defer store.Close()
 	if err := store.Update(ctx, func(tx shell.Tx) error {
-		return sqlitex.ExecuteTransient(tx.Context().(*sqlitestore.TxContext).Conn(),
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
+		return sqlitex.ExecuteTransient(conn,
 			`CREATE TABLE IF NOT EXISTS course_rosters (course_id TEXT PRIMARY KEY, roster TEXT NOT NULL)`, nil)
 	}); err != nil {
 		return err
@@ -287,11 +294,11 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	return nil
 }
 
-// readRosters reads the read model the projector wrote.
+// readRosters reads the read model the projector wrote, on the store's
+// reader pool (View takes no write lock).
 func readRosters(ctx context.Context, store *sqlitestore.Store) ([]Roster, error) {
 	var out []Roster
-	err := store.Update(ctx, func(tx shell.Tx) error {
-		conn := tx.Context().(*sqlitestore.TxContext).Conn()
+	err := store.View(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT roster FROM course_rosters ORDER BY course_id`, &sqlitex.ExecOptions{
 			ResultFunc: func(stmt *sqlite.Stmt) error {
 				var r Roster

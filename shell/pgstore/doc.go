@@ -120,9 +120,11 @@
 //
 // # Sync work
 //
-// Inside Update, tx.Context() is a *TxContext whose Conn is the
-// connection of the open transaction: sync work writes its own tables
-// there, committed or rolled back with the append.
+// Conn(tx) returns the connection of the open transaction (from the
+// shell.Tx of Update or the core.Tx of a Sync effect; ErrNotPostgres on
+// another store): sync work writes its own tables there, committed or
+// rolled back with the append. Store.View reads them in a read-only
+// snapshot that takes none of the store's locks.
 //
 // # Tests
 //

@@ -40,6 +40,8 @@ type groupQueries struct {
 	releaseStale, heartbeat                    string
 	oldClaims, releaseOld, removeWorkers       string
 	groupInfo, countOffsets, readOffsets       string
+	park, parked, parkedOne, unpark            string
+	resetOffset                                string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -55,7 +57,7 @@ func newGroupQueries(n names) groupQueries {
 		updateLabel:  f(`UPDATE %s SET label = $2, updated_at = $3 WHERE id = $1 AND label <> $2`, n.groups),
 		groupRow:     f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1`, n.groups),
 		groupNames:   f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
-		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed)
+		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
 FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
 		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
@@ -64,7 +66,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
 		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed
+WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
 ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
 		ack: f(`WITH a AS (
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
@@ -81,7 +83,7 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		recover:      f(`UPDATE %s SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $2 WHERE id = $1`, n.groups),
 		setStatus:    f(`UPDATE %s SET status = $2, retry_at = $3, failure = $4, updated_at = $5 WHERE id = $1`, n.groups),
 		resetOffsets: f(`UPDATE %s SET replay_until = greatest(replay_until, last_position), last_position = 0,
-	claimed = false, claimed_at = NULL, claimed_by = NULL WHERE consumer_group_id = $1`, n.offsets),
+	claimed = false, claimed_at = NULL, claimed_by = NULL, parked = NULL, parked_at = NULL WHERE consumer_group_id = $1`, n.offsets),
 		clearPending: f(`UPDATE %s SET next_position = NULL WHERE consumer_group_id = $1 AND next_position IS NOT NULL`, n.offsets),
 		groupOffsets: f(`SELECT partition_key, last_position FROM %s WHERE consumer_group_id = $1`, n.offsets),
 		discoverScan: f(`SELECT position, message_id, keys FROM %s WHERE message_type = ANY($1::text[]) ORDER BY position`, n.messages),
@@ -101,7 +103,7 @@ WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys 
 		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
-		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
 		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
 		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
@@ -113,8 +115,15 @@ FROM %s g LEFT JOIN LATERAL (
 	SELECT count(*) AS n, min(last_position) FILTER (WHERE last_position > 0) AS oldest, max(last_position) AS newest
 	FROM %s o WHERE o.consumer_group_id = g.id) s ON true`, n.groups, n.offsets),
 		countOffsets: f(`SELECT count(*) FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE $1 = '' OR g.group_id = $1`, n.offsets, n.groups),
-		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($3 = '' OR g.group_id = $3) ORDER BY o.id LIMIT $2`, n.offsets, n.groups),
+		park: f(`UPDATE %s SET parked = $3, parked_at = $4 WHERE id = $1 AND consumer_group_id = $2`, n.offsets),
+		parked: f(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND ($1 = '' OR g.group_id = $1) ORDER BY g.group_id, o.id`, n.offsets, n.groups),
+		parkedOne: f(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.consumer_group_id = $1 AND o.partition_key = $2 AND o.parked IS NOT NULL FOR UPDATE OF o`, n.offsets, n.groups),
+		unpark:      f(`UPDATE %s SET parked = NULL, parked_at = NULL WHERE id = $1`, n.offsets),
+		resetOffset: f(`UPDATE %s SET replay_until = greatest(replay_until, last_position), last_position = 0 WHERE id = $1`, n.offsets),
 	}
 }
 
@@ -838,29 +847,16 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if position <= 0 {
 		return true, nil
 	}
-	var tp tuple
-	if g.byID() {
-		id, err := uuid.Parse(partition[core.IDKey])
-		if len(partition) != 1 || err != nil {
-			return false, fmt.Errorf("pgstore: advance %s: partition %v is not {%q: message id}", group, partition, core.IDKey)
-		}
-		tp = newTuple([]string{core.IDKey}, []string{id.String()}, &id)
-	} else {
-		if !slices.Equal(slices.Sorted(maps.Keys(partition)), g.partitionBy) {
-			return false, fmt.Errorf("pgstore: advance %s: partition %v does not hold exactly its partition attributes %v", group, partition, g.partitionBy)
-		}
-		values := make([]string, len(g.partitionBy))
-		for i, name := range g.partitionBy {
-			values[i] = partition[name]
-		}
-		tp = newTuple(g.partitionBy, values, nil)
+	tp, err := g.tupleOf("advance", partition)
+	if err != nil {
+		return false, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(q.offsetByKey, g.row, tp.key)
 	br := t.c.SendBatch(t.ctx, b)
 	var id, last int64
-	_, err := br.Exec()
+	_, err = br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(&id, &last)
 	}
@@ -892,6 +888,27 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	return true, t.raise(g.row, 0, position)
 }
 
+// tupleOf is the partition of g that partition names, or an error when it
+// does not name exactly g's partition attributes (or, for an
+// id-partitioned group, a message id).
+func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, error) {
+	if g.byID() {
+		id, err := uuid.Parse(partition[core.IDKey])
+		if len(partition) != 1 || err != nil {
+			return tuple{}, fmt.Errorf("pgstore: %s %s: partition %v is not {%q: message id}", verb, g.name, partition, core.IDKey)
+		}
+		return newTuple([]string{core.IDKey}, []string{id.String()}, &id), nil
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(partition)), g.partitionBy) {
+		return tuple{}, fmt.Errorf("pgstore: %s %s: partition %v does not hold exactly its partition attributes %v", verb, g.name, partition, g.partitionBy)
+	}
+	values := make([]string, len(g.partitionBy))
+	for i, name := range g.partitionBy {
+		values[i] = partition[name]
+	}
+	return newTuple(g.partitionBy, values, nil), nil
+}
+
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
@@ -915,6 +932,16 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, ch
 		}
 		return t.setStatus(st, f)
 	})
+}
+
+// announce has the transaction announce a group's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(handled []string) {
+	for _, typ := range handled {
+		t.types = appendDistinct(t.types, typ)
+	}
 }
 
 // setStatus writes a group's status, retry time and failure.
@@ -941,10 +968,13 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 	})
 }
 
-// StartGroup makes a group active, clearing its retry time and failure.
+// StartGroup makes a group active, clearing its retry time and failure;
+// its handled types are announced after the commit (to this process and,
+// through NOTIFY, to the others), so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdStart, func(t *tx, st *groupState, f *shell.Failure) error {
 		st.retryAt, *f = time.Time{}, shell.Failure{}
+		t.announce(st.handled)
 		return nil
 	})
 }
@@ -1022,8 +1052,12 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if err != nil || ch.Command == "" {
 			return err
 		}
+		if ch.Command == shell.CmdPark {
+			out, err = t.park(st, cur, ch.Failure)
+			return err
+		}
 		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
-			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", group, ch.Command)
+			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", group, ch.Command)
 		}
 		next, err := shell.Transition(group, st.status, ch.Command)
 		if err != nil {
@@ -1267,7 +1301,7 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 		var o shell.Offset
 		var key string
 		var claimedAt *time.Time
-		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
+		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy, &o.Parked); err != nil {
 			return nil, err
 		}
 		var err error

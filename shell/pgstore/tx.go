@@ -139,15 +139,20 @@ func (t *tx) exclusive(op string) error {
 	return nil
 }
 
-func (t *tx) Context() core.Tx { return &TxContext{Conn: t.c.Conn()} }
+func (t *tx) Context() core.Tx { return &TxContext{Conn: t.c.Conn(), tx: t} }
 
 // TxContext is the transaction handed to sync work (core.Tx): Conn is the
 // connection of the open transaction, so sync work (a read model, an
 // outbox) writes its own tables in the same transaction as the append.
 // Do not begin or end transactions on it, and do not keep it after the
 // Update returns.
+//
+// Prefer the package function Conn(tx): it needs no type assertion,
+// returns ErrNotPostgres on another store and reports a transaction that
+// ended.
 type TxContext struct {
 	Conn *pgx.Conn
+	tx   *tx
 }
 
 func (t *tx) LastPosition() (int64, error) {
