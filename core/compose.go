@@ -257,11 +257,11 @@ func merge[S any](a, b *handlers[S]) *handlers[S] {
 			continue
 		}
 		m.addDecide(t, b.decide[t])
-		if em, ok := b.decideEmits[t]; ok {
-			m.decideEmits[t] = em
-		}
 		if q, ok := b.query[t]; ok {
 			m.query[t] = q
+		}
+		if em, ok := b.decideEmits[t]; ok {
+			m.decideEmits[t] = em
 		}
 	}
 	for _, t := range b.reactOrder {

@@ -367,14 +367,11 @@ func (*jobRunner) PartitionKeys() []string {
 	return []string{"job"}
 }
 func (r *jobRunner) ErrorStrategy() shell.ErrorStrategy {
-	return shell.ErrorStrategy{
-		Retries: JobRetries,
-		After:   time.Second,
-		OnRetry: func(_ context.Context, _ string, _ error, n int, _ time.Time) {
-			r.j.callbacks = append(r.j.callbacks, "retry "+strconv.Itoa(n))
-		},
-		OnFail: func(context.Context, string, error) { r.j.callbacks = append(r.j.callbacks, "fail") },
-	}
+	return shell.ErrorStrategy{Retries: JobRetries, After: time.Second}.
+		OnRetry(func(_ context.Context, rr shell.RetryReport) {
+			r.j.callbacks = append(r.j.callbacks, "retry "+strconv.Itoa(rr.RetryCount))
+		}).
+		OnFail(func(context.Context, shell.FailureReport) { r.j.callbacks = append(r.j.callbacks, "fail") })
 }
 func (r *jobRunner) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
 	var out []effects.Pair
