@@ -296,3 +296,34 @@ func TestMachineInstanceHighlighted(t *testing.T) {
 		t.Errorf("unknown machine: %d", status)
 	}
 }
+
+func TestLagWorkersAndParkedPartitions(t *testing.T) {
+	e := newEnv(t, stores["sqlitestore"], dashboard.Options{})
+	ctx := context.Background()
+	// The search index retries: its two partitions have pending work.
+	_, body := e.get("/")
+	row := body[strings.Index(body, `data-group="courses.search_index"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !regexp.MustCompile(`class="num lag">3 <small>in 2</small>`).MatchString(row) {
+		t.Errorf("search index lag not shown as 3 in 2 partitions:\n%s", row)
+	}
+	mustContain(t, body, "1 parked")
+	_, body = e.get("/partitions")
+	mustContain(t, body, `data-worker="demo-worker-1"`, `data-worker="demo-worker-2"`,
+		`class="parked-partition" data-group="courses.welcomes" data-partition="student_id:grace"`, "mailbox grace@example.com does not exist")
+	// Skip the parked partition's failed message: it is unparked.
+	status, _ := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"student_id:grace"}, "back": {"/partitions"}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("skip: %d", status)
+	}
+	if ps, _ := e.store.ParkedPartitions(ctx, "courses.welcomes"); len(ps) != 0 {
+		t.Errorf("still parked after skip: %+v", ps)
+	}
+	// Again: not parked any more, refused, nothing changes.
+	if status, body := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"student_id:grace"}}); status != http.StatusConflict || !strings.Contains(body, "not parked") {
+		t.Errorf("skip of an unparked partition: %d", status)
+	}
+	if status, _ := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"no colon"}}); status != http.StatusBadRequest {
+		t.Errorf("malformed partition: %d", status)
+	}
+}
