@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/dashboard"
 	"github.com/sourced-go/sourced/shell/dashboard/internal/demo"
@@ -325,5 +328,39 @@ func TestLagWorkersAndParkedPartitions(t *testing.T) {
 	}
 	if status, _ := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"no colon"}}); status != http.StatusBadRequest {
 		t.Errorf("malformed partition: %d", status)
+	}
+}
+
+func TestLiveStreamsAppends(t *testing.T) {
+	e := newEnv(t, stores["sqlitestore"], dashboard.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/live", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	r := bufio.NewReader(res.Body)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, ": live") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if _, err := e.store.Append(ctx, core.Messages(demo.CreateCourse{CourseID: "chemistry", Title: "Chemistry"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no append event: %v", err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			if !strings.Contains(line, "courses.create_course") {
+				t.Errorf("event data %q", line)
+			}
+			return
+		}
 	}
 }
