@@ -45,6 +45,9 @@ type RouterOptions struct {
 	// WorkerID names the router's claims in HandleNext and Drain (default
 	// "router").
 	WorkerID string
+	// Observer hears about batches, claims, conflicts and failures (see
+	// Observer); nil: nobody.
+	Observer Observer
 }
 
 // Defaults of RouterOptions (and Config).
@@ -284,7 +287,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return false, nil, cancelled(ctx, err)
 	}
 	for n := 1; ; n++ {
-		pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
+		observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+		started := time.Now()
+		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 		if err != nil {
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
@@ -308,6 +313,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
 		}
+		if len(pairs) > 0 {
+			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+		}
 		if next == nil {
 			return true, nil, nil
 		}
@@ -320,7 +328,12 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 // releases the claim and is returned; a lost claim is abandoned; any other
 // goes to the error strategy, described by failed.
 func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) (failed *GroupFailedError, _ error) {
-	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries && !transient(ctx, err); attempt++ {
+	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err); attempt++ {
+		retried := attempt <= rt.opts.MaxConflictRetries
+		observe(ctx, rt.opts.Observer, GuardConflict{Group: claim.Group, Partition: claim.Partition, Attempt: attempt, Retried: retried, Err: err})
+		if !retried {
+			break
+		}
 		err = rt.process(ctx, re, claim)
 	}
 	if err == nil {
@@ -423,10 +436,13 @@ func (b *batchFailure) Unwrap() error { return b.err }
 // included, and is returned.
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
+	var handled []BatchHandled // observed once committed
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
+		handled = handled[:0]
 		for n := 1; ; n++ {
-			pairs, handleErr, err := rt.handle(ctx, re, c, tx.ReadPartition)
+			batchStart := time.Now()
+			pairs, handleErr, err := rt.handle(ctx, re, c, tx)
 			if err != nil {
 				return err
 			}
@@ -441,6 +457,9 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return err
 			}
 			afters = append(afters, a...)
+			if rt.opts.Observer != nil {
+				handled = append(handled, batchHandled(c, appendedBy(pairs), batchStart, true))
+			}
 			if !acked || n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
 				return nil // a released batch ends the chain: its partition would come back
 			}
@@ -452,6 +471,10 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	if err != nil {
 		return did, err
 	}
+	for _, b := range handled {
+		observe(ctx, rt.opts.Observer, Claimed{Group: b.Group, Partition: b.Partition, WorkerID: b.WorkerID, Messages: b.Messages, Inline: true})
+		observe(ctx, rt.opts.Observer, b)
+	}
 	rt.afterSync(ctx, re, afters)
 	return did, nil
 }
@@ -460,28 +483,45 @@ var errNoPairs = errors.New("sourced: no pairs for a claim")
 
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
-	pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
+	started := time.Now()
+	pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 	if err != nil {
 		return err
 	}
-	return rt.commit(ctx, re, claim, pairs, handleErr, nil)
+	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
+		return err
+	}
+	if len(pairs) > 0 {
+		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+	}
+	return nil
 }
 
-// partitionReader reads a partition's history: the store's (outside any
-// transaction) or a transaction's.
-type partitionReader func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+// historyReader reads a claim's history and its commands' queries: the
+// store's (outside any transaction) or a transaction's (Tx is one).
+type historyReader interface {
+	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	Read(conds []core.Condition, opts ReadOptions) (ReadResult, error)
+}
 
-// readPartition reads through the store, outside any transaction.
-func (rt *Router) readPartition(ctx context.Context) partitionReader {
-	return func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
-		return rt.store.ReadPartition(ctx, partition, types, opts)
-	}
+// storeReader reads through the store, outside any transaction.
+type storeReader struct {
+	ctx   context.Context
+	store Store
+}
+
+func (r storeReader) ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
+	return r.store.ReadPartition(r.ctx, partition, types, opts)
+}
+
+func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult, error) {
+	return r.store.Read(r.ctx, conds, opts)
 }
 
 // handle reads the claim's history through read, when the reactor wants
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
-func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read partitionReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -492,11 +532,16 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read pa
 	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
 	if len(re.info.History) > 0 {
-		res, err := read(claim.Partition, re.info.History, ReadOptions{})
+		res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
 		ec.History, ec.HistoryGuard = res.Messages, res.Guard
+	}
+	if q, ok := re.r.(effects.Querier); ok {
+		if ec.Queries, handleErr, err = rt.readQueries(q, claim.Messages, read); err != nil || handleErr != nil {
+			return nil, handleErr, err
+		}
 	}
 	handleErr = protect(func() error {
 		var err error
@@ -504,6 +549,36 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read pa
 		return err
 	})
 	return pairs, handleErr, nil
+}
+
+// readQueries reads, for each claimed message whose decision has a query of
+// its own, the union of that query (one read per command, each after the
+// last position, so its guard covers exactly what the decision read).
+// A query the store refuses (an attribute no event type declares) is the
+// reactor's failure, named by its message.
+func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, read historyReader) ([]*core.QueryRead, error, error) {
+	var out []*core.QueryRead
+	for i, m := range msgs {
+		plan, has, err := q.QueryPlan(m.Message)
+		if err != nil {
+			return nil, &core.BatchError{Message: m, Index: i, Err: err}, nil
+		}
+		if !has {
+			continue
+		}
+		if err := CheckConditions(rt.store.Registry(), plan.Union); err != nil {
+			return nil, &core.BatchError{Message: m, Index: i, Err: err}, nil
+		}
+		res, err := read.Read(plan.Union, ReadOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if out == nil {
+			out = make([]*core.QueryRead, len(msgs))
+		}
+		out[i] = &core.QueryRead{Plan: plan, Messages: res.Messages, Guard: res.Guard}
+	}
+	return out, nil, nil
 }
 
 // commit executes a handled claim's pairs and acknowledges it in one
@@ -694,6 +769,7 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 	}
 	failed := groupFailed(re.info.Group, claim, st, cause, processed)
 	msg := failedMessage(claim, cause, processed)
+	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: !retry && strategy.Park, RetryCount: st.Failure.RetryCount, RetryAt: at})
 	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
 	reporters := strategy.Reporters()
 	report := func(call func(Reporter)) {

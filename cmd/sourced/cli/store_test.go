@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -34,9 +34,11 @@ func TestStatsShowsTheWALSize(t *testing.T) {
 		t.Fatalf("stats: exit %d, %s\n%s", code, errOut, out)
 	}
 	out, _, _ = cli(t, "-db", db, "-json", "stats")
-	var st struct{ WALBytes *int64 }
+	var st struct {
+		WALBytes *int64 `json:"wal_bytes"`
+	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.WALBytes == nil {
-		t.Fatalf("stats JSON has no WALBytes: %s (%v)", out, err)
+		t.Fatalf("stats JSON has no wal_bytes: %s (%v)", out, err)
 	}
 }
 
