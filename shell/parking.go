@@ -27,7 +27,8 @@ const CmdPark Command = "park"
 // ErrorStrategy.Park). A parked partition keeps its offset and its pending
 // messages; ClaimNext skips it until one of the operations below, while
 // the group's other partitions flow. A group reset (ResetGroup) unparks
-// every partition of the group: it replays them all.
+// every partition of the group, which replays them all (an exclusive
+// group, which a reset leaves as it is, keeps its parked partitions).
 //
 // Each operation names the partition by its group and its values (as
 // Claim.Partition holds them: {"__id": message id} for an id-partitioned
