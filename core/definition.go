@@ -347,6 +347,8 @@ func dispatch(out []any, event Message, group string) ([]Message, error) {
 		switch v := o.(type) {
 		case nil:
 			return nil, fmt.Errorf("reaction to %s returned nil at index %d", event.Type, i)
+		case undeclared:
+			return nil, v.err
 		case Delayed:
 			m = v.Message
 			switch {

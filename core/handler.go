@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -16,6 +17,9 @@ import (
 // functions, so callers never write them.
 type Handler[S any] struct {
 	apply func(*handlers[S])
+	// kind and msgType say what the handler handles, for Emits.
+	kind    handlerKind
+	msgType reflect.Type
 }
 
 // Batch is what sync and after-sync work receive: the state after the
@@ -52,7 +56,7 @@ func Evolve[S, E any](fn func(S, E) S) Handler[S] {
 // decide handler per command type.
 func Decide[S, C any](fn func(S, C) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindDecide, msgType: t, apply: func(h *handlers[S]) {
 		h.addDecide(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m)) })
 	}}
 }
@@ -62,7 +66,7 @@ func Decide[S, C any](fn func(S, C) ([]any, error)) Handler[S] {
 // are correlated with the event. Reactions never run while a group replays.
 func React[S, E any](fn func(S, E) []any) Handler[S] {
 	t := reflect.TypeFor[E]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindReact, msgType: t, apply: func(h *handlers[S]) {
 		h.addReact(t, func(s S, m Message) []any { return fn(s, payloadAs[E](m)) })
 	}}
 }
@@ -70,7 +74,7 @@ func React[S, E any](fn func(S, E) []any) Handler[S] {
 // ReactAny reacts to every evolved event type that has no React handler of
 // its own: side-channel pipelines such as audit logs and outboxes.
 func ReactAny[S any](fn func(S, Message) []any) Handler[S] {
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindReactAny, apply: func(h *handlers[S]) {
 		if h.reactAny != nil {
 			h.errorf("two ReactAny handlers")
 			return
@@ -159,6 +163,12 @@ type handlers[S any] struct {
 	sync        []SyncFunc[S]
 	after       []AfterSyncFunc[S]
 	errs        []error
+	// decideEmits and reactEmits are the types declared by Emits, by the
+	// handled type; reactAnyEmits the wildcard's (when reactAnyDeclared).
+	decideEmits      map[reflect.Type][]reflect.Type
+	reactEmits       map[reflect.Type][]reflect.Type
+	reactAnyEmits    []reflect.Type
+	reactAnyDeclared bool
 }
 
 func (h *handlers[S]) clone() *handlers[S] {
@@ -176,6 +186,17 @@ func (h *handlers[S]) clone() *handlers[S] {
 		sync:        slices.Clone(h.sync),
 		after:       slices.Clone(h.after),
 		errs:        slices.Clone(h.errs),
+
+		decideEmits:      maps.Clone(h.decideEmits),
+		reactEmits:       maps.Clone(h.reactEmits),
+		reactAnyEmits:    h.reactAnyEmits,
+		reactAnyDeclared: h.reactAnyDeclared,
+	}
+	if c.decideEmits == nil {
+		c.decideEmits = map[reflect.Type][]reflect.Type{}
+	}
+	if c.reactEmits == nil {
+		c.reactEmits = map[reflect.Type][]reflect.Type{}
 	}
 	for k, v := range h.evolve {
 		c.evolve[k] = v

@@ -45,6 +45,9 @@ type RouterOptions struct {
 	// WorkerID names the router's claims in HandleNext and Drain (default
 	// "router").
 	WorkerID string
+	// Observer hears about batches, claims, conflicts and failures (see
+	// Observer); nil: nobody.
+	Observer Observer
 }
 
 // Defaults of RouterOptions (and Config).
@@ -303,6 +306,8 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return false, nil, cancelled(ctx, err)
 	}
 	for n := 1; ; n++ {
+		observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+		started := time.Now()
 		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 		if err != nil {
 			failed, err := rt.settle(ctx, re, claim, err)
@@ -327,6 +332,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
 		}
+		if len(pairs) > 0 {
+			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+		}
 		if next == nil {
 			return true, nil, nil
 		}
@@ -339,7 +347,12 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 // releases the claim and is returned; a lost claim is abandoned; any other
 // goes to the error strategy, described by failed.
 func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) (failed *GroupFailedError, _ error) {
-	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries && !transient(ctx, err); attempt++ {
+	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err); attempt++ {
+		retried := attempt <= rt.opts.MaxConflictRetries
+		observe(ctx, rt.opts.Observer, GuardConflict{Group: claim.Group, Partition: claim.Partition, Attempt: attempt, Retried: retried, Err: err})
+		if !retried {
+			break
+		}
 		err = rt.process(ctx, re, claim)
 	}
 	if err == nil {
@@ -442,9 +455,12 @@ func (b *batchFailure) Unwrap() error { return b.err }
 // included, and is returned.
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
+	var handled []BatchHandled // observed once committed
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
+		handled = handled[:0]
 		for n := 1; ; n++ {
+			batchStart := time.Now()
 			pairs, handleErr, err := rt.handle(ctx, re, c, tx)
 			if err != nil {
 				return err
@@ -460,6 +476,9 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return err
 			}
 			afters = append(afters, a...)
+			if rt.opts.Observer != nil {
+				handled = append(handled, batchHandled(c, appendedBy(pairs), batchStart, true))
+			}
 			if !acked || n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
 				return nil // a released batch ends the chain: its partition would come back
 			}
@@ -471,6 +490,10 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	if err != nil {
 		return did, err
 	}
+	for _, b := range handled {
+		observe(ctx, rt.opts.Observer, Claimed{Group: b.Group, Partition: b.Partition, WorkerID: b.WorkerID, Messages: b.Messages, Inline: true})
+		observe(ctx, rt.opts.Observer, b)
+	}
 	rt.afterSync(ctx, re, afters)
 	return did, nil
 }
@@ -479,11 +502,18 @@ var errNoPairs = errors.New("sourced: no pairs for a claim")
 
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+	started := time.Now()
 	pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 	if err != nil {
 		return err
 	}
-	return rt.commit(ctx, re, claim, pairs, handleErr, nil)
+	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
+		return err
+	}
+	if len(pairs) > 0 {
+		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+	}
+	return nil
 }
 
 // historyReader reads a claim's history and its commands' queries: the
@@ -758,6 +788,7 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 	}
 	failed := groupFailed(re.info.Group, claim, st, cause, processed)
 	msg := failedMessage(claim, cause, processed)
+	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: !retry && strategy.Park, RetryCount: st.Failure.RetryCount, RetryAt: at})
 	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
 	reporters := strategy.Reporters()
 	report := func(call func(Reporter)) {

@@ -74,7 +74,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger}, reactors...)
+	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer}, reactors...)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +628,8 @@ func newScheduler(rt *Runtime) *Task {
 	t := newTask("scheduled messages", rt.cfg.CatchUpInterval, rt.cfg.Clock, func(ctx context.Context) error {
 		n, err := rt.store.PromoteScheduled(ctx, rt.cfg.Clock.Now())
 		if n > 0 {
-			rt.log.Debug("sourced: promoted scheduled messages", "count", n)
+			rt.log.DebugContext(ctx, "sourced: promoted scheduled messages", "count", n)
+			observe(ctx, rt.cfg.Observer, ScheduledPromoted{Count: n})
 		}
 		return err
 	})

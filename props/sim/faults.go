@@ -221,6 +221,38 @@ func (f *faultStore) Ack(ctx context.Context, c *shell.Claim, position int64) er
 	return f.after(f.inner.Ack(ctx, c, position))
 }
 
+func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
+	if err := f.call("ParkedPartitions", false); err != nil {
+		return nil, err
+	}
+	out, err := f.inner.ParkedPartitions(ctx, group)
+	return out, f.after(err)
+}
+
+func (f *faultStore) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("RetryPartition", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	out, err := f.inner.RetryPartition(ctx, group, partition)
+	return out, f.after(err)
+}
+
+func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("SkipFailedMessage", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	out, err := f.inner.SkipFailedMessage(ctx, group, partition)
+	return out, f.after(err)
+}
+
+func (f *faultStore) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	if err := f.call("ResetPartition", true); err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	out, err := f.inner.ResetPartition(ctx, group, partition)
+	return out, f.after(err)
+}
+
 func (f *faultStore) StopGroup(ctx context.Context, group, reason string) error {
 	if err := f.call("StopGroup", true); err != nil {
 		return err

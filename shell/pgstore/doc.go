@@ -160,6 +160,14 @@
 // rolled back with the append. Store.View reads them in a read-only
 // snapshot that takes none of the store's locks.
 //
+// # Operator's side
+//
+// For tools such as the sourced CLI (package pgcli, and the binary
+// shell/pgstore/cmd/sourced): Lag (pending messages per partition),
+// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// before it is promoted) and AppliedMigrations (the schema versions a
+// database records, whatever its version).
+//
 // # Tests
 //
 // Clear empties a store (positions start at 1 again), ReadScheduled lists

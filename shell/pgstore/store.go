@@ -119,7 +119,7 @@ func (s *Store) Install(ctx context.Context) error {
 		return err
 	}
 	if applied > 0 {
-		s.log.Info("pgstore: installed schema", "prefix", s.names.prefix, "migrations", applied)
+		s.log.DebugContext(ctx, "pgstore: installed schema", "prefix", s.names.prefix, "migrations", applied)
 	}
 	s.groups.Store(nil)
 	return s.checkVersion(ctx)

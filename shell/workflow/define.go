@@ -297,3 +297,10 @@ func failureOf(err error, stack string) durable.Failure {
 	}
 	return f
 }
+
+// Describe tells a topology (package shell/topology) that the definition
+// is a workflow: its node consumes the run's client messages and produces
+// its lifecycle events (see Types).
+func (d *Definition[In, Out]) Describe() core.Description {
+	return core.Description{Kind: core.KindWorkflow}
+}
