@@ -1,8 +1,9 @@
-// Package bench holds the Go benchmarks of what Sourced users pay for:
+// Package bench (a Go module of its own, so that the root module depends
+// on neither pgx nor River) holds the Go benchmarks of what Sourced users pay for:
 // encoding, decoding and key extraction of payloads, appends, reads by
 // condition, claim scans and end-to-end command throughput. Run them with
 //
-//	go test ./bench -run XXX -bench . -benchmem
+//	cd bench && go test -run XXX -bench . -benchmem
 //
 // Its one piece of non-test code, QueueDrain, is the queue drain shared
 // with the bench/peers module (a separate module that measures Sourced

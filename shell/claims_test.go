@@ -145,6 +145,10 @@ type pausing struct {
 	resume  chan struct{}
 	mu      sync.Mutex
 	calls   int
+	// failFirst, when set, is the first call's error, returned once it
+	// resumes (a decision made on a history its lost claim no longer
+	// protected).
+	failFirst error
 }
 
 func newPausing() *pausing {
@@ -162,6 +166,9 @@ func (p *pausing) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pai
 	if first {
 		p.started <- struct{}{}
 		<-p.resume
+		if p.failFirst != nil {
+			return nil, p.failFirst
+		}
 	}
 	var pairs []effects.Pair
 	for _, m := range c.Messages {
@@ -233,6 +240,63 @@ func lostClaim(t *testing.T, clk *clock, rt *shell.Router, store shell.Store, p 
 	if warns := logs.find("claim"); len(warns) == 0 || warns[0].Level != slog.LevelWarn {
 		t.Fatalf("the abandoned batch was not logged at WARN: %v", warns)
 	}
+}
+
+// A worker frozen past the claim TTL whose batch then FAILS (its decision
+// met the new claimant's work: "job done twice") must not fail the group:
+// the failure is the lost claim's, not the reactor's. Found by
+// pgstore's TestThreeWorkerProcesses, where a slow impure worker's stale
+// claim failed the group for every worker.
+func TestFailureOnALostClaimIsAbandoned(t *testing.T) {
+	run := func(t *testing.T, rt *shell.Router, store shell.Store, clk *clock, p *pausing, logs *records) {
+		ctx := context.Background()
+		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c1"})}, shell.AppendOptions{})
+		frozen := make(chan error)
+		go func() {
+			_, err := rt.HandleNext(ctx, p, "w1")
+			frozen <- err
+		}()
+		<-p.started
+		clk.Advance(3 * time.Minute)
+		if n, err := store.ReleaseStaleClaims(ctx, clk.Now(), 2*time.Minute); err != nil || n != 1 {
+			t.Fatalf("reaping the frozen worker's claim: %d, %v", n, err)
+		}
+		if did, err := rt.HandleNext(ctx, p, "w2"); !did || err != nil {
+			t.Fatalf("the new claimant: did %v, err %v", did, err)
+		}
+		close(p.resume)
+		if err := <-frozen; err != nil {
+			t.Fatalf("the frozen worker's HandleNext: %v, want nil (its failure is its lost claim's)", err)
+		}
+		info, _ := store.Group(ctx, "shell_test.pausing")
+		if info.Status != shell.StatusActive || !info.Failure.IsZero() {
+			t.Fatalf("group after a failure on a lost claim: %+v, want active with no failure", info)
+		}
+		for _, o := range offsetsOf(t, store, "shell_test.pausing") {
+			if o.Claimed || o.LastPosition != 1 {
+				t.Fatalf("offset %+v, want acknowledged at 1 by the new claimant and free", o)
+			}
+		}
+		if warns := logs.find("claim lost"); len(warns) == 0 || warns[0].Level != slog.LevelWarn {
+			t.Fatalf("the abandoned batch was not logged at WARN: %v", warns)
+		}
+	}
+	t.Run("memstore", func(t *testing.T) {
+		clk := newClock()
+		p := newPausing()
+		p.failFirst = errors.New("job done twice")
+		logs := &records{}
+		rt, store := newRouter(t, clk, shell.RouterOptions{Logger: slog.New(logs)}, p)
+		run(t, rt, store, clk, p, logs)
+	})
+	t.Run("sqlitestore", func(t *testing.T) {
+		clk := newClock()
+		p := newPausing()
+		p.failFirst = errors.New("job done twice")
+		logs := &records{}
+		rt, store := sqliteRouter(t, shell.RouterOptions{Logger: slog.New(logs), Now: clk.Now}, p)
+		run(t, rt, store, clk, p, logs)
+	})
 }
 
 // barrierStore holds each caller of Group, once it has read the group,

@@ -357,7 +357,18 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	}
 	var handled *batchFailure
 	if errors.As(err, &handled) {
+		// The batches before the failure committed, so the claim was held
+		// when the failing message was decided.
 		return rt.fail(bg, re, claim, handled.err, handled.processed)
+	}
+	// A failure decided on a claim the reaper took away meanwhile is the
+	// lost claim's, not the reactor's: it may have met the new claimant's
+	// work (a decider finding its command already decided). Once lost, a
+	// claim cannot come back to this worker while it is busy here, so a
+	// claim still held now was held throughout the batch.
+	if held, herr := rt.stillHeld(bg, claim); herr == nil && !held {
+		rt.abandon(ctx, re, claim, fmt.Errorf("%w (the batch failed afterwards: %w)", ErrNotClaimant, err))
+		return nil, nil
 	}
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
@@ -366,6 +377,19 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 		return failed, errors.Join(failErr, relErr)
 	}
 	return failed, failErr
+}
+
+// stillHeld tells whether claim's worker still holds its offset.
+func (rt *Router) stillHeld(ctx context.Context, claim *Claim) (bool, error) {
+	page, err := rt.store.ReadOffsets(ctx, OffsetQuery{Group: claim.Group, From: claim.OffsetID, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(page.Offsets) == 0 || page.Offsets[0].ID != claim.OffsetID {
+		return false, nil // the offset is gone (a reset, a drained queue)
+	}
+	o := page.Offsets[0]
+	return o.Claimed && o.ClaimedBy == claim.WorkerID, nil
 }
 
 // abandon logs a batch whose claim another worker took over.

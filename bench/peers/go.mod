@@ -2,13 +2,17 @@ module github.com/sourced-go/sourced/bench/peers
 
 go 1.26.0
 
-replace github.com/sourced-go/sourced => ../..
+replace (
+	github.com/sourced-go/sourced => ../..
+	github.com/sourced-go/sourced/bench => ../
+	github.com/sourced-go/sourced/shell/pgstore => ../../shell/pgstore
+)
 
 require (
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
-	github.com/sourced-go/sourced v0.0.0-00010101000000-000000000000
+	github.com/sourced-go/sourced/bench v0.0.0-00010101000000-000000000000
 	modernc.org/libc v1.65.7
 	modernc.org/sqlite v1.37.1
 )
@@ -23,13 +27,14 @@ require (
 	github.com/riverqueue/river/rivershared v0.51.2 // indirect
 	github.com/riverqueue/river/rivertype v0.51.2 // indirect
 	github.com/samber/lo v1.53.0 // indirect
+	github.com/sourced-go/sourced v0.0.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	golang.org/x/exp v0.0.0-20250408133849-7e4ce0ab07d0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.33.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
