@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -42,6 +43,11 @@ type HandleOptions struct {
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
+	// Cache, when set, keeps the decider's folded state per partition
+	// between commands (see StateCache), so that Handle reads and folds
+	// only the messages appended since the partition's last decision.
+	// HandleCommand ignores it.
+	Cache *StateCache
 }
 
 // ErrFutureCommand is matched by the error of Handle for a command dated
@@ -75,11 +81,65 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	if err := d.Err(); err != nil {
 		return res, err
 	}
-	var history []core.PositionedMessage
-	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage) { history = h })
+	var cache *StateCache
+	if len(opts) > 0 && cacheable(store) {
+		cache = opts[0].Cache
+	}
+	var (
+		key      stateKey
+		base     S     // the state the history read is folded onto
+		folded   S     // base and the history read
+		position int64 // the read's guard position: folded is the state there
+		attempts int
+	)
+	hook := &decideHook{
+		begin: func(partition string) int64 {
+			attempts++
+			base = d.Initial()
+			folded = base
+			if cache == nil {
+				return 0
+			}
+			key = stateKey{store: store, group: d.Spec().Group, partition: partition, state: reflect.TypeFor[S]()}
+			// Only the first attempt starts from the cache: the entry is
+			// out of the cache until this Handle puts it back, and a
+			// second attempt (after registering the group) folds in full.
+			if attempts == 1 {
+				if e, ok := cache.take(key); ok {
+					base, folded = e.state.(S), e.state.(S)
+					return e.position
+				}
+			}
+			return 0
+		},
+		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
+			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
+			position = history.Guard.LastPosition
+			out, after, err := d.DecideOn(folded, partition, cmd)
+			res.State = after
+			return out, err
+		},
+	}
+	res.State = d.Initial()
+	cr, err := handle(ctx, store, d, cmd, opts, hook)
 	res.CommandResult = cr
-	res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
+	switch {
+	case err == nil && cache != nil:
+		cache.put(key, folded, position)
+	case err != nil && attempts > 0:
+		res.State = folded // nothing was stored: the state the decision read
+	}
 	return res, err
+}
+
+// decideHook lets Handle fold a decider's state itself (from a StateCache
+// entry, or in full) instead of leaving it to DecideCommand.
+type decideHook struct {
+	// begin is called at the start of each attempt's transaction with the
+	// partition's key; the history is read after the position it returns.
+	begin func(partition string) int64
+	// decide decides the command on the history read.
+	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -89,7 +149,7 @@ func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd 
 	return handle(ctx, store, d, cmd, opts, nil)
 }
 
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage)) (CommandResult, error) {
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, hook *decideHook) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -131,12 +191,13 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
-		h, err := tx.ReadPartition(partition, history, ReadOptions{})
+		var after int64
+		if hook != nil {
+			after = hook.begin(PartitionKey(partition))
+		}
+		h, err := tx.ReadPartition(partition, history, ReadOptions{After: after})
 		if err != nil {
 			return err
-		}
-		if read != nil {
-			read(h.Messages)
 		}
 		// The transaction has held the write lock since before the read, so
 		// nothing can have been appended since: the command and the
@@ -151,7 +212,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
 		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
-		out, err := d.DecideCommand(partition, h.Messages, cmdMsg)
+		var out core.Outcome
+		if hook != nil {
+			out, err = hook.decide(partition, h, cmdMsg)
+		} else {
+			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
+		}
 		if err != nil {
 			var be *core.BatchError
 			if errors.As(err, &be) {
