@@ -56,7 +56,12 @@
 // slice one pair per distinct element; a zero value is indexed ("" and 0
 // included) unless the field is tagged omitempty or omitzero. Nested
 // structs, maps, interfaces and byte slices are not indexed; neither is a
-// field tagged `sourced:"noindex"` (Field.NoIndex). Indexed text must be
+// field tagged `sourced:"noindex"` (Field.NoIndex). A list of structs
+// tagged `sourced:"index=product_id"` indexes the product_id of each of
+// its elements under product_id (Field.Nested), so a message is found by a
+// boundary it carries inside a list: one level deep, a scalar attribute of
+// the element, at most MaxNestedKeys elements (Validate refuses longer
+// lists), a name that is not also a top-level attribute. Indexed text must be
 // valid UTF-8: Validate refuses a string (or a TextMarshaler's text) that
 // is not, naming the attribute, because encoding/json would store it with
 // U+FFFD in place of the invalid bytes and the message would be indexed

@@ -117,6 +117,79 @@ type keyField struct {
 	arrayLen int          // array length, or -1 for a slice
 	elemSize uintptr
 	elemPtrs int // pointer indirections of each element ([]*string: 1)
+
+	// A nested key (sourced:"index=name") reads, in each element (a
+	// struct), the scalar at subOff, after subPtrs pointer indirections.
+	nested  bool
+	subOff  uintptr
+	subPtrs int
+}
+
+// MaxNestedKeys is how many elements of a list a nested index
+// (sourced:"index=name") reads: a longer list fails validation, as an
+// index of unbounded size would make every append of it slow.
+const MaxNestedKeys = 1000
+
+// compileNestedKey compiles the index of attribute sub of each element of
+// the list attribute f (a slice or array of structs, or of pointers to
+// structs), declared with the struct tag `sourced:"index=sub"`. sub must be
+// a scalar attribute (or a pointer to one) of the element, reached without
+// an embedded pointer.
+func compileNestedKey(root reflect.Type, f Field, sub string) (keyField, Field, error) {
+	kf := keyField{name: sub, arrayLen: -1, multi: true, nested: true}
+	kf.off, kf.via = splitOffsets(root, f.Index)
+	ft := f.GoType
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+		kf.ptrs++
+	}
+	if ft.Kind() != reflect.Slice && ft.Kind() != reflect.Array {
+		return kf, Field{}, fmt.Errorf("only a list (a slice or array of structs) can index the attributes of its elements, not a %v", f.GoType)
+	}
+	et := ft.Elem()
+	for et.Kind() == reflect.Pointer {
+		et = et.Elem()
+		kf.elemPtrs++
+	}
+	if et.Kind() != reflect.Struct {
+		return kf, Field{}, fmt.Errorf("the elements are %v, not structs", et)
+	}
+	var found *jsonField
+	for _, jf := range jsonFields(et) {
+		if jf.name == sub {
+			found = &jf
+			break
+		}
+	}
+	if found == nil {
+		return kf, Field{}, fmt.Errorf("the elements (%v) have no attribute %q", et, sub)
+	}
+	st := et
+	for k, i := range found.index {
+		sf := st.Field(i)
+		kf.subOff += sf.Offset
+		if k < len(found.index)-1 {
+			if sf.Type.Kind() == reflect.Pointer {
+				return kf, Field{}, fmt.Errorf("%q is reached through an embedded pointer, which a nested index does not follow", sub)
+			}
+			st = sf.Type
+		}
+	}
+	vt := found.typ
+	for vt.Kind() == reflect.Pointer {
+		vt = vt.Elem()
+		kf.subPtrs++
+	}
+	k := scalarKindOf(vt)
+	if k == kNone {
+		return kf, Field{}, fmt.Errorf("the elements' %q is a %v: only scalars (strings, numbers, booleans, times, text values) are indexed", sub, found.typ)
+	}
+	kf.kind, kf.typ, kf.ctype, kf.elemSize = k, vt, ft, ft.Elem().Size()
+	if ft.Kind() == reflect.Array {
+		kf.arrayLen = ft.Len()
+	}
+	nf := Field{Name: sub, GoType: reflect.SliceOf(found.typ), Indexed: true, Multi: true, Nested: f.Name}
+	return kf, nf, nil
 }
 
 // compileKey compiles f into a keyField, or reports it is not indexed.
@@ -220,6 +293,19 @@ func (kf *keyField) elem(data unsafe.Pointer, j int) unsafe.Pointer {
 	return p
 }
 
+// sub returns a pointer to a nested key's scalar in the element at ep
+// (after its own pointers), or nil.
+func (kf *keyField) sub(ep unsafe.Pointer) unsafe.Pointer {
+	p := unsafe.Add(ep, kf.subOff)
+	for range kf.subPtrs {
+		p = *(*unsafe.Pointer)(p)
+		if p == nil {
+			return nil
+		}
+	}
+	return p
+}
+
 // span locates a canonical value in the shared byte buffer of appendKeys.
 type span struct{ at, lo, hi int32 }
 
@@ -234,9 +320,20 @@ type span struct{ at, lo, hi int32 }
 //     value is indexed too ("" and 0 included) unless the field is tagged
 //     omitempty or omitzero;
 //   - a pointer to a scalar: nothing when nil, else the pointed-to value;
-//   - a slice or array of scalars: one pair per distinct element.
+//   - a slice or array of scalars: one pair per distinct element;
+//   - a list of structs tagged `sourced:"index=name"`: one pair under name
+//     per distinct value of each element's attribute name (see below).
 //
-// Nested structs, maps and interfaces are not indexed. The appended pairs
+// Nested structs, maps and interfaces are not indexed, except through an
+// index tag on a list: the field Items []Item tagged sourced:"index=product_id"
+// indexes every items[].product_id under the attribute product_id, so a
+// condition or a decision's query can find the message by a value it
+// carries inside a list. Limits: the list is a slice or array of structs
+// (or of pointers to structs), one level deep; the attribute is a scalar
+// of the element (or a pointer to one; nil pointers and nil elements yield
+// nothing), reached without an embedded pointer; its name may not also be
+// a top-level attribute; a list longer than MaxNestedKeys fails
+// validation. Several index options may be given (index=a,index=b). The appended pairs
 // are sorted by (Name, Value), without duplicates. String values share
 // memory with the payload's strings; all other values share one string.
 //
@@ -309,8 +406,15 @@ func (t *Type) appendKeys(base unsafe.Pointer, dst []KeyPair) ([]KeyPair, error)
 			continue
 		}
 		data, n := kf.elems(p)
+		if kf.nested && n > MaxNestedKeys {
+			firstErr = keyErr(firstErr, t, kf.name, fmt.Errorf("the list holds %d elements: a nested index reads at most %d (codec.MaxNestedKeys)", n, MaxNestedKeys))
+			n = MaxNestedKeys
+		}
 		for j := range n {
 			ep := kf.elem(data, j)
+			if ep != nil && kf.nested {
+				ep = kf.sub(ep)
+			}
 			if ep != nil {
 				dst, buf, spans, firstErr = t.appendKey(kf, ep, dst, buf, spans, firstErr)
 			}

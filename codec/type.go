@@ -46,8 +46,9 @@ type Type struct {
 	ptrType   reflect.Type
 	indirect  bool // GoType values are boxed behind a pointer in an interface
 	byName    map[string]int
-	keys      []keyField // indexed fields, sorted by name
-	keyCount  int        // key pairs produced by non-Multi fields, at most
+	nested    map[string]Field // attributes indexed from inside a list (sourced:"index=...")
+	keys      []keyField       // indexed fields, sorted by name
+	keyCount  int              // key pairs produced by non-Multi fields, at most
 	hasMulti  bool
 	hasText   bool  // some indexed field holds strings or TextMarshaler text
 	required  []int // indexes into Fields
@@ -89,20 +90,27 @@ type Field struct {
 	// OmitEmpty is set by the json options omitempty and omitzero: a zero
 	// scalar then yields no key pair.
 	OmitEmpty bool
+	// Nested names the list attribute an attribute is indexed from (see
+	// the struct tag `sourced:"index=name"`): the attribute is not one of
+	// the payload's own (it is not in Type.Fields), only an index.
+	Nested string
 }
 
-// Field returns the attribute with JSON name name.
+// Field returns the attribute with JSON name name: a top-level attribute,
+// or one indexed from inside a list (Field.Nested).
 func (t *Type) Field(name string) (Field, bool) {
 	i, ok := t.byName[name]
 	if !ok {
-		return Field{}, false
+		f, ok := t.nested[name]
+		return f, ok
 	}
 	return t.Fields[i], true
 }
 
-// Has reports whether the type declares the attribute name (a JSON name).
+// Has reports whether the type declares the attribute name (a JSON name),
+// top-level or indexed from inside a list.
 func (t *Type) Has(name string) bool {
-	_, ok := t.byName[name]
+	_, ok := t.Field(name)
 	return ok
 }
 
@@ -162,18 +170,38 @@ func compileType(gt reflect.Type, name string, opts []Option) (*Type, error) {
 			return nil, fail("attribute %q: names starting with %q are reserved for the store (the message id is indexed as __id); rename it with a json tag", jf.name, ReservedPrefix)
 		}
 		f := Field{Name: jf.name, GoType: jf.typ, Index: jf.index, OmitEmpty: jf.omitEmpty}
+		var nestedNames []string
 		if tag, ok := jf.sf.Tag.Lookup("sourced"); ok {
 			for opt := range strings.SplitSeq(tag, ",") {
-				switch strings.TrimSpace(opt) {
-				case "required":
+				opt = strings.TrimSpace(opt)
+				switch {
+				case opt == "required":
 					f.Required = true
-				case "noindex":
+				case opt == "noindex":
 					f.NoIndex = true
-				case "":
+				case strings.HasPrefix(opt, "index="):
+					nestedNames = append(nestedNames, strings.TrimPrefix(opt, "index="))
+				case opt == "":
 				default:
-					return nil, fail("attribute %q: unknown sourced tag option %q (known: required, noindex)", jf.name, opt)
+					return nil, fail("attribute %q: unknown sourced tag option %q (known: required, noindex, index=name)", jf.name, opt)
 				}
 			}
+		}
+		for _, sub := range nestedNames {
+			kf, nf, err := compileNestedKey(gt, f, sub)
+			if err != nil {
+				return nil, fail("attribute %q: sourced:\"index=%s\": %v", jf.name, sub, err)
+			}
+			if t.nested == nil {
+				t.nested = map[string]Field{}
+			}
+			if _, dup := t.nested[sub]; dup {
+				return nil, fail("attribute %q: %q is indexed from two lists", jf.name, sub)
+			}
+			t.nested[sub] = nf
+			t.keys = append(t.keys, kf)
+			t.hasText = t.hasText || kf.kind == kString || kf.kind == kText
+			t.hasMulti = true
 		}
 		kf, ok := compileKey(gt, f)
 		if ok && !f.NoIndex {
@@ -191,6 +219,11 @@ func compileType(gt reflect.Type, name string, opts []Option) (*Type, error) {
 		}
 		t.byName[f.Name] = len(t.Fields)
 		t.Fields = append(t.Fields, f)
+	}
+	for name := range t.nested {
+		if _, clash := t.byName[name]; clash {
+			return nil, fail("attribute %q is both a top-level attribute and indexed from inside a list (sourced:\"index=%s\"): rename one", name, name)
+		}
 	}
 	sortKeyFields(t.keys)
 	switch {

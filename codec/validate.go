@@ -103,6 +103,14 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
 	for i := range t.keys {
 		kf := &t.keys[i]
+		if kf.nested && !failed[kf.name] {
+			if p := kf.locate(base); p != nil {
+				if _, n := kf.elems(p); n > MaxNestedKeys {
+					ve.Fields = append(ve.Fields, FieldError{Field: t.nested[kf.name].Nested, Problem: fmt.Sprintf("holds %d elements, and its %q is indexed (sourced:\"index=%s\"): at most %d (codec.MaxNestedKeys)", n, kf.name, kf.name, MaxNestedKeys)})
+					continue
+				}
+			}
+		}
 		if kf.kind != kString && kf.kind != kText || failed[kf.name] || asciiText[kf.typ] {
 			continue
 		}
@@ -118,7 +126,11 @@ func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[st
 		}
 		data, n := kf.elems(p)
 		for j := range n {
-			if ep := kf.elem(data, j); ep != nil {
+			ep := kf.elem(data, j)
+			if ep != nil && kf.nested {
+				ep = kf.sub(ep)
+			}
+			if ep != nil {
 				if at, bad := invalidText(kf, ep); bad {
 					ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: fmt.Sprintf("element %d %s", j, utf8Problem(at))})
 					break

@@ -86,11 +86,23 @@ func MapCommand[S, C1, C2 any](d Decider[S], f func(C2) C1) Decider[S] {
 	}
 	delete(h.decide, t1)
 	h.decideOrder = slices.DeleteFunc(h.decideOrder, func(t reflect.Type) bool { return t == t1 })
+	if em, ok := h.decideEmits[t1]; ok {
+		delete(h.decideEmits, t1)
+		h.decideEmits[t2] = em
+	}
 	h.addDecide(t2, func(s S, m Message) ([]any, error) {
 		m1 := m
 		m1.Payload = f(payloadAs[C2](m))
 		return fn(s, m1)
 	})
+	if q, ok := h.query[t1]; ok {
+		delete(h.query, t1)
+		h.query[t2] = func(m Message) Query[S] {
+			m1 := m
+			m1.Payload = f(payloadAs[C2](m))
+			return q(m1)
+		}
+	}
 	d.h = h
 	return d
 }
@@ -124,6 +136,26 @@ func MapEvent[S, E1, E2 any](d Decider[S], to func(E1) E2, from func(E2) E1) Dec
 			return out, err
 		}
 	}
+	swap := func(ts []reflect.Type) []reflect.Type {
+		out := slices.Clone(ts)
+		for i, t := range out {
+			if t == t1 {
+				out[i] = t2
+			}
+		}
+		return out
+	}
+	for t, em := range h.decideEmits {
+		h.decideEmits[t] = swap(em)
+	}
+	for t, em := range h.reactEmits {
+		h.reactEmits[t] = swap(em)
+	}
+	h.reactAnyEmits = swap(h.reactAnyEmits)
+	if em, ok := h.reactEmits[t1]; ok {
+		delete(h.reactEmits, t1)
+		h.reactEmits[t2] = em
+	}
 	if fn, ok := h.evolve[t1]; ok {
 		delete(h.evolve, t1)
 		h.evolveOrder = slices.DeleteFunc(h.evolveOrder, func(t reflect.Type) bool { return t == t1 })
@@ -156,9 +188,12 @@ func effective[S any](h *handlers[S]) *handlers[S] {
 			if _, ok := e.react[t]; !ok {
 				e.react[t] = h.reactAny
 				e.reactOrder = append(e.reactOrder, t)
+				if h.reactAnyDeclared {
+					e.reactEmits[t] = h.reactAnyEmits
+				}
 			}
 		}
-		e.reactAny = nil
+		e.reactAny, e.reactAnyEmits, e.reactAnyDeclared = nil, nil, false
 	}
 	return e
 }
@@ -178,6 +213,16 @@ func lift[S, T any](h *handlers[S], get func(T) S, set func(T, S) T) *handlers[T
 		fn := h.react[t]
 		l.addReact(t, func(x T, m Message) []any { return fn(get(x), m) })
 	}
+	for t, q := range h.query {
+		l.query[t] = func(m Message) Query[T] {
+			parts := q(m)
+			out := make(Query[T], len(parts))
+			for i, p := range parts {
+				out[i] = liftPart(p, get, set)
+			}
+			return out
+		}
+	}
 	for _, fn := range h.sync {
 		l.sync = append(l.sync, func(ctx context.Context, tx Tx, b Batch[T]) error { return fn(ctx, tx, narrow(b, get)) })
 	}
@@ -185,6 +230,7 @@ func lift[S, T any](h *handlers[S], get func(T) S, set func(T, S) T) *handlers[T
 		l.after = append(l.after, func(ctx context.Context, b Batch[T]) error { return fn(ctx, narrow(b, get)) })
 	}
 	l.errs = slices.Clone(h.errs)
+	l.decideEmits, l.reactEmits = maps.Clone(h.decideEmits), maps.Clone(h.reactEmits)
 	return l
 }
 
@@ -211,14 +257,30 @@ func merge[S any](a, b *handlers[S]) *handlers[S] {
 			continue
 		}
 		m.addDecide(t, b.decide[t])
+		if q, ok := b.query[t]; ok {
+			m.query[t] = q
+		}
+		if em, ok := b.decideEmits[t]; ok {
+			m.decideEmits[t] = em
+		}
 	}
 	for _, t := range b.reactOrder {
 		fb := b.react[t]
 		if fa, ok := m.react[t]; ok {
 			m.react[t] = func(s S, msg Message) []any { return append(fa(s, msg), fb(s, msg)...) }
+			ea, aok := m.reactEmits[t]
+			eb, bok := b.reactEmits[t]
+			if aok && bok {
+				m.reactEmits[t] = union2(ea, eb)
+			} else {
+				delete(m.reactEmits, t) // one side is undeclared: so is the merge
+			}
 			continue
 		}
 		m.addReact(t, fb)
+		if em, ok := b.reactEmits[t]; ok {
+			m.reactEmits[t] = em
+		}
 	}
 	m.sync = append(m.sync, b.sync...)
 	m.after = append(m.after, b.after...)
@@ -231,6 +293,16 @@ func union(a, b []string) []string {
 	for _, k := range b {
 		if !slices.Contains(out, k) {
 			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func union2(a, b []reflect.Type) []reflect.Type {
+	out := slices.Clone(a)
+	for _, t := range b {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -30,6 +31,9 @@ type Decider[S any] struct {
 	Exclusive bool
 	// Init builds the state before the first event (nil: the zero S).
 	Init func() S
+	// Hooks are the group's lifecycle hooks (OnStart, OnStop, OnReset)
+	// and error strategy, called and applied by the shell's router.
+	Hooks Hooks
 
 	h *handlers[S]
 }
@@ -147,6 +151,89 @@ func (d Decider[S]) DecideOn(s S, partition map[string]string, cmd PositionedMes
 	return out, s, nil
 }
 
+// Query returns the query cmd's decision reads (see Reads), and false when
+// cmd's type has none: it is decided on the partition's history.
+func (d Decider[S]) Query(cmd Message) (Query[S], bool) {
+	fn, ok := d.compiled().query[PayloadType(cmd.Payload)]
+	if !ok {
+		return nil, false
+	}
+	return fn(cmd), true
+}
+
+// QueryPlan resolves cmd's query against reg (see Query.Plan), and false
+// when cmd's type has none (Querier).
+func (d Decider[S]) QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, error) {
+	q, ok := d.Query(cmd)
+	if !ok {
+		return Plan{}, false, nil
+	}
+	plan, err := q.Plan(reg)
+	if err != nil {
+		var de *DefinitionError
+		if errors.As(err, &de) {
+			de.Group, de.Message = d.Spec().Group, PayloadType(cmd.Payload).String()
+		}
+		return Plan{}, true, err
+	}
+	return plan, true, nil
+}
+
+// DecideQuery decides cmd on the state its query composes from read (what
+// the union of plan read, in position order), with the decider's sync
+// work bound to the decision (Querier).
+func (d Decider[S]) DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
+	out, _, err := d.DecideQueryState(plan, index, partition, read, cmd)
+	return out, err
+}
+
+// DecideQueryState is DecideQuery that also returns the state after the
+// decision's events (each event folded into the parts it matches).
+func (d Decider[S]) DecideQueryState(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, S, error) {
+	f, ok := d.startQuery(plan, index, cmd)
+	if !ok {
+		return Outcome{Source: cmd}, d.Initial(), fmt.Errorf("%w: decider %q has no query (core.Reads) for %v", ErrNotHandled, d.Group, PayloadType(cmd.Payload))
+	}
+	for _, m := range read {
+		f.add(m.Message)
+	}
+	return d.finishQuery(f, partition, cmd)
+}
+
+func (d Decider[S]) startQuery(plan Plan, index Indexer, cmd PositionedMessage) (*folding[S], bool) {
+	q, ok := d.Query(cmd.Message)
+	if !ok {
+		return nil, false
+	}
+	return q.folding(plan, index), true
+}
+
+// finishQuery decides cmd on what f folded so far, then folds the events.
+func (d Decider[S]) finishQuery(f *folding[S], partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+	s := f.state(d.Initial())
+	evs, err := d.Decide(s, cmd.Message)
+	if err != nil {
+		return Outcome{Source: cmd}, s, err
+	}
+	for _, e := range evs {
+		f.add(e)
+	}
+	s = f.state(d.Initial())
+	out := Outcome{Source: cmd, Events: evs}
+	out.Sync, out.AfterSync = bindSync(d.compiled(), Batch[S]{State: s, Partition: partition, Messages: []PositionedMessage{cmd}, Events: evs})
+	return out, s, nil
+}
+
+// QueryState is the state cmd's query composes from events (what its
+// union read, in position order, and any events decided since).
+func (d Decider[S]) QueryState(cmd Message, plan Plan, index Indexer, events []Message) S {
+	q, ok := d.Query(cmd)
+	if !ok {
+		return d.Evolve(d.Initial(), events...)
+	}
+	return q.Fold(d.Initial(), plan, events, index)
+}
+
 // Handles reports whether the decider decides commands of type t.
 func (d Decider[S]) Handles(t reflect.Type) bool {
 	_, ok := d.compiled().decide[t]
@@ -163,7 +250,7 @@ func (d Decider[S]) EvolvedTypes() []reflect.Type { return slices.Clone(d.compil
 func (d Decider[S]) Err() error { return d.compiled().err() }
 
 func (d Decider[S]) groupSpec() groupSpec {
-	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive}
+	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive, hooks: d.Hooks}
 }
 
 // Spec describes the decider's consumer group: it claims its commands and
@@ -194,7 +281,38 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 		}
 	}
 	_, err := d.groupSpec().check(reg, h.err(), h.decideOrder, all, some)
-	return err
+	return errors.Join(err, d.checkQueries(reg))
+}
+
+// checkQueries resolves each query on the zero command, so that a filter
+// naming an attribute no event type has fails when the decider is
+// checked, not on the first command.
+func (d Decider[S]) checkQueries(reg *codec.Registry) error {
+	h := d.compiled()
+	var errs []error
+	for _, t := range h.decideOrder {
+		fn, ok := h.query[t]
+		if !ok {
+			continue
+		}
+		var q Query[S]
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					q = nil // the query needs a real command: checked when one comes
+				}
+			}()
+			q = fn(Message{Payload: reflect.New(t).Elem().Interface()})
+		}()
+		if _, err := q.Plan(reg); err != nil {
+			var de *DefinitionError
+			if errors.As(err, &de) {
+				de.Group, de.Message = d.Spec().Group, t.String()
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Step decides a claimed batch. The state is folded from the history once;
@@ -215,16 +333,44 @@ func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 	}
 	s := d.Evolve(d.Initial(), MessagesOf(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
+	var decidedEvents []Message // this batch's, for the queries of the commands after them
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}
 		t := PayloadType(m.Payload)
 		decided := m.Metadata[DecidedByKey] == group
 		if _, isCmd := h.decide[t]; isCmd && !in.Replaying && !decided {
+			if _, queried := h.query[t]; queried {
+				var read *QueryRead
+				if i < len(in.Queries) {
+					read = in.Queries[i]
+				}
+				if read == nil || in.Index == nil {
+					return outs, &BatchError{Message: m, Index: i, Err: fmt.Errorf("%w: the command's query (core.Reads) was not read: run the decider through the shell or sourcedtest, which read it", ErrDefinition)}
+				}
+				f, _ := d.startQuery(read.Plan, in.Index, m)
+				for _, r := range read.Messages {
+					f.add(r.Message)
+				}
+				for _, e := range decidedEvents {
+					f.add(e)
+				}
+				qo, _, err := d.finishQuery(f, in.Partition, m)
+				if err != nil {
+					return outs, &BatchError{Message: m, Index: i, Err: err}
+				}
+				g := read.Guard
+				qo.Guard = &g
+				s = d.Evolve(s, qo.Events...)
+				decidedEvents = append(decidedEvents, qo.Events...)
+				outs = append(outs, qo)
+				continue
+			}
 			evs, err := d.Decide(s, m.Message)
 			if err != nil {
 				return outs, &BatchError{Message: m, Index: i, Err: err}
 			}
 			s = d.Evolve(s, evs...)
+			decidedEvents = append(decidedEvents, evs...)
 			out.Events = evs
 			b := Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}, Events: evs}
 			out.Sync, out.AfterSync = bindSync(h, b)

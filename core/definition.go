@@ -85,6 +85,8 @@ type Spec struct {
 	// through StateLoader). Other definitions are pure: their Step only
 	// computes, so the shell may run it inside the write transaction.
 	LoadsState bool
+	// Hooks are the definition's lifecycle hooks and error strategy.
+	Hooks Hooks
 }
 
 // StepInput is a claimed batch as a definition's Step sees it.
@@ -102,6 +104,32 @@ type StepInput struct {
 	// State is the state a StateLoader loaded, when Loaded is true.
 	State  any
 	Loaded bool
+	// Queries holds, aligned with Batch, what the query of each command
+	// with one (see Reads and Querier) read; nil for the other messages.
+	// Index gives the type and key pairs of a message, to match those
+	// reads against each part's conditions.
+	Queries []*QueryRead
+	Index   Indexer
+}
+
+// QueryRead is what a command's query read: the resolved plan, the
+// messages matching its union in position order, and the guard of that
+// read (the union, after the last position read).
+type QueryRead struct {
+	Plan     Plan
+	Messages []PositionedMessage
+	Guard    Guard
+}
+
+// Querier is a definition some of whose commands read a query of their
+// own (Reads) instead of their partition's history: the shell resolves
+// the query, reads its union once, and decides on what it read, under a
+// guard on that union. Decider implements it.
+type Querier interface {
+	// QueryPlan resolves cmd's query; false when cmd has none.
+	QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, error)
+	// DecideQuery decides cmd on what its plan's union read.
+	DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error)
 }
 
 // Outcome is what one claimed message produced.
@@ -111,6 +139,9 @@ type Outcome struct {
 	// Events are appended under the decision's guard (a decider's events,
 	// correlated with Source).
 	Events []Message
+	// Guard, when set, is the guard Events are appended under instead of
+	// the batch's history guard: a queried decision's own (see Reads).
+	Guard *Guard
 	// Reactions are appended without a guard (dispatched follow-ups,
 	// correlated with the event they react to).
 	Reactions []Message
@@ -180,6 +211,7 @@ type groupSpec struct {
 	partition []string
 	keyTypes  map[string]reflect.Type
 	exclusive bool
+	hooks     Hooks
 }
 
 // check validates the group id and the partition schema against reg:
@@ -302,6 +334,7 @@ func (g groupSpec) spec(handled, evolved []reflect.Type, history bool) Spec {
 		Handled:     handled,
 		Evolved:     evolved,
 		History:     history,
+		Hooks:       g.hooks,
 	}
 }
 
@@ -314,6 +347,8 @@ func dispatch(out []any, event Message, group string) ([]Message, error) {
 		switch v := o.(type) {
 		case nil:
 			return nil, fmt.Errorf("reaction to %s returned nil at index %d", event.Type, i)
+		case undeclared:
+			return nil, v.err
 		case Delayed:
 			m = v.Message
 			switch {

@@ -58,4 +58,58 @@
 // and PartitionOf is the rule that refuses, at run time, a command whose key
 // is missing or empty: otherwise every such command would be decided in the
 // one partition "".
+//
+// # Decisions across boundaries
+//
+// PartitionBy is one AND-tuple of attribute values: it orders a decider's
+// background work (the commands a worker claims together) and, by
+// default, is also what each decision reads. A decision that needs facts
+// from several boundaries ("a member holds at most 3 books, and a book is
+// lent once") declares its query per command type with Reads: a pure
+// function of the command returning a Query, whose parts are typed
+// projections (Read, ReadEach), each with its own filters (Where, And,
+// AllEvents, Only), composed into the decider's state by set functions:
+//
+//	core.Reads(func(c LendBook) core.Query[lending] {
+//		return core.Query[lending]{
+//			core.Read(memberLoans, setLoans, core.Where("member_id", c.MemberID)),
+//			core.Read(bookOut, setBookOut, core.Where("book_id", c.BookID)),
+//		}
+//	})
+//
+// Query.Plan resolves the filters against a registry into store
+// conditions, one list per part, and their union; the shell reads the
+// union once, Query.Fold folds each part over the events its own
+// conditions match, and the decision's events are appended under a guard
+// on exactly the union after the last position read. A filter is exact
+// AND over indexed attributes (unlike a partition's conditional AND): an
+// event lacking one of the attributes is not selected. Check resolves
+// every query on the zero command, so a filter naming an attribute no
+// event type indexes fails when the decider is registered. A command
+// without Reads is decided on its partition's history exactly as before.
+// A decider with queries still has a PartitionBy, which orders its
+// background work: the commands a worker claims together are decided one
+// after the other, each on its own read plus the events decided before it
+// in the batch. For a type-only boundary (gap-free invoice numbers), let
+// PartitionBy be an attribute the command carries (its own id, or a
+// ledger): the guard, not the partition, serialises the decisions.
+//
+// This is the decision model of dcb.events (buildDecisionModel: named
+// projections, each with its event types and tags, one read of the
+// composed query, an append condition on it), in the style of fmodel's
+// composable deciders, with these differences: projections are the same
+// Projection values read models use, typed, composed into one state value
+// of the user's type by set functions rather than into a record keyed by
+// name; events carry no tags: filters name the payload's indexed
+// attributes, so one value under different attribute names per event type
+// is said with Only; the query is declared on the decider per command
+// type, so synchronous handling, background workers, Load and tests all
+// run the same one instead of each call site building its model; and the
+// guard's position is the store's last position at the read, so an empty
+// read guards too.
+//
+// DecideEnvelope and EvolveEnvelope are Decide and Evolve for handlers that
+// need the command's or each event's envelope (id, time, metadata): age
+// rules and due dates compare an event's CreatedAt with the command's,
+// with no clock.
 package core

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -16,6 +17,9 @@ import (
 // functions, so callers never write them.
 type Handler[S any] struct {
 	apply func(*handlers[S])
+	// kind and msgType say what the handler handles, for Emits.
+	kind    handlerKind
+	msgType reflect.Type
 }
 
 // Batch is what sync and after-sync work receive: the state after the
@@ -52,7 +56,7 @@ func Evolve[S, E any](fn func(S, E) S) Handler[S] {
 // decide handler per command type.
 func Decide[S, C any](fn func(S, C) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindDecide, msgType: t, apply: func(h *handlers[S]) {
 		h.addDecide(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m)) })
 	}}
 }
@@ -62,7 +66,7 @@ func Decide[S, C any](fn func(S, C) ([]any, error)) Handler[S] {
 // are correlated with the event. Reactions never run while a group replays.
 func React[S, E any](fn func(S, E) []any) Handler[S] {
 	t := reflect.TypeFor[E]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindReact, msgType: t, apply: func(h *handlers[S]) {
 		h.addReact(t, func(s S, m Message) []any { return fn(s, payloadAs[E](m)) })
 	}}
 }
@@ -70,7 +74,7 @@ func React[S, E any](fn func(S, E) []any) Handler[S] {
 // ReactAny reacts to every evolved event type that has no React handler of
 // its own: side-channel pipelines such as audit logs and outboxes.
 func ReactAny[S any](fn func(S, Message) []any) Handler[S] {
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindReactAny, apply: func(h *handlers[S]) {
 		if h.reactAny != nil {
 			h.errorf("two ReactAny handlers")
 			return
@@ -155,9 +159,16 @@ type handlers[S any] struct {
 	react       map[reflect.Type]func(S, Message) []any
 	reactOrder  []reflect.Type
 	reactAny    func(S, Message) []any
+	query       map[reflect.Type]func(Message) Query[S]
 	sync        []SyncFunc[S]
 	after       []AfterSyncFunc[S]
 	errs        []error
+	// decideEmits and reactEmits are the types declared by Emits, by the
+	// handled type; reactAnyEmits the wildcard's (when reactAnyDeclared).
+	decideEmits      map[reflect.Type][]reflect.Type
+	reactEmits       map[reflect.Type][]reflect.Type
+	reactAnyEmits    []reflect.Type
+	reactAnyDeclared bool
 }
 
 func (h *handlers[S]) clone() *handlers[S] {
@@ -171,9 +182,21 @@ func (h *handlers[S]) clone() *handlers[S] {
 		react:       make(map[reflect.Type]func(S, Message) []any, len(h.react)),
 		reactOrder:  slices.Clone(h.reactOrder),
 		reactAny:    h.reactAny,
+		query:       make(map[reflect.Type]func(Message) Query[S], len(h.query)),
 		sync:        slices.Clone(h.sync),
 		after:       slices.Clone(h.after),
 		errs:        slices.Clone(h.errs),
+
+		decideEmits:      maps.Clone(h.decideEmits),
+		reactEmits:       maps.Clone(h.reactEmits),
+		reactAnyEmits:    h.reactAnyEmits,
+		reactAnyDeclared: h.reactAnyDeclared,
+	}
+	if c.decideEmits == nil {
+		c.decideEmits = map[reflect.Type][]reflect.Type{}
+	}
+	if c.reactEmits == nil {
+		c.reactEmits = map[reflect.Type][]reflect.Type{}
 	}
 	for k, v := range h.evolve {
 		c.evolve[k] = v
@@ -183,6 +206,9 @@ func (h *handlers[S]) clone() *handlers[S] {
 	}
 	for k, v := range h.react {
 		c.react[k] = v
+	}
+	for k, v := range h.query {
+		c.query[k] = v
 	}
 	return c
 }
@@ -319,10 +345,16 @@ func (h *handlers[S]) reactionTypes() []reflect.Type {
 }
 
 func (h *handlers[S]) err() error {
-	if len(h.errs) == 0 {
+	errs := h.errs
+	for t := range h.query {
+		if _, ok := h.decide[t]; !ok {
+			errs = append(slices.Clip(errs), fmt.Errorf("Reads for %v, which the decider does not decide: add core.Decide for it", t))
+		}
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	return joinErrs(h.errs)
+	return joinErrs(errs)
 }
 
 // PayloadType is the Go struct type of a payload (pointers dereferenced),

@@ -34,6 +34,9 @@ type Projector[S any] struct {
 	Exclusive bool
 	// Init builds the state before the first event (nil: the zero S).
 	Init func() S
+	// Hooks are the group's lifecycle hooks (OnStart, OnStop, OnReset)
+	// and error strategy, called and applied by the shell's router.
+	Hooks Hooks
 	// Load, when set, makes the projector state-stored (see above).
 	Load func(ctx context.Context, partition map[string]string) (state S, found bool, err error)
 
@@ -83,7 +86,7 @@ func (p Projector[S]) EvolvedTypes() []reflect.Type { return slices.Clone(p.comp
 func (p Projector[S]) Err() error { return p.compiled().err() }
 
 func (p Projector[S]) groupSpec() groupSpec {
-	return groupSpec{group: p.Group, label: p.Label, partition: p.PartitionBy, keyTypes: p.KeyTypes, exclusive: p.Exclusive}
+	return groupSpec{group: p.Group, label: p.Label, partition: p.PartitionBy, keyTypes: p.KeyTypes, exclusive: p.Exclusive, hooks: p.Hooks}
 }
 
 // Spec describes the projector's consumer group.

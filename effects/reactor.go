@@ -33,6 +33,12 @@ type Claim struct {
 	// guard of that read. Empty for reactors that want no history.
 	History      []core.PositionedMessage
 	HistoryGuard core.Guard
+	// Queries holds, aligned with Messages, what the query of each claimed
+	// command that has one read (see Querier); nil for the others. Index
+	// gives a message's type and key pairs, to match those reads against
+	// each part of the query (core.IndexWith of the registry).
+	Queries []*core.QueryRead
+	Index   core.Indexer
 }
 
 // Reactor is the reactor protocol: the message types a reactor's consumer
@@ -67,6 +73,15 @@ type Exclusiver interface{ Exclusive() bool }
 // Historian asks the shell to read the partition's messages of these types
 // before each batch (Claim.History).
 type Historian interface{ HistoryTypes() []string }
+
+// Querier is implemented by reactors whose claimed commands may each read
+// a query of their own (a decider's core.Reads) rather than the partition's
+// history: for each claimed message with a plan, the shell reads the plan's
+// union (in the batch's transaction when the reactor is pure) and passes
+// what it read as Claim.Queries.
+type Querier interface {
+	QueryPlan(m core.Message) (core.Plan, bool, error)
+}
 
 // Pure marks a reactor whose HandleClaim does no I/O and returns quickly
 // (it only computes pairs from the claim and its history). The shell may
@@ -182,12 +197,13 @@ func FromDefinition(reg *codec.Registry, def core.Definition) (Reactor, error) {
 			return nil, err
 		}
 	}
-	return &definitionReactor{def: def, spec: spec, handled: handled, history: history}, nil
+	return &definitionReactor{def: def, reg: reg, spec: spec, handled: handled, history: history}, nil
 }
 
 // definitionReactor runs a core.Definition as a Reactor.
 type definitionReactor struct {
 	def     core.Definition
+	reg     *codec.Registry
 	spec    core.Spec
 	handled []string
 	history []string
@@ -205,8 +221,21 @@ func (d *definitionReactor) HistoryTypes() []string { return d.history }
 // Pure is true unless the definition loads its state (Spec.LoadsState).
 func (d *definitionReactor) Pure() bool { return !d.spec.LoadsState }
 
+// QueryPlan resolves the query of a command of a definition that has
+// queries (core.Querier); false for every other message.
+func (d *definitionReactor) QueryPlan(m core.Message) (core.Plan, bool, error) {
+	q, ok := d.def.(core.Querier)
+	if !ok {
+		return core.Plan{}, false, nil
+	}
+	return q.QueryPlan(d.reg, m)
+}
+
 // HandleClaim loads the state of state-stored definitions, then runs Step.
 func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, error) {
+	if c.Index == nil && len(c.Queries) > 0 {
+		c.Index = core.IndexWith(d.reg)
+	}
 	in := core.StepInput{}
 	if l, ok := d.def.(core.StateLoader); ok {
 		s, found, err := l.LoadState(ctx, c.Partition)
@@ -223,7 +252,8 @@ func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, e
 
 // Step is the pure step from a claimed batch to pairs for a core definition:
 // it runs the definition's Step on the claim and turns each outcome into
-// signals. Events are appended under the claim's history guard; reactions
+// signals. Events are appended under the claim's history guard (a
+// queried decision's under the guard of its own query's read); reactions
 // without a guard; both already correlated (command -> event, event ->
 // reaction). Sync work becomes Sync and AfterSync signals; every pair ends
 // with an Ack. Reactions are skipped when the claim is a replay.
@@ -233,12 +263,16 @@ func Step(def core.Definition, c Claim) ([]Pair, error) {
 
 func step(def core.Definition, c Claim, in core.StepInput) ([]Pair, error) {
 	in.Partition, in.History, in.Batch, in.Replaying = c.Partition, c.History, c.Messages, c.Replaying
+	in.Queries, in.Index = c.Queries, c.Index
 	outs, err := def.Step(in)
 	pairs := make([]Pair, 0, len(outs))
 	for _, o := range outs {
 		var sigs []Signal
 		if len(o.Events) > 0 {
 			g := c.HistoryGuard
+			if o.Guard != nil {
+				g = *o.Guard
+			}
 			sigs = append(sigs, Append{Messages: o.Events, Guard: &g, Correlated: true})
 		}
 		if len(o.Reactions) > 0 {

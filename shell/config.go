@@ -62,6 +62,9 @@ type Config struct {
 	ProcessID string
 	// ErrorStrategy is the default strategy for failed batches.
 	ErrorStrategy ErrorStrategy
+	// Observer hears about batches, claims, conflicts, failures and
+	// scheduled promotions (see Observer); nil: nobody.
+	Observer Observer
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32

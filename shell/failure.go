@@ -21,7 +21,10 @@ type GroupFailedError struct {
 	Status Status
 	// RetryCount is the group's retry count after the error strategy.
 	RetryCount int
-	Partition  map[string]string
+	// Parked is true when the parking strategy parked the partition (see
+	// ErrorStrategy.Park): the group goes on with its other partitions.
+	Parked    bool
+	Partition map[string]string
 	// MessageType, MessageID and Position name the message that failed:
 	// the first of the batch that was not processed.
 	MessageType string
@@ -33,10 +36,12 @@ type GroupFailedError struct {
 
 func (e *GroupFailedError) Error() string {
 	what := "failed"
-	switch e.Status {
-	case StatusRetrying:
+	switch {
+	case e.Parked:
+		what = "parked a partition"
+	case e.Status == StatusRetrying:
 		what = fmt.Sprintf("is retrying (retry %d)", e.RetryCount)
-	case StatusStopped:
+	case e.Status == StatusStopped:
 		what = "failed a batch (the group is stopped)"
 	}
 	at := ""

@@ -69,7 +69,9 @@ type Groups interface {
 	// status change is read and written together, so two workers failing
 	// at once each see the other's change (two failures count two
 	// retries). The command is CmdRetry (the group retries at RetryAt, its
-	// claim scan dirty) or CmdFail, each recording Failure; a status that
+	// claim scan dirty) or CmdFail, each recording Failure, or CmdPark
+	// (the partition of Failure.OffsetID is parked with Failure; see
+	// CmdPark and Parking); a status that
 	// does not accept it leaves the group as it is, with no error (a
 	// stopped group stays stopped), and a zero Command changes nothing. An
 	// error from decide is returned and nothing is written. ChangeGroup
@@ -107,6 +109,9 @@ type Groups interface {
 	// and Offsets iterates them lazily.
 	ReadOffsets(ctx context.Context, q OffsetQuery) (OffsetPage, error)
 	Offsets(ctx context.Context, q OffsetQuery) iter.Seq2[Offset, error]
+
+	// Parking is what an operator does with parked partitions.
+	Parking
 }
 
 // GroupTx is the consumer-group side of a write transaction: what the
@@ -361,6 +366,8 @@ type Offset struct {
 	Claimed      bool
 	ClaimedAt    time.Time
 	ClaimedBy    string
+	// Parked is true while the partition is parked (see Parking).
+	Parked bool
 }
 
 // PartitionKey renders a partition for display: name:value pairs in name

@@ -23,6 +23,10 @@ type CommandResult struct {
 	Command  core.Message
 	Position int64
 	Events   []core.Message
+	// Guard is the guard of the decision's read: its partition's history
+	// conditions, or the union of its query (core.Reads), after the last
+	// position read. It tells which boundaries the decision read.
+	Guard core.Guard
 }
 
 // HandleResult is what Handle returns for a decider: the command, its
@@ -48,6 +52,8 @@ type HandleOptions struct {
 	// only the messages appended since the partition's last decision.
 	// HandleCommand ignores it.
 	Cache *StateCache
+	// Observer hears about the append (see Observer); nil: nobody.
+	Observer Observer
 }
 
 // ErrFutureCommand is matched by the error of Handle for a command dated
@@ -56,7 +62,9 @@ type HandleOptions struct {
 var ErrFutureCommand = errors.New("sourced: command dated after the store's clock")
 
 // Handle decides a command synchronously, for web handlers: it validates
-// the command, reads the decider's partition, decides, appends the command
+// the command, reads the decider's partition (or, for a command with a
+// query of its own, core.Reads, the union of that query in one read, each
+// part folding what its own filters match), decides, appends the command
 // and its events, and moves the decider's offset past the command so that
 // workers do not decide it again, all in one write transaction (sync work
 // included; after-sync work runs after commit). The transaction holds the
@@ -86,6 +94,8 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		cache = opts[0].Cache
 	}
 	var (
+		plan     *core.Plan
+		queried  S // the state after a query decision
 		key      stateKey
 		base     S     // the state the history read is folded onto
 		folded   S     // base and the history read
@@ -121,10 +131,12 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		},
 	}
 	res.State = d.Initial()
-	cr, err := handle(ctx, store, d, cmd, opts, hook)
+	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(_ []core.PositionedMessage, p *core.Plan) { plan = p }, hook)
 	res.CommandResult = cr
 	switch {
-	case err == nil && cache != nil:
+	case plan != nil: // a query decision (not cached)
+		res.State = queried
+	case err == nil && cache != nil && attempts > 0:
 		cache.put(key, folded, position)
 	case err != nil && attempts > 0:
 		res.State = folded // nothing was stored: the state the decision read
@@ -133,7 +145,8 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 }
 
 // decideHook lets Handle fold a decider's state itself (from a StateCache
-// entry, or in full) instead of leaving it to DecideCommand.
+// entry, or in full) instead of leaving it to DecideCommand, for the
+// decisions on a partition's history (not those with a query).
 type decideHook struct {
 	// begin is called at the start of each attempt's transaction with the
 	// partition's key; the history is read after the position it returns.
@@ -142,14 +155,32 @@ type decideHook struct {
 	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
+// statefulDecider is a decider whose query decisions keep the state after
+// their events, for HandleResult.State.
+type statefulDecider[S any] struct {
+	core.Decider[S]
+	state *S
+}
+
+func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out, s, err := d.DecideQueryState(plan, index, partition, read, cmd)
+	*d.state = s
+	return out, err
+}
+
 // HandleCommand is Handle for any definition that decides commands one at
 // a time (core.CommandDecider), such as a statechart.Machine: a command no
 // active state accepts returns an error matching core.ErrNotHandled.
 func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
-	return handle(ctx, store, d, cmd, opts, nil)
+	return handle(ctx, store, d, cmd, opts, nil, nil)
 }
 
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, hook *decideHook) (CommandResult, error) {
+// handle decides cmd in one write transaction. A command whose decision has
+// a query of its own (core.Querier) reads that query's union instead of
+// its partition's history, and is decided on what it read; read, when
+// given, receives what was read (and the plan, for a query); hook, when
+// given, decides the decisions on the partition's history.
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook *decideHook) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -177,6 +208,18 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	if err != nil {
 		return res, err
 	}
+	querier, queried := d.(core.Querier)
+	var plan core.Plan
+	if queried {
+		if plan, queried, err = querier.QueryPlan(reg, msg); err != nil {
+			return res, err
+		}
+		if queried {
+			if err := CheckConditions(reg, plan.Union); err != nil {
+				return res, err
+			}
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return res, err
@@ -187,17 +230,31 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	msg = msg.Stamp(id, time.Time{})
 	res.Command = msg
 	var afters []func(context.Context) error
+	started := time.Now()
 	decide := func(tx Tx) error {
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
 		var after int64
-		if hook != nil {
+		if hook != nil && !queried {
 			after = hook.begin(PartitionKey(partition))
 		}
-		h, err := tx.ReadPartition(partition, history, ReadOptions{After: after})
+		var h ReadResult
+		if queried {
+			h, err = tx.Read(plan.Union, ReadOptions{})
+		} else {
+			h, err = tx.ReadPartition(partition, history, ReadOptions{After: after})
+		}
 		if err != nil {
 			return err
+		}
+		res.Guard = h.Guard
+		if read != nil {
+			if queried {
+				read(h.Messages, &plan)
+			} else {
+				read(h.Messages, nil)
+			}
 		}
 		// The transaction has held the write lock since before the read, so
 		// nothing can have been appended since: the command and the
@@ -213,7 +270,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
 		var out core.Outcome
-		if hook != nil {
+		if queried {
+			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+		} else if hook != nil {
 			out, err = hook.decide(partition, h, cmdMsg)
 		} else {
 			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
@@ -259,6 +318,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		res.Events = nil
 		return res, err
 	}
+	observe(ctx, o.Observer, Appended{Group: spec.Group, Messages: 1 + len(res.Events), Duration: time.Since(started)})
 	for _, w := range afters {
 		if err := protect(func() error { return w(ctx) }); err != nil {
 			return res, fmt.Errorf("sourced: after-sync work failed (the command and its events are stored): %w", err)
@@ -285,7 +345,8 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // Load reads a decider's, projector's or projection's state for a
 // partition straight from the log, with the guard of the read (append with
 // it to decide on that state). With opts.Upto it loads the state as it was
-// at that position.
+// at that position. For the state a command with a query of its own
+// (core.Reads) is decided on, use LoadDecision.
 //
 // The partition must give every partition key of a decider or projector
 // (every key given, for a bare projection) a non-empty value: otherwise
@@ -325,4 +386,60 @@ func checkLoadPartition(e any, partition map[string]string) error {
 	}
 	_, err := core.PartitionOf("partition", by, core.PartitionPairs(partition))
 	return err
+}
+
+// LoadDecision reads the state d would decide cmd on, straight from the
+// log, with the guard of the read: for a command with a query of its own
+// (core.Reads) the state its parts compose from one read of their union,
+// guarded by exactly that union; for any other command the state of its
+// partition (as Load). Append the decision's events with the guard to
+// decide outside Handle: the append fails with ErrConcurrentAppend if a
+// fact the decision read changed. With opts.Upto it loads the state as it
+// was at that position.
+//
+// cmd is validated, and its partition keys checked, as by Handle;
+// nothing is read when it is invalid.
+func LoadDecision[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...ReadOptions) (S, core.Guard, error) {
+	var (
+		o    ReadOptions
+		zero S
+	)
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := d.Err(); err != nil {
+		return zero, core.Guard{}, err
+	}
+	reg := store.Registry()
+	msg := core.NewMessage(cmd)
+	if err := reg.Validate(msg.Payload); err != nil {
+		return zero, core.Guard{}, err
+	}
+	keys, err := reg.Keys(msg.Payload, nil)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	typ, err := reg.TypeOf(msg.Payload)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	partition, err := core.PartitionOf(typ.Name, d.Spec().PartitionBy, keys)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	plan, queried, err := d.QueryPlan(reg, msg)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	if !queried {
+		return Load(ctx, store, d, partition, o)
+	}
+	if err := CheckConditions(reg, plan.Union); err != nil {
+		return zero, core.Guard{}, err
+	}
+	res, err := store.Read(ctx, plan.Union, o)
+	if err != nil {
+		return zero, core.Guard{}, err
+	}
+	return d.QueryState(msg, plan, core.IndexWith(reg), core.MessagesOf(res.Messages)), res.Guard, nil
 }

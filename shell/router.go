@@ -45,6 +45,9 @@ type RouterOptions struct {
 	// WorkerID names the router's claims in HandleNext and Drain (default
 	// "router").
 	WorkerID string
+	// Observer hears about batches, claims, conflicts and failures (see
+	// Observer); nil: nobody.
+	Observer Observer
 }
 
 // Defaults of RouterOptions (and Config).
@@ -67,6 +70,10 @@ type reactor struct {
 	r    effects.Reactor
 	info effects.Info
 	def  core.Definition
+	// hooks are the reactor's lifecycle hooks, and strategy its own error
+	// strategy (nil: the router's), resolved when it is registered.
+	hooks    core.Hooks
+	strategy *ErrorStrategy
 }
 
 // NewRouter validates reactors together and returns a router for them.
@@ -131,6 +138,8 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 			}
 		}
 		re.info = info
+		re.hooks = hooksOf(&re)
+		re.strategy = re.hooks.ErrorStrategy
 		if prev, dup := rt.byGroup[info.Group]; dup {
 			errs = append(errs, &core.DefinitionError{Group: info.Group, Problem: fmt.Sprintf("two reactors share the group id (%T and %T)", prev.r, re.r)})
 			continue
@@ -297,7 +306,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return false, nil, cancelled(ctx, err)
 	}
 	for n := 1; ; n++ {
-		pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
+		observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+		started := time.Now()
+		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 		if err != nil {
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
@@ -321,6 +332,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
 		}
+		if len(pairs) > 0 {
+			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+		}
 		if next == nil {
 			return true, nil, nil
 		}
@@ -333,7 +347,12 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 // releases the claim and is returned; a lost claim is abandoned; any other
 // goes to the error strategy, described by failed.
 func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) (failed *GroupFailedError, _ error) {
-	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && attempt <= rt.opts.MaxConflictRetries && !transient(ctx, err); attempt++ {
+	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err); attempt++ {
+		retried := attempt <= rt.opts.MaxConflictRetries
+		observe(ctx, rt.opts.Observer, GuardConflict{Group: claim.Group, Partition: claim.Partition, Attempt: attempt, Retried: retried, Err: err})
+		if !retried {
+			break
+		}
 		err = rt.process(ctx, re, claim)
 	}
 	if err == nil {
@@ -436,10 +455,13 @@ func (b *batchFailure) Unwrap() error { return b.err }
 // included, and is returned.
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
+	var handled []BatchHandled // observed once committed
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
+		handled = handled[:0]
 		for n := 1; ; n++ {
-			pairs, handleErr, err := rt.handle(ctx, re, c, tx.ReadPartition)
+			batchStart := time.Now()
+			pairs, handleErr, err := rt.handle(ctx, re, c, tx)
 			if err != nil {
 				return err
 			}
@@ -454,6 +476,9 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return err
 			}
 			afters = append(afters, a...)
+			if rt.opts.Observer != nil {
+				handled = append(handled, batchHandled(c, appendedBy(pairs), batchStart, true))
+			}
 			if !acked || n == rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
 				return nil // a released batch ends the chain: its partition would come back
 			}
@@ -465,6 +490,10 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	if err != nil {
 		return did, err
 	}
+	for _, b := range handled {
+		observe(ctx, rt.opts.Observer, Claimed{Group: b.Group, Partition: b.Partition, WorkerID: b.WorkerID, Messages: b.Messages, Inline: true})
+		observe(ctx, rt.opts.Observer, b)
+	}
 	rt.afterSync(ctx, re, afters)
 	return did, nil
 }
@@ -473,28 +502,45 @@ var errNoPairs = errors.New("sourced: no pairs for a claim")
 
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
-	pairs, handleErr, err := rt.handle(ctx, re, claim, rt.readPartition(ctx))
+	started := time.Now()
+	pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 	if err != nil {
 		return err
 	}
-	return rt.commit(ctx, re, claim, pairs, handleErr, nil)
+	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
+		return err
+	}
+	if len(pairs) > 0 {
+		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+	}
+	return nil
 }
 
-// partitionReader reads a partition's history: the store's (outside any
-// transaction) or a transaction's.
-type partitionReader func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+// historyReader reads a claim's history and its commands' queries: the
+// store's (outside any transaction) or a transaction's (Tx is one).
+type historyReader interface {
+	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	Read(conds []core.Condition, opts ReadOptions) (ReadResult, error)
+}
 
-// readPartition reads through the store, outside any transaction.
-func (rt *Router) readPartition(ctx context.Context) partitionReader {
-	return func(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
-		return rt.store.ReadPartition(ctx, partition, types, opts)
-	}
+// storeReader reads through the store, outside any transaction.
+type storeReader struct {
+	ctx   context.Context
+	store Store
+}
+
+func (r storeReader) ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
+	return r.store.ReadPartition(r.ctx, partition, types, opts)
+}
+
+func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult, error) {
+	return r.store.Read(r.ctx, conds, opts)
 }
 
 // handle reads the claim's history through read, when the reactor wants
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
-func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read partitionReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -505,11 +551,16 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read pa
 	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
 	if len(re.info.History) > 0 {
-		res, err := read(claim.Partition, re.info.History, ReadOptions{})
+		res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
 		ec.History, ec.HistoryGuard = res.Messages, res.Guard
+	}
+	if q, ok := re.r.(effects.Querier); ok {
+		if ec.Queries, handleErr, err = rt.readQueries(q, claim.Messages, read); err != nil || handleErr != nil {
+			return nil, handleErr, err
+		}
 	}
 	handleErr = protect(func() error {
 		var err error
@@ -517,6 +568,36 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read pa
 		return err
 	})
 	return pairs, handleErr, nil
+}
+
+// readQueries reads, for each claimed message whose decision has a query of
+// its own, the union of that query (one read per command, each after the
+// last position, so its guard covers exactly what the decision read).
+// A query the store refuses (an attribute no event type declares) is the
+// reactor's failure, named by its message.
+func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, read historyReader) ([]*core.QueryRead, error, error) {
+	var out []*core.QueryRead
+	for i, m := range msgs {
+		plan, has, err := q.QueryPlan(m.Message)
+		if err != nil {
+			return nil, &core.BatchError{Message: m, Index: i, Err: err}, nil
+		}
+		if !has {
+			continue
+		}
+		if err := CheckConditions(rt.store.Registry(), plan.Union); err != nil {
+			return nil, &core.BatchError{Message: m, Index: i, Err: err}, nil
+		}
+		res, err := read.Read(plan.Union, ReadOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if out == nil {
+			out = make([]*core.QueryRead, len(msgs))
+		}
+		out[i] = &core.QueryRead{Plan: plan, Messages: res.Messages, Guard: res.Guard}
+	}
+	return out, nil, nil
 }
 
 // commit executes a handled claim's pairs and acknowledges it in one
@@ -670,13 +751,15 @@ func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(cont
 }
 
 // fail applies the error strategy to a failed batch: the retry count is
-// read and the retry or failure written in one transaction
+// read and the retry, failure or parking written in one transaction
 // (Groups.ChangeGroup), so that partitions failing at once each count.
-// processed is how far the claim was processed before the failure.
+// processed is how far the claim was processed before the failure. The
+// strategy's listeners are called afterwards, in the order they were
+// added; a listener that panics is logged and the others still run.
 func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error, processed int64) (*GroupFailedError, error) {
 	strategy := rt.opts.ErrorStrategy
-	if sp, ok := re.r.(StrategyProvider); ok {
-		strategy = sp.ErrorStrategy()
+	if re.strategy != nil {
+		strategy = *re.strategy
 	}
 	recorded := failureOf(claim, cause, processed)
 	var (
@@ -688,30 +771,47 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 		f := recorded
 		f.RetryCount = st.Failure.RetryCount + 1
 		if retry = f.RetryCount <= strategy.Retries; retry {
-			at = rt.opts.Now().Add(strategy.delay(f.RetryCount))
+			at = rt.opts.Now().Add(strategy.Delay(f.RetryCount))
 			f.RetryAt = &at
 			count = f.RetryCount
 			return GroupChange{Command: CmdRetry, RetryAt: at, Failure: f}, nil
 		}
 		f.RetryCount = st.Failure.RetryCount
+		count = f.RetryCount
+		if strategy.Park {
+			return GroupChange{Command: CmdPark, Failure: f}, nil
+		}
 		return GroupChange{Command: CmdFail, Failure: f}, nil
 	})
 	if err != nil {
 		return nil, errors.Join(cause, err)
 	}
 	failed := groupFailed(re.info.Group, claim, st, cause, processed)
+	msg := failedMessage(claim, cause, processed)
+	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: !retry && strategy.Park, RetryCount: st.Failure.RetryCount, RetryAt: at})
 	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
+	reporters := strategy.Reporters()
+	report := func(call func(Reporter)) {
+		for _, r := range reporters {
+			if err := protect(func() error { call(r); return nil }); err != nil {
+				rt.opts.Logger.ErrorContext(ctx, "sourced: an error strategy listener panicked", "group", re.info.Group, "error", err)
+			}
+		}
+	}
 	if retry {
 		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, retrying", append(attrs, "retry", count, "at", at)...)
-		if strategy.OnRetry != nil {
-			strategy.OnRetry(ctx, re.info.Group, cause, count, at)
-		}
+		rr := RetryReport{Group: re.info.Group, Partition: maps.Clone(claim.Partition), Message: msg, Err: cause, RetryCount: count, RetryAt: at}
+		report(func(r Reporter) { r.ReportRetry(ctx, rr) })
 		return failed, nil
 	}
-	rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", attrs...)
-	if strategy.OnFail != nil {
-		strategy.OnFail(ctx, re.info.Group, cause)
+	if strategy.Park {
+		failed.Parked = true
+		rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, partition parked (the group goes on with its other partitions; `sourced partitions parked` lists it)", append(attrs, "retries", count)...)
+	} else {
+		rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", append(attrs, "retries", count)...)
 	}
+	fr := FailureReport{Group: re.info.Group, Partition: maps.Clone(claim.Partition), Message: msg, Err: cause, RetryCount: count, Parked: strategy.Park}
+	report(func(r Reporter) { r.ReportFailure(ctx, fr) })
 	return failed, nil
 }
 
@@ -757,8 +857,15 @@ func (rt *Router) Drain(ctx context.Context, opts ...DrainOptions) error {
 	}
 }
 
-// Hooks a reactor may implement to hear about operator commands.
+// Hooks a hand-written reactor may implement to hear about operator
+// commands (definitions declare them in their Hooks field instead; see
+// core.Hooks).
 type (
+	// HooksProvider gives a reactor's lifecycle hooks and error strategy
+	// as one core.Hooks value (workflows implement it).
+	HooksProvider interface {
+		Hooks() core.Hooks
+	}
 	// Stopper is called after the reactor's group was stopped.
 	Stopper interface {
 		OnStop(ctx context.Context, reason string) error
@@ -773,8 +880,49 @@ type (
 	}
 )
 
+// hooksOf resolves a reactor's hooks: a definition's Spec().Hooks, or a
+// reactor's HooksProvider, completed by the single-hook interfaces
+// (Stopper, Starter, Resetter, StrategyProvider) for what they leave
+// unset.
+func hooksOf(re *reactor) core.Hooks {
+	var h core.Hooks
+	if re.def != nil {
+		h = re.def.Spec().Hooks
+	} else if hp, ok := re.r.(HooksProvider); ok {
+		h = hp.Hooks()
+	}
+	if s, ok := re.r.(Stopper); ok && h.OnStop == nil {
+		h.OnStop = s.OnStop
+	}
+	if s, ok := re.r.(Starter); ok && h.OnStart == nil {
+		h.OnStart = s.OnStart
+	}
+	if s, ok := re.r.(Resetter); ok && h.OnReset == nil {
+		h.OnReset = s.OnReset
+	}
+	if sp, ok := re.r.(StrategyProvider); ok && h.ErrorStrategy == nil {
+		s := sp.ErrorStrategy()
+		h.ErrorStrategy = &s
+	}
+	if h.ErrorStrategy != nil {
+		s := *h.ErrorStrategy // a copy: the definition's stays its own
+		h.ErrorStrategy = &s
+	}
+	return h
+}
+
+// hookFailed wraps the error of a lifecycle hook that failed after its
+// command took effect.
+func hookFailed(group, cmd, hook string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sourced: consumer group %s was %s, but its %s hook failed (the command stands; run the hook's work again by hand): %w", group, cmd, hook, err)
+}
+
 // Stop stops the group of the reactor named by target, then calls its
-// OnStop hook.
+// OnStop hook (see core.Hooks). A status that does not accept the command
+// (an *InvalidTransitionError) runs no hook.
 func (rt *Router) Stop(ctx context.Context, target any, reason string) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -783,14 +931,14 @@ func (rt *Router) Stop(ctx context.Context, target any, reason string) error {
 	if err := rt.store.StopGroup(ctx, re.info.Group, reason); err != nil {
 		return err
 	}
-	if h, ok := re.r.(Stopper); ok {
-		return h.OnStop(ctx, reason)
+	if h := re.hooks.OnStop; h != nil {
+		return hookFailed(re.info.Group, "stopped", "OnStop", protect(func() error { return h(ctx, reason) }))
 	}
 	return nil
 }
 
 // Start starts the group of the reactor named by target again, then calls
-// its OnStart hook.
+// its OnStart hook (see core.Hooks).
 func (rt *Router) Start(ctx context.Context, target any) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -799,14 +947,15 @@ func (rt *Router) Start(ctx context.Context, target any) error {
 	if err := rt.store.StartGroup(ctx, re.info.Group); err != nil {
 		return err
 	}
-	if h, ok := re.r.(Starter); ok {
-		return h.OnStart(ctx)
+	if h := re.hooks.OnStart; h != nil {
+		return hookFailed(re.info.Group, "started", "OnStart", protect(func() error { return h(ctx) }))
 	}
 	return nil
 }
 
 // Reset clears the offsets of the group of the reactor named by target,
-// then calls its OnReset hook. The group replays the log once started.
+// then calls its OnReset hook (see core.Hooks). The group replays the log
+// once started.
 func (rt *Router) Reset(ctx context.Context, target any) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -815,8 +964,8 @@ func (rt *Router) Reset(ctx context.Context, target any) error {
 	if err := rt.store.ResetGroup(ctx, re.info.Group); err != nil {
 		return err
 	}
-	if h, ok := re.r.(Resetter); ok {
-		return h.OnReset(ctx)
+	if h := re.hooks.OnReset; h != nil {
+		return hookFailed(re.info.Group, "reset", "OnReset", protect(func() error { return h(ctx) }))
 	}
 	return nil
 }

@@ -230,11 +230,9 @@ func TestRetryWithBackoff(t *testing.T) {
 	clk := newClock()
 	var retries []time.Time
 	var failed error
-	strategy := shell.ErrorStrategy{
-		Retries: 3, After: time.Second,
-		OnRetry: func(_ context.Context, _ string, _ error, n int, at time.Time) { retries = append(retries, at) },
-		OnFail:  func(_ context.Context, _ string, err error) { failed = err },
-	}
+	strategy := shell.ErrorStrategy{Retries: 3, After: time.Second}.
+		OnRetry(func(_ context.Context, r shell.RetryReport) { retries = append(retries, r.RetryAt) }).
+		OnFail(func(_ context.Context, f shell.FailureReport) { failed = f.Err })
 	t.Run("recovers", func(t *testing.T) {
 		f := &flaky{fails: 2}
 		rt, store := newRouter(t, clk, shell.RouterOptions{ErrorStrategy: strategy}, f)

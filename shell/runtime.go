@@ -74,7 +74,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger}, reactors...)
+	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer}, reactors...)
 	if err != nil {
 		return nil, err
 	}
@@ -600,6 +600,17 @@ func (t *Task) Stop(ctx context.Context) error {
 	}
 }
 
+// RunOnce runs the task's work once, now, in the caller's goroutine, and
+// returns its error (counted as a tick, whether or not the task's loop
+// runs). It is how a program drives a runtime step by step instead of
+// starting it: a simulation (package props/sim) or a test runs the
+// stale-claim reaper, the scheduler or the catch-up poll at the moments it
+// chooses, with no timer and no goroutine.
+func (t *Task) RunOnce(ctx context.Context) error {
+	t.ticks.Add(1)
+	return protect(func() error { return t.run(ctx) })
+}
+
 // Running reports whether the task's loop runs.
 func (t *Task) Running() bool {
 	t.mu.Lock()
@@ -617,7 +628,8 @@ func newScheduler(rt *Runtime) *Task {
 	t := newTask("scheduled messages", rt.cfg.CatchUpInterval, rt.cfg.Clock, func(ctx context.Context) error {
 		n, err := rt.store.PromoteScheduled(ctx, rt.cfg.Clock.Now())
 		if n > 0 {
-			rt.log.Debug("sourced: promoted scheduled messages", "count", n)
+			rt.log.DebugContext(ctx, "sourced: promoted scheduled messages", "count", n)
+			observe(ctx, rt.cfg.Observer, ScheduledPromoted{Count: n})
 		}
 		return err
 	})

@@ -364,3 +364,43 @@ func TestWaitIdleBeforeStart(t *testing.T) {
 		t.Fatalf("%d students notified, want 1", n)
 	}
 }
+
+// A runtime that is never started is driven step by step: Task.RunOnce
+// runs the reaper now, in the caller's goroutine, and counts a tick.
+func TestTaskRunOnceReapsWithoutStarting(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
+	rt, err := shell.NewRuntime(store, shell.Config{Workers: 1, Clock: clk, ProcessID: "p", HeartbeatInterval: time.Second, ClaimTTL: 2 * time.Second}, enrolments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Router().Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, []core.Message{core.NewMessage(EnrolStudent{CourseID: "c1", StudentID: "s1"})}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.ClaimNext(ctx, "courses.enrolments", "gone-worker", 10)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	clk.Advance(time.Minute)
+	if err := rt.Tasks.Reaper.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.Tasks.Reaper.Ticks(); n != 1 {
+		t.Errorf("ticks = %d, want 1", n)
+	}
+	if rt.Tasks.Reaper.Running() {
+		t.Error("RunOnce started the task's loop")
+	}
+	for o, err := range store.Offsets(ctx, shell.OffsetQuery{Group: "courses.enrolments"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Claimed {
+			t.Errorf("the silent worker's claim survived RunOnce of the reaper: %+v", o)
+		}
+	}
+}

@@ -1,47 +1,32 @@
 package shell
 
 import (
-	"context"
 	"fmt"
 	"runtime/debug"
-	"time"
+
+	"github.com/sourced-go/sourced/core"
 )
 
 // ErrorStrategy decides what happens to a consumer group when a batch
-// fails. The zero value fails the group at once (the default strategy): the
-// group stops being claimed until an operator starts it again, and its
-// Failure records the error's type, message and stack.
-//
-// With Retries > 0 the group moves to retrying instead, and is claimed
-// again after Backoff(After, n) for the n-th retry (default: After*n,
-// After defaulting to 3 s); when the retries run out it fails. A group
-// recovers (its retry count back to 0) once the partition that failed is
-// processed.
-type ErrorStrategy struct {
-	Retries int
-	After   time.Duration
-	Backoff func(after time.Duration, retry int) time.Duration
-	// OnRetry is called after the group moved to retrying.
-	OnRetry func(ctx context.Context, group string, err error, retry int, at time.Time)
-	// OnFail is called after the group failed.
-	OnFail func(ctx context.Context, group string, err error)
-}
+// fails: core.ErrorStrategy (retries, back-off, parking, listeners),
+// repeated here for callers of the shell. A reactor declares a strategy
+// of its own in its definition's Hooks (core.Hooks.ErrorStrategy), or, for
+// a hand-written reactor, by implementing StrategyProvider or
+// HooksProvider; otherwise the router's (RouterOptions.ErrorStrategy,
+// Config.ErrorStrategy) applies.
+type ErrorStrategy = core.ErrorStrategy
 
-// StrategyProvider is implemented by reactors that handle their own
-// errors with a strategy of their own.
+// The reports an error strategy's listeners receive (core's, repeated).
+type (
+	RetryReport   = core.RetryReport
+	FailureReport = core.FailureReport
+	Reporter      = core.Reporter
+)
+
+// StrategyProvider is implemented by hand-written reactors that handle
+// their own errors with a strategy of their own.
 type StrategyProvider interface {
 	ErrorStrategy() ErrorStrategy
-}
-
-func (s ErrorStrategy) delay(retry int) time.Duration {
-	after := s.After
-	if after <= 0 {
-		after = 3 * time.Second
-	}
-	if s.Backoff != nil {
-		return s.Backoff(after, retry)
-	}
-	return after * time.Duration(retry)
 }
 
 // PanicError is the error of user code that panicked.

@@ -45,6 +45,10 @@ type Machine[C any] struct {
 	// Context builds the domain context and evolves it from data events
 	// (its Init, Evolve and BeforeEvolve handlers).
 	Context core.Projection[C]
+	// Hooks are the machine's group's lifecycle hooks (OnStart, OnStop,
+	// OnReset) and error strategy, called and applied by the shell's
+	// router.
+	Hooks core.Hooks
 	// Lifecycle, for a child machine, names its Started, Stop and Finished
 	// messages (LifecycleOf). Set it before Chart.
 	Lifecycle Lifecycle

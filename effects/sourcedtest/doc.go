@@ -28,6 +28,14 @@
 // test projects the partition of the first given event that carries every
 // key (or WithPartition's).
 //
+// A command whose decision has a query of its own (core.Reads) needs
+// WithRegistry: its history is the given events matching the union of its
+// query, the one read a store makes, and each part folds only what its own
+// filters match; given events outside every part are dropped, not refused,
+// as they are simply not read. ThenRead asserts which boundaries a decision
+// read (its guard's conditions). Reactions to a queried decision's events
+// run as for any decision, on the command partition's given events.
+//
 // Delayed reactions are expected as core.After(delay, payload), the delay
 // counted from the command (WithTime), or core.At(time, payload); they
 // match on payload and due time. ThenScheduled compares the delayed

@@ -230,6 +230,8 @@ type DeciderTest[S any] struct {
 	// the decision's events
 	inGiven []any
 	events  []core.Message
+	plan    *core.Plan
+	guard   core.Guard
 }
 
 // Decider starts a test of d.
@@ -269,9 +271,23 @@ func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err er
 			return nil, nil, err // what shell.Handle answers
 		}
 	}
+	if _, queried := c.d.Query(core.NewMessage(c.cmd)); queried {
+		return c.runQuery(partition)
+	}
 	given := c.cfg.inPartition(c.t, partition, c.given, "When("+describe(c.cmd)+")")
 	c.inGiven = given
 	history := c.cfg.history(given)
+	if c.cfg.reg != nil {
+		types, err := c.cfg.reg.Names(c.d.EvolvedTypes()...)
+		if err != nil {
+			c.t.Fatalf("sourcedtest: %v", err)
+		}
+		regTypes := make([]*codec.Type, len(types))
+		for i, n := range types {
+			regTypes[i], _ = c.cfg.reg.ByName(n)
+		}
+		c.guard = core.Guard{Conditions: core.ConditionsFor(partition, regTypes...), LastPosition: int64(len(history))}
+	}
 	pos := int64(len(history))
 	next := func(m core.Message) core.PositionedMessage {
 		pos++
@@ -311,6 +327,101 @@ func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err er
 		got = append(got, effects.Messages(reactions)...)
 	}
 	return pairs, got, nil
+}
+
+// runQuery decides a command with a query of its own (core.Reads) as a
+// store would: the history is the given events that match the union of
+// its query (the one read), each part folds the events its own filters
+// match, and the guard is that union after the last given event. Given
+// events outside the union are never read, so they are dropped (that is
+// the point of a query), not refused.
+func (c *DeciderTest[S]) runQuery(partition map[string]string) ([]effects.Pair, []core.Message, error) {
+	c.t.Helper()
+	if c.cfg.reg == nil {
+		c.t.Fatalf("sourcedtest: %s has a query (core.Reads): pass WithRegistry, which resolves its filters to the store's conditions", describe(c.cmd))
+	}
+	cmdMsg := core.NewMessage(c.cmd)
+	plan, _, err := c.d.QueryPlan(c.cfg.reg, cmdMsg)
+	if err != nil {
+		return nil, nil, err
+	}
+	index := core.IndexWith(c.cfg.reg)
+	all := c.cfg.history(c.given)
+	var read []core.PositionedMessage
+	c.inGiven = nil
+	for i, m := range all {
+		typ, keys := index(m.Message)
+		if core.MatchAny(plan.Union, typ, keys) {
+			read = append(read, m)
+			c.inGiven = append(c.inGiven, c.given[i])
+		}
+	}
+	c.plan = &plan
+	c.guard = core.Guard{Conditions: plan.Union, LastPosition: int64(len(all))}
+	cmd := core.PositionedMessage{Message: c.cfg.stamp(cmdMsg), Position: int64(len(all) + 1)}
+	q := &core.QueryRead{Plan: plan, Messages: read, Guard: c.guard}
+	pairs, err := effects.Step(c.d, effects.Claim{Partition: partition, Messages: []core.PositionedMessage{cmd}, Queries: []*core.QueryRead{q}, Index: index})
+	if err != nil {
+		var be *core.BatchError
+		if errors.As(err, &be) {
+			err = be.Err
+		}
+		return pairs, nil, err
+	}
+	got := effects.Messages(pairs)
+	c.events = got
+	// Reactions run when the decider's group claims its events, on the
+	// partition's history (the given events in it) and the events.
+	if len(got) == 0 {
+		return pairs, got, nil
+	}
+	outside := c.cfg
+	outside.outside = true
+	history := c.cfg.history(outside.inPartition(c.t, partition, c.given, "When("+describe(c.cmd)+")"))
+	pos := int64(len(all) + 1)
+	var events []core.PositionedMessage
+	for _, e := range got {
+		pos++
+		events = append(events, core.PositionedMessage{Message: c.cfg.stamp(e), Position: pos})
+	}
+	reactions, err := effects.Step(c.d, effects.Claim{Partition: partition, Messages: events, History: append(history, events...)})
+	if err != nil {
+		var be *core.BatchError
+		if errors.As(err, &be) {
+			err = be.Err
+		}
+		return pairs, got, err
+	}
+	for _, r := range reactions {
+		if hasAppend(r) {
+			pairs = append(pairs, r)
+		}
+	}
+	return pairs, append(got, effects.Messages(reactions)...), nil
+}
+
+// ThenRead asserts which boundaries the decision read: the conditions of
+// its guard, in any order (for a command with a query, the union of its
+// parts' conditions; else its partition's history conditions, which need
+// WithRegistry). The command may be accepted or rejected.
+func (c *DeciderTest[S]) ThenRead(want ...core.Condition) {
+	c.t.Helper()
+	c.guard = core.Guard{}
+	_, _, _ = c.run()
+	got := condStrings(c.guard.Conditions)
+	exp := condStrings(want)
+	if !slices.Equal(got, exp) {
+		c.t.Fatalf("sourcedtest: When(%s) read %v, want %v", describe(c.cmd), got, exp)
+	}
+}
+
+func condStrings(cs []core.Condition) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.String()
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func hasAppend(p effects.Pair) bool {
@@ -405,6 +516,11 @@ func (c *DeciderTest[S]) ThenState(fn func(t testing.TB, s S)) {
 	c.t.Helper()
 	if _, _, err := c.run(); err != nil {
 		c.t.Fatalf("sourcedtest: When(%s) was rejected: %v", describe(c.cmd), err)
+	}
+	if c.plan != nil {
+		events := append(core.Messages(c.inGiven...), c.events...)
+		fn(c.t, c.d.QueryState(core.NewMessage(c.cmd), *c.plan, core.IndexWith(c.cfg.reg), events))
+		return
 	}
 	fn(c.t, c.d.Evolve(c.d.Fold(c.inGiven...), c.events...))
 }

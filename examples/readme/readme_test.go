@@ -20,6 +20,7 @@ var sourceGlobs = []string{
 	"*_test.go",
 	filepath.Join("..", "..", "shell", "pgstore", "example_test.go"),
 	filepath.Join("..", "..", "shell", "workflow", "example_test.go"),
+	filepath.Join("..", "..", "shell", "dashboard", "example_test.go"),
 }
 
 // trailingComment is a line comment after code (the whitespace before it

@@ -146,19 +146,23 @@ var Rosters = core.Projector[Roster]{Group: "courses.rosters", PartitionBy: []st
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(tx.(*sqlitestore.TxContext).Conn(),
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn,
 			`INSERT INTO course_rosters (course_id, roster) VALUES (?, ?)
 			ON CONFLICT (course_id) DO UPDATE SET roster = excluded.roster`,
 			&sqlitex.ExecOptions{Args: []any{b.State.CourseID, string(doc)}})
 	}),
 )
 
-// App is the application: the store, the runtime running the workers in
-// this process, and a read-only pool serving the read model.
+// App is the application: the store (whose reader pool also serves the
+// read model, see roster) and the runtime running the workers in this
+// process.
 type App struct {
 	Store   *sqlitestore.Store
 	Runtime *shell.Runtime
-	reads   *sqlitex.Pool
 	log     *slog.Logger
 }
 
@@ -179,14 +183,15 @@ func Open(ctx context.Context, path string, cfg shell.Config) (*App, error) {
 	}
 	app := &App{Store: store, log: cfg.Logger}
 	err = store.Update(ctx, func(tx shell.Tx) error {
-		return sqlitex.ExecuteTransient(tx.Context().(*sqlitestore.TxContext).Conn(),
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
+		return sqlitex.ExecuteTransient(conn,
 			`CREATE TABLE IF NOT EXISTS course_rosters (course_id TEXT PRIMARY KEY, roster TEXT NOT NULL)`, nil)
 	})
 	if err == nil {
 		app.Runtime, err = shell.NewRuntime(store, cfg, CourseNames, Enrolments, Welcomes, Rosters)
-	}
-	if err == nil {
-		app.reads, err = sqlitex.NewPool(path, sqlitex.PoolOptions{Flags: sqlite.OpenReadOnly | sqlite.OpenWAL | sqlite.OpenURI, PoolSize: 4})
 	}
 	if err != nil {
 		return nil, errors.Join(err, store.Close())
@@ -291,23 +296,21 @@ func (a *App) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// roster reads a course's roster from the read model.
+// roster reads a course's roster from the read model, on the store's
+// reader pool (Store.View): it never waits for the workers' write lock.
 func (a *App) roster(ctx context.Context, id string) (Roster, bool, error) {
-	conn, err := a.reads.Take(ctx)
-	if err != nil {
-		return Roster{}, false, err
-	}
-	defer a.reads.Put(conn)
 	var (
 		r     Roster
 		found bool
 	)
-	err = sqlitex.Execute(conn, `SELECT roster FROM course_rosters WHERE course_id = ?`, &sqlitex.ExecOptions{
-		Args: []any{id},
-		ResultFunc: func(stmt *sqlite.Stmt) error {
-			found = true
-			return json.Unmarshal([]byte(stmt.ColumnText(0)), &r)
-		},
+	err := a.Store.View(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT roster FROM course_rosters WHERE course_id = ?`, &sqlitex.ExecOptions{
+			Args: []any{id},
+			ResultFunc: func(stmt *sqlite.Stmt) error {
+				found = true
+				return json.Unmarshal([]byte(stmt.ColumnText(0)), &r)
+			},
+		})
 	})
 	return r, found, err
 }
@@ -329,10 +332,8 @@ func Shutdown(ctx context.Context, srv *http.Server, app *App) error {
 	return errors.Join(errs...)
 }
 
-// Close closes the read pool and the store (stop the runtime first).
-func (a *App) Close() error {
-	return errors.Join(a.reads.Close(), a.Store.Close())
-}
+// Close closes the store (stop the runtime first).
+func (a *App) Close() error { return a.Store.Close() }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)

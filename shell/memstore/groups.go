@@ -78,6 +78,15 @@ type offsetState struct {
 	// the partition's value (the messages that make a partition pending,
 	// store contracts 3.5). Appends add to it, deletes remove from it.
 	wake []int64
+	// parked holds the failure that parked the partition (nil: not
+	// parked); a parked offset is never ready.
+	parked *parking
+}
+
+// parking is a parked partition's record.
+type parking struct {
+	failure shell.Failure
+	at      time.Time
 }
 
 func (g *group) byID() bool { return len(g.partitionBy) == 0 }
@@ -87,7 +96,7 @@ func (g *group) handles(typ string) bool { return slices.Contains(g.handled, typ
 // sync puts off in the ready set or takes it out, and reports whether it
 // was put in.
 func (g *group) sync(off *offset) bool {
-	want := off.live && !off.claimed && len(off.wake) > 0
+	want := off.live && !off.claimed && off.parked == nil && len(off.wake) > 0
 	_, is := g.ready[off]
 	switch {
 	case want && !is:
@@ -731,10 +740,12 @@ func (s *Store) StopGroup(ctx context.Context, id, reason string) error {
 }
 
 // StartGroup makes a group active, clearing its retry time and failure,
-// and makes its claim scan dirty.
+// and makes its claim scan dirty; its handled types are announced after
+// the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, id string) error {
 	return s.operate(ctx, id, shell.CmdStart, func(t *tx, g *group) {
 		g.retryAt, g.failure, g.scan = time.Time{}, shell.Failure{}, 0
+		t.announce(g)
 	})
 }
 
@@ -807,12 +818,16 @@ func (t *tx) change(g *group, ch shell.GroupChange) error {
 	if ch.Command == "" {
 		return nil
 	}
-	if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
-		return fmt.Errorf("memstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", g.id, ch.Command)
+	if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail && ch.Command != shell.CmdPark {
+		return fmt.Errorf("memstore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", g.id, ch.Command)
 	}
 	f, err := storedFailure(ch.Failure)
 	if err != nil {
 		return err
+	}
+	if ch.Command == shell.CmdPark {
+		t.park(g, f)
+		return nil
 	}
 	next, err := shell.Transition(g.id, g.status, ch.Command)
 	if err != nil {
@@ -827,6 +842,16 @@ func (t *tx) change(g *group, ch shell.GroupChange) error {
 		g.retryAt = time.Time{}
 	}
 	return nil
+}
+
+// announce has the transaction announce g's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(g *group) {
+	for _, typ := range g.handled {
+		t.types = appendDistinct(t.types, typ)
+	}
 }
 
 // state is the group's status, retry time and failure, copied.
@@ -1087,6 +1112,7 @@ func (off *offset) info() shell.Offset {
 		Claimed:      off.claimed,
 		ClaimedAt:    off.claimedAt,
 		ClaimedBy:    off.claimedBy,
+		Parked:       off.parked != nil,
 	}
 }
 

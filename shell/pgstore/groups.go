@@ -31,6 +31,7 @@ type groupQueries struct {
 	groupRow, groupNames, probe                string
 	upsertOffset, ensureOffset, offsetByKey    string
 	scan, claim, remark, held, release, moveTo string
+	scanFetch                                  string
 	ack                                        string
 	raiseHighest, recover, setStatus           string
 	resetOffsets, clearPending, groupOffsets   string
@@ -40,13 +41,15 @@ type groupQueries struct {
 	releaseStale, heartbeat                    string
 	oldClaims, releaseOld, removeWorkers       string
 	groupInfo, countOffsets, readOffsets       string
+	park, parked, parkedOne, unpark            string
+	resetOffset                                string
 }
 
 func newGroupQueries(n names) groupQueries {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 	next := f(`CASE WHEN o.message_id IS NOT NULL
-	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND m.message_type = ANY(g.handled))
-	ELSE (SELECT min(m.position) FROM %[1]s m WHERE m.keys @> o.keys AND m.position > o.last_position AND m.message_type = ANY(g.handled)) END`, n.messages)
+	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
+	ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END`, n.messages)
 	return groupQueries{
 		loadGroups:   f(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, n.groups),
 		bumpConfig:   f(`UPDATE %s SET config_version = config_version + 1 WHERE id = 1 RETURNING config_version`, n.head),
@@ -55,7 +58,7 @@ func newGroupQueries(n names) groupQueries {
 		updateLabel:  f(`UPDATE %s SET label = $2, updated_at = $3 WHERE id = $1 AND label <> $2`, n.groups),
 		groupRow:     f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1`, n.groups),
 		groupNames:   f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
-		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed)
+		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
 FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
 		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
@@ -64,13 +67,20 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
 		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed
+WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
 ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
 		ack: f(`WITH a AS (
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
+		scanFetch: f(`SELECT o.id, o.partition_key, o.last_position, o.replay_until, o.message_id IS NOT NULL, m.*
+FROM (SELECT id, partition_key, last_position, replay_until, message_id FROM %[1]s
+	WHERE consumer_group_id = (SELECT id FROM %[2]s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
+	ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED) o
+JOIN %[2]s g ON g.group_id = $1
+LEFT JOIN LATERAL (SELECT %[3]s FROM %[4]s WHERE message_id = o.message_id AND (position + 0) > o.last_position
+	AND (message_type || '') = ANY(g.handled)) m ON true`, n.offsets, n.groups, messageColumns, n.messages),
 		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
@@ -81,7 +91,7 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		recover:      f(`UPDATE %s SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $2 WHERE id = $1`, n.groups),
 		setStatus:    f(`UPDATE %s SET status = $2, retry_at = $3, failure = $4, updated_at = $5 WHERE id = $1`, n.groups),
 		resetOffsets: f(`UPDATE %s SET replay_until = greatest(replay_until, last_position), last_position = 0,
-	claimed = false, claimed_at = NULL, claimed_by = NULL WHERE consumer_group_id = $1`, n.offsets),
+	claimed = false, claimed_at = NULL, claimed_by = NULL, parked = NULL, parked_at = NULL WHERE consumer_group_id = $1`, n.offsets),
 		clearPending: f(`UPDATE %s SET next_position = NULL WHERE consumer_group_id = $1 AND next_position IS NOT NULL`, n.offsets),
 		groupOffsets: f(`SELECT partition_key, last_position FROM %s WHERE consumer_group_id = $1`, n.offsets),
 		discoverScan: f(`SELECT position, message_id, keys FROM %s WHERE message_type = ANY($1::text[]) ORDER BY position`, n.messages),
@@ -101,7 +111,7 @@ WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys 
 		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
-		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+		oldClaims: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
 		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
 		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
@@ -113,8 +123,15 @@ FROM %s g LEFT JOIN LATERAL (
 	SELECT count(*) AS n, min(last_position) FILTER (WHERE last_position > 0) AS oldest, max(last_position) AS newest
 	FROM %s o WHERE o.consumer_group_id = g.id) s ON true`, n.groups, n.offsets),
 		countOffsets: f(`SELECT count(*) FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE $1 = '' OR g.group_id = $1`, n.offsets, n.groups),
-		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, '')
+		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($3 = '' OR g.group_id = $3) ORDER BY o.id LIMIT $2`, n.offsets, n.groups),
+		park: f(`UPDATE %s SET parked = $3, parked_at = $4 WHERE id = $1 AND consumer_group_id = $2`, n.offsets),
+		parked: f(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND ($1 = '' OR g.group_id = $1) ORDER BY g.group_id, o.id`, n.offsets, n.groups),
+		parkedOne: f(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.consumer_group_id = $1 AND o.partition_key = $2 AND o.parked IS NOT NULL FOR UPDATE OF o`, n.offsets, n.groups),
+		unpark:      f(`UPDATE %s SET parked = NULL, parked_at = NULL WHERE id = $1`, n.offsets),
+		resetOffset: f(`UPDATE %s SET replay_until = greatest(replay_until, last_position), last_position = 0 WHERE id = $1`, n.offsets),
 	}
 }
 
@@ -522,7 +539,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 
 // ClaimNext claims inside the transaction; see shell.GroupTx.
 func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
@@ -574,14 +591,16 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		// The group's row and the scan in one round trip (the scan may
 		// lock an offset of a group that turns out not claimable: the
 		// lock goes with the transaction).
-		b := &pgx.Batch{}
+		b, n := t.batch()
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
-		b.Queue(q.scan, group)
-		br := t.c.SendBatch(t.ctx, b)
+		b.Queue(q.scanFetch, group)
+		br, err := t.send(b, n)
+		if err != nil {
+			return nil, t.fail("claim "+group, err)
+		}
 		var st groupState
-		var err error
 		if attempt == 0 {
 			var retryAt *time.Time
 			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
@@ -591,9 +610,12 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		}
 		var id, last, replay int64
 		var key string
+		var byID bool
+		var pos *int64
+		var r msgRow
 		found := false
 		if err == nil {
-			err = br.QueryRow().Scan(&id, &key, &last, &replay)
+			err = br.QueryRow().Scan(&id, &key, &last, &replay, &byID, &pos, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created)
 			found = err == nil
 			if errors.Is(err, pgx.ErrNoRows) {
 				err = nil
@@ -619,22 +641,36 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		if err != nil {
 			return nil, err
 		}
-		// The fetch and the claim in one round trip; an empty fetch (a
-		// marker gone wrong behind the store's back) undoes the claim.
-		sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
-		b = &pgx.Batch{}
-		b.Queue(sql, args...)
-		b.Queue(q.claim, id, now, workerID)
-		br = t.c.SendBatch(t.ctx, b)
-		msgs, err := s.scanMessages(br.Query())
-		if err == nil {
-			_, err = br.Exec()
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, t.fail("claim "+group, err)
+		var msgs []core.PositionedMessage
+		if byID && pos != nil {
+			// A queue's partition is its one message, fetched by the
+			// scan: the claim goes with the transaction's next statement.
+			r.position = *pos
+			m, err := s.decode(&r)
+			if err != nil {
+				return nil, err
+			}
+			msgs = []core.PositionedMessage{m}
+			t.queue(q.claim, id, now, workerID)
+		} else {
+			// The fetch and the claim in one round trip; an empty fetch
+			// (a marker gone wrong behind the store's back) undoes the
+			// claim.
+			sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
+			b = &pgx.Batch{}
+			b.Queue(sql, args...)
+			b.Queue(q.claim, id, now, workerID)
+			br = t.c.SendBatch(t.ctx, b)
+			msgs, err = s.scanMessages(br.Query())
+			if err == nil {
+				_, err = br.Exec()
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
 		}
 		if len(msgs) == 0 {
 			var next *int64
@@ -713,6 +749,9 @@ func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
 // Release frees a claim without moving its offset, in the transaction;
 // see shell.GroupTx.
 func (t *tx) Release(c *shell.Claim) error {
+	if err := t.enter(lockShared, true); err != nil {
+		return err
+	}
 	if err := t.held(c, "release"); err != nil {
 		return err
 	}
@@ -731,7 +770,7 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // position; a retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
 func (t *tx) Ack(c *shell.Claim, position int64) error {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
 	if c == nil {
@@ -744,14 +783,17 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	// The claimant check, the move, the release and the group's highest
 	// position in one statement, the new pending marker in the same round
 	// trip (recomputing it is right whether or not the ack happened).
-	b := &pgx.Batch{}
+	b, n := t.batch()
 	b.Queue(q.ack, c.OffsetID, c.Group, position, c.WorkerID)
 	b.Queue(q.remark, c.OffsetID)
-	br := t.c.SendBatch(t.ctx, b)
+	br, err := t.send(b, n)
+	if err != nil {
+		return t.fail("ack", err)
+	}
 	var groupRow int64
 	var status shell.Status
 	var failure string
-	err := br.QueryRow().Scan(&groupRow, &status, &failure)
+	err = br.QueryRow().Scan(&groupRow, &status, &failure)
 	acked := err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = nil
@@ -801,29 +843,29 @@ func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure 
 // Delete removes messages from the log (positions not in the log are
 // ignored): their offsets' pending markers are recomputed and the offsets
 // they belonged to are checked by the next ReleaseDrainedOffsets.
+//
+// A delete needs only the shared lock: removing messages cannot make a
+// reader see a position before a smaller one (it adds none), and it never
+// hides pending work from a marker (a marker it leaves on a deleted
+// message is found stale by the next claim, which repairs it). Its
+// statements are queued and sent with the transaction's next ones (the
+// ack, in a queue).
 func (t *tx) Delete(positions ...int64) error {
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if err := t.exclusive("delete"); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
 	if len(positions) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	b.Queue(t.s.q.g.deleteMessages, positions)
-	b.Queue(t.s.q.g.remarkDeleted, positions)
-	return t.check("delete", t.c.SendBatch(t.ctx, b).Close())
+	t.queue(t.s.q.g.deleteMessages, positions)
+	t.queue(t.s.q.g.remarkDeleted, positions)
+	return nil
 }
 
 // AdvanceOffset moves a partition's offset to position without a claim;
 // see shell.GroupTx.
 func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
-	if err := t.usable(); err != nil {
-		return false, err
-	}
-	if err := t.exclusive("advance"); err != nil {
+	if err := t.enter(lockExclusive, true); err != nil {
 		return false, err
 	}
 	s := t.s
@@ -838,29 +880,16 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if position <= 0 {
 		return true, nil
 	}
-	var tp tuple
-	if g.byID() {
-		id, err := uuid.Parse(partition[core.IDKey])
-		if len(partition) != 1 || err != nil {
-			return false, fmt.Errorf("pgstore: advance %s: partition %v is not {%q: message id}", group, partition, core.IDKey)
-		}
-		tp = newTuple([]string{core.IDKey}, []string{id.String()}, &id)
-	} else {
-		if !slices.Equal(slices.Sorted(maps.Keys(partition)), g.partitionBy) {
-			return false, fmt.Errorf("pgstore: advance %s: partition %v does not hold exactly its partition attributes %v", group, partition, g.partitionBy)
-		}
-		values := make([]string, len(g.partitionBy))
-		for i, name := range g.partitionBy {
-			values[i] = partition[name]
-		}
-		tp = newTuple(g.partitionBy, values, nil)
+	tp, err := g.tupleOf("advance", partition)
+	if err != nil {
+		return false, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(q.offsetByKey, g.row, tp.key)
 	br := t.c.SendBatch(t.ctx, b)
 	var id, last int64
-	_, err := br.Exec()
+	_, err = br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(&id, &last)
 	}
@@ -892,6 +921,27 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	return true, t.raise(g.row, 0, position)
 }
 
+// tupleOf is the partition of g that partition names, or an error when it
+// does not name exactly g's partition attributes (or, for an
+// id-partitioned group, a message id).
+func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, error) {
+	if g.byID() {
+		id, err := uuid.Parse(partition[core.IDKey])
+		if len(partition) != 1 || err != nil {
+			return tuple{}, fmt.Errorf("pgstore: %s %s: partition %v is not {%q: message id}", verb, g.name, partition, core.IDKey)
+		}
+		return newTuple([]string{core.IDKey}, []string{id.String()}, &id), nil
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(partition)), g.partitionBy) {
+		return tuple{}, fmt.Errorf("pgstore: %s %s: partition %v does not hold exactly its partition attributes %v", verb, g.name, partition, g.partitionBy)
+	}
+	values := make([]string, len(g.partitionBy))
+	for i, name := range g.partitionBy {
+		values[i] = partition[name]
+	}
+	return newTuple(g.partitionBy, values, nil), nil
+}
+
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
@@ -915,6 +965,16 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, ch
 		}
 		return t.setStatus(st, f)
 	})
+}
+
+// announce has the transaction announce a group's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(handled []string) {
+	for _, typ := range handled {
+		t.types = appendDistinct(t.types, typ)
+	}
 }
 
 // setStatus writes a group's status, retry time and failure.
@@ -941,10 +1001,13 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 	})
 }
 
-// StartGroup makes a group active, clearing its retry time and failure.
+// StartGroup makes a group active, clearing its retry time and failure;
+// its handled types are announced after the commit (to this process and,
+// through NOTIFY, to the others), so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdStart, func(t *tx, st *groupState, f *shell.Failure) error {
 		st.retryAt, *f = time.Time{}, shell.Failure{}
+		t.announce(st.handled)
 		return nil
 	})
 }
@@ -1022,8 +1085,12 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if err != nil || ch.Command == "" {
 			return err
 		}
+		if ch.Command == shell.CmdPark {
+			out, err = t.park(st, cur, ch.Failure)
+			return err
+		}
 		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
-			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", group, ch.Command)
+			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", group, ch.Command)
 		}
 		next, err := shell.Transition(group, st.status, ch.Command)
 		if err != nil {
@@ -1267,7 +1334,7 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 		var o shell.Offset
 		var key string
 		var claimedAt *time.Time
-		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy); err != nil {
+		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy, &o.Parked); err != nil {
 			return nil, err
 		}
 		var err error

@@ -14,7 +14,7 @@ import (
 // the schema record (<prefix>_schema_migrations) and the change counters
 // (<prefix>_counters), which Clear bumps instead.
 func (n names) clearedTables() []string {
-	return []string{n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
+	return []string{n.parked, n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
 }
 
 // installedTables are every table Install creates, children before their
@@ -25,7 +25,8 @@ func (n names) installedTables() []string {
 }
 
 // Clear deletes everything the store holds: the log, the schedule, the
-// key pairs, consumer groups with their offsets, and worker heartbeats.
+// key pairs, consumer groups with their offsets (and parked partitions),
+// and worker heartbeats.
 // The AUTOINCREMENT counters start over, so the next message appended gets
 // position 1 (and the next key pair, group and offset id 1). The schema
 // stays installed. Tables of other prefixes in the file are untouched.
@@ -144,9 +145,9 @@ func (s *Store) Uninstall(ctx context.Context) error {
 		old := w.conn
 		*w = *newWriter(conn, w.busy)
 		if err := old.Close(); err != nil {
-			s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "err", err)
+			s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "error", err)
 		}
-		s.log.Info("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
+		s.log.Debug("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
 		return nil
 	})
 }

@@ -120,11 +120,31 @@
 //
 // # Sync work
 //
-// Inside Update, tx.Context() is a *TxContext whose Conn is the connection
-// of the open transaction: sync work (a read model, an outbox) writes its
-// own tables there, in the same transaction as the append, and commits or
-// rolls back with it. Do not begin or end transactions on it, and do not
-// keep it after fn returns.
+// Conn(tx) returns the connection of the open write transaction, from the
+// shell.Tx of Update or the core.Tx a Sync effect receives: sync work (a
+// read model, an outbox) writes its own tables there, in the same
+// transaction as the append and the ack, and commits or rolls back with
+// it. On another store's transaction Conn returns an error matching
+// ErrNotSQLite (a type assertion on tx would panic on memstore). Do not
+// begin or end transactions on the connection, and do not keep it after
+// fn returns.
+//
+// Store.View reads those tables on the reader pool, in one read snapshot:
+// it never takes the write lock, so a page rendering a read model never
+// waits for the workers, and the workers never wait for it.
+//
+// Which features need this store: the application's own tables in the
+// same transaction (Conn, View) exist on SQLite and PostgreSQL (pgstore.Conn,
+// pgstore.View), not on memstore, which has no SQL; everything else (the
+// log, guards, consumer groups, the runtime, the CLI's commands) works
+// on every store.
+//
+// # Operator's side
+//
+// For tools such as cmd/sourced: Lag (pending messages per partition),
+// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// before it is promoted) and AppliedMigrations (the schema versions a file
+// records, whatever its version, opened read-only).
 //
 // # Performance notes
 //

@@ -458,6 +458,18 @@ func (t *tx) setStatus(g *groupConf, r groupRow, f shell.Failure) error {
 	return err
 }
 
+// announce has the transaction announce g's handled types after it
+// commits, as an append of them would: the group was resumed (started, or
+// a partition unparked), and its workers wake at once instead of at the
+// next catch-up poll.
+func (t *tx) announce(g *groupConf) {
+	for _, typ := range g.handled {
+		if !slices.Contains(t.types, typ) {
+			t.types = append(t.types, typ)
+		}
+	}
+}
+
 func (t *tx) setLatch(g *groupConf, query string) error {
 	_, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) })
 	return err
@@ -474,10 +486,12 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 }
 
 // StartGroup makes a group active, clearing its retry time and failure,
-// and makes its claim scan dirty.
+// and makes its claim scan dirty; its handled types are announced after
+// the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdStart, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
 		r.retryAt, *f = time.Time{}, shell.Failure{}
+		t.announce(g)
 		return t.setLatch(g, s.q.g.rescan)
 	})
 }
@@ -492,8 +506,10 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 		if g.exclusive {
 			return nil
 		}
-		if _, err := exec(t.conn, s.q.g.resetOffsets, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }); err != nil {
-			return err
+		for _, query := range []string{s.q.g.resetOffsets, s.q.g.unparkGroup} {
+			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }); err != nil {
+				return err
+			}
 		}
 		if err := t.discover(g); err != nil {
 			return err
@@ -545,8 +561,12 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if ch.Command == "" {
 			return nil
 		}
+		if ch.Command == shell.CmdPark {
+			out, err = t.park(g, r, ch.Failure)
+			return err
+		}
 		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
-			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry or fail), not %q", g.name, ch.Command)
+			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", g.name, ch.Command)
 		}
 		next, err := shell.Transition(g.name, r.status, ch.Command)
 		if err != nil {
@@ -935,6 +955,7 @@ func scanOffset(stmt *sqlite.Stmt) (shell.Offset, error) {
 		LastPosition: stmt.ColumnInt64(4),
 		Claimed:      stmt.ColumnInt(5) != 0,
 		ClaimedBy:    stmt.ColumnText(7),
+		Parked:       stmt.ColumnInt(8) != 0,
 	}
 	var err error
 	if o.Partition, err = parsePartition(stmt.ColumnText(3)); err != nil {

@@ -67,6 +67,15 @@ type groupQueries struct {
 	countGroup       string
 
 	linkIgnore string
+
+	park        string
+	parkedAll   string
+	parkedGroup string
+	parkedOne   string
+	parkedKeys  string
+	unpark      string
+	unparkGroup string
+	resetOffset string
 }
 
 func newGroupQueries(n names) *groupQueries {
@@ -75,7 +84,10 @@ func newGroupQueries(n names) *groupQueries {
 	info := fmt.Sprintf(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
 	count(o.id), coalesce(min(CASE WHEN o.last_position > 0 THEN o.last_position END), 0), coalesce(max(o.last_position), 0)
 FROM %s g LEFT JOIN %s o ON o.consumer_group_id = g.id`, g, o)
-	offsetCols := `o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, o.claimed_by`
+	offsetCols := fmt.Sprintf(`o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, o.claimed_by,
+	EXISTS (SELECT 1 FROM %s p WHERE p.offset_id = o.id)`, n.parked)
+	parkedCols := fmt.Sprintf(`p.offset_id, g.group_id, o.partition_key, o.last_position, p.failure, p.parked_at
+FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.consumer_group_id`, n.parked, o, g)
 	recovers := `status = 'retrying' AND json_extract(failure, '$.offset_id') = +?3`
 	return &groupQueries{
 		counters:    fmt.Sprintf(`SELECT name, value FROM %s`, n.counters),
@@ -114,7 +126,8 @@ WHERE id = ?1 AND (highest_position < +?2 OR %[2]s)`, g, recovers),
 		// caught up answers from an empty range of it).
 		scan: fmt.Sprintf(`SELECT id, partition_key, last_position, replay_until FROM %[1]s INDEXED BY idx_%[2]s_offsets_pending
 WHERE consumer_group_id = +?1 AND next_position IS NOT NULL AND claimed = 0
-ORDER BY last_position, id LIMIT 1`, o, n.prefix),
+AND NOT EXISTS (SELECT 1 FROM %[3]s p WHERE p.offset_id = %[1]s.id)
+ORDER BY last_position, id LIMIT 1`, o, n.prefix, n.parked),
 		claim:   fmt.Sprintf(`UPDATE OR FAIL %s SET claimed = 1, claimed_at = ?2, claimed_by = ?3 WHERE id = ?1 AND claimed = 0`, o),
 		held:    fmt.Sprintf(`SELECT last_position, claimed, claimed_by, partition_key FROM %s WHERE id = ?1 AND consumer_group_id = ?2`, o),
 		ack:     fmt.Sprintf(`UPDATE OR FAIL %s SET last_position = ?2, next_position = ?3, claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE id = ?1`, o),
@@ -167,6 +180,19 @@ WHERE o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),
 WHERE o.consumer_group_id = +?3 AND o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),
 		countOffsets: fmt.Sprintf(`SELECT count(*) FROM %s`, o),
 		countGroup:   fmt.Sprintf(`SELECT count(*) FROM %s WHERE consumer_group_id = ?1`, o),
+
+		// Parking: an upsert of the offset's record, only for an offset of
+		// the group (one reset away is gone: nothing to park).
+		park: fmt.Sprintf(`INSERT INTO %s (offset_id, consumer_group_id, failure, parked_at)
+SELECT id, consumer_group_id, ?3, ?4 FROM %s WHERE id = ?1 AND consumer_group_id = ?2
+ON CONFLICT (offset_id) DO UPDATE SET failure = excluded.failure, parked_at = excluded.parked_at`, n.parked, o),
+		parkedAll:   `SELECT ` + parkedCols + ` ORDER BY g.group_id, p.offset_id`,
+		parkedGroup: `SELECT ` + parkedCols + ` WHERE p.consumer_group_id = ?1 ORDER BY p.offset_id`,
+		parkedOne:   `SELECT ` + parkedCols + ` WHERE o.consumer_group_id = ?1 AND o.partition_key = ?2`,
+		parkedKeys:  fmt.Sprintf(`SELECT o.partition_key FROM %s p CROSS JOIN %s o ON o.id = p.offset_id WHERE p.consumer_group_id = ?1`, n.parked, o),
+		unpark:      fmt.Sprintf(`DELETE FROM %s WHERE offset_id = ?1`, n.parked),
+		unparkGroup: fmt.Sprintf(`DELETE FROM %s WHERE consumer_group_id = ?1`, n.parked),
+		resetOffset: fmt.Sprintf(`UPDATE %s SET replay_until = max(replay_until, last_position), last_position = 0 WHERE id = ?1`, o),
 
 		linkIgnore: fmt.Sprintf(`INSERT INTO %s (message_position, key_pair_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`, n.messageKeyPairs),
 	}

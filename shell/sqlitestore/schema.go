@@ -44,6 +44,7 @@ type names struct {
 	workers         string
 	orphans         string
 	counters        string
+	parked          string
 }
 
 func namesFor(prefix string) names {
@@ -60,13 +61,14 @@ func namesFor(prefix string) names {
 		workers:         prefix + "_workers",
 		orphans:         prefix + "_key_pair_candidates",
 		counters:        prefix + "_counters",
+		parked:          prefix + "_parked_partitions",
 	}
 }
 
 // requiredTables are the tables Open checks for: the store is installed
 // when all of them exist. A migration that adds tables adds them here.
 func (n names) requiredTables() []string {
-	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters}
+	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters, n.parked}
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -231,6 +233,17 @@ BEGIN
 	UPDATE {p}_consumer_groups SET scan_version = 1 - scan_version
 	WHERE id = new.consumer_group_id AND scan_version < 0;
 END;`,
+
+	// 3: parked partitions (the parking error strategy): one row per
+	// parked offset, with the failure that parked it. The claim scan skips
+	// the offsets that have one.
+	`CREATE TABLE IF NOT EXISTS {p}_parked_partitions (
+	offset_id         INTEGER PRIMARY KEY REFERENCES {p}_offsets (id) ON DELETE CASCADE,
+	consumer_group_id INTEGER NOT NULL REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,
+	failure           TEXT    NOT NULL,
+	parked_at         TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_{p}_parked_partitions_group ON {p}_parked_partitions (consumer_group_id);`,
 }
 
 // Migration is one versioned step of the store's schema, for an app's own
@@ -248,7 +261,7 @@ type Migration struct {
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // The version table and the statement that records a version, around
 // every script (so that a tool applying the scripts one by one records

@@ -16,16 +16,19 @@ import (
 )
 
 // TxContext is what the SQLite store hands to sync work as its core.Tx
-// (shell.Tx.Context): the connection of the open write transaction, so sync
-// work writes its own tables (read models, outboxes) in the same
-// transaction as the append and the ack. It is valid only until the
-// transaction ends; do not begin or end transactions on it.
+// (shell.Tx.Context): the open write transaction, whose connection sync
+// work reaches with the package function Conn (which also accepts the
+// shell.Tx of Update, and returns ErrNotSQLite on another store instead
+// of panicking as a type assertion does). It is valid only until the
+// transaction ends.
 type TxContext struct {
-	conn *sqlite.Conn
+	tx *tx
 }
 
-// Conn returns the connection of the open transaction.
-func (c *TxContext) Conn() *sqlite.Conn { return c.conn }
+// Conn returns the connection of the open transaction. Prefer the package
+// function Conn(tx), which needs no type assertion and reports a
+// transaction that ended.
+func (c *TxContext) Conn() *sqlite.Conn { return c.tx.conn }
 
 // tx is the shell.Tx of an Update.
 type tx struct {
@@ -66,7 +69,7 @@ func (t *tx) usable() error {
 	return nil
 }
 
-func (t *tx) Context() core.Tx { return &TxContext{conn: t.conn} }
+func (t *tx) Context() core.Tx { return &TxContext{tx: t} }
 
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {

@@ -130,6 +130,7 @@ func NewRegistry() (*codec.Registry, error) {
 		codec.Register[Deposit](reg, TypeDeposit),
 		codec.RegisterAs[Ticket](reg, TypeTicketOpened),
 		codec.RegisterAs[Ticket](reg, TypeTicketClosed),
+		registerDecisionFixtures(reg),
 	)
 	if err != nil {
 		return nil, err

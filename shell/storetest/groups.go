@@ -36,6 +36,8 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
 	t.Run("ChangeGroup", s.testChangeGroup)
+	t.Run("Parking", s.testParking)
+	t.Run("ResumeWakes", s.testResumeWakes)
 	t.Run("ClaimAge", s.testClaimAge)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("ClockSteps", s.testClockSteps)
 	t.Run("ValueTypes", s.testValueTypes)
 	t.Run("Guard", s.testGuard)
+	t.Run("DecideAcross", s.testDecideAcross)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
 	t.Run("ReadPartition", s.testReadPartition)

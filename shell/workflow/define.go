@@ -29,6 +29,7 @@ type Definition[In, Out any] struct {
 	types durable.Types
 	ctx   *contextSpec
 	now   func() time.Time
+	hooks core.Hooks
 	err   error
 }
 
@@ -36,9 +37,18 @@ type Definition[In, Out any] struct {
 type Option func(*options)
 
 type options struct {
-	ctx *contextSpec
-	now func() time.Time
-	err error
+	ctx   *contextSpec
+	now   func() time.Time
+	hooks core.Hooks
+	err   error
+}
+
+// WithHooks gives the workflow's consumer group lifecycle hooks (OnStop,
+// OnStart, OnReset, called by the router's operator commands) and an
+// error strategy of its own, as a definition's Hooks field does (see
+// core.Hooks).
+func WithHooks(h core.Hooks) Option {
+	return func(o *options) { o.hooks = h }
 }
 
 // Clock sets the clock that dates sleeps and retries (default time.Now):
@@ -98,7 +108,7 @@ func Define[In, Out any](name string, fn func(w *Workflow, in In) (Out, error), 
 			opt(&o)
 		}
 	}
-	d.ctx, d.now = o.ctx, o.now
+	d.ctx, d.now, d.hooks = o.ctx, o.now, o.hooks
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -119,6 +129,10 @@ func Define[In, Out any](name string, fn func(w *Workflow, in In) (Out, error), 
 	}
 	return d
 }
+
+// Hooks are the workflow's lifecycle hooks and error strategy (see
+// WithHooks); the router calls them (shell.HooksProvider).
+func (d *Definition[In, Out]) Hooks() core.Hooks { return d.hooks }
 
 // Name is the workflow's name: its consumer group and type prefix.
 func (d *Definition[In, Out]) Name() string { return d.name }
@@ -282,4 +296,11 @@ func failureOf(err error, stack string) durable.Failure {
 		f.Type = se.Type
 	}
 	return f
+}
+
+// Describe tells a topology (package shell/topology) that the definition
+// is a workflow: its node consumes the run's client messages and produces
+// its lifecycle events (see Types).
+func (d *Definition[In, Out]) Describe() core.Description {
+	return core.Description{Kind: core.KindWorkflow}
 }

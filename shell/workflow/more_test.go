@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
@@ -431,5 +432,38 @@ func TestRetryBackoffIsScheduled(t *testing.T) {
 	clk.Advance(2 * time.Minute)
 	if out, err := wait(t, run); err != nil || out != 3 || attempts.Load() != 3 {
 		t.Fatalf("output %d, %v after %d attempts", out, err, attempts.Load())
+	}
+}
+
+// TestWorkflowHooks: a workflow's hooks (WithHooks) are called by the
+// router's operator commands, as a definition's are.
+func TestWorkflowHooks(t *testing.T) {
+	ctx := context.Background()
+	var heard []string
+	wf := workflow.Define("hooked_task", func(w *workflow.Workflow, in string) (string, error) { return in, nil },
+		workflow.WithHooks(core.Hooks{
+			OnStop:  func(_ context.Context, reason string) error { heard = append(heard, "stop:"+reason); return nil },
+			OnReset: func(context.Context) error { heard = append(heard, "reset"); return nil },
+			OnStart: func(context.Context) error { heard = append(heard, "start"); return nil },
+		}))
+	store := memstore.New(codec.NewRegistry())
+	rt, err := shell.NewRouter(store, shell.RouterOptions{}, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []func() error{
+		func() error { return rt.Stop(ctx, wf, "deploy") },
+		func() error { return rt.Reset(ctx, wf) },
+		func() error { return rt.Start(ctx, wf) },
+	} {
+		if err := op(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"stop:deploy", "reset", "start"}; !slices.Equal(heard, want) {
+		t.Fatalf("heard %v, want %v", heard, want)
 	}
 }

@@ -1,12 +1,10 @@
-package main
+package cli
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -49,13 +47,24 @@ func durableStarted(name string) []core.Condition {
 }
 
 type runRow struct {
-	Workflow, ID string
-	Status       durable.Status
-	Current      string `json:",omitempty"`
-	Steps        int
-	StartedAt    time.Time
-	EndedAt      time.Time `json:",omitzero"`
-	Error        string    `json:",omitempty"`
+	Workflow  string         `json:"workflow"`
+	ID        string         `json:"id"`
+	Status    durable.Status `json:"status"`
+	Current   string         `json:"current,omitempty"`
+	Steps     int            `json:"steps"`
+	StartedAt time.Time      `json:"started_at"`
+	EndedAt   time.Time      `json:"ended_at,omitzero"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// countsRow is workflow.Counts with the tool's JSON names.
+type countsRow struct {
+	Workflow  string `json:"workflow"`
+	Running   int    `json:"running"`
+	Complete  int    `json:"complete"`
+	Failed    int    `json:"failed"`
+	Cancelled int    `json:"cancelled"`
+	Total     int    `json:"total"`
 }
 
 func current(r *durable.Run) string {
@@ -77,22 +86,18 @@ func runError(r *durable.Run) string {
 }
 
 // workflows lists runs with their status and current step, and counts them.
-func (g globals) workflows(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("workflows", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func (g *globals) workflows(ctx context.Context, args []string) error {
+	fs := g.flags("workflows")
 	name := fs.String("workflow", "", "")
 	status := fs.String("status", "", "")
 	limit := fs.Int("limit", 50, "")
-	if err := fs.Parse(args); err != nil {
-		return usagef("workflows: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("workflows: unexpected %q", fs.Args())
+	if _, err := g.parse(fs, args, 0, 0, ""); err != nil {
+		return g.helpOr(err)
 	}
 	switch durable.Status(*status) {
 	case "", durable.Running, durable.Complete, durable.Failed, durable.Cancelled:
 	default:
-		return usagef("workflows: -status %q: want running, complete, failed or cancelled", *status)
+		return g.usagef("-status %q: want running, complete, failed or cancelled", *status)
 	}
 	s, err := g.open(ctx)
 	if err != nil {
@@ -104,9 +109,9 @@ func (g globals) workflows(ctx context.Context, args []string) error {
 		return err
 	}
 	out := struct {
-		Workflows []workflow.Counts
-		Runs      []runRow
-	}{Workflows: []workflow.Counts{}, Runs: []runRow{}}
+		Workflows []countsRow `json:"workflows"`
+		Runs      []runRow    `json:"runs"`
+	}{Workflows: []countsRow{}, Runs: []runRow{}}
 	for _, n := range names {
 		runs, err := workflow.Runs(ctx, s, n)
 		if err != nil {
@@ -117,7 +122,8 @@ func (g globals) workflows(ctx context.Context, args []string) error {
 				out.Runs = append(out.Runs, runRow{Workflow: n, ID: r.ID, Status: r.Status, Current: current(r), Steps: len(r.Ops), StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: firstLine(runError(r))})
 			}
 		}
-		out.Workflows = append(out.Workflows, workflow.Count(n, runs))
+		c := workflow.Count(n, runs)
+		out.Workflows = append(out.Workflows, countsRow(c))
 	}
 	return g.emit(out, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "WORKFLOW\tRUNNING\tCOMPLETE\tFAILED\tCANCELLED\tTOTAL")
@@ -132,30 +138,27 @@ func (g globals) workflows(ctx context.Context, args []string) error {
 }
 
 type opRow struct {
-	Seq      int
-	Kind     durable.Kind
-	Name     string
-	Key      string
-	Status   durable.OpStatus
-	Attempts int             `json:",omitempty"`
-	Result   json.RawMessage `json:",omitempty"`
-	Error    string          `json:",omitempty"`
-	Started  time.Time
-	Ended    time.Time `json:",omitzero"`
+	Seq      int              `json:"seq"`
+	Kind     durable.Kind     `json:"kind"`
+	Name     string           `json:"name"`
+	Key      string           `json:"key"`
+	Status   durable.OpStatus `json:"status"`
+	Attempts int              `json:"attempts,omitempty"`
+	Result   json.RawMessage  `json:"result,omitempty"`
+	Error    string           `json:"error,omitempty"`
+	Started  time.Time        `json:"started_at"`
+	Ended    time.Time        `json:"ended_at,omitzero"`
 }
 
 // workflowRun shows one run with its steps.
-func (g globals) workflowRun(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("workflow", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func (g *globals) workflowRun(ctx context.Context, args []string) error {
+	fs := g.flags("workflow")
 	name := fs.String("workflow", "", "")
-	if err := fs.Parse(args); err != nil {
-		return usagef("workflow: %v", err)
+	pos, err := g.parse(fs, args, 1, 1, "want one run id (the ID column of 'workflows')")
+	if err != nil {
+		return g.helpOr(err)
 	}
-	if fs.NArg() != 1 {
-		return usagef("workflow: want one run id (the ID column of 'workflows')")
-	}
-	id := fs.Arg(0)
+	id := pos[0]
 	s, err := g.open(ctx)
 	if err != nil {
 		return err
@@ -184,16 +187,17 @@ func (g globals) workflowRun(ctx context.Context, args []string) error {
 		return fmt.Errorf("workflow: no run %q in the workflows %v", id, names)
 	}
 	out := struct {
-		Workflow, ID string
-		Status       durable.Status
-		Input        json.RawMessage `json:",omitempty"`
-		Output       json.RawMessage `json:",omitempty"`
-		Context      json.RawMessage `json:",omitempty"`
-		Error        string          `json:",omitempty"`
-		FailedStep   string          `json:",omitempty"`
-		StartedAt    time.Time
-		EndedAt      time.Time `json:",omitzero"`
-		Steps        []opRow
+		Workflow   string          `json:"workflow"`
+		ID         string          `json:"id"`
+		Status     durable.Status  `json:"status"`
+		Input      json.RawMessage `json:"input,omitempty"`
+		Output     json.RawMessage `json:"output,omitempty"`
+		Context    json.RawMessage `json:"context,omitempty"`
+		Error      string          `json:"error,omitempty"`
+		FailedStep string          `json:"failed_step,omitempty"`
+		StartedAt  time.Time       `json:"started_at"`
+		EndedAt    time.Time       `json:"ended_at,omitzero"`
+		Steps      []opRow         `json:"steps"`
 	}{Workflow: wf, ID: run.ID, Status: run.Status, Input: run.Input, Output: run.Output, Context: run.Context, Error: runError(run), FailedStep: run.FailedStep, StartedAt: run.StartedAt, EndedAt: run.EndedAt, Steps: []opRow{}}
 	for _, op := range run.Ops {
 		row := opRow{Seq: op.Seq, Kind: op.Kind, Name: op.Name, Key: op.Key, Status: op.Status, Attempts: op.Attempts, Result: op.Result, Started: op.StartedAt, Ended: op.EndedAt}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -93,8 +93,14 @@ func TestWorkflowCommands(t *testing.T) {
 	}
 	out, _, code = cli(t, "-db", db, "-json", "workflows", "-status", "failed")
 	var listed struct {
-		Workflows []workflow.Counts
-		Runs      []struct{ ID, Status, Error string }
+		Workflows []struct {
+			Total int `json:"total"`
+		} `json:"workflows"`
+		Runs []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || code != 0 {
 		t.Fatalf("workflows -json: %v %d\n%s", err, code, out)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -71,13 +71,13 @@ func TestTrace(t *testing.T) {
 		t.Fatalf("trace -json: exit %d: %s", code, errOut)
 	}
 	var chain struct {
-		CorrelationID string
+		CorrelationID string `json:"correlation_id"`
 		Messages      []struct {
-			Position    int64
-			ID          string
-			CausationID string
-			Payload     map[string]string
-		}
+			Position    int64             `json:"position"`
+			ID          string            `json:"id"`
+			CausationID string            `json:"causation_id"`
+			Payload     map[string]string `json:"payload"`
+		} `json:"messages"`
 	}
 	if err := json.Unmarshal([]byte(out), &chain); err != nil {
 		t.Fatalf("trace JSON %s: %v", out, err)
@@ -104,9 +104,11 @@ func TestTraceErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"not a UUID", []string{"-db", db, "trace", "42"}, 2, []string{`trace: "42" is not a message id`, "Usage:"}},
-		{"no id", []string{"-db", db, "trace"}, 2, []string{"trace: want one message id", "Usage:"}},
-		{"two ids", []string{"-db", db, "trace", uuid.NewString(), uuid.NewString()}, 2, []string{"trace: want one message id"}},
+		{"not a UUID", []string{"-db", db, "trace", "forty-two"}, 2, []string{`trace: "forty-two" is not a message id or a position`, "usage: sourced trace ID|POSITION"}},
+		{"no id", []string{"-db", db, "trace"}, 2, []string{"trace: want one message id or position", "usage: sourced trace"}},
+		{"two ids", []string{"-db", db, "trace", uuid.NewString(), uuid.NewString()}, 2, []string{"trace: unexpected argument"}},
+		{"position zero", []string{"-db", db, "trace", "0"}, 2, []string{"positions start at 1"}},
+		{"position past the end", []string{"-db", db, "trace", "42"}, 1, []string{"no message at position 42 (the log ends at 4"}},
 		{"unknown id", []string{"-db", db, "trace", "01a22fc3-69c7-70b4-93f3-7c2c11288a0a"}, 1, []string{"no message 01a22fc3-69c7-70b4-93f3-7c2c11288a0a in the log"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 func sqlExec(t *testing.T, path, script string) {
@@ -31,9 +34,11 @@ func TestStatsShowsTheWALSize(t *testing.T) {
 		t.Fatalf("stats: exit %d, %s\n%s", code, errOut, out)
 	}
 	out, _, _ = cli(t, "-db", db, "-json", "stats")
-	var st struct{ WALBytes *int64 }
+	var st struct {
+		WALBytes *int64 `json:"wal_bytes"`
+	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.WALBytes == nil {
-		t.Fatalf("stats JSON has no WALBytes: %s (%v)", out, err)
+		t.Fatalf("stats JSON has no wal_bytes: %s (%v)", out, err)
 	}
 }
 
@@ -69,8 +74,13 @@ func TestMigratePrintMarksEachVersion(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	sections := strings.Split(out, "\n-- sourced migration ")
-	if len(sections) != 3 || !strings.HasPrefix(sections[1], "1 (prefix app)") || !strings.HasPrefix(sections[2], "2 (prefix app)") {
-		t.Fatalf("migrate -print does not mark versions 1 and 2:\n%s", out)
+	if len(sections) != sqlitestore.SchemaVersion+1 {
+		t.Fatalf("migrate -print: %d sections, want versions 1 to %d:\n%s", len(sections)-1, sqlitestore.SchemaVersion, out)
+	}
+	for v := 1; v <= sqlitestore.SchemaVersion; v++ {
+		if !strings.HasPrefix(sections[v], fmt.Sprintf("%d (prefix app)", v)) {
+			t.Fatalf("migrate -print does not mark version %d:\n%s", v, out)
+		}
 	}
 	// Applied one by one, as a migration tool would, they install the
 	// store: stats works on the file.
@@ -85,7 +95,7 @@ func TestMigratePrintMarksEachVersion(t *testing.T) {
 
 func TestOutdatedSchemaSaysToMigrate(t *testing.T) {
 	db := fixture(t)
-	sqlExec(t, db, `DELETE FROM sourced_schema_migrations WHERE version = 2`)
+	sqlExec(t, db, `DELETE FROM sourced_schema_migrations WHERE version >= 2`)
 	_, errOut, code := cli(t, "-db", db, "stats")
 	if code != 1 || !strings.Contains(errOut, "migrate") || !strings.Contains(errOut, "version 1") {
 		t.Fatalf("stats of an outdated schema: exit %d, %s", code, errOut)

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+)
+
+// The decision-across benchmark's domain: a transfer reads the balances of
+// two accounts (two boundaries) and is guarded by both.
+type (
+	benchTransfer struct {
+		From   string `json:"from" sourced:"required"`
+		To     string `json:"to" sourced:"required"`
+		Amount int    `json:"amount"`
+	}
+	benchTransferred struct {
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Amount int    `json:"amount"`
+	}
+)
+
+type benchBalances struct{ From, To int }
+
+var benchBalance = core.Projection[int]{}.With(
+	core.Evolve(func(balance int, e benchDeposited) int { return balance + e.Amount }),
+)
+
+var benchTransfers = core.Decider[benchBalances]{Group: "bench.transfers", PartitionBy: []string{"from"}}.With(
+	core.Reads(func(c benchTransfer) core.Query[benchBalances] {
+		return core.Query[benchBalances]{
+			core.Read(benchBalance, func(s benchBalances, n int) benchBalances { s.From = n; return s }, core.Where("account", c.From)),
+			core.Read(benchBalance, func(s benchBalances, n int) benchBalances { s.To = n; return s }, core.Where("account", c.To)),
+		}
+	}),
+	core.Decide(func(s benchBalances, c benchTransfer) ([]any, error) {
+		if s.From < c.Amount {
+			return nil, fmt.Errorf("balance %d is below %d", s.From, c.Amount)
+		}
+		return []any{benchTransferred(c)}, nil
+	}),
+)
+
+// BenchmarkDecideAcross handles commands synchronously (Handle) whose
+// decision reads two boundaries of 10 events each (the balances of two
+// accounts: one read of the union, each part folding its own account's
+// events), on a file database; it reports commands per second. Compare
+// with BenchmarkHandle (one boundary of 10 events) in the same run.
+func BenchmarkDecideAcross(b *testing.B) {
+	ctx := context.Background()
+	reg := routerRegistry(b)
+	codec.MustRegister[benchTransfer](reg, "bench.transfer")
+	codec.MustRegister[benchTransferred](reg, "bench.transferred")
+	s, err := sqlitestore.Install(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchTransfers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	for from := 0; from < 2*n; from += 1000 {
+		var seed []core.Message
+		for i := from; i < min(from+1000, 2*n); i++ {
+			for range 10 {
+				seed = append(seed, core.NewMessage(benchDeposited{Account: account(i), Amount: 1}))
+			}
+		}
+		if _, err := s.Append(ctx, seed, shell.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		res, err := shell.Handle(ctx, s, benchTransfers, benchTransfer{From: account(2 * i), To: account(2*i + 1), Amount: 5})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.State != (benchBalances{From: 10, To: 10}) || len(res.Guard.Conditions) != 2 {
+			b.Fatalf("state %+v guard %v, want both balances at 10 and two conditions", res.State, res.Guard.Conditions)
+		}
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
+}

@@ -1,0 +1,20 @@
+// Package cli is the sourced operator tool as a package: the commands of
+// cmd/sourced (stats, log, trace, offsets, workers, partitions, groups,
+// schedule, migrate, workflows, serve, version), run against the stores a
+// Driver opens.
+//
+// The root module's binary (cmd/sourced) runs it with the SQLite driver
+// (SQLite); the pgstore module's (shell/pgstore/cmd/sourced) adds the
+// PostgreSQL driver, so the same commands reach both kinds of store while
+// pgx never enters a SQLite-only build. An application can build its own
+// binary the same way, with its drivers:
+//
+//	func main() { cli.Main(cli.SQLite()) }
+//
+// Every command prints a readable table, or JSON with -json (snake_case
+// names throughout). Payloads are shown as stored (JSON): the tool needs
+// none of the application's types. Flags go before or after the command
+// (sourced -json log and sourced log -json are the same). Exit codes: 0
+// success, 1 a failure while running (the message says what to do), 2 bad
+// usage (unknown command or flag, missing or extra arguments).
+package cli

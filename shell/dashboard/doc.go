@@ -1,0 +1,59 @@
+// Package dashboard is Sourced's web dashboard: an http.Handler that an
+// application mounts in its own server (or that `sourced serve` runs on
+// localhost) to see and operate its store:
+//
+//	dash, err := dashboard.New(store, dashboard.Options{
+//		Reactors: []any{courses, enrolments, catalog, orders, greeting}, // topology, machines, workflows
+//		Prefix:   "/ops",
+//	})
+//	mux.Handle("/ops/", requireAdmin(dash)) // behind the application's own authentication
+//
+// # Pages
+//
+//   - Groups (/): every consumer group with its status, how far it is
+//     behind the log, its partitions, its retry time and its failure (the
+//     error, its type, the message and partition it failed on); the
+//     operator actions stop, start, reset and retry, each asking for
+//     confirmation, and disabled when the group's status does not accept
+//     them (by the status chart of package statechart/groupstatus; retry
+//     retries a retrying group now).
+//   - A group (/groups/{id}) and partitions (/partitions): offsets with
+//     their positions and claims.
+//   - The log (/log): filtered by message types and attribute values
+//     (conditions, as the store reads them), paged towards older and newer
+//     messages; a message's page (/messages/{id}) shows its payload,
+//     metadata, causation and correlation, and its correlation trace as a
+//     tree of what caused what.
+//   - Scheduled messages (/scheduled), when the store lists them (the
+//     SQLite, in-memory and PostgreSQL stores do).
+//   - Machines (/machines): each statechart.Machine among the reactors,
+//     its chart drawn as nested states with their transitions, and an
+//     instance's configuration highlighted (?partition=key:value), replayed
+//     from its state events' moves.
+//   - Topology (/topology): the Event Modeling board of package
+//     shell/topology as SVG, its Mermaid source and JSON.
+//   - Workflows (/workflows): runs of every shell/workflow definition with
+//     their status; a run's page shows its steps, input, output and error.
+//
+// Pages are rendered on the server with html/template; the stylesheet and
+// the one small script are embedded in the binary: no build step and no
+// CDN. The script asks for confirmation before an action and refreshes
+// the page's content every Options.Refresh and at once when the store
+// announces an append (server-sent events on /live); without it every page
+// still works. The layout folds tables into cards on a phone screen.
+//
+// # Security
+//
+// The dashboard has no authentication of its own: mount it behind the
+// application's (a middleware that checks the session or a client
+// certificate before calling ServeHTTP), or serve it on localhost only,
+// as `sourced serve` does. Options.ReadOnly hides the operator actions and
+// refuses them with 403 for viewers who may look but not act. Actions are
+// POST requests refused when the browser says they come from another
+// site (Sec-Fetch-Site, Origin), and pages forbid framing and run under a
+// strict Content-Security-Policy.
+//
+// The dashboard works on any shell.Store; it reads figures that scan the
+// store (workflow runs, offsets) on each request, so it is for operators,
+// not for a public page.
+package dashboard

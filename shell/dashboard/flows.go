@@ -1,0 +1,137 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/core/durable"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/topology"
+	"github.com/sourced-go/sourced/shell/workflow"
+)
+
+func (d *Dashboard) topologyPage(w http.ResponseWriter, r *http.Request) {
+	counts := map[string]int{}
+	for _, n := range d.graph.Nodes {
+		counts[string(n.Type)]++
+	}
+	var incomplete []topology.Node
+	for _, n := range d.graph.Nodes {
+		if !n.Complete && n.Type != topology.Event {
+			incomplete = append(incomplete, n)
+		}
+	}
+	d.render(w, r, "topology", "topology", "Topology", struct {
+		Reactors   bool
+		SVG        template.HTML
+		Mermaid    string
+		Counts     map[string]int
+		Incomplete []topology.Node
+	}{len(d.opts.Reactors) > 0, template.HTML(d.graph.SVG()), d.graph.Mermaid(), counts, incomplete})
+}
+
+func (d *Dashboard) topologySVG(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write(d.graph.SVG())
+}
+
+func (d *Dashboard) topologyJSON(w http.ResponseWriter, r *http.Request) {
+	js, err := d.graph.JSON()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(js)
+}
+
+// workflowNames are the workflows among the reactors, else the store's
+// groups that have runs.
+func (d *Dashboard) workflowNames(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, n := range d.graph.Filter(topology.Workflow) {
+		out = append(out, n.GroupID)
+	}
+	if len(out) > 0 || len(d.opts.Reactors) > 0 {
+		return out, nil
+	}
+	st, err := d.store.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range st.Groups {
+		res, err := d.store.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(g.ID).WorkflowStarted}}, Limit: 1})
+		if err != nil {
+			var cond *shell.InvalidConditionError
+			if errors.As(err, &cond) {
+				continue // the type is not registered: no runs
+			}
+			return nil, err
+		}
+		if len(res.Messages) > 0 {
+			out = append(out, g.ID)
+		}
+	}
+	return out, nil
+}
+
+type workflowList struct {
+	Name   string
+	Counts workflow.Counts
+	Runs   []*durable.Run
+}
+
+func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	names, err := d.workflowNames(ctx)
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
+	status := r.URL.Query().Get("status")
+	var lists []workflowList
+	for _, name := range names {
+		runs, err := workflow.Runs(ctx, d.store, name)
+		if err != nil {
+			d.fail(w, r, statusOf(err), err)
+			return
+		}
+		l := workflowList{Name: name, Counts: workflow.Count(name, runs)}
+		for _, run := range runs {
+			if status == "" || string(run.Status) == status {
+				l.Runs = append(l.Runs, run)
+			}
+		}
+		if len(l.Runs) > 100 {
+			l.Runs = l.Runs[:100]
+		}
+		lists = append(lists, l)
+	}
+	d.render(w, r, "workflows", "workflows", "Workflows", struct {
+		Workflows []workflowList
+		Status    string
+		Statuses  []durable.Status
+	}{lists, status, []durable.Status{durable.Running, durable.Complete, durable.Failed, durable.Cancelled}})
+}
+
+func (d *Dashboard) workflowRunPage(w http.ResponseWriter, r *http.Request) {
+	name, id := r.PathValue("name"), r.PathValue("id")
+	run, err := workflow.RunOf(r.Context(), d.store, name, id)
+	if errors.Is(err, workflow.ErrNotFound) {
+		d.fail(w, r, http.StatusNotFound, err)
+		return
+	}
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
+	d.render(w, r, "workflow", "workflows", "Run "+id, struct {
+		Name string
+		Run  *durable.Run
+		Ops  []durable.Op
+	}{name, run, slices.Clone(run.Ops)})
+}

@@ -1,0 +1,172 @@
+package memstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+var _ shell.Parking = (*Store)(nil)
+
+// park parks the partition of f.OffsetID (CmdPark; see shell.CmdPark): a
+// partition gone meanwhile (its group reset) is left alone. A retrying
+// group recovers.
+func (t *tx) park(g *group, f shell.Failure) {
+	if off := g.offsetByID(f.OffsetID); off != nil {
+		t.saveOffset(off)
+		off.parked = &parking{failure: f, at: t.s.now()}
+		t.touch(off)
+	}
+	if g.status == shell.StatusRetrying {
+		t.saveGroup(g)
+		next, _ := shell.Transition(g.id, g.status, shell.CmdRecover)
+		g.status, g.retryAt, g.failure = next, time.Time{}, shell.Failure{}
+	}
+}
+
+// offsetByID returns g's offset with the id, or nil.
+func (g *group) offsetByID(id int64) *offset {
+	for _, off := range g.offsets {
+		if off.id == id {
+			return off
+		}
+	}
+	return nil
+}
+
+// ParkedPartitions returns the parked partitions of group ("" for all);
+// see shell.Parking.
+func (s *Store) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
+	if err := s.rlock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	if group != "" {
+		if _, err := s.group(group); err != nil {
+			return nil, err
+		}
+	}
+	out := []shell.ParkedPartition{}
+	for _, off := range s.offsets {
+		if off.parked != nil && (group == "" || off.g.id == group) {
+			out = append(out, off.parkedInfo())
+		}
+	}
+	shell.SortParked(out)
+	return out, nil
+}
+
+func (off *offset) parkedInfo() shell.ParkedPartition {
+	return shell.ParkedPartition{
+		Group:        off.g.id,
+		OffsetID:     off.id,
+		Partition:    maps.Clone(off.partition),
+		LastPosition: off.last,
+		Failure:      off.parked.failure,
+		ParkedAt:     off.parked.at,
+	}
+}
+
+// RetryPartition unparks the partition; see shell.Parking.
+func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {})
+}
+
+// SkipFailedMessage moves the partition past its failed message and
+// unparks it; see shell.Parking.
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
+		t.moveTo(off, off.parked.failure.Position)
+	})
+}
+
+// ResetPartition moves the partition's offset back to the start and
+// unparks it; see shell.Parking.
+func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
+		g := off.g
+		t.saveGroup(g)
+		replay := maps.Clone(g.replay)
+		if replay == nil {
+			replay = map[string]int64{}
+		}
+		replay[off.key] = max(replay[off.key], off.last)
+		g.replay = replay
+		off.last = 0
+		off.wake = nil
+		for i := range t.s.log {
+			r := &t.s.log[i]
+			if !g.handles(r.typ) {
+				continue
+			}
+			for _, tp := range g.tuples(r) {
+				if tp.key == off.key {
+					off.wake = append(off.wake, r.position)
+					break
+				}
+			}
+		}
+	})
+}
+
+// unpark runs change on the parked offset of the partition, then unparks
+// it and makes the group's claim scan dirty.
+func (s *Store) unpark(ctx context.Context, group string, partition map[string]string, change func(t *tx, off *offset)) (shell.ParkedPartition, error) {
+	var out shell.ParkedPartition
+	err := s.write(ctx, func(t *tx) error {
+		g, err := s.group(group)
+		if err != nil {
+			return err
+		}
+		if err := shell.CheckPartition(g.id, g.partitionBy, partition); err != nil {
+			return err
+		}
+		off := g.offsets[g.keyOf(partition)]
+		if off == nil || off.parked == nil {
+			return g.notParked(partition)
+		}
+		out = off.parkedInfo()
+		t.saveOffset(off)
+		change(t, off)
+		off.parked = nil
+		t.touch(off)
+		t.bump(g)
+		t.announce(g)
+		return nil
+	})
+	return out, err
+}
+
+// keyOf is the key of a partition of g (checked by shell.CheckPartition).
+func (g *group) keyOf(partition map[string]string) string {
+	if g.byID() {
+		id, err := uuid.Parse(partition[core.IDKey])
+		if err != nil {
+			return ""
+		}
+		return partitionKey([]string{core.IDKey}, []string{id.String()})
+	}
+	values := make([]string, len(g.partitionBy))
+	for i, name := range g.partitionBy {
+		values[i] = partition[name]
+	}
+	return partitionKey(g.partitionBy, values)
+}
+
+// notParked describes a partition that is not parked.
+func (g *group) notParked(partition map[string]string) error {
+	var parked []string
+	for _, off := range g.offsets {
+		if off.parked != nil {
+			parked = append(parked, shell.PartitionKey(off.partition))
+		}
+	}
+	slices.Sort(parked)
+	return &shell.NotParkedError{Group: g.id, Partition: maps.Clone(partition), Parked: parked}
+}

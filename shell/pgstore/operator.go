@@ -1,0 +1,169 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+// The operator's side of the store, for tools such as cmd/sourced: how far
+// behind each partition is, the workers' heartbeats, cancelling a
+// scheduled message, and the schema versions a database records.
+
+// Lag returns, for each partition of group with pending work (by offset
+// id, as shell.Offset.ID), how many messages of the group's handled types
+// it has not processed yet, counting at most limit per partition (0: no
+// cap; a count equal to limit means "at least"). Partitions with no
+// pending work are absent: their lag is 0. It reads one REPEATABLE READ
+// snapshot and takes none of the store's locks.
+func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int, error) {
+	lag := map[int64]int{}
+	err := s.View(ctx, func(tx pgx.Tx) error {
+		gs, err := s.loadGroups(ctx, tx, 0)
+		if err != nil {
+			return err
+		}
+		g, ok := gs.byName[group]
+		if !ok {
+			return s.unknownGroup(ctx, tx, group)
+		}
+		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = $1 AND next_position IS NOT NULL ORDER BY id`, s.names.offsets), g.row)
+		if err != nil {
+			return err
+		}
+		type pending struct {
+			id, last int64
+			key      string
+		}
+		var ps []pending
+		for rows.Next() {
+			var p pending
+			if err := rows.Scan(&p.id, &p.key, &p.last); err != nil {
+				rows.Close()
+				return err
+			}
+			ps = append(ps, p)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			partition, err := parsePartition(p.key)
+			if err != nil {
+				return err
+			}
+			sql, args := s.fetchSQL(partition, g.handled, p.last, limit)
+			var n int
+			if err := tx.QueryRow(ctx, "SELECT count(*) FROM ("+sql+") pending", args...).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				lag[p.id] = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var ue *shell.UnknownGroupError
+		if errors.As(err, &ue) {
+			return nil, err
+		}
+		return nil, s.wrap(ctx, "lag of "+group, err)
+	}
+	return lag, nil
+}
+
+// Worker is a worker's heartbeat record.
+type Worker struct {
+	ID       string
+	LastSeen time.Time
+}
+
+// Workers returns the heartbeat records of the workers (see
+// shell.Groups.Heartbeat), by id. A worker that stopped cleanly removed
+// its record (RemoveWorkers); the claims each holds are in ReadOffsets.
+func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, last_seen FROM %s ORDER BY id`, s.names.workers))
+	if err != nil {
+		return nil, s.wrap(ctx, "workers", err)
+	}
+	out := []Worker{}
+	for rows.Next() {
+		var w Worker
+		if err := rows.Scan(&w.ID, &w.LastSeen); err != nil {
+			rows.Close()
+			return nil, s.wrap(ctx, "workers", err)
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "workers", err)
+	}
+	return out, nil
+}
+
+// CancelScheduled deletes the scheduled message whose id is id, before it
+// is promoted into the log, and reports whether there was one (false: no
+// such message is scheduled, maybe promoted already).
+func (s *Store) CancelScheduled(ctx context.Context, id uuid.UUID) (bool, error) {
+	tag, err := s.pool.Exec(ctx, fmt.Sprintf(`DELETE FROM %s WHERE message_id = $1`, s.names.scheduled), id)
+	if err != nil {
+		return false, s.wrap(ctx, "cancel scheduled "+id.String(), err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// AppliedMigration is a schema version a database records as applied.
+type AppliedMigration struct {
+	Version   int
+	AppliedAt time.Time
+}
+
+// AppliedMigrations returns the schema versions the database at url
+// records for prefix (empty: DefaultPrefix), in order: none when the store
+// was never installed there. It writes nothing, and works on any version,
+// older or newer than this program's (SchemaVersion): compare them to
+// Migrations to see what is pending.
+func AppliedMigrations(ctx context.Context, url, prefix string) ([]AppliedMigration, error) {
+	p, err := checkPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	defer pool.Close()
+	n := namesFor(p)
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, n.migrations).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("pgstore: schema versions: %w", err)
+	}
+	out := []AppliedMigration{}
+	if !exists {
+		return out, nil
+	}
+	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT version, applied_at FROM %s ORDER BY version`, n.migrations))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: schema versions: %w", err)
+	}
+	for rows.Next() {
+		var m AppliedMigration
+		if err := rows.Scan(&m.Version, &m.AppliedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: schema versions: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: schema versions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,191 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+var _ shell.Parking = (*Store)(nil)
+
+// park applies CmdPark (see shell.CmdPark) in the transaction of
+// ChangeGroup: the offset of f.OffsetID gets its parked record (none when
+// the offset is gone), and a retrying group recovers. It returns the
+// group's state afterwards.
+func (t *tx) park(st groupState, cur shell.GroupState, f shell.Failure) (shell.GroupState, error) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return cur, fmt.Errorf("pgstore: encode failure: %w", err)
+	}
+	if _, err := t.c.Exec(t.ctx, t.s.q.g.park, f.OffsetID, st.row, string(data), t.s.now()); err != nil {
+		return cur, t.fail("park", err)
+	}
+	if st.status != shell.StatusRetrying {
+		return cur, nil
+	}
+	next, err := shell.Transition("", st.status, shell.CmdRecover)
+	if err != nil {
+		return cur, err
+	}
+	st.status, st.retryAt = next, time.Time{}
+	if err := t.setStatus(st, shell.Failure{}); err != nil {
+		return cur, err
+	}
+	return shell.GroupState{Status: next}, nil
+}
+
+// ParkedPartitions returns the parked partitions of group ("" for all);
+// see shell.Parking.
+func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell.ParkedPartition, err error) {
+	err = s.snapshot(ctx, func(q querier) error {
+		if group != "" {
+			var exists bool
+			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, group).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return s.unknownGroup(ctx, q, group)
+			}
+		}
+		rows, err := q.Query(ctx, s.q.g.parked, group)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = []shell.ParkedPartition{}
+		for rows.Next() {
+			p, err := scanParked(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrapGroupErr(ctx, "parked partitions", err)
+	}
+	return out, nil
+}
+
+// scanParked reads a row of the parked-partition queries.
+func scanParked(row pgx.Row) (shell.ParkedPartition, error) {
+	var p shell.ParkedPartition
+	var key, failure string
+	if err := row.Scan(&p.OffsetID, &p.Group, &key, &p.LastPosition, &failure, &p.ParkedAt); err != nil {
+		return p, err
+	}
+	p.ParkedAt = p.ParkedAt.UTC()
+	var err error
+	if p.Partition, err = parsePartition(key); err != nil {
+		return p, err
+	}
+	if failure != "" {
+		if err := json.Unmarshal([]byte(failure), &p.Failure); err != nil {
+			return p, fmt.Errorf("pgstore: offset %d: failure: %w", p.OffsetID, err)
+		}
+	}
+	return p, nil
+}
+
+// RetryPartition unparks the partition; see shell.Parking.
+func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, "retry", group, partition, func(*tx, shell.ParkedPartition) error { return nil })
+}
+
+// SkipFailedMessage moves the partition past its failed message and
+// unparks it; see shell.Parking.
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, "skip", group, partition, func(t *tx, p shell.ParkedPartition) error {
+		to := max(p.LastPosition, p.Failure.Position)
+		b := &pgx.Batch{}
+		b.Queue(t.s.q.g.moveTo, p.OffsetID, to)
+		b.Queue(t.s.q.g.remark, p.OffsetID)
+		if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
+			return err
+		}
+		var status shell.Status
+		var failure string
+		return t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, t.gs.byName[p.Group].row, to).Scan(&status, &failure)
+	})
+}
+
+// ResetPartition moves the partition's offset back to the start and
+// unparks it; see shell.Parking.
+func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+	return s.unpark(ctx, "reset", group, partition, func(t *tx, p shell.ParkedPartition) error {
+		b := &pgx.Batch{}
+		b.Queue(t.s.q.g.resetOffset, p.OffsetID)
+		b.Queue(t.s.q.g.remark, p.OffsetID)
+		return t.c.SendBatch(t.ctx, b).Close()
+	})
+}
+
+// unpark runs change on the parked partition in one transaction under the
+// exclusive lock, then clears its parked record.
+func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, p shell.ParkedPartition) error) (out shell.ParkedPartition, err error) {
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		g := t.gs.byName[group]
+		if g == nil {
+			return s.unknownGroup(t.ctx, t.c, group)
+		}
+		if err := shell.CheckPartition(g.name, g.partitionBy, partition); err != nil {
+			return err
+		}
+		tp, err := g.tupleOf(verb, partition)
+		if err != nil {
+			return err
+		}
+		p, err := scanParked(t.c.QueryRow(t.ctx, s.q.g.parkedOne, g.row, tp.key))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return t.notParked(g, partition)
+		}
+		if err != nil {
+			return t.fail(verb+" partition", err)
+		}
+		out = p
+		if err := change(t, p); err != nil {
+			return t.fail(verb+" partition", err)
+		}
+		_, err = t.c.Exec(t.ctx, s.q.g.unpark, p.OffsetID)
+		t.announce(g.handled)
+		return t.check(verb+" partition", err)
+	})
+	if err != nil {
+		return shell.ParkedPartition{}, err
+	}
+	return out, nil
+}
+
+// notParked describes a partition of g that is not parked.
+func (t *tx) notParked(g *groupConf, partition map[string]string) error {
+	rows, err := t.c.Query(t.ctx, t.s.q.g.parked, g.name)
+	if err != nil {
+		return t.fail("parked partitions", err)
+	}
+	defer rows.Close()
+	parked := []string{}
+	for rows.Next() {
+		p, err := scanParked(rows)
+		if err != nil {
+			return t.fail("parked partitions", err)
+		}
+		parked = append(parked, shell.PartitionKey(p.Partition))
+	}
+	if err := rows.Err(); err != nil {
+		return t.fail("parked partitions", err)
+	}
+	slices.Sort(parked)
+	if len(parked) == 0 {
+		parked = nil
+	}
+	return &shell.NotParkedError{Group: g.name, Partition: maps.Clone(partition), Parked: parked}
+}
