@@ -222,3 +222,27 @@ func TestStateCacheSkipsTheHistory(t *testing.T) {
 		t.Fatalf("Drop left %d entries", small.Len())
 	}
 }
+
+// A StateCache shared by the handlers of a web server keeps each
+// partition's folded state between commands: a partition's next decision
+// reads and folds only what was appended since its last one.
+func ExampleStateCache() {
+	ctx := context.Background()
+	store := memstore.New(courseRegistry()) // sqlitestore.Open in production
+	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
+	_ = router.Setup(ctx)
+	cache := shell.NewStateCache(10_000) // at most 10,000 partitions' states
+	opts := shell.HandleOptions{Cache: cache}
+
+	for _, student := range []string{"s1", "s2", "s3"} {
+		res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: student}, opts)
+		fmt.Println(res.State, err)
+	}
+	hits, misses := cache.Stats()
+	fmt.Println("folded from the log:", misses, "from the cache:", hits)
+	// Output:
+	// [s1] <nil>
+	// [s1 s2] <nil>
+	// [s1 s2] course is full
+	// folded from the log: 1 from the cache: 2
+}
