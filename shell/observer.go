@@ -90,12 +90,14 @@ type Claimed struct {
 }
 
 // BatchFailed is a batch whose failure went to the group's error
-// strategy: the group retries at RetryAt (Retrying), or failed.
+// strategy: the group retries at RetryAt (Retrying), its partition was
+// parked (Parked: the group goes on with the others), or it failed.
 type BatchFailed struct {
 	Group      string
 	Partition  map[string]string
 	Err        error
 	Retrying   bool
+	Parked     bool
 	RetryCount int
 	RetryAt    time.Time
 }

@@ -788,7 +788,7 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 	}
 	failed := groupFailed(re.info.Group, claim, st, cause, processed)
 	msg := failedMessage(claim, cause, processed)
-	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, RetryCount: st.Failure.RetryCount, RetryAt: at})
+	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: !retry && strategy.Park, RetryCount: st.Failure.RetryCount, RetryAt: at})
 	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
 	reporters := strategy.Reporters()
 	report := func(call func(Reporter)) {

@@ -125,6 +125,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /groups/{id}", d.groupPage)
 	m.HandleFunc("POST /groups/{id}/{action}", d.groupAction)
 	m.HandleFunc("GET /partitions", d.partitionsPage)
+	m.HandleFunc("POST /parked/{action}", d.parkedAction)
 	m.HandleFunc("GET /log", d.logPage)
 	m.HandleFunc("GET /messages/{id}", d.messagePage)
 	m.HandleFunc("GET /scheduled", d.scheduledPage)

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/dashboard"
 	"github.com/sourced-go/sourced/shell/dashboard/internal/demo"
@@ -294,5 +297,70 @@ func TestMachineInstanceHighlighted(t *testing.T) {
 	mustContain(t, body, "write key:value pairs")
 	if status, _ := e.get("/machines/nope"); status != http.StatusNotFound {
 		t.Errorf("unknown machine: %d", status)
+	}
+}
+
+func TestLagWorkersAndParkedPartitions(t *testing.T) {
+	e := newEnv(t, stores["sqlitestore"], dashboard.Options{})
+	ctx := context.Background()
+	// The search index retries: its two partitions have pending work.
+	_, body := e.get("/")
+	row := body[strings.Index(body, `data-group="courses.search_index"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !regexp.MustCompile(`class="num lag">3 <small>in 2</small>`).MatchString(row) {
+		t.Errorf("search index lag not shown as 3 in 2 partitions:\n%s", row)
+	}
+	mustContain(t, body, "1 parked")
+	_, body = e.get("/partitions")
+	mustContain(t, body, `data-worker="demo-worker-1"`, `data-worker="demo-worker-2"`,
+		`class="parked-partition" data-group="courses.welcomes" data-partition="student_id:grace"`, "mailbox grace@example.com does not exist")
+	// Skip the parked partition's failed message: it is unparked.
+	status, _ := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"student_id:grace"}, "back": {"/partitions"}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("skip: %d", status)
+	}
+	if ps, _ := e.store.ParkedPartitions(ctx, "courses.welcomes"); len(ps) != 0 {
+		t.Errorf("still parked after skip: %+v", ps)
+	}
+	// Again: not parked any more, refused, nothing changes.
+	if status, body := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"student_id:grace"}}); status != http.StatusConflict || !strings.Contains(body, "not parked") {
+		t.Errorf("skip of an unparked partition: %d", status)
+	}
+	if status, _ := e.post("/parked/skip", url.Values{"group": {"courses.welcomes"}, "partition": {"no colon"}}); status != http.StatusBadRequest {
+		t.Errorf("malformed partition: %d", status)
+	}
+}
+
+func TestLiveStreamsAppends(t *testing.T) {
+	e := newEnv(t, stores["sqlitestore"], dashboard.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/live", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	r := bufio.NewReader(res.Body)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, ": live") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if _, err := e.store.Append(ctx, core.Messages(demo.CreateCourse{CourseID: "chemistry", Title: "Chemistry"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no append event: %v", err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			if !strings.Contains(line, "courses.create_course") {
+				t.Errorf("event data %q", line)
+			}
+			return
+		}
 	}
 }

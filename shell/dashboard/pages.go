@@ -32,7 +32,33 @@ type action struct {
 // groupRow is a consumer group as the groups page shows it.
 type groupRow struct {
 	shell.GroupInfo
+	// Lag is the group's pending work, when the store counts it.
+	Lag lag
+	// Parked counts the group's parked partitions.
+	Parked  int
 	Actions []action
+}
+
+// offsetRow is a partition's offset with its pending work.
+type offsetRow struct {
+	shell.Offset
+	Lag      int
+	LagKnown bool
+}
+
+// offsetRows adds the lag of each offset's group (read once per group).
+func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offsetRow {
+	lags := map[string]lag{}
+	rows := make([]offsetRow, 0, len(offs))
+	for _, o := range offs {
+		l, ok := lags[o.Group]
+		if !ok {
+			l = d.lagOf(ctx, o.Group)
+			lags[o.Group] = l
+		}
+		rows = append(rows, offsetRow{Offset: o, Lag: l.ByOffset[o.ID], LagKnown: l.Known})
+	}
+	return rows
 }
 
 // groupActions are the buttons of a group in status st: enabled when the
@@ -69,9 +95,17 @@ func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	parked, err := d.store.ParkedPartitions(ctx, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	counts := map[string]int{}
+	for _, p := range parked {
+		counts[p.Group]++
+	}
 	rows := make([]groupRow, 0, len(st.Groups))
 	for _, g := range st.Groups {
-		rows = append(rows, groupRow{GroupInfo: g, Actions: groupActions(g.ID, g.Status)})
+		rows = append(rows, groupRow{GroupInfo: g, Lag: d.lagOf(ctx, g.ID), Parked: counts[g.ID], Actions: groupActions(g.ID, g.Status)})
 	}
 	slices.SortFunc(rows, func(a, b groupRow) int { return cmp.Compare(a.ID, b.ID) })
 	return rows, st.MaxPosition, nil
@@ -109,12 +143,19 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 50 {
 		next = page.Offsets[n-1].ID + 1
 	}
+	parked, err := d.parked(ctx, id)
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
 	d.render(w, r, "group", "groups", "Group "+id, struct {
 		Group   groupRow
-		Offsets []shell.Offset
+		Offsets []offsetRow
+		Parked  []parkedRow
+		Back    string
 		Total   int64
 		Next    int64
-	}{groupRow{GroupInfo: g, Actions: groupActions(g.ID, g.Status)}, page.Offsets, page.Total, next})
+	}{groupRow{GroupInfo: g, Lag: d.lagOf(ctx, id), Parked: len(parked), Actions: groupActions(g.ID, g.Status)}, d.offsetRows(ctx, page.Offsets), parked, "/groups/" + id, page.Total, next})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
@@ -208,12 +249,42 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 100 {
 		next = page.Offsets[n-1].ID + 1
 	}
+	parked, err := d.parked(ctx, q.Get("group"))
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
+	workers, hasWorkers, err := d.workers(ctx)
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
+	claims := map[string]int{}
+	for o, err := range d.store.Offsets(ctx, shell.OffsetQuery{}) {
+		if err != nil {
+			break
+		}
+		if o.Claimed {
+			claims[o.ClaimedBy]++
+		}
+	}
+	for i := range workers {
+		workers[i].Claims = claims[workers[i].ID]
+	}
+	back := "/partitions"
+	if g := q.Get("group"); g != "" {
+		back += "?group=" + url.QueryEscape(g)
+	}
 	d.render(w, r, "partitions", "partitions", "Partitions", struct {
-		Group   string
-		Offsets []shell.Offset
-		Total   int64
-		Next    int64
-	}{q.Get("group"), page.Offsets, page.Total, next})
+		Group      string
+		Offsets    []offsetRow
+		Parked     []parkedRow
+		Back       string
+		Workers    []workerRow
+		HasWorkers bool
+		Total      int64
+		Next       int64
+	}{q.Get("group"), d.offsetRows(ctx, page.Offsets), parked, back, workers, hasWorkers, page.Total, next})
 }
 
 // logRow is a message of the log page.

@@ -17,8 +17,13 @@
 //	sourced.append.duration       s, a synchronous Handle's transaction
 //	sourced.claims                partitions claimed
 //	sourced.guard.conflicts       appends that met a conflicting message (sourced.partition, sourced.retried)
-//	sourced.failures              batches that went to the error strategy (sourced.outcome: retrying, failed)
+//	sourced.failures              batches that went to the error strategy (sourced.outcome: retrying, parked, failed)
 //	sourced.scheduled.promoted    scheduled messages promoted into the log (no group)
+//
+// and, once RegisterLag is called with a store that counts it (sqlitestore,
+// pgstore), the gauges sourced.lag (pending messages per group) and
+// sourced.lag.partitions (partitions with pending work), read from the
+// store at each collection.
 //
 // Guard conflicts carry the partition, because which consistency
 // boundaries are hot is what they are for; conflicts are rare, so the

@@ -2,6 +2,7 @@ package otelobserver
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,7 @@ type Options struct {
 // Observer records observations as metrics and spans. It is safe for
 // concurrent use.
 type Observer struct {
+	meter              metric.Meter
 	tracer             trace.Tracer
 	conflictPartitions bool
 
@@ -51,7 +53,7 @@ func New(opts Options) (*Observer, error) {
 		tp = otel.GetTracerProvider()
 	}
 	m := mp.Meter(Scope)
-	o := &Observer{tracer: tp.Tracer(Scope), conflictPartitions: opts.ConflictPartitions == nil || *opts.ConflictPartitions}
+	o := &Observer{meter: m, tracer: tp.Tracer(Scope), conflictPartitions: opts.ConflictPartitions == nil || *opts.ConflictPartitions}
 	var err error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		if err != nil {
@@ -109,8 +111,11 @@ func (o *Observer) Observe(ctx context.Context, ob shell.Observation) {
 		o.conflicts.Add(ctx, 1, metric.WithAttributes(kv...))
 	case shell.BatchFailed:
 		outcome := "failed"
-		if v.Retrying {
+		switch {
+		case v.Retrying:
 			outcome = "retrying"
+		case v.Parked:
+			outcome = "parked"
 		}
 		o.failures.Add(ctx, 1, metric.WithAttributes(group(v.Group), attribute.String("sourced.outcome", outcome)))
 	case shell.ScheduledPromoted:
@@ -159,4 +164,51 @@ func (o *Observer) span(ctx context.Context, b shell.BatchHandled) {
 	_, span := o.tracer.Start(parent, "sourced.batch "+b.Group, opts...)
 	span.SetStatus(codes.Ok, "")
 	span.End(trace.WithTimestamp(b.Started.Add(max(b.Duration, time.Nanosecond))))
+}
+
+// Lagger is a store that counts a group's pending messages per partition
+// (sqlitestore and pgstore do).
+type Lagger interface {
+	shell.Store
+	Lag(ctx context.Context, group string, limit int) (map[int64]int, error)
+}
+
+// RegisterLag adds the gauge sourced.lag: for every consumer group of
+// store, how many messages of its handled types its partitions have not
+// processed yet (counting at most limit per partition, 0: no cap), read
+// from the store at each collection, with sourced.group and, as
+// sourced.partitions, how many partitions have pending work (a second
+// gauge, sourced.lag.partitions). Unregister it with the returned
+// registration's Unregister.
+func (o *Observer) RegisterLag(store Lagger, limit int) (metric.Registration, error) {
+	lag, err := o.meter.Int64ObservableGauge("sourced.lag", metric.WithUnit("{message}"), metric.WithDescription("Messages of a group's handled types its partitions have not processed yet"))
+	if err != nil {
+		return nil, err
+	}
+	parts, err := o.meter.Int64ObservableGauge("sourced.lag.partitions", metric.WithUnit("{partition}"), metric.WithDescription("Partitions of a group with pending work"))
+	if err != nil {
+		return nil, err
+	}
+	return o.meter.RegisterCallback(func(ctx context.Context, obs metric.Observer) error {
+		st, err := store.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, g := range st.Groups {
+			by, err := store.Lag(ctx, g.ID, limit)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			total := 0
+			for _, n := range by {
+				total += n
+			}
+			attrs := metric.WithAttributes(group(g.ID))
+			obs.ObserveInt64(lag, int64(total), attrs)
+			obs.ObserveInt64(parts, int64(len(by)), attrs)
+		}
+		return errors.Join(errs...)
+	}, lag, parts)
 }

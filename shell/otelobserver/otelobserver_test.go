@@ -3,6 +3,7 @@ package otelobserver_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/otelobserver"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 type (
@@ -222,5 +224,64 @@ func TestConflictsCarryThePartition(t *testing.T) {
 	}
 	if byPartition["order_id:o1"] != 2 || byPartition["order_id:o2"] != 1 {
 		t.Errorf("conflicts by partition %v", byPartition)
+	}
+}
+
+func TestLagGaugeReadsTheStore(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	obs, err := otelobserver.New(otelobserver.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "lag.db"), sqlitestore.Options{Registry: registry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	router, err := shell.NewRouter(store, shell.RouterOptions{}, orders, shipping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := router.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := obs.RegisterLag(store, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for _, id := range []string{"o1", "o2", "o2b"} {
+		if _, err := store.Append(ctx, core.Messages(PlaceOrder{OrderID: id}), shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gauge := func() map[string]int64 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != "sourced.lag" {
+					continue
+				}
+				for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+					g, _ := dp.Attributes.Value("sourced.group")
+					out[g.AsString()] = dp.Value
+				}
+			}
+		}
+		return out
+	}
+	if got := gauge(); got["orders"] != 3 || got["shipping"] != 0 {
+		t.Errorf("lag before draining %v, want orders 3", got)
+	}
+	if err := router.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge(); got["orders"] != 0 || got["shipping"] != 0 {
+		t.Errorf("lag after draining %v, want 0", got)
 	}
 }

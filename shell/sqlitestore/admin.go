@@ -145,9 +145,9 @@ func (s *Store) Uninstall(ctx context.Context) error {
 		old := w.conn
 		*w = *newWriter(conn, w.busy)
 		if err := old.Close(); err != nil {
-			s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "err", err)
+			s.log.Warn("sqlitestore: uninstall: closing the old writer connection", "prefix", s.names.prefix, "error", err)
 		}
-		s.log.Info("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
+		s.log.Debug("sqlitestore: uninstalled schema", "prefix", s.names.prefix)
 		return nil
 	})
 }

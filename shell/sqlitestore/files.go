@@ -117,12 +117,12 @@ func (s *Store) optimizeIfStale(ctx context.Context, conn *sqlite.Conn) error {
 	if found && last <= staleFactor*rows+staleSlack {
 		return nil
 	}
-	s.log.Info("sqlitestore: refreshing planner statistics at open", "prefix", s.names.prefix, "analyzed", rows, "last position", last)
+	s.log.DebugContext(ctx, "sqlitestore: refreshing planner statistics at open", "prefix", s.names.prefix, "analyzed", rows, "last_position", last)
 	if err := s.optimize(ctx, conn); err != nil {
 		if ctx.Err() != nil {
 			return ctxErr(ctx, err)
 		}
-		s.log.Warn("sqlitestore: could not refresh planner statistics at open", "prefix", s.names.prefix, "err", err)
+		s.log.WarnContext(ctx, "sqlitestore: could not refresh planner statistics at open", "prefix", s.names.prefix, "error", err)
 	}
 	return nil
 }

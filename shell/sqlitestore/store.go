@@ -303,7 +303,7 @@ func (s *Store) Install(ctx context.Context) (err error) {
 	w.reset() // statements prepared against an older schema
 	w.groups = nil
 	if applied > 0 {
-		s.log.Info("sqlitestore: installed schema", "prefix", s.names.prefix, "migrations", applied)
+		s.log.DebugContext(ctx, "sqlitestore: installed schema", "prefix", s.names.prefix, "migrations", applied)
 	}
 	// ANALYZE records nothing for empty tables: skip it on a new store
 	// (re-reading the statistics of every index costs more than the rest

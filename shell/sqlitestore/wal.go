@@ -100,7 +100,7 @@ func (s *Store) Housekeep(ctx context.Context) (err error) {
 		return fmt.Errorf("sqlitestore: checkpoint: %w", cerr)
 	}
 	if busy {
-		s.log.Debug("sqlitestore: WAL checkpoint could not finish (readers or another writer)", "prefix", s.names.prefix, "wal bytes", size)
+		s.log.Debug("sqlitestore: WAL checkpoint could not finish (readers or another writer)", "prefix", s.names.prefix, "wal_bytes", size)
 	}
 	// Read after the checkpoint (it does not count as a change).
 	version, verr = s.watch.current()

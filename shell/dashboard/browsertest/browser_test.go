@@ -58,7 +58,7 @@ type browser struct {
 
 // newBrowser seeds the demo application in a fresh SQLite store, serves
 // its dashboard and opens a headless Chromium on it.
-func newBrowser(t *testing.T, width, height int64) *browser {
+func newBrowser(t *testing.T, width, height int64, refresh ...time.Duration) *browser {
 	t.Helper()
 	exe := chromium(t)
 	app := demo.New()
@@ -71,7 +71,11 @@ func newBrowser(t *testing.T, width, height int64) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := dashboard.New(store, dashboard.Options{Reactors: app.Reactors(), Router: router, Refresh: 500 * time.Millisecond})
+	every := time.Duration(-1)
+	if len(refresh) > 0 {
+		every = refresh[0]
+	}
+	dash, err := dashboard.New(store, dashboard.Options{Reactors: app.Reactors(), Router: router, Refresh: every}) // by default pages refresh on appends only: a timed refresh would replace nodes a test is about to click
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,12 +242,30 @@ func TestOperatorStopsAGroup(t *testing.T) {
 
 func TestLiveRefreshShowsNewMessages(t *testing.T) {
 	b := newBrowser(t, 1280, 900)
-	b.run(chromedp.Navigate(b.url+"/log"), chromedp.WaitVisible(`tr.message`, chromedp.ByQuery))
+	b.run(chromedp.Navigate(b.url+"/log"), chromedp.WaitVisible(`tr.message`, chromedp.ByQuery),
+		chromedp.WaitReady(`body[data-live-state="open"]`, chromedp.ByQuery))
 	before := b.count(`tr.message[data-type="courses.create_course"]`)
 	if _, err := b.store.Append(context.Background(), core.Messages(demo.CreateCourse{CourseID: "chemistry", Title: "Chemistry"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.run(chromedp.Poll(`document.querySelectorAll('tr.message[data-type="courses.create_course"]').length > `+strconv.Itoa(before), nil, chromedp.WithPollingTimeout(20*time.Second)))
+}
+
+// A change that appends nothing (an operator stopping a group from
+// another process) shows on the next timed refresh.
+func TestTimedRefreshShowsStatusChanges(t *testing.T) {
+	b := newBrowser(t, 1280, 900, 300*time.Millisecond)
+	row := `tr.group[data-group="courses.catalog"]`
+	b.run(chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(row+`[data-status="active"]`, chromedp.ByQuery))
+	if err := b.store.StopGroup(context.Background(), "courses.catalog", "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.WaitVisible(row+`[data-status="stopped"]`, chromedp.ByQuery))
+	var url string
+	b.run(chromedp.Location(&url))
+	if strings.Contains(url, "flash") {
+		t.Errorf("the page navigated (%s) instead of refreshing in place", url)
+	}
 }
 
 func TestTopologyAndMachinePages(t *testing.T) {
@@ -302,4 +324,27 @@ func TestREADMEScreenshot(t *testing.T) {
 	if err := os.WriteFile(out, b.screenshot("readme", false), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestOperatorRetriesAParkedPartition(t *testing.T) {
+	b := newBrowser(t, 1280, 900)
+	row := `tr.parked-partition[data-group="courses.welcomes"][data-partition="student_id:grace"]`
+	b.run(
+		chromedp.Navigate(b.url+"/partitions"),
+		chromedp.WaitVisible(row, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr.worker[data-worker="demo-worker-1"]`, chromedp.ByQuery),
+		chromedp.Click(row+` button.action-retry`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.flash`, chromedp.ByQuery),
+	)
+	// Retried (not skipped): the failed message is pending again, and the
+	// worker-less test leaves it unclaimed, so the partition is no longer
+	// parked and shows its lag.
+	if n := b.count(row); n != 0 {
+		t.Errorf("the partition is still listed as parked (%d)", n)
+	}
+	ps, err := b.store.ParkedPartitions(context.Background(), "courses.welcomes")
+	if err != nil || len(ps) != 0 {
+		t.Fatalf("parked after retry: %v %v", ps, err)
+	}
+	b.screenshot("partitions", true)
 }

@@ -44,7 +44,14 @@
   var live = body.getAttribute("data-live");
   if (live && window.EventSource) {
     var timer = null;
-    var es = new EventSource(live);
+    var es = new EventSource(live), opened = false;
+    es.onopen = function () {
+      // A reconnection may have missed appends: refresh once.
+      if (opened) { refresh(); }
+      opened = true;
+      body.setAttribute("data-live-state", "open");
+    };
+    es.onerror = function () { body.setAttribute("data-live-state", "reconnecting"); };
     es.addEventListener("append", function () {
       if (timer) { return; }
       timer = window.setTimeout(function () { timer = null; refresh(); }, 300);

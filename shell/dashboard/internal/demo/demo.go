@@ -1,7 +1,7 @@
 // Package demo is a small course-enrolment application with data, for the
 // dashboard's tests, its browser tests and its README screenshot: two
 // deciders, a projector, a machine, a workflow, a group that fails and a
-// scheduled message.
+// scheduled message, a parked partition and two workers' heartbeats.
 package demo
 
 import (
@@ -108,9 +108,17 @@ func New() *App {
 			return []any{SendWelcome{StudentID: e.StudentID, CourseID: e.CourseID}}
 		}).Emits(SendWelcome{}),
 	)
-	a.Welcomes = core.Decider[bool]{Group: "courses.welcomes", Label: "Welcomes", PartitionBy: []string{"student_id"}}.With(
+	// Welcomes parks a student's partition when its mail bounces, and
+	// goes on with the others.
+	a.Welcomes = core.Decider[bool]{Group: "courses.welcomes", Label: "Welcomes", PartitionBy: []string{"student_id"},
+		Hooks: core.Hooks{ErrorStrategy: &core.ErrorStrategy{Park: true}}}.With(
 		core.Evolve(func(bool, WelcomeSent) bool { return true }),
-		core.Decide(func(_ bool, c SendWelcome) ([]any, error) { return []any{WelcomeSent(c)}, nil }).Emits(WelcomeSent{}),
+		core.Decide(func(_ bool, c SendWelcome) ([]any, error) {
+			if c.StudentID == "grace" {
+				return nil, errors.New("mailbox grace@example.com does not exist")
+			}
+			return []any{WelcomeSent(c)}, nil
+		}).Emits(WelcomeSent{}),
 	)
 	a.Catalog = core.Projector[int]{Group: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}}.With(
 		core.Evolve(func(n int, _ CourseCreated) int { return n }),
@@ -188,6 +196,9 @@ func (a *App) Seed(ctx context.Context, store shell.Store) (*shell.Router, error
 		return nil, err
 	}
 	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+		return nil, err
+	}
+	if err := store.Heartbeat(ctx, []string{"demo-worker-1", "demo-worker-2"}, store.Now()); err != nil {
 		return nil, err
 	}
 	return router, nil
