@@ -44,8 +44,8 @@ func Plan(seed uint64, store string, steps int) (Setup, []Action) {
 }
 
 type gen struct {
-	r       *rand.Rand
-	s       Setup
+	r        *rand.Rand
+	s        Setup
 	domains  int
 	reactors int
 	faults   int // percentage of actions that carry a fault
