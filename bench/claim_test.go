@@ -177,46 +177,70 @@ func BenchmarkClaimDirtyScan(b *testing.B) {
 // BenchmarkClaimAck claims and acks, one batch at a time, a group with one
 // pending message in each of 10,000 partitions (when all are processed,
 // each gets another message, outside the timer): claim+ack pairs per
-// second.
+// second. With SOURCED_TEST_POSTGRES_URL set, also on PostgreSQL
+// (store=postgres: the same group and messages, appended, then ANALYZE).
 func BenchmarkClaimAck(b *testing.B) {
 	const partitions = 10_000
 	for _, stats := range claimStats {
 		b.Run("stats="+stats, func(b *testing.B) {
 			s := claimStore(b, partitions, false, stats)
-			ctx := context.Background()
-			round := 0
-			refill := func() {
-				round++
-				msgs := make([]core.Message, partitions)
-				for i := range msgs {
-					msgs[i] = core.Message{Payload: storeEvent{Account: "acct-" + strconv.Itoa(i), Ref: "round-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)}}
-				}
-				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			claims := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				c, err := s.ClaimNext(ctx, claimGroup, "w1", 10)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if c == nil {
-					b.StopTimer()
-					refill()
-					b.StartTimer()
-					if c, err = s.ClaimNext(ctx, claimGroup, "w1", 10); err != nil || c == nil {
-						b.Fatalf("claim after a refill: %v, %v", c, err)
-					}
-				}
-				if err := s.Ack(ctx, c, c.Last()); err != nil {
-					b.Fatal(err)
-				}
-				claims++
-			}
-			b.ReportMetric(float64(claims)/b.Elapsed().Seconds(), "claims/s")
+			claimAckLoop(b, s, partitions, 1)
 		})
 	}
+	onPostgres(b, "", func(b *testing.B, url string) {
+		s := pgOpen(b, url, storeRegistry(b))
+		ctx := context.Background()
+		if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
+			b.Fatal(err)
+		}
+		claimRefill(b, s, partitions, 0)
+		if err := s.Optimize(ctx); err != nil {
+			b.Fatal(err)
+		}
+		claimAckLoop(b, s, partitions, 1)
+	})
+}
+
+// claimRefill appends one message to each of the partitions accounts.
+func claimRefill(b *testing.B, s shell.Store, partitions, round int) {
+	msgs := make([]core.Message, 0, 5000)
+	for i := range partitions {
+		msgs = append(msgs, core.Message{Payload: storeEvent{Account: "acct-" + strconv.Itoa(i), Ref: "round-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)}})
+		if len(msgs) == cap(msgs) || i == partitions-1 {
+			if _, err := s.Append(context.Background(), msgs, shell.AppendOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			msgs = msgs[:0]
+		}
+	}
+}
+
+// claimAckLoop claims and acks batches of claimGroup in s until the
+// benchmark ends, refilling the partitions (round by round from round)
+// when nothing is left to claim, and reports claims/s.
+func claimAckLoop(b *testing.B, s shell.Store, partitions, round int) {
+	ctx := context.Background()
+	claims := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c, err := s.ClaimNext(ctx, claimGroup, "w1", 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c == nil {
+			b.StopTimer()
+			claimRefill(b, s, partitions, round)
+			round++
+			b.StartTimer()
+			if c, err = s.ClaimNext(ctx, claimGroup, "w1", 10); err != nil || c == nil {
+				b.Fatalf("claim after a refill: %v, %v", c, err)
+			}
+		}
+		if err := s.Ack(ctx, c, c.Last()); err != nil {
+			b.Fatal(err)
+		}
+		claims++
+	}
+	b.ReportMetric(float64(claims)/b.Elapsed().Seconds(), "claims/s")
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +19,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -78,6 +81,56 @@ func (q *drainQueue) HandleClaim(_ context.Context, c effects.Claim) ([]effects.
 // drain beside River's.
 func QueueDrain(b *testing.B, jobs int) float64 {
 	b.Helper()
+	return queueDrain(b, jobs, func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error) {
+		path := filepath.Join(b.TempDir(), "queue.db")
+		store, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg, Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := checkFileSettings(ctx, store); err != nil {
+			b.Fatal(err)
+		}
+		return store, store.Close
+	})
+}
+
+// PostgresQueueDrain is QueueDrain on the PostgreSQL server at url: the
+// same queue, jobs, appends, runtime and checks, on a pgstore installed
+// under a fresh table prefix (dropped afterwards).
+func PostgresQueueDrain(b *testing.B, url string, jobs int) float64 {
+	b.Helper()
+	return queueDrain(b, jobs, func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error) {
+		store := OpenPostgres(b, url, reg, log)
+		return store, func() error {
+			if err := store.Uninstall(ctx); err != nil {
+				return err
+			}
+			return store.Close()
+		}
+	})
+}
+
+// PostgresURLEnv is the environment variable naming the PostgreSQL server
+// the store=postgres benchmarks run against (the store's test server).
+const PostgresURLEnv = "SOURCED_TEST_POSTGRES_URL"
+
+// OpenPostgres installs a pgstore at url under a fresh table prefix, so
+// that benchmarks sharing a server never share tables.
+func OpenPostgres(b testing.TB, url string, reg *codec.Registry, log *slog.Logger) *pgstore.Store {
+	b.Helper()
+	var r [6]byte
+	rand.Read(r[:])
+	store, err := pgstore.Install(context.Background(), url, pgstore.Options{Registry: reg, Logger: log, Prefix: "bench" + hex.EncodeToString(r[:])})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store
+}
+
+// queueDrain runs the drain of QueueDrain on the stores open gives (one per
+// iteration, closed by the function returned with it).
+func queueDrain(b *testing.B, jobs int, open func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error)) float64 {
+	b.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b.StopTimer()
@@ -86,14 +139,7 @@ func QueueDrain(b *testing.B, jobs int) float64 {
 		if err := codec.Register[queueJob](reg, queueJobType); err != nil {
 			b.Fatal(err)
 		}
-		path := filepath.Join(b.TempDir(), "queue.db")
-		store, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg, Logger: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := checkFileSettings(ctx, store); err != nil {
-			b.Fatal(err)
-		}
+		store, closeStore := open(ctx, reg, quiet)
 		q := &drainQueue{target: int64(jobs), all: make(chan struct{})}
 		cfg := shell.DefaultConfig()
 		cfg.Workers = QueueDrainWorkers
@@ -131,7 +177,7 @@ func QueueDrain(b *testing.B, jobs int) float64 {
 		if len(page.Messages) != 0 || q.done.Load() != int64(jobs) {
 			b.Fatalf("after the drain: %d jobs counted done, the log still holds jobs (%v)", q.done.Load(), page.Messages)
 		}
-		if err := store.Close(); err != nil {
+		if err := closeStore(); err != nil {
 			b.Fatal(err)
 		}
 	}

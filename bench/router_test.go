@@ -72,8 +72,14 @@ func account(i int) string { return "acct-" + strconv.Itoa(i) }
 // handleStore is the store of the Handle benchmarks: the decider's group
 // registered, and b.N accounts of 10 deposits each, one per command.
 func handleStore(b *testing.B) (*sqlitestore.Store, int) {
-	ctx := context.Background()
 	s := routerStore(b)
+	return s, handleSeed(b, s)
+}
+
+// handleSeed registers the decider's group in s and appends b.N accounts
+// of 10 deposits each; it returns b.N.
+func handleSeed(b *testing.B, s shell.Store) int {
+	ctx := context.Background()
 	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchAccounts)
 	if err != nil {
 		b.Fatal(err)
@@ -93,7 +99,7 @@ func handleStore(b *testing.B) (*sqlitestore.Store, int) {
 			b.Fatal(err)
 		}
 	}
-	return s, n
+	return n
 }
 
 // BenchmarkHandle handles commands synchronously (Handle: read the
@@ -101,8 +107,14 @@ func handleStore(b *testing.B) (*sqlitestore.Store, int) {
 // offset: one transaction) on a decider whose partition holds 10 events,
 // on a file database; it reports commands per second.
 func BenchmarkHandle(b *testing.B) {
-	ctx := context.Background()
 	s, n := handleStore(b)
+	handleLoop(b, s, n)
+}
+
+// handleLoop handles n commands synchronously on s, one per account of
+// handleSeed, and reports cmds/s.
+func handleLoop(b *testing.B, s shell.Store, n int) {
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -152,11 +164,17 @@ func BenchmarkHandleParallel(b *testing.B) {
 // (projecting the 10,000 events); msgs/s counts the 20,000 messages the two
 // groups processed.
 func BenchmarkDrain(b *testing.B) {
+	drainLoop(b, func() shell.Store { return routerStore(b) })
+}
+
+// drainLoop is BenchmarkDrain on the stores open returns (one per
+// iteration).
+func drainLoop(b *testing.B, open func() shell.Store) {
 	ctx := context.Background()
 	const partitions, perPartition = 1000, 10
 	for range b.N {
 		b.StopTimer()
-		s := routerStore(b)
+		s := open()
 		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet()}, benchAccounts, benchCounter)
 		if err != nil {
 			b.Fatal(err)
@@ -198,11 +216,17 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // command's append to the commit of the batch that decided it (p50-us,
 // p99-us).
 func BenchmarkEndToEnd(b *testing.B) {
+	endToEndLoop(b, func() shell.Store { return routerStore(b) })
+}
+
+// endToEndLoop is BenchmarkEndToEnd on the stores open returns (one per
+// iteration).
+func endToEndLoop(b *testing.B, open func() shell.Store) {
 	ctx := context.Background()
 	const commands, partitions = 10000, 1000
 	for range b.N {
 		b.StopTimer()
-		s := routerStore(b)
+		s := open()
 		var mu sync.Mutex
 		appended := make(map[uuid.UUID]time.Time, commands)
 		var latencies []time.Duration

@@ -68,16 +68,20 @@ func storeBatch(dst []core.Message, seq, n int, accounts int) []core.Message {
 }
 
 // BenchmarkAppend appends batches of messages (one transaction per batch)
-// to a file database in WAL mode and reports messages per second.
+// to a file database in WAL mode and reports messages per second; with
+// SOURCED_TEST_POSTGRES_URL set, also to PostgreSQL (store=postgres/...).
 func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { appendLoop(b, storeOpen(b), batch) })
+	}
+	for _, batch := range []int{1, 100} {
+		onPostgres(b, "batch="+strconv.Itoa(batch), func(b *testing.B, url string) { appendLoop(b, pgOpen(b, url, storeRegistry(b)), batch) })
 	}
 }
 
 // appendLoop appends batches of batch messages to s until the benchmark
 // ends and reports msgs/s.
-func appendLoop(b *testing.B, s *sqlitestore.Store, batch int) {
+func appendLoop(b *testing.B, s shell.Store, batch int) {
 	ctx := context.Background()
 	msgs := make([]core.Message, 0, batch)
 	seq := 0
@@ -100,7 +104,7 @@ func BenchmarkAppendGuarded(b *testing.B) { appendGuardedLoop(b, storeOpen(b)) }
 
 // appendGuardedLoop appends single guarded messages to s until the
 // benchmark ends and reports msgs/s.
-func appendGuardedLoop(b *testing.B, s *sqlitestore.Store) {
+func appendGuardedLoop(b *testing.B, s shell.Store) {
 	ctx := context.Background()
 	var last int64
 	msgs := make([]core.Message, 0, 1)

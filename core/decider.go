@@ -176,23 +176,45 @@ func (d Decider[S]) QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, err
 // the union of plan read, in position order), with the decider's sync
 // work bound to the decision (Querier).
 func (d Decider[S]) DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
-	return d.decideQuery(plan, index, partition, MessagesOf(read), cmd)
+	out, _, err := d.DecideQueryState(plan, index, partition, read, cmd)
+	return out, err
 }
 
-func (d Decider[S]) decideQuery(plan Plan, index Indexer, partition map[string]string, read []Message, cmd PositionedMessage) (Outcome, error) {
+// DecideQueryState is DecideQuery that also returns the state after the
+// decision's events (each event folded into the parts it matches).
+func (d Decider[S]) DecideQueryState(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, S, error) {
+	f, ok := d.startQuery(plan, index, cmd)
+	if !ok {
+		return Outcome{Source: cmd}, d.Initial(), fmt.Errorf("%w: decider %q has no query (core.Reads) for %v", ErrNotHandled, d.Group, PayloadType(cmd.Payload))
+	}
+	for _, m := range read {
+		f.add(m.Message)
+	}
+	return d.finishQuery(f, partition, cmd)
+}
+
+func (d Decider[S]) startQuery(plan Plan, index Indexer, cmd PositionedMessage) (*folding[S], bool) {
 	q, ok := d.Query(cmd.Message)
 	if !ok {
-		return Outcome{Source: cmd}, fmt.Errorf("%w: decider %q has no query (core.Reads) for %v", ErrNotHandled, d.Group, PayloadType(cmd.Payload))
+		return nil, false
 	}
-	s := q.Fold(d.Initial(), plan, read, index)
+	return q.folding(plan, index), true
+}
+
+// finishQuery decides cmd on what f folded so far, then folds the events.
+func (d Decider[S]) finishQuery(f *folding[S], partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+	s := f.state(d.Initial())
 	evs, err := d.Decide(s, cmd.Message)
 	if err != nil {
-		return Outcome{Source: cmd}, err
+		return Outcome{Source: cmd}, s, err
 	}
-	s = q.Fold(d.Initial(), plan, append(slices.Clip(read), evs...), index)
+	for _, e := range evs {
+		f.add(e)
+	}
+	s = f.state(d.Initial())
 	out := Outcome{Source: cmd, Events: evs}
 	out.Sync, out.AfterSync = bindSync(d.compiled(), Batch[S]{State: s, Partition: partition, Messages: []PositionedMessage{cmd}, Events: evs})
-	return out, nil
+	return out, s, nil
 }
 
 // QueryState is the state cmd's query composes from events (what its
@@ -318,7 +340,14 @@ func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
 				if read == nil || in.Index == nil {
 					return outs, &BatchError{Message: m, Index: i, Err: fmt.Errorf("%w: the command's query (core.Reads) was not read: run the decider through the shell or sourcedtest, which read it", ErrDefinition)}
 				}
-				qo, err := d.decideQuery(read.Plan, in.Index, in.Partition, slices.Concat(MessagesOf(read.Messages), decidedEvents), m)
+				f, _ := d.startQuery(read.Plan, in.Index, m)
+				for _, r := range read.Messages {
+					f.add(r.Message)
+				}
+				for _, e := range decidedEvents {
+					f.add(e)
+				}
+				qo, _, err := d.finishQuery(f, in.Partition, m)
 				if err != nil {
 					return outs, &BatchError{Message: m, Index: i, Err: err}
 				}

@@ -87,6 +87,12 @@
 // every query on the zero command, so a filter naming an attribute no
 // event type indexes fails when the decider is registered. A command
 // without Reads is decided on its partition's history exactly as before.
+// A decider with queries still has a PartitionBy, which orders its
+// background work: the commands a worker claims together are decided one
+// after the other, each on its own read plus the events decided before it
+// in the batch. For a type-only boundary (gap-free invoice numbers), let
+// PartitionBy be an attribute the command carries (its own id, or a
+// ledger): the guard, not the partition, serialises the decisions.
 //
 // This is the decision model of dcb.events (buildDecisionModel: named
 // projections, each with its event types and tags, one read of the

@@ -38,9 +38,24 @@ type Query[S any] []Part[S]
 type Part[S any] struct {
 	types   []reflect.Type
 	filters []Filter
-	fold    func(s S, events []Message) S
+	start   func() partRun[S]
 	err     error
 }
+
+// partRun is one part being folded: its projection's state so far.
+type partRun[S any] interface {
+	evolve(m Message)
+	set(s S) S
+}
+
+type projectionRun[S, P any] struct {
+	h     *handlers[P]
+	state P
+	put   func(S, P) S
+}
+
+func (r *projectionRun[S, P]) evolve(m Message) { r.state, _ = r.h.evolveOne(r.state, m) }
+func (r *projectionRun[S, P]) set(s S) S        { return r.put(s, r.state) }
 
 // Read is a part of a decision's state: projection p folded over the events
 // that match any of filters (OR), from p's initial state, and set into the
@@ -48,7 +63,8 @@ type Part[S any] struct {
 // restricted with Only.
 func Read[S, P any](p Projection[P], set func(S, P) S, filters ...Filter) Part[S] {
 	part := Part[S]{types: p.EvolvedTypes(), filters: filters, err: p.Err()}
-	part.fold = func(s S, events []Message) S { return set(s, p.Evolve(p.Initial(), events...)) }
+	h := p.compiled()
+	part.start = func() partRun[S] { return &projectionRun[S, P]{h: h, state: p.Initial(), put: set} }
 	if set == nil {
 		part.err = errors.Join(part.err, errors.New("core.Read: a nil set function"))
 	}
@@ -127,7 +143,7 @@ func (q Query[S]) Plan(reg *codec.Registry) (Plan, error) {
 	var plan Plan
 	var errs []error
 	for i, part := range q {
-		if part.fold == nil {
+		if part.start == nil {
 			errs = append(errs, fmt.Errorf("part %d is a zero Part: build parts with core.Read or core.ReadEach", i))
 			plan.Parts = append(plan.Parts, nil)
 			continue
@@ -221,34 +237,67 @@ func (c Condition) equal(o Condition) bool {
 // gives an event's type string and key pairs (IndexWith adapts a
 // registry).
 func (q Query[S]) Fold(s S, plan Plan, events []Message, index Indexer) S {
-	types := make([]string, len(events))
-	keys := make([][]codec.KeyPair, len(events))
-	for i, e := range events {
-		types[i], keys[i] = index(e)
+	f := q.folding(plan, index)
+	for _, e := range events {
+		f.add(e)
 	}
-	var mine []Message
+	return f.state(s)
+}
+
+// folding is a query being folded, part by part, so that events decided
+// after the read fold on without folding the read again.
+type folding[S any] struct {
+	plan  Plan
+	runs  []partRun[S]
+	index Indexer
+}
+
+func (q Query[S]) folding(plan Plan, index Indexer) *folding[S] {
+	f := &folding[S]{plan: plan, runs: make([]partRun[S], len(q)), index: index}
 	for i, part := range q {
-		if part.fold == nil || i >= len(plan.Parts) {
-			continue
+		if part.start != nil && i < len(plan.Parts) {
+			f.runs[i] = part.start()
 		}
-		mine = mine[:0]
-		for j, e := range events {
-			if MatchAny(plan.Parts[i], types[j], keys[j]) {
-				mine = append(mine, e)
-			}
+	}
+	return f
+}
+
+// add folds e into every part whose conditions match it.
+func (f *folding[S]) add(e Message) {
+	typ, keys := f.index(e)
+	for i, r := range f.runs {
+		if r != nil && MatchAny(f.plan.Parts[i], typ, keys) {
+			r.evolve(e)
 		}
-		s = part.fold(s, mine)
+	}
+}
+
+// state sets every part's result into s, in part order.
+func (f *folding[S]) state(s S) S {
+	for _, r := range f.runs {
+		if r != nil {
+			s = r.set(s)
+		}
 	}
 	return s
 }
 
 // liftPart moves a part onto a larger state.
 func liftPart[S, T any](p Part[S], get func(T) S, set func(T, S) T) Part[T] {
-	fold := p.fold
-	return Part[T]{types: p.types, filters: p.filters, err: p.err, fold: func(t T, events []Message) T {
-		return set(t, fold(get(t), events))
+	start := p.start
+	return Part[T]{types: p.types, filters: p.filters, err: p.err, start: func() partRun[T] {
+		return liftedRun[S, T]{r: start(), get: get, put: set}
 	}}
 }
+
+type liftedRun[S, T any] struct {
+	r   partRun[S]
+	get func(T) S
+	put func(T, S) T
+}
+
+func (l liftedRun[S, T]) evolve(m Message) { l.r.evolve(m) }
+func (l liftedRun[S, T]) set(t T) T        { return l.put(t, l.r.set(l.get(t))) }
 
 // Reads declares the query of the decisions on commands of type C: the
 // decider decides such a command on the state its query composes (see

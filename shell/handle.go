@@ -56,7 +56,9 @@ type HandleOptions struct {
 var ErrFutureCommand = errors.New("sourced: command dated after the store's clock")
 
 // Handle decides a command synchronously, for web handlers: it validates
-// the command, reads the decider's partition, decides, appends the command
+// the command, reads the decider's partition (or, for a command with a
+// query of its own, core.Reads, the union of that query in one read, each
+// part folding what its own filters match), decides, appends the command
 // and its events, and moves the decider's offset past the command so that
 // workers do not decide it again, all in one write transaction (sync work
 // included; after-sync work runs after commit). The transaction holds the
@@ -85,15 +87,28 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		history []core.PositionedMessage
 		plan    *core.Plan
 	)
-	cr, err := handle(ctx, store, d, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
+	var queried S
+	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
 	res.CommandResult = cr
 	if plan != nil {
-		events := append(core.MessagesOf(history), cr.Events...)
-		res.State = d.QueryState(cr.Command, *plan, core.IndexWith(store.Registry()), events)
+		res.State = queried
 	} else {
 		res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
 	}
 	return res, err
+}
+
+// statefulDecider is a decider whose query decisions keep the state after
+// their events, for HandleResult.State.
+type statefulDecider[S any] struct {
+	core.Decider[S]
+	state *S
+}
+
+func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out, s, err := d.DecideQueryState(plan, index, partition, read, cmd)
+	*d.state = s
+	return out, err
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -266,7 +281,8 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // Load reads a decider's, projector's or projection's state for a
 // partition straight from the log, with the guard of the read (append with
 // it to decide on that state). With opts.Upto it loads the state as it was
-// at that position.
+// at that position. For the state a command with a query of its own
+// (core.Reads) is decided on, use LoadDecision.
 //
 // The partition must give every partition key of a decider or projector
 // (every key given, for a bare projection) a non-empty value: otherwise

@@ -124,3 +124,31 @@ func TestMachineHandleCommand(t *testing.T) {
 		t.Fatalf("%d messages, then %d after draining (the command is decided once, the rejected one not stored)", before, after)
 	}
 }
+
+// A command handled synchronously while an earlier command of its
+// partition waits for the workers: AdvanceOffset cannot skip the earlier
+// one, so the workers claim both, and the handled one (marked
+// core.DecidedByKey) must be acknowledged, not decided a second time.
+// Found by the simulator (props/sim, the doors domain).
+func TestMachineHandledCommandIsNotDecidedAgainByWorkers(t *testing.T) {
+	ctx := context.Background()
+	store, rt := doorStore(t)
+	if _, err := store.Append(ctx, []core.Message{core.NewMessage(OpenDoor{DoorID: "d1"})}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closes := 0
+	for _, m := range readAll(t, store) {
+		if _, ok := m.Payload.(DoorClosed); ok {
+			closes++
+		}
+	}
+	if closes != 1 {
+		t.Errorf("the handled CloseDoor moved the door %d times, want once; states %v", closes, statePaths(t, store))
+	}
+}

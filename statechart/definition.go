@@ -210,9 +210,12 @@ func (mc *machineCore) register(reg *codec.Registry, group string) error {
 // messages are the outcome's Events, in append order, correlated with it.
 // A command no active state accepts, an event nothing reacts to and a
 // stale timer are acknowledged with no events. A replayed batch is only
-// acknowledged: its messages were decided before.
+// acknowledged: its messages were decided before; so is a command this
+// machine's group decided synchronously (core.DecidedByKey), whose events
+// are in the history already.
 func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 	outs := make([]core.Outcome, 0, len(in.Batch))
+	group := m.group()
 	inst, err := m.current(in.Partition, in.History, in.Batch)
 	if err != nil {
 		if len(in.Batch) > 0 {
@@ -235,7 +238,10 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 			outs = append(outs, out)
 			continue
 		}
-		if in.Replaying {
+		if in.Replaying || b.Metadata[core.DecidedByKey] == group {
+			// Decided before: in a replayed batch, or synchronously
+			// (shell.HandleCommand marks the command, and its events are
+			// already in the history).
 			outs = append(outs, out)
 			continue
 		}

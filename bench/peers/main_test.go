@@ -54,5 +54,10 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
+	if s, ok := results.get("sourced postgres"); ok {
+		if r, ok := results.get("river postgres"); ok && r > 0 {
+			fmt.Printf("QueueDrain ratio on PostgreSQL: Sourced %.0f jobs/s / River %.0f jobs/s = %.2fx\n", s, r, s/r)
+		}
+	}
 	os.Exit(code)
 }

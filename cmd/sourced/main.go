@@ -1,8 +1,8 @@
 // Command sourced is the operator's tool for a Sourced store: stats and
 // lag, the log (and following it), the causal chain of a message,
-// consumer-group offsets and workers, stopping, starting, resetting and
-// retrying groups, scheduled messages, schema migrations, and durable
-// workflow runs.
+// consumer-group offsets and workers, parked partitions, stopping,
+// starting, resetting and retrying groups, scheduled messages, schema
+// migrations, durable workflow runs, and the web dashboard (serve).
 //
 //	go install github.com/sourced-go/sourced/cmd/sourced@latest
 //	sourced -db app.db stats

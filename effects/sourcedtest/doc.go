@@ -34,7 +34,7 @@
 // filters match; given events outside every part are dropped, not refused,
 // as they are simply not read. ThenRead asserts which boundaries a decision
 // read (its guard's conditions). Reactions to a queried decision's events
-// are not run by Then: test them on the decider's events directly.
+// run as for any decision, on the command partition's given events.
 //
 // Delayed reactions are expected as core.After(delay, payload), the delay
 // counted from the command (WithTime), or core.At(time, payload); they

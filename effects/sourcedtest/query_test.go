@@ -3,6 +3,7 @@ package sourcedtest_test
 import (
 	"testing"
 
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects/sourcedtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -88,4 +89,29 @@ func TestQueryThenReadFailsOnOtherBoundaries(t *testing.T) {
 	if msg == "" {
 		t.Fatal("a query decision without WithRegistry did not fail")
 	}
+}
+
+type reminder struct {
+	MemberID string `json:"member_id"`
+	BookID   string `json:"book_id"`
+}
+
+func TestQueryDecisionReactions(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := codec.Register[reminder](reg, "library.reminder"); err != nil {
+		t.Fatal(err)
+	}
+	d := storetest.LendingDecider.With(
+		core.Evolve(func(s storetest.Lending, _ storetest.BookLent) storetest.Lending { s.MemberLoans++; return s }),
+		core.React(func(s storetest.Lending, e storetest.BookLent) []any {
+			return []any{reminder(e)}
+		}),
+	)
+	sourcedtest.Decider(t, d, sourcedtest.WithRegistry(reg)).
+		Given(storetest.BookLent{MemberID: "m2", BookID: "b1"}, storetest.BookReturned{MemberID: "m2", BookID: "b1"}).
+		When(storetest.LendBook{MemberID: "m1", BookID: "b1"}).
+		Then(storetest.BookLent{MemberID: "m1", BookID: "b1"}, reminder{MemberID: "m1", BookID: "b1"})
 }

@@ -370,7 +370,34 @@ func (c *DeciderTest[S]) runQuery(partition map[string]string) ([]effects.Pair, 
 	}
 	got := effects.Messages(pairs)
 	c.events = got
-	return pairs, got, nil
+	// Reactions run when the decider's group claims its events, on the
+	// partition's history (the given events in it) and the events.
+	if len(got) == 0 {
+		return pairs, got, nil
+	}
+	outside := c.cfg
+	outside.outside = true
+	history := c.cfg.history(outside.inPartition(c.t, partition, c.given, "When("+describe(c.cmd)+")"))
+	pos := int64(len(all) + 1)
+	var events []core.PositionedMessage
+	for _, e := range got {
+		pos++
+		events = append(events, core.PositionedMessage{Message: c.cfg.stamp(e), Position: pos})
+	}
+	reactions, err := effects.Step(c.d, effects.Claim{Partition: partition, Messages: events, History: append(history, events...)})
+	if err != nil {
+		var be *core.BatchError
+		if errors.As(err, &be) {
+			err = be.Err
+		}
+		return pairs, got, err
+	}
+	for _, r := range reactions {
+		if hasAppend(r) {
+			pairs = append(pairs, r)
+		}
+	}
+	return pairs, append(got, effects.Messages(reactions)...), nil
 }
 
 // ThenRead asserts which boundaries the decision read: the conditions of

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sourced-go/sourced/examples/courses/domain"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -19,23 +20,23 @@ func TestExample(t *testing.T) {
 	if err := run(ctx, path, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	reg, _ := Registry()
+	reg, _ := domain.Registry()
 	store, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rosters, err := readRosters(ctx, store)
+	got, err := rosters{store}.Rosters(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rosters) != 2 {
-		t.Fatalf("rosters %+v", rosters)
+	if len(got) != 2 {
+		t.Fatalf("rosters %+v", got)
 	}
-	if r := rosters[0]; r.CourseID != "c1" || r.Name != "Algebra" || !slices.Equal(r.Students, []string{"ada", "grace"}) {
+	if r := got[0]; r.CourseID != "c1" || r.Name != "Algebra" || !slices.Equal(r.Students, []string{"ada", "grace"}) {
 		t.Fatalf("roster c1 %+v", r)
 	}
-	if r := rosters[1]; r.CourseID != "c2" || r.Name != "History" || !slices.Equal(r.Students, []string{"edsger", "alan"}) {
+	if r := got[1]; r.CourseID != "c2" || r.Name != "History" || !slices.Equal(r.Students, []string{"edsger", "alan"}) {
 		t.Fatalf("roster c2 %+v", r)
 	}
 	for _, want := range []string{

@@ -58,6 +58,19 @@
 //     groups of reactors that fail on purpose ever retry or fail; their
 //     error strategy counts every failure (retry counts strictly increase).
 //
+// # Domains
+//
+// courses (the manual's course and enrolment example: two deciders, a
+// reaction, a projector; rejections are events, so the worker path never
+// fails), queue (an impure, exclusive, id-partitioned delete-on-ack work
+// queue), jobs (an impure reactor whose poisoned tasks always fail, with
+// an error strategy of its own: the group must retry, counting every
+// failure, then fail), doors (a statechart machine with a timer: every
+// stored configuration loads, every command moves its door once, every
+// door that opened closes) and flows (a durable workflow of package
+// shell/workflow: a step retried with back-off, a sleep, a second step;
+// every run completes).
+//
 // # Failure output
 //
 // TestSimulation runs fixed seeds, then fresh ones for a while (the seeds

@@ -42,15 +42,18 @@ type Domain interface {
 	Check(v *View, final bool) error
 }
 
-// Domains are the domains a run uses, by name, built fresh for each run.
-var Domains = map[string]func() Domain{
-	"courses": func() Domain { return &courses{} },
-	"queue":   func() Domain { return &queue{processed: map[string]int{}} },
-	"jobs":    func() Domain { return &jobs{done: map[string][]int{}} },
+// Domains are the domains a run uses, by name, built fresh for each run
+// (with the run's clock, for a domain whose definitions take one).
+var Domains = map[string]func(*Clock) Domain{
+	"courses": func(*Clock) Domain { return &courses{} },
+	"queue":   func(*Clock) Domain { return &queue{processed: map[string]int{}} },
+	"jobs":    func(*Clock) Domain { return &jobs{done: map[string][]int{}} },
+	"doors":   func(*Clock) Domain { return &doors{} },
+	"flows":   func(c *Clock) Domain { return newFlows(c) },
 }
 
 // DomainNames are the names of Domains in a fixed order.
-var DomainNames = []string{"courses", "queue", "jobs"}
+var DomainNames = []string{"courses", "queue", "jobs", "doors", "flows"}
 
 // ---- courses: the course and enrolment example of the manual ----
 
@@ -368,8 +371,8 @@ func (*jobRunner) PartitionKeys() []string {
 }
 func (r *jobRunner) ErrorStrategy() shell.ErrorStrategy {
 	return shell.ErrorStrategy{Retries: JobRetries, After: time.Second}.
-		OnRetry(func(_ context.Context, rr shell.RetryReport) {
-			r.j.callbacks = append(r.j.callbacks, "retry "+strconv.Itoa(rr.RetryCount))
+		OnRetry(func(_ context.Context, rep shell.RetryReport) {
+			r.j.callbacks = append(r.j.callbacks, "retry "+strconv.Itoa(rep.RetryCount))
 		}).
 		OnFail(func(context.Context, shell.FailureReport) { r.j.callbacks = append(r.j.callbacks, "fail") })
 }

@@ -43,3 +43,14 @@ func TestSimHandleUnderAClockStepBack(t *testing.T) {
 		{Kind: sim.ClientOp, Proc: 2, Worker: 1, Op: 1, N: 794, Fault: sim.Fault{Kind: sim.Interleave, At: 1, Then: []sim.Action{{Kind: sim.ClockStep, N: -3153}, {Kind: sim.ClockStep, N: -8191}, {Kind: sim.Reap, Proc: 2}}}},
 	})
 }
+
+// Found in main by the simulator: an OpenDoor waits for the workers when
+// a CloseDoor of the same door is handled synchronously; the workers claim
+// both, and decided the handled CloseDoor a second time (a machine's Step
+// ignored core.DecidedByKey). Fixed in statechart.Machine.Step.
+func TestSimHandledMachineCommandDecidedOnce(t *testing.T) {
+	sim.Replay(t, sim.Setup{Store: "memory", Processes: 2, Workers: 2, BatchSize: 2, BatchesPerHandle: 1}, []sim.Action{
+		{Kind: sim.ClientOp, Worker: 1, Target: 3, N: 852},
+		{Kind: sim.ClientOp, Worker: 1, Target: 3, Op: 2, N: 939},
+	})
+}

@@ -39,7 +39,7 @@ type gen struct {
 
 // reactorCount is how many reactors the domains register (a worker
 // round's Target is taken modulo the router's count anyway).
-const reactorCount = 5
+const reactorCount = 7
 
 // action draws one action; top-level ones may carry a fault.
 func (g gen) action(top bool) Action {
@@ -86,6 +86,10 @@ func (g gen) action(top bool) Action {
 		a.Fault.Kind = Interleave
 		for range 1 + r.IntN(3) {
 			b := g.nested(a)
+			if n := len(a.Fault.Then); n > 0 && a.Fault.Then[n-1].Kind == ClockStep && r.IntN(2) == 0 {
+				// After a clock step, the reaper: what finds a claim stale.
+				b = Action{Kind: Reap, Proc: r.IntN(g.s.Processes)}
+			}
 			a.Fault.Then = append(a.Fault.Then, b)
 		}
 	}
@@ -99,7 +103,11 @@ func (g gen) nested(a Action) Action {
 	r := g.r
 	switch x := r.IntN(100); {
 	case x < 40:
-		return Action{Kind: ClockStep, N: g.clockStep()}
+		n := g.clockStep()
+		if r.IntN(2) == 0 {
+			n = int64(ClaimTTL/time.Millisecond) + int64(r.IntN(60_000)) // past the claim TTL
+		}
+		return Action{Kind: ClockStep, N: n}
 	case x < 60:
 		return Action{Kind: Reap, Proc: r.IntN(g.s.Processes)}
 	case x < 90:

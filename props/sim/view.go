@@ -28,8 +28,13 @@ type View struct {
 	Groups []shell.GroupInfo
 	// Offsets are every partition's offset.
 	Offsets []shell.Offset
-	// MaxPosition is the highest position the store ever gave.
+	// Scheduled indexes the messages waiting in the schedule by id.
+	Scheduled map[uuid.UUID]core.Message
+	// MaxPosition is the store's newest position.
 	MaxPosition int64
+	// Store is the store under simulation, without faults, for a domain
+	// check that loads state (shell.Load, shell.LoadMachine).
+	Store shell.Store
 
 	ackedIDs []uuid.UUID // Acked's ids in the order they were acked
 }
@@ -80,12 +85,24 @@ func (v *View) ExactlyOnce(cmd string, outcomes []string, final bool) error {
 // view reads the store's state.
 func (w *World) view() (*View, error) {
 	ctx := context.Background()
-	v := &View{ByID: map[uuid.UUID]core.PositionedMessage{}, Acked: w.acked, Status: map[string]shell.Status{}, ackedIDs: w.ackedOrder}
+	v := &View{Store: w.inner, ByID: map[uuid.UUID]core.PositionedMessage{}, Acked: w.acked, Status: map[string]shell.Status{}, ackedIDs: w.ackedOrder}
 	for m, err := range w.inner.All(ctx, shell.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			return nil, err
 		}
 		v.Log = append(v.Log, m)
+	}
+	v.Scheduled = map[uuid.UUID]core.Message{}
+	if rs, ok := w.inner.(interface {
+		ReadScheduled(context.Context, int) ([]core.Message, error)
+	}); ok {
+		ms, err := rs.ReadScheduled(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			v.Scheduled[m.ID] = m
+		}
 	}
 	st, err := w.inner.Stats(ctx)
 	if err != nil {
@@ -137,7 +154,9 @@ func (w *World) check(final bool) error {
 	// Nothing acknowledged is lost.
 	for _, id := range w.ackedOrder {
 		m := w.acked[id]
-		if _, in := v.ByID[id]; !in && !w.deletes[m.Type] {
+		_, in := v.ByID[id]
+		_, scheduled := v.Scheduled[id]
+		if !in && !scheduled && !w.deletes[m.Type] {
 			return &Violation{"no acked append lost", fmt.Errorf("%s %s (%v) was acknowledged but is not in the log", m.Type, id, m.Payload)}
 		}
 	}

@@ -108,7 +108,7 @@ func newWorld(s Setup) (*World, error) {
 		if !ok {
 			return nil, fmt.Errorf("sim: unknown domain %q", name)
 		}
-		d := mk()
+		d := mk(w.clock)
 		if err := d.Register(w.reg); err != nil {
 			return nil, err
 		}

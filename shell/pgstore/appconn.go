@@ -43,6 +43,11 @@ func Conn(txn core.Tx) (*pgx.Conn, error) {
 		if t.done {
 			return nil, fmt.Errorf("pgstore: Conn: %w", errTxDone)
 		}
+		// The app writes in the transaction: it begins now, under the
+		// exclusive lock, as for sync work (tx.Context).
+		if err := t.enter(lockExclusive, true); err != nil {
+			return nil, fmt.Errorf("pgstore: Conn: %w", err)
+		}
 		return t.c.Conn(), nil
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotPostgres)

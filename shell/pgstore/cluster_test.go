@@ -1,9 +1,11 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,7 +58,34 @@ func scale(full, short int) int {
 // cursor past 11 and skip 11 for ever.
 func TestPositionsVisibleInOrder(t *testing.T) {
 	ss := peers(t, 4)
-	ctx := t.Context()
+	if err := tailWhileAppending(t, ss); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPositionsVisibleInOrderCatchesASkip runs the same appends and
+// readers on stores broken on purpose (pgstore.BreakPositionOrder: no
+// advisory lock, positions handed out outside the transaction as a
+// sequence does), and requires the check to report a skipped position:
+// the ordering test can fail.
+func TestPositionsVisibleInOrderCatchesASkip(t *testing.T) {
+	ss := peers(t, 4)
+	for _, s := range ss {
+		pgstore.BreakPositionOrder(s)
+	}
+	err := tailWhileAppending(t, ss)
+	if err == nil || !strings.Contains(err.Error(), "was skipped") {
+		t.Fatalf("on a store whose positions commit out of order the check reported %v, want a skipped position", err)
+	}
+	t.Logf("caught: %v", err)
+}
+
+// tailWhileAppending appends from two of ss while tailing readers on the
+// two others follow the log, and returns the first skip a reader saw (or
+// another failure).
+func tailWhileAppending(t *testing.T, ss []*pgstore.Store) error {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	writers, each := 3, scale(300, 60)
 	total := int64(writers * each)
 	var wg sync.WaitGroup
@@ -119,22 +148,34 @@ func TestPositionsVisibleInOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	// On a failure, stop the readers before returning it.
+	stop := func(err error) error {
+		cancel()
+		rg.Wait()
+		return err
 	}
-	var last int64
+	select {
+	case err := <-errs:
+		return stop(err)
+	default:
+	}
 	st, err := ss[0].Stats(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return stop(err)
 	}
-	last = st.MaxPosition
+	last := st.MaxPosition
 	if min := total; last < min {
-		t.Fatalf("the log ends at %d, want at least %d", last, min)
+		return stop(fmt.Errorf("the log ends at %d, want at least %d", last, min))
 	}
 	want.Store(last)
 	rg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
 	t.Logf("%d positions, %d reads", last, reads.Load())
+	return nil
 }
 
 // TestGuardsAcrossStores is the dcb.events consistency check: writers on

@@ -46,8 +46,9 @@
 // for ever. This store cannot do that: every transaction that appends
 // (Update, Append, PromoteScheduled, a claim that appends in ClaimUpdate)
 // takes the store's exclusive transaction-level advisory lock
-// (pg_advisory_xact_lock, one key per schema and prefix) first, reads the
-// last position from <prefix>_head, hands out the next positions itself
+// (pg_advisory_xact_lock, one key per schema and prefix) before it
+// appends (at BEGIN, or at an Update's first operation, see below), reads
+// the last position from <prefix>_head under it, hands out the next positions itself
 // and writes the head back just before COMMIT. PostgreSQL releases a
 // transaction's locks only after its commit is visible to every new
 // snapshot, so the next appender starts after the previous one's
@@ -55,7 +56,9 @@
 // (a rolled back append's positions are handed out again, as on SQLite),
 // and a reader (Read, ReadAll, a claim's fetch, a catch-up) that sees a
 // position sees every smaller one. TestPositionsVisibleInOrder tails the
-// log from several pools while others append.
+// log from several pools while others append; on stores broken on purpose
+// (no lock, positions handed out outside the transaction, as a sequence
+// does) it reports the skip (TestPositionsVisibleInOrderCatchesASkip).
 //
 // The same lock serialises guards: an append checks its guard inside its
 // transaction, under the lock, so no conflicting append can commit between
@@ -66,16 +69,36 @@
 // its first failed statement: a refused append leaves the transaction
 // usable and writes nothing.
 //
-// Claims, acks and releases of one offset take the same lock in shared
-// mode (pg_advisory_xact_lock_shared): workers of every process claim side
-// by side, each picking the claimable offset furthest behind with FOR
-// UPDATE SKIP LOCKED, so two workers never wait on each other, while an
-// append waits for them and they for it (no append ever changes an offset
-// under a claim being made, so pending markers stay exact). Other group
-// operations (registration, lifecycle, reset, reaping, drained offsets)
-// take the exclusive lock. Reads take no lock: each is one statement (the
-// log's newest position is read in the same statement as the messages,
-// for the guard), or one REPEATABLE READ snapshot.
+// Claims, acks, releases and deletes take the same lock in shared mode
+// (pg_advisory_xact_lock_shared): workers of every process claim and
+// settle side by side, each picking the claimable offset furthest behind
+// with FOR UPDATE SKIP LOCKED, so two workers never wait on each other,
+// while an append waits for them and they for it (no append ever changes
+// an offset under a claim or an ack being made, so pending markers stay
+// exact). A delete needs no more: removing messages adds no position, so
+// no reader can see one before a smaller one, and a pending marker it
+// leaves on a deleted message is stale in the safe direction (the next
+// claim finds the fetch empty and repairs it); it never hides work. Other
+// group operations (registration, lifecycle, reset, reaping, drained
+// offsets) take the exclusive lock. Reads take no lock: each is one
+// statement (the log's newest position is read in the same statement as
+// the messages, for the guard), or one REPEATABLE READ snapshot.
+//
+// Update takes its lock lazily, at fn's first operation: a read, an
+// append, an advance or sync work (tx.Context, Conn) takes the exclusive
+// lock, as if Update had taken it at BEGIN; a claim, an ack, a release or
+// a delete takes the shared one, so that a transaction which only settles
+// claims (a delete-on-ack queue's delete and ack, and the next claim)
+// runs beside other workers. Two transactions holding the shared lock
+// cannot both upgrade to the exclusive one (they would deadlock), so a
+// transaction that needs the exclusive lock after the shared one is
+// rolled back and fn runs again holding the exclusive lock from its start
+// (TestUpdateUpgradesByRunningAgain). LastPosition first takes no lock; an
+// append after it checks, under the exclusive lock, that the head has not
+// moved, else fn runs again too (TestUpdateLastPositionOvertaken): what
+// fn was told is the newest position stays true under the lock, as on
+// SQLite. fn therefore may run twice; its writes through the transaction
+// are rolled back in between, anything else it does is not.
 //
 // # Consumer groups
 //
@@ -111,12 +134,23 @@
 // Costs, in round trips to the server: a standalone append four (BEGIN
 // with the lock and the head row; the id check, and the guard check when
 // there is a guard; the inserts and offset upserts pipelined; the head,
-// the NOTIFY and COMMIT pipelined), a claim five (the idle probe; BEGIN
-// with the shared lock; the group row and the SKIP LOCKED scan; the fetch
-// and the claim; COMMIT), an ack three. An idle poll is the probe alone.
-// Appends are serialised per store prefix, so their rate is bounded by one
-// transaction's round trips at a time; several messages per append
-// amortise them.
+// the NOTIFY and COMMIT pipelined), a claim four (the idle probe; BEGIN,
+// the shared lock, the group row and the SKIP LOCKED scan in one batch;
+// the fetch and the claim; COMMIT), a queue's claim three (the scan
+// fetches its one message; the claim goes with COMMIT), an ack two. A
+// queue's settlement in the router (LastPosition, delete, ack, next
+// claim) is four: BEGIN and LastPosition; the shared lock, the delete and
+// the ack; the next claim's scan; its claim and COMMIT. An idle poll is
+// the probe alone. Appends are serialised per store prefix, so their
+// rate is bounded by one transaction's round trips at a time; several
+// messages per append amortise them.
+//
+// Lookups by key pairs go through the GIN index of messages.keys, built
+// without a pending list (fastupdate off, schema version 3), and are
+// written so that the planner, whose generic plans cannot tell how few
+// messages a key pair has, neither intersects them with the type index
+// nor walks the primary key from the cursor: a partition read or a
+// claim's fetch costs O(the partition), not O(the log).
 //
 // # Sync work
 //
@@ -125,6 +159,14 @@
 // another store): sync work writes its own tables there, committed or
 // rolled back with the append. Store.View reads them in a read-only
 // snapshot that takes none of the store's locks.
+//
+// # Operator's side
+//
+// For tools such as the sourced CLI (package pgcli, and the binary
+// shell/pgstore/cmd/sourced): Lag (pending messages per partition),
+// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// before it is promoted) and AppliedMigrations (the schema versions a
+// database records, whatever its version).
 //
 // # Tests
 //

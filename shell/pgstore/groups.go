@@ -31,6 +31,7 @@ type groupQueries struct {
 	groupRow, groupNames, probe                string
 	upsertOffset, ensureOffset, offsetByKey    string
 	scan, claim, remark, held, release, moveTo string
+	scanFetch                                  string
 	ack                                        string
 	raiseHighest, recover, setStatus           string
 	resetOffsets, clearPending, groupOffsets   string
@@ -47,8 +48,8 @@ type groupQueries struct {
 func newGroupQueries(n names) groupQueries {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 	next := f(`CASE WHEN o.message_id IS NOT NULL
-	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND m.message_type = ANY(g.handled))
-	ELSE (SELECT min(m.position) FROM %[1]s m WHERE m.keys @> o.keys AND m.position > o.last_position AND m.message_type = ANY(g.handled)) END`, n.messages)
+	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
+	ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END`, n.messages)
 	return groupQueries{
 		loadGroups:   f(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, n.groups),
 		bumpConfig:   f(`UPDATE %s SET config_version = config_version + 1 WHERE id = 1 RETURNING config_version`, n.head),
@@ -73,6 +74,13 @@ ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups)
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
+		scanFetch: f(`SELECT o.id, o.partition_key, o.last_position, o.replay_until, o.message_id IS NOT NULL, m.*
+FROM (SELECT id, partition_key, last_position, replay_until, message_id FROM %[1]s
+	WHERE consumer_group_id = (SELECT id FROM %[2]s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
+	ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED) o
+JOIN %[2]s g ON g.group_id = $1
+LEFT JOIN LATERAL (SELECT %[3]s FROM %[4]s WHERE message_id = o.message_id AND (position + 0) > o.last_position
+	AND (message_type || '') = ANY(g.handled)) m ON true`, n.offsets, n.groups, messageColumns, n.messages),
 		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
@@ -531,7 +539,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 
 // ClaimNext claims inside the transaction; see shell.GroupTx.
 func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
@@ -583,14 +591,16 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		// The group's row and the scan in one round trip (the scan may
 		// lock an offset of a group that turns out not claimable: the
 		// lock goes with the transaction).
-		b := &pgx.Batch{}
+		b, n := t.batch()
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
-		b.Queue(q.scan, group)
-		br := t.c.SendBatch(t.ctx, b)
+		b.Queue(q.scanFetch, group)
+		br, err := t.send(b, n)
+		if err != nil {
+			return nil, t.fail("claim "+group, err)
+		}
 		var st groupState
-		var err error
 		if attempt == 0 {
 			var retryAt *time.Time
 			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
@@ -600,9 +610,12 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		}
 		var id, last, replay int64
 		var key string
+		var byID bool
+		var pos *int64
+		var r msgRow
 		found := false
 		if err == nil {
-			err = br.QueryRow().Scan(&id, &key, &last, &replay)
+			err = br.QueryRow().Scan(&id, &key, &last, &replay, &byID, &pos, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created)
 			found = err == nil
 			if errors.Is(err, pgx.ErrNoRows) {
 				err = nil
@@ -628,22 +641,36 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		if err != nil {
 			return nil, err
 		}
-		// The fetch and the claim in one round trip; an empty fetch (a
-		// marker gone wrong behind the store's back) undoes the claim.
-		sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
-		b = &pgx.Batch{}
-		b.Queue(sql, args...)
-		b.Queue(q.claim, id, now, workerID)
-		br = t.c.SendBatch(t.ctx, b)
-		msgs, err := s.scanMessages(br.Query())
-		if err == nil {
-			_, err = br.Exec()
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, t.fail("claim "+group, err)
+		var msgs []core.PositionedMessage
+		if byID && pos != nil {
+			// A queue's partition is its one message, fetched by the
+			// scan: the claim goes with the transaction's next statement.
+			r.position = *pos
+			m, err := s.decode(&r)
+			if err != nil {
+				return nil, err
+			}
+			msgs = []core.PositionedMessage{m}
+			t.queue(q.claim, id, now, workerID)
+		} else {
+			// The fetch and the claim in one round trip; an empty fetch
+			// (a marker gone wrong behind the store's back) undoes the
+			// claim.
+			sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
+			b = &pgx.Batch{}
+			b.Queue(sql, args...)
+			b.Queue(q.claim, id, now, workerID)
+			br = t.c.SendBatch(t.ctx, b)
+			msgs, err = s.scanMessages(br.Query())
+			if err == nil {
+				_, err = br.Exec()
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, t.fail("claim "+group, err)
+			}
 		}
 		if len(msgs) == 0 {
 			var next *int64
@@ -722,6 +749,9 @@ func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
 // Release frees a claim without moving its offset, in the transaction;
 // see shell.GroupTx.
 func (t *tx) Release(c *shell.Claim) error {
+	if err := t.enter(lockShared, true); err != nil {
+		return err
+	}
 	if err := t.held(c, "release"); err != nil {
 		return err
 	}
@@ -740,7 +770,7 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // position; a retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
 func (t *tx) Ack(c *shell.Claim, position int64) error {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
 	if c == nil {
@@ -753,14 +783,17 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	// The claimant check, the move, the release and the group's highest
 	// position in one statement, the new pending marker in the same round
 	// trip (recomputing it is right whether or not the ack happened).
-	b := &pgx.Batch{}
+	b, n := t.batch()
 	b.Queue(q.ack, c.OffsetID, c.Group, position, c.WorkerID)
 	b.Queue(q.remark, c.OffsetID)
-	br := t.c.SendBatch(t.ctx, b)
+	br, err := t.send(b, n)
+	if err != nil {
+		return t.fail("ack", err)
+	}
 	var groupRow int64
 	var status shell.Status
 	var failure string
-	err := br.QueryRow().Scan(&groupRow, &status, &failure)
+	err = br.QueryRow().Scan(&groupRow, &status, &failure)
 	acked := err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = nil
@@ -810,29 +843,29 @@ func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure 
 // Delete removes messages from the log (positions not in the log are
 // ignored): their offsets' pending markers are recomputed and the offsets
 // they belonged to are checked by the next ReleaseDrainedOffsets.
+//
+// A delete needs only the shared lock: removing messages cannot make a
+// reader see a position before a smaller one (it adds none), and it never
+// hides pending work from a marker (a marker it leaves on a deleted
+// message is found stale by the next claim, which repairs it). Its
+// statements are queued and sent with the transaction's next ones (the
+// ack, in a queue).
 func (t *tx) Delete(positions ...int64) error {
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if err := t.exclusive("delete"); err != nil {
+	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
 	if len(positions) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	b.Queue(t.s.q.g.deleteMessages, positions)
-	b.Queue(t.s.q.g.remarkDeleted, positions)
-	return t.check("delete", t.c.SendBatch(t.ctx, b).Close())
+	t.queue(t.s.q.g.deleteMessages, positions)
+	t.queue(t.s.q.g.remarkDeleted, positions)
+	return nil
 }
 
 // AdvanceOffset moves a partition's offset to position without a claim;
 // see shell.GroupTx.
 func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
-	if err := t.usable(); err != nil {
-		return false, err
-	}
-	if err := t.exclusive("advance"); err != nil {
+	if err := t.enter(lockExclusive, true); err != nil {
 		return false, err
 	}
 	s := t.s

@@ -22,6 +22,7 @@ import (
 type queries struct {
 	readHead, writeHead, headPosition string
 	lastPosition, countScheduled      string
+	lastAndHead                       string
 	insertMessage, insertScheduled    string
 	probeIDs                          string
 	correlation                       string
@@ -39,6 +40,7 @@ func newQueries(n names) queries {
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
 		lastPosition:   fmt.Sprintf(`SELECT coalesce(max(position), 0) FROM %s`, n.messages),
+		lastAndHead:    fmt.Sprintf(`SELECT (SELECT coalesce(max(position), 0) FROM %s), (SELECT last_position FROM %s WHERE id = 1)`, n.messages, n.head),
 		countScheduled: fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
 		insertMessage: fmt.Sprintf(`INSERT INTO %s (position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
 VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, $10, $11)`, n.messages),
@@ -65,6 +67,35 @@ func (a *sqlArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
+// typeFilter is the message type as a predicate combined with a more
+// selective one (key pairs, a message id) compares it: an expression no
+// index serves, so that the planner finds the messages by the GIN index
+// of key pairs (or the id) and checks the type on the rows, instead of
+// intersecting with the type index's every message of that type.
+const typeFilter = "(message_type || '')"
+
+// positionFilter is the position as typeFilter is the type, for reads
+// whose messages the key pairs (or the id) find (a partition, a claim's
+// fetch, conditions that all name attributes): so that the planner, which
+// cannot tell how few messages a key pair has (prepared statements get
+// generic plans), neither intersects them with the range of the primary
+// key after the cursor nor walks that key in order testing every message
+// after the cursor. The cost is a sort of the matching messages after the
+// cursor: a read is O(the partition), not O(the log).
+const positionFilter = "(position + 0)"
+
+// positionFor is positionFilter when every condition names attributes
+// (the GIN index finds the messages), else the plain position, whose
+// range the type index serves.
+func positionFor(conds []core.Condition) string {
+	for _, c := range conds {
+		if len(c.Attrs) == 0 {
+			return "position"
+		}
+	}
+	return positionFilter
+}
+
 // condSQL renders conditions (OR across, AND within) as a predicate on
 // the messages table.
 func condSQL(conds []core.Condition, args *sqlArgs) string {
@@ -79,7 +110,7 @@ func condSQL(conds []core.Condition, args *sqlArgs) string {
 			keys = append(keys, keyString(name, value))
 		}
 		slices.Sort(keys)
-		parts = append(parts, "(message_type = "+args.add(c.Type)+" AND keys @> "+args.add(keys)+"::text[])")
+		parts = append(parts, "("+typeFilter+" = "+args.add(c.Type)+" AND keys @> "+args.add(keys)+"::text[])")
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
 }
@@ -100,7 +131,7 @@ func partitionSQL(partition map[string]string, types []string, args *sqlArgs) st
 		if id, err := uuid.Parse(partition[core.IDKey]); err == nil {
 			// A queue's partition is one message, found by its id
 			// whatever it was indexed under when appended.
-			return "message_type = ANY(" + args.add(types) + "::text[]) AND message_id = " + args.add(id)
+			return typeFilter + " = ANY(" + args.add(types) + "::text[]) AND message_id = " + args.add(id)
 		}
 	}
 	keys := make([]string, len(names))
@@ -108,7 +139,7 @@ func partitionSQL(partition map[string]string, types []string, args *sqlArgs) st
 		keys[i] = keyString(n, partition[n])
 	}
 	var b strings.Builder
-	b.WriteString("message_type = ANY(" + args.add(types) + "::text[]) AND keys && " + args.add(keys) + "::text[]")
+	b.WriteString(typeFilter + " = ANY(" + args.add(types) + "::text[]) AND keys && " + args.add(keys) + "::text[]")
 	if len(names) > 1 {
 		for i, n := range names {
 			b.WriteString(" AND (keys @> " + args.add([]string{keys[i]}) + "::text[] OR NOT key_names @> " + args.add([]string{n}) + "::text[])")
@@ -269,8 +300,8 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 		return shell.ReadResult{Guard: guardFor(conds, opts, nil, last)}, nil
 	}
 	var args sqlArgs
-	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND position <= %s AND %s ORDER BY position LIMIT %s`,
-		messageColumns, s.names.messages, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
+		messageColumns, s.names.messages, positionFor(conds), args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint")
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read", err)
@@ -303,8 +334,8 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 		return res, err
 	}
 	var args sqlArgs
-	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND position <= %s AND %s ORDER BY position LIMIT %s`,
-		messageColumns, s.names.messages, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
+		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint")
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read partition", err)
@@ -315,8 +346,8 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 // fetchSQL is the query of up to n messages of the partition after after.
 func (s *Store) fetchSQL(partition map[string]string, types []string, after int64, n int) (string, []any) {
 	var args sqlArgs
-	sql := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND %s ORDER BY position LIMIT %s`,
-		messageColumns, s.names.messages, args.add(after), partitionSQL(partition, types, &args), args.add(limitArg(n))+"::bigint")
+	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s LIMIT %[6]s`,
+		messageColumns, s.names.messages, positionFilter, args.add(after), partitionSQL(partition, types, &args), args.add(limitArg(n))+"::bigint")
 	return sql, args
 }
 
@@ -354,8 +385,8 @@ func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOption
 // conflicts returns the messages matching the guard after its position.
 func (s *Store) conflicts(ctx context.Context, q querier, g *core.Guard) ([]core.PositionedMessage, error) {
 	var args sqlArgs
-	sql := fmt.Sprintf(`SELECT %s FROM %s WHERE position > %s AND %s ORDER BY position`,
-		messageColumns, s.names.messages, args.add(g.LastPosition), condSQL(g.Conditions, &args))
+	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s`,
+		messageColumns, s.names.messages, positionFor(g.Conditions), args.add(g.LastPosition), condSQL(g.Conditions, &args))
 	return s.queryMessages(ctx, q, sql, args...)
 }
 

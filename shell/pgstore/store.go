@@ -64,6 +64,10 @@ type Store struct {
 	pool     *pgxpool.Pool
 	// lockKey is the advisory lock of this store's tables (see doc.go).
 	lockKey int64
+	// unorderedPositions is a test's switch (BreakPositionOrder in
+	// export_test.go) that removes the ordering mechanism, to show the
+	// ordering test catches what it guards against.
+	unorderedPositions bool
 	// origin identifies this Store in the notifications it sends, so that
 	// its own listener does not announce them twice.
 	origin  string
@@ -217,14 +221,20 @@ const (
 	// lockExclusive serialises the transaction with every other write of
 	// the store: appends, promotions, registrations, resets...
 	lockExclusive lockMode = iota
-	// lockShared lets transactions that only claim, acknowledge or
-	// release (one offset each) run side by side, never beside an
+	// lockShared lets transactions that only claim, acknowledge, release
+	// or delete acknowledged messages run side by side, never beside an
 	// exclusive one.
 	lockShared
+	// lockLazy (Update) takes no lock at BEGIN: its first operation
+	// takes the lock it needs (see tx.acquire).
+	lockLazy
+	// lockNone is what a lazy transaction holds before its first
+	// operation.
+	lockNone
 )
 
-// Update runs fn in one transaction holding the store's exclusive
-// advisory lock (see the package doc): its appends, guard checks and
+// Update runs fn in one transaction holding one of the store's advisory
+// locks (see below and the package doc): its appends, guard checks and
 // group changes are serialised with every other write of any process. If
 // fn returns an error or panics, nothing it did is kept (the panic
 // continues after the rollback). An append that fails for a documented
@@ -233,23 +243,47 @@ const (
 // further use fails and Update returns that error). After the commit the
 // notifier is told the distinct types appended; other processes are told
 // through NOTIFY, which PostgreSQL delivers at the commit.
+//
+// The lock is taken by fn's first operation (see the package doc,
+// "Ordering and locking"): the exclusive one by a read, an append, an
+// advance or sync work (tx.Context), the shared one by a claim, an ack, a
+// release or a delete, so that a transaction which only settles claims
+// (a queue's delete and ack) runs beside other workers' instead of
+// queueing behind every append. fn runs a second time, holding the
+// exclusive lock from its start, when it needs the exclusive lock after
+// taking the shared one, or appends after LastPosition while another
+// append committed in between (LastPosition alone takes no lock); the
+// first run's writes are rolled back.
 func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
-	return s.update(ctx, lockExclusive, func(t *tx) error { return fn(t) })
+	return s.update(ctx, lockLazy, func(t *tx) error { return fn(t) })
 }
 
-// update runs fn in a transaction under the given lock.
-func (s *Store) update(ctx context.Context, mode lockMode, fn func(t *tx) error) (err error) {
+// update runs fn in a transaction under the given lock, again under the
+// exclusive lock when the transaction asks to restart (tx.acquire).
+func (s *Store) update(ctx context.Context, mode lockMode, fn func(t *tx) error) error {
+	for {
+		restart, err := s.updateOnce(ctx, mode, fn)
+		if !restart {
+			return err
+		}
+		mode = lockExclusive
+	}
+}
+
+// updateOnce runs fn in a transaction under the given lock; restart
+// reports that it was rolled back to run again under the exclusive lock.
+func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) error) (restart bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return s.wrap(ctx, "begin", err)
+		return false, s.wrap(ctx, "begin", err)
 	}
-	t := &tx{s: s, ctx: ctx, c: c, mode: mode}
-	if err := t.begin(); err != nil {
+	t := &tx{s: s, ctx: ctx, c: c, holds: lockNone}
+	if err := t.begin(mode); err != nil {
 		s.discard(c)
-		return s.wrap(ctx, "begin", err)
+		return false, s.wrap(ctx, "begin", err)
 	}
 	committed := false
 	defer func() {
@@ -273,23 +307,27 @@ func (s *Store) update(ctx context.Context, mode lockMode, fn func(t *tx) error)
 			}
 		}
 	}()
-	if err := fn(t); err != nil {
-		return err
+	err = fn(t)
+	if t.restart {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	if t.failed != nil {
-		return s.wrap(ctx, "commit", t.failed)
+		return false, s.wrap(ctx, "commit", t.failed)
 	}
 	// A context done before the commit rolls back; once COMMIT is sent it
 	// is not interrupted, so that a context error always means nothing
 	// was written (an interrupted COMMIT may have committed on the server).
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if err := t.commit(); err != nil {
-		return s.wrap(context.Background(), "commit", err)
+		return false, s.wrap(context.Background(), "commit", err)
 	}
 	committed = true
-	return nil
+	return false, nil
 }
 
 // discard closes a connection whose state is unknown (a failed rollback,

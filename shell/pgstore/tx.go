@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -20,11 +21,24 @@ import (
 // tx is the shell.Tx (and shell.GroupTx) of an Update: a transaction on
 // one pooled connection, under one of the store's advisory locks.
 type tx struct {
-	s    *Store
-	ctx  context.Context
-	c    *pgxpool.Conn
-	mode lockMode
-	done bool
+	s   *Store
+	ctx context.Context
+	c   *pgxpool.Conn
+	// holds is the lock held: lockExclusive, lockShared or lockNone (a
+	// lazy transaction before its first operation).
+	holds lockMode
+	done  bool
+	// pre holds statements queued, not yet sent (BEGIN, the shared lock,
+	// a delete): they go first in the next batch sent, so they cost no
+	// round trip of their own. sent is set once anything was sent.
+	pre  []queued
+	sent bool
+	// restart asks Update to roll back and run fn again under the
+	// exclusive lock (see acquire).
+	restart bool
+	// seenHead is the head an unlocked LastPosition saw (sawHead).
+	seenHead int64
+	sawHead  bool
 	// failed is the first error from PostgreSQL: the transaction is
 	// aborted and can only roll back.
 	failed error
@@ -43,54 +57,170 @@ type tx struct {
 	scheduledTypes []string
 }
 
+// queued is a statement waiting in tx.pre.
+type queued struct {
+	sql  string
+	args []any
+}
+
 var _ shell.Tx = (*tx)(nil)
 
 var errTxDone = errors.New("pgstore: transaction used after its Update returned")
 
-// begin starts the transaction and takes its lock, in one round trip; an
-// exclusive transaction also reads the head row.
-func (t *tx) begin() error {
-	s := t.s
+// errRestart is what an operation returns when its transaction must run
+// again under the exclusive lock; Update does so whatever fn returns.
+var errRestart = errors.New("pgstore: the transaction runs again under the exclusive lock")
+
+// lockAny is what reads want: the lock already held, else the exclusive
+// one (as if the transaction had taken it at BEGIN).
+const lockAny lockMode = -1
+
+// begin starts the transaction in the given mode: the exclusive one takes
+// its lock and reads the head row in one round trip; the shared and lazy
+// ones only queue BEGIN (and the shared lock) for the first statement.
+func (t *tx) begin(mode lockMode) error {
+	t.queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	switch mode {
+	case lockShared:
+		return t.acquire(lockShared)
+	case lockExclusive:
+		return t.acquire(lockExclusive)
+	}
+	return nil
+}
+
+// queue queues a statement for the next batch.
+func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql, args}) }
+
+// batch returns a batch holding the queued statements first, and how many
+// they are.
+func (t *tx) batch() (*pgx.Batch, int) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	if t.mode == lockShared {
-		b.Queue("SELECT pg_advisory_xact_lock_shared($1)", s.lockKey)
-	} else {
-		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
-		b.Queue(s.q.readHead)
+	for _, q := range t.pre {
+		b.Queue(q.sql, q.args...)
 	}
+	n := len(t.pre)
+	t.pre = nil
+	return b, n
+}
+
+// send sends b and reads the results of its first n statements (queued
+// ones, see batch); the caller reads the rest and closes the results.
+func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 	br := t.c.SendBatch(t.ctx, b)
-	_, err := br.Exec()
+	t.sent = true
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// flush sends the queued statements, if any.
+func (t *tx) flush() error {
+	if len(t.pre) == 0 {
+		return nil
+	}
+	b, n := t.batch()
+	br, err := t.send(b, n)
 	if err == nil {
-		_, err = br.Exec()
-	}
-	var version int64
-	if err == nil && t.mode == lockExclusive {
-		err = br.QueryRow().Scan(&t.head, &version)
-		t.headRead = true
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		err = br.Close()
 	}
 	if err != nil {
+		return t.fail("begin", err)
+	}
+	return nil
+}
+
+// acquire takes the lock an operation wants, if the transaction does not
+// hold it (or a stronger one) yet. The shared lock is queued; the
+// exclusive one is taken at once, with the head row. A transaction
+// holding the shared lock cannot take the exclusive one (two doing so
+// would deadlock): it asks to restart, as does one whose unlocked
+// LastPosition was overtaken by another append before it took the
+// exclusive lock (what it was told is no longer the newest position).
+func (t *tx) acquire(want lockMode) error {
+	switch {
+	case t.holds == lockExclusive:
+		return nil
+	case t.holds == lockShared && want != lockExclusive:
+		return nil
+	case t.holds == lockShared:
+		t.restart = true
+		return errRestart
+	case want == lockShared:
+		t.queue("SELECT pg_advisory_xact_lock_shared($1)", t.s.lockKey)
+		t.holds = lockShared
+		return nil
+	}
+	s := t.s
+	b, n := t.batch()
+	lock := "SELECT pg_advisory_xact_lock($1)"
+	if s.unorderedPositions {
+		lock = "SELECT $1::bigint" // broken on purpose (tests only)
+	}
+	b.Queue(lock, s.lockKey)
+	b.Queue(s.q.readHead)
+	br, err := t.send(b, n)
+	var version int64
+	if err == nil {
+		if _, err = br.Exec(); err == nil {
+			err = br.QueryRow().Scan(&t.head, &version)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return t.fail("begin", err)
+	}
+	t.holds, t.headRead = lockExclusive, true
+	if gs := s.groups.Load(); gs != nil && gs.version == version {
+		t.gs = gs
+	} else if t.gs, err = s.loadGroups(t.ctx, t.c, version); err != nil {
+		return t.fail("begin", err)
+	}
+	if t.sawHead && t.head != t.seenHead {
+		t.restart = true
+		return errRestart
+	}
+	return nil
+}
+
+// enter checks that the transaction is usable and takes the lock an
+// operation wants; with flush, it also sends the queued statements, for
+// operations that use the connection directly.
+func (t *tx) enter(want lockMode, flush bool) error {
+	if err := t.usable(); err != nil {
 		return err
 	}
-	if t.mode == lockExclusive {
-		if gs := s.groups.Load(); gs != nil && gs.version == version {
-			t.gs = gs
-		} else if t.gs, err = s.loadGroups(t.ctx, t.c, version); err != nil {
-			return err
+	if want == lockAny {
+		want = lockExclusive
+		if t.holds == lockShared {
+			want = lockShared
 		}
+	}
+	if err := t.acquire(want); err != nil {
+		return err
+	}
+	if flush {
+		return t.flush()
 	}
 	return nil
 }
 
 // commit writes the head back, sends the notification and commits, in one
-// round trip. PostgreSQL delivers the notification to listeners when (and
-// only if) the transaction commits.
+// round trip, after the statements still queued. PostgreSQL delivers the
+// notification to listeners when (and only if) the transaction commits. A
+// transaction that sent nothing (fn did nothing) ends without a word.
 func (t *tx) commit() error {
 	s := t.s
-	b := &pgx.Batch{}
+	if !t.sent && t.holds == lockNone {
+		return nil
+	}
+	b, n := t.batch()
 	if t.headDirty {
 		b.Queue(s.q.writeHead, t.head)
 	}
@@ -100,11 +230,20 @@ func (t *tx) commit() error {
 	b.Queue("COMMIT")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
 	defer cancel()
-	return t.c.SendBatch(ctx, b).Close()
+	t.ctx = ctx
+	br, err := t.send(b, n)
+	if err != nil {
+		return err
+	}
+	return br.Close()
 }
 
-// rollback rolls the transaction back, whatever the state of its context.
+// rollback rolls the transaction back, whatever the state of its context
+// (nothing to do when BEGIN was never sent).
 func (t *tx) rollback() error {
+	if !t.sent {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := t.c.Exec(ctx, "ROLLBACK")
@@ -115,6 +254,9 @@ func (t *tx) rollback() error {
 func (t *tx) usable() error {
 	if t.done {
 		return errTxDone
+	}
+	if t.restart {
+		return errRestart
 	}
 	if t.failed != nil {
 		return fmt.Errorf("pgstore: transaction aborted: %w", t.failed)
@@ -131,15 +273,13 @@ func (t *tx) fail(op string, err error) error {
 	return err
 }
 
-// exclusive fails unless the transaction holds the exclusive lock.
-func (t *tx) exclusive(op string) error {
-	if t.mode != lockExclusive {
-		return fmt.Errorf("pgstore: internal error: %s outside an exclusive transaction", op)
-	}
-	return nil
+// Context is the transaction handed to sync work, which takes the
+// exclusive lock (sync work writes in the transaction, serialised as
+// appends are).
+func (t *tx) Context() core.Tx {
+	t.enter(lockExclusive, true) // a failure shows on the transaction's next use and at the commit
+	return &TxContext{Conn: t.c.Conn(), tx: t}
 }
-
-func (t *tx) Context() core.Tx { return &TxContext{Conn: t.c.Conn(), tx: t} }
 
 // TxContext is the transaction handed to sync work (core.Tx): Conn is the
 // connection of the open transaction, so sync work (a read model, an
@@ -155,19 +295,43 @@ type TxContext struct {
 	tx   *tx
 }
 
+// LastPosition returns the newest position. Before any other operation
+// it takes no lock: it reads the head too, which the exclusive lock, if an
+// append comes next, checks has not moved (else Update runs fn again).
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
-	var last int64
-	if err := t.c.QueryRow(t.ctx, t.s.q.lastPosition).Scan(&last); err != nil {
+	unlocked := t.holds == lockNone
+	b, n := t.batch()
+	if unlocked {
+		b.Queue(t.s.q.lastAndHead)
+	} else {
+		b.Queue(t.s.q.lastPosition)
+	}
+	br, err := t.send(b, n)
+	var last, head int64
+	if err == nil {
+		if unlocked {
+			err = br.QueryRow().Scan(&last, &head)
+		} else {
+			err = br.QueryRow().Scan(&last)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return 0, t.fail("last position", err)
+	}
+	if unlocked && !t.sawHead {
+		t.seenHead, t.sawHead = head, true
 	}
 	return last, nil
 }
 
 func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
 	res, err := t.s.read(t.ctx, t.c, conds, opts)
@@ -178,7 +342,7 @@ func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadRes
 }
 
 func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
 	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts)
@@ -189,7 +353,7 @@ func (t *tx) ReadPartition(partition map[string]string, types []string, opts she
 }
 
 func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
-	if err := t.usable(); err != nil {
+	if err := t.enter(lockAny, true); err != nil {
 		return shell.Page{}, err
 	}
 	page, err := t.s.readAll(t.ctx, t.c, opts)
@@ -217,10 +381,7 @@ type prepared struct {
 // lock the transaction holds since it began: no other append can come
 // between the check and the commit.
 func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
-	if err := t.usable(); err != nil {
-		return shell.AppendResult{}, err
-	}
-	if err := t.exclusive("append"); err != nil {
+	if err := t.enter(lockExclusive, true); err != nil {
 		return shell.AppendResult{}, err
 	}
 	if len(msgs) == 0 {
@@ -257,6 +418,11 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	if err := t.checkIDs(stamped); err != nil {
 		return shell.AppendResult{}, err
 	}
+	if s.unorderedPositions {
+		if err := t.allocateUnordered(preps); err != nil {
+			return shell.AppendResult{}, err
+		}
+	}
 	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
 	b := &pgx.Batch{}
 	ups := newUpserts()
@@ -275,7 +441,31 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
 		return shell.AppendResult{}, t.fail("append", err)
 	}
+	if s.unorderedPositions {
+		t.headDirty = false // handed out already, outside the transaction
+	}
 	return res, nil
+}
+
+// allocateUnordered is the broken position allocation of
+// BreakPositionOrder (tests only): the positions are taken from the head
+// row by a statement committed at once, outside the transaction, as a
+// sequence hands them out; a short wait then lets other appends commit
+// first.
+func (t *tx) allocateUnordered(preps []prepared) error {
+	n := 0
+	for _, p := range preps {
+		if !p.scheduled {
+			n++
+		}
+	}
+	var last int64
+	if err := t.s.pool.QueryRow(t.ctx, "UPDATE "+t.s.names.head+" SET last_position = last_position + $1 WHERE id = 1 RETURNING last_position", n).Scan(&last); err != nil {
+		return t.fail("append", err)
+	}
+	t.head = last - int64(n)
+	time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+	return nil
 }
 
 // queueInsert queues the insert of one message at the next position, and

@@ -139,6 +139,13 @@
 // log, guards, consumer groups, the runtime, the CLI's commands) works
 // on every store.
 //
+// # Operator's side
+//
+// For tools such as cmd/sourced: Lag (pending messages per partition),
+// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// before it is promoted) and AppliedMigrations (the schema versions a file
+// records, whatever its version, opened read-only).
+//
 // # Performance notes
 //
 // SQL text is constant, so zombiezen's per-connection statement cache

@@ -160,10 +160,12 @@ func init() {
 		{"offsets", "offsets [-group G] [-limit N] [-from ID] [-lag-limit N]", "consumer-group offsets with each partition's lag, by id", (*globals).offsets},
 		{"workers", "workers", "the workers' heartbeats and the claims each holds", (*globals).workers},
 		{"groups", "groups stop GROUP [REASON] | reset GROUP | start|retry GROUP [-wait [-interval D]]", "operator commands on a consumer group (retry: a retrying or failed group now; -wait: until its workers catch up, with progress)", (*globals).groups},
+		{"partitions", "partitions parked [-group G] | retry|skip|reset GROUP PARTITION", "partitions the parking strategy set aside: list them; handle the failed message again, skip it, or replay the partition", (*globals).partitions},
 		{"schedule", "schedule [-limit N] | schedule cancel ID", "messages waiting to be promoted; cancel one before it is", (*globals).schedule},
-		{"migrate", "migrate [up] | status | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; print them for a migration tool", (*globals).migrate},
+		{"migrate", "migrate [up] | status | validate | list [-store S] | print [-store S] [-format sql|goose|golang-migrate] [-dir DIR] [-first N]", "apply the schema's pending migrations; show the database's version and the pending ones; fail unless up to date; print them for a migration tool", (*globals).migrate},
 		{"workflows", "workflows [-workflow W] [-status S] [-limit N]", "durable workflow runs: counts per workflow, each run's status and current step", (*globals).workflows},
 		{"workflow", "workflow [-workflow W] ID", "one workflow run with its steps", (*globals).workflowRun},
+		{"serve", "serve [-addr 127.0.0.1:8080] [-read-only] [-refresh D]", "the web dashboard of the store, on a loopback address (it has no authentication), until Ctrl-C", (*globals).serve},
 		{"version", "version", "this program's version and the schema versions it reads and writes", (*globals).version},
 		{"help", "help [COMMAND]", "this help, or one command's", (*globals).help},
 	}

@@ -71,6 +71,7 @@ type groupRow struct {
 	Lag        int            `json:"lag"`
 	LagCapped  bool           `json:"lag_capped,omitempty"`
 	Behind     int            `json:"partitions_behind"`
+	Parked     int            `json:"partitions_parked"`
 	Failure    *shell.Failure `json:"failure,omitempty"`
 }
 
@@ -100,12 +101,20 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 		ReadOnly    bool       `json:"read_only,omitempty"`
 		Groups      []groupRow `json:"groups"`
 	}{MaxPosition: st.MaxPosition, Scheduled: st.Scheduled, WALBytes: st.WALBytes, ReadOnly: readOnly, Groups: []groupRow{}}
+	parked, err := s.ParkedPartitions(ctx, "")
+	if err != nil {
+		return err
+	}
+	parkedIn := map[string]int{}
+	for _, p := range parked {
+		parkedIn[p.Group]++
+	}
 	for _, gi := range st.Groups {
 		lag, total, capped, err := groupLag(ctx, s, gi.ID, *lagLimit)
 		if err != nil {
 			return err
 		}
-		gr := groupRow{ID: gi.ID, Label: gi.Label, Status: string(gi.Status), Oldest: gi.OldestProcessed, Newest: gi.NewestProcessed, Partitions: gi.Partitions, Lag: total, LagCapped: capped, Behind: len(lag)}
+		gr := groupRow{ID: gi.ID, Label: gi.Label, Status: string(gi.Status), Oldest: gi.OldestProcessed, Newest: gi.NewestProcessed, Partitions: gi.Partitions, Lag: total, LagCapped: capped, Behind: len(lag), Parked: parkedIn[gi.ID]}
 		if !gi.RetryAt.IsZero() {
 			at := gi.RetryAt
 			gr.RetryAt = &at
@@ -125,14 +134,14 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "opened\tread-only (%s is not writable)\n", g.db)
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "GROUP\tSTATUS\tPARTITIONS\tBEHIND\tLAG\tOLDEST\tNEWEST\tRETRY AT\tERROR")
+		fmt.Fprintln(w, "GROUP\tSTATUS\tPARTITIONS\tBEHIND\tLAG\tPARKED\tOLDEST\tNEWEST\tRETRY AT\tERROR")
 		for i, gi := range st.Groups {
 			gr := out.Groups[i]
 			problem := gi.Failure.Error
 			if gi.Failure.Reason != "" {
 				problem = "stopped: " + gi.Failure.Reason
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", gi.ID, gi.Status, gi.Partitions, gr.Behind, lagText(gr.Lag, gr.LagCapped), gi.OldestProcessed, gi.NewestProcessed, ts(gi.RetryAt), firstLine(problem))
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", gi.ID, gi.Status, gi.Partitions, gr.Behind, lagText(gr.Lag, gr.LagCapped), gr.Parked, gi.OldestProcessed, gi.NewestProcessed, ts(gi.RetryAt), firstLine(problem))
 		}
 		w.Flush()
 		for _, gi := range st.Groups {
@@ -335,10 +344,15 @@ func (g *globals) log(ctx context.Context, args []string) error {
 		return err
 	}
 	if *follow {
+		// Go on after the newest page (up to the log's end), or after the
+		// page read from -from (at its next cursor, if it has one).
+		next2 := last + 1
 		if opts.Order == shell.Descending {
 			slices.Reverse(msgs)
+		} else if next != nil {
+			next2 = *next
 		}
-		return g.followLog(ctx, s, msgs, conds, filter, last, *interval)
+		return g.followLog(ctx, s, msgs, conds, filter, next2, *interval)
 	}
 	out := struct {
 		LastPosition int64   `json:"last_position"`
@@ -395,7 +409,7 @@ func hasNext(p shell.Page, opts shell.ReadAllOptions) bool {
 // followLog prints msgs, then every new message as it is appended, until
 // ctx ends (Ctrl-C): a table line each, or with -json one JSON object per
 // line.
-func (g *globals) followLog(ctx context.Context, s Store, msgs []core.PositionedMessage, conds []core.Condition, filter attrFilter, last int64, interval time.Duration) error {
+func (g *globals) followLog(ctx context.Context, s Store, msgs []core.PositionedMessage, conds []core.Condition, filter attrFilter, from int64, interval time.Duration) error {
 	print := func(m core.PositionedMessage) error {
 		e := entryOf(m)
 		if g.json {
@@ -416,10 +430,6 @@ func (g *globals) followLog(ctx context.Context, s Store, msgs []core.Positioned
 		if err := print(m); err != nil {
 			return err
 		}
-	}
-	from := last + 1
-	if len(msgs) > 0 {
-		from = max(from, msgs[len(msgs)-1].Position+1)
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

@@ -1,6 +1,7 @@
 // Package cli is the sourced operator tool as a package: the commands of
-// cmd/sourced (stats, log, trace, offsets, workers, groups, schedule,
-// migrate, workflows, version), run against the stores a Driver opens.
+// cmd/sourced (stats, log, trace, offsets, workers, partitions, groups,
+// schedule, migrate, workflows, serve, version), run against the stores a
+// Driver opens.
 //
 // The root module's binary (cmd/sourced) runs it with the SQLite driver
 // (SQLite); the pgstore module's (shell/pgstore/cmd/sourced) adds the

@@ -23,7 +23,7 @@ func (g *globals) migrate(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "")
 	first := fs.Int("first", 1, "")
 	storeName := fs.String("store", "", "")
-	pos, err := g.parse(fs, args, 0, 1, "want up, status, list or print")
+	pos, err := g.parse(fs, args, 0, 1, "want up, status, validate, list or print")
 	if err != nil {
 		return g.helpOr(err)
 	}
@@ -46,12 +46,14 @@ func (g *globals) migrate(ctx context.Context, args []string) error {
 		return g.migrateUp(ctx)
 	case "status":
 		return g.migrateStatus(ctx)
+	case "validate":
+		return g.migrateValidate(ctx)
 	case "list":
 		return g.migrateList()
 	case "print":
 		return g.migratePrint(*format, *dir, *first)
 	}
-	return g.usagef("unknown operation %q (up, status, list, print)", op)
+	return g.usagef("unknown operation %q (up, status, validate, list, print)", op)
 }
 
 // schemaDriver is the driver of the commands that print the schema and
@@ -99,11 +101,17 @@ func creates(sql string) []string {
 			nTrigger++
 		}
 	}
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
 	if nIndex > 0 {
-		others = append(others, fmt.Sprintf("%d indexes", nIndex))
+		others = append(others, plural(nIndex, "index", "indexes"))
 	}
 	if nTrigger > 0 {
-		others = append(others, fmt.Sprintf("%d triggers", nTrigger))
+		others = append(others, plural(nTrigger, "trigger", "triggers"))
 	}
 	return append(tables, others...)
 }
@@ -216,6 +224,30 @@ func (g *globals) migrateStatus(ctx context.Context) error {
 			}
 			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", r.Version, r.State, at, strings.Join(r.Creates, ", "))
 		}
+	})
+}
+
+// migrateValidate succeeds when the database is at this program's schema
+// version, and fails (exit 1) saying what to do otherwise: for deploy
+// scripts (River's migrate validate).
+func (g *globals) migrateValidate(ctx context.Context) error {
+	d, err := g.driver()
+	if err != nil {
+		return err
+	}
+	prefix := g.prefixFor(d)
+	version, _, pending, err := status(ctx, d, g.db, prefix)
+	if err != nil {
+		return err
+	}
+	switch {
+	case version > d.SchemaVersion():
+		return fmt.Errorf("%s is at schema version %d (prefix %s), newer than this program's %d: upgrade the program", redact(g.db), version, prefix, d.SchemaVersion())
+	case pending > 0:
+		return fmt.Errorf("%s is at schema version %d (prefix %s) with %d migration(s) pending: apply them with 'sourced -db %s migrate' (or your migration tool)", redact(g.db), version, prefix, pending, redact(g.db))
+	}
+	return g.emit(map[string]any{"database": redact(g.db), "version": version, "up_to_date": true}, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "%s is at schema version %d (prefix %s): up to date\n", redact(g.db), version, prefix)
 	})
 }
 

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,7 +142,7 @@ func TestJSONIsSnakeCase(t *testing.T) {
 	wf := workflowFixture(t)
 	for _, args := range [][]string{
 		{"-db", db, "stats"}, {"-db", db, "log"}, {"-db", db, "trace", "1"}, {"-db", db, "offsets"},
-		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"},
+		{"-db", db, "workers"}, {"-db", db, "schedule"}, {"-db", db, "partitions", "parked"}, {"-db", db, "migrate", "status"}, {"-db", db, "migrate"}, {"-db", db, "migrate", "validate"},
 		{"migrate", "list"}, {"version"}, {"-db", db, "groups", "stop", "courses.catalog"},
 		{"-db", wf, "workflows"}, {"-db", wf, "workflow", "run-ada"},
 	} {
@@ -362,43 +365,57 @@ func TestScheduleCancel(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	want(t, 0, []string{"version"}, "sourced ", "schema versions: SQLite 2")
+	want(t, 0, []string{"version"}, "sourced ", fmt.Sprintf("schema versions: SQLite %d", sqlitestore.SchemaVersion))
 }
 
 // migrate status shows the file's version and the pending migrations;
 // migrate applies them and says which, with progress on request.
 func TestMigrateStatus(t *testing.T) {
+	v := sqlitestore.SchemaVersion
 	db := fixture(t)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   2 (this program's: 2)", "up to date", "1        applied", "sourced_messages")
-	sqlExec(t, db, `DELETE FROM sourced_schema_migrations WHERE version = 2`)
-	want(t, 0, []string{"-db", db, "migrate", "status"}, "version   1 (this program's: 2)", "1 pending: apply with 'sourced -db", "2        pending  -")
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", v, v), "up to date", "1        applied", "sourced_messages")
+	// The file as an older program left it: the last version missing.
+	sqlExec(t, db, fmt.Sprintf(`DELETE FROM sourced_schema_migrations WHERE version = %d`, v))
+	want(t, 0, []string{"-db", db, "migrate", "status"}, fmt.Sprintf("version   %d (this program's: %d)", v-1, v), "1 pending: apply with 'sourced -db", fmt.Sprintf("%d        pending  -", v))
+	want(t, 1, []string{"-db", db, "migrate", "validate"}, "1 migration(s) pending: apply them with 'sourced -db")
 	out, _ := want(t, 0, []string{"-db", db, "migrate", "status", "-json"})
 	var st struct {
 		Version int `json:"version"`
 		Pending int `json:"pending"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != 1 || st.Pending != 1 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Version != v-1 || st.Pending != 1 {
 		t.Fatalf("status JSON %s (%v)", out, err)
 	}
-	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, "applied version 2", "is at version 2")
-	for _, w := range []string{"from version 1 to 2", "version 2 applied", "done in"} {
+	_, errOut := want(t, 0, []string{"-db", db, "-progress", "migrate"}, fmt.Sprintf("applied version %d", v), fmt.Sprintf("is at version %d", v))
+	for _, w := range []string{fmt.Sprintf("from version %d to %d", v-1, v), fmt.Sprintf("version %d applied", v), "done in"} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("migrate -progress: stderr lacks %q:\n%s", w, errOut)
 		}
 	}
 	want(t, 0, []string{"-db", db, "migrate"}, "nothing to apply")
+	want(t, 0, []string{"-db", db, "migrate", "validate"}, "up to date")
 	want(t, 1, []string{"-db", filepath.Join(t.TempDir(), "none.db"), "migrate", "status"}, "no such file")
 	fresh := filepath.Join(t.TempDir(), "new.db")
-	want(t, 0, []string{"-db", fresh, "migrate", "up"}, "applied version 1", "applied version 2")
-	want(t, 0, []string{"migrate", "list"}, "SQLite schema, prefix sourced: 2 migrations", "sourced_consumer_groups")
+	var all []string
+	for i := 1; i <= v; i++ {
+		all = append(all, fmt.Sprintf("applied version %d", i))
+	}
+	want(t, 0, []string{"-db", fresh, "migrate", "up"}, all...)
+	want(t, 0, []string{"migrate", "list"}, fmt.Sprintf("SQLite schema, prefix sourced: %d migrations", v), "sourced_consumer_groups")
 }
 
 // migrate print writes goose and golang-migrate files that, applied as
 // those tools apply them, install the store.
 func TestMigratePrintFormats(t *testing.T) {
+	v := sqlitestore.SchemaVersion
 	dir := t.TempDir()
-	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "goose", "-dir", filepath.Join(dir, "goose"), "-first", "7"}, "00007_sourced_app_v1.sql", "00008_sourced_app_v2.sql")
-	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, "000001_sourced_app_v1.up.sql", "000002_sourced_app_v2.up.sql")
+	var gooseFiles, gmFiles []string
+	for i := 1; i <= v; i++ {
+		gooseFiles = append(gooseFiles, fmt.Sprintf("%05d_sourced_app_v%d.sql", 6+i, i))
+		gmFiles = append(gmFiles, fmt.Sprintf("%06d_sourced_app_v%d.up.sql", i, i))
+	}
+	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "goose", "-dir", filepath.Join(dir, "goose"), "-first", "7"}, gooseFiles...)
+	want(t, 0, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, gmFiles...)
 	want(t, 1, []string{"-prefix", "app", "migrate", "print", "-format", "golang-migrate", "-dir", filepath.Join(dir, "gm")}, "file exists")
 	want(t, 0, []string{"migrate", "print", "-format", "goose"}, "-- file: 00001_sourced_sourced_v1.sql", "-- +goose Up", "-- +goose StatementBegin", "-- +goose Down")
 	want(t, 2, []string{"migrate", "print", "-format", "flyway"}, `-format "flyway": want sql, goose or golang-migrate`)
@@ -407,7 +424,7 @@ func TestMigratePrintFormats(t *testing.T) {
 	// golang-migrate runs each up file as it is; goose the Up section's
 	// statement block.
 	db := filepath.Join(dir, "gm.db")
-	for _, name := range []string{"000001_sourced_app_v1.up.sql", "000002_sourced_app_v2.up.sql"} {
+	for _, name := range gmFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "gm", name))
 		if err != nil {
 			t.Fatal(err)
@@ -416,7 +433,7 @@ func TestMigratePrintFormats(t *testing.T) {
 	}
 	want(t, 0, []string{"-db", db, "-prefix", "app", "migrate", "status"}, "up to date")
 	db = filepath.Join(dir, "goose.db")
-	for _, name := range []string{"00007_sourced_app_v1.sql", "00008_sourced_app_v2.sql"} {
+	for _, name := range gooseFiles {
 		b, err := os.ReadFile(filepath.Join(dir, "goose", name))
 		if err != nil {
 			t.Fatal(err)
@@ -499,4 +516,150 @@ func TestGroupsStartWait(t *testing.T) {
 		}
 	}()
 	want(t, 1, []string{"-db", db, "groups", "start", "courses.catalog", "-wait", "-interval", "10ms"}, "courses.catalog is stopped with 1 message(s) to go")
+}
+
+// partitions lists what the parking strategy set aside, and retries,
+// skips or resets a parked partition.
+func TestPartitions(t *testing.T) {
+	ctx := context.Background()
+	db := fixture(t)
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Registry: registryForTest(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// park claims the next partition and parks it at its first message,
+	// as the router does when the parking strategy gives up.
+	park := func() string {
+		t.Helper()
+		c, err := s.ClaimNext(ctx, "courses.catalog", "w", 10)
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v %v", c, err)
+		}
+		m := c.Messages[0]
+		f := shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := s.ChangeGroup(ctx, "courses.catalog", func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return shell.PartitionKey(c.Partition)
+	}
+	want(t, 0, []string{"-db", db, "partitions", "parked"}, "0 parked partition(s)")
+	p := park()
+	want(t, 0, []string{"-db", db, "partitions", "parked"}, "1 parked partition(s)", "courses.catalog  "+p, "3         courses.created", "poison", "partitions retry|skip|reset")
+	out, _ := want(t, 0, []string{"-db", db, "stats"}, "PARKED")
+	if !regexp.MustCompile(`courses.catalog\s+active\s+3\s+2\s+2\s+1\s`).MatchString(out) {
+		t.Errorf("stats: want 1 parked partition:\n%s", out)
+	}
+	out, _ = want(t, 0, []string{"-db", db, "-json", "partitions", "parked", "-group", "courses.catalog"})
+	var listed struct {
+		Parked []struct {
+			PartitionKey string `json:"partition_key"`
+			Attempts     int    `json:"attempts"`
+		} `json:"parked"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Parked) != 1 || listed.Parked[0].PartitionKey != p || listed.Parked[0].Attempts != 3 {
+		t.Fatalf("parked JSON %s (%v)", out, err)
+	}
+	want(t, 0, []string{"-db", db, "partitions", "retry", "courses.catalog", p}, "courses.catalog "+p+": unparked: workers handle courses.created")
+	want(t, 1, []string{"-db", db, "partitions", "retry", "courses.catalog", p}, "is not parked (parked: none); nothing was changed")
+
+	p = park()
+	want(t, 0, []string{"-db", db, "partitions", "skip", "courses.catalog", p}, "unparked past courses.created")
+	out, _ = want(t, 0, []string{"-db", db, "-json", "offsets"})
+	var offs struct {
+		Offsets []struct {
+			PartitionKey string `json:"partition_key"`
+			LastPosition int64  `json:"last_position"`
+		} `json:"offsets"`
+	}
+	if err := json.Unmarshal([]byte(out), &offs); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs.Offsets {
+		if o.PartitionKey == p && o.LastPosition == 0 {
+			t.Fatalf("skip left %s's offset before its failed message: %s", p, out)
+		}
+	}
+	p = park()
+	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", p}, "unparked and reset")
+	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog"}, "want GROUP PARTITION")
+	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog", "c1"}, "want name:value pairs")
+	want(t, 2, []string{"-db", db, "partitions", "drop"}, `unknown operation "drop"`)
+	want(t, 1, []string{"-db", db, "partitions", "parked", "-group", "nope"}, `unknown consumer group "nope"`)
+}
+
+// log -follow -from prints every message from the cursor on, the first
+// page and those after it, then new ones.
+func TestLogFollowFrom(t *testing.T) {
+	db := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"-db", db, "log", "-follow", "-from", "1", "-limit", "1", "-interval", "10ms"}, &out, &errOut, SQLite())
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "Algebra II") {
+		if time.Now().After(deadline) {
+			t.Fatalf("-follow -from 1 -limit 1 never printed position 3:\n%s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-code
+	for _, w := range []string{"Algebra\"", "History", "Algebra II"} {
+		if strings.Count(out.String(), w) != 1 {
+			t.Errorf("-follow -from: %q printed %d times, want once:\n%s", w, strings.Count(out.String(), w), out.String())
+		}
+	}
+}
+
+// serve runs the dashboard on a loopback address until its context ends,
+// and refuses any other address.
+func TestServe(t *testing.T) {
+	db := fixture(t)
+	want(t, 2, []string{"-db", db, "serve", "-addr", "0.0.0.0:8080"}, "loopback address only")
+	want(t, 2, []string{"-db", db, "serve", "-addr", "nowhere"}, "want host:port")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0", "-read-only"}, &out, &errOut, SQLite())
+	}()
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+	deadline := time.Now().Add(10 * time.Second)
+	for url.FindString(out.String()) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no address: %s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get(url.FindString(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "courses.catalog") {
+		t.Fatalf("GET /: %d\n%s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("serve ended with %d: %s", c, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop with its context")
+	}
+	if !strings.Contains(out.String(), "read-only dashboard of") {
+		t.Errorf("serve output: %s", out.String())
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/pgstore/pgcli"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 type CourseCreated struct {
@@ -66,8 +68,9 @@ func TestCommandsOnPostgres(t *testing.T) {
 	})
 
 	run(t, 1, args("stats"), "no Sourced store with prefix", "migrate")
-	run(t, 0, args("migrate", "status"), "version   0 (this program's: 1)", "1 pending", "1        pending")
-	run(t, 0, args("migrate"), "applied version 1", "is at version 1")
+	v := pgstore.SchemaVersion
+	run(t, 0, args("migrate", "status"), fmt.Sprintf("version   0 (this program's: %d)", v), fmt.Sprintf("%d pending", v), "1        pending")
+	run(t, 0, args("migrate"), "applied version 1", fmt.Sprintf("applied version %d", v), fmt.Sprintf("is at version %d", v))
 	run(t, 0, args("migrate", "status"), "up to date", "1        applied")
 	run(t, 0, args("migrate"), "nothing to apply")
 
@@ -112,6 +115,8 @@ func TestCommandsOnPostgres(t *testing.T) {
 	run(t, 0, args("trace", "2"), "History")
 	run(t, 0, args("workers"), "host-a:1", "courses.catalog")
 	run(t, 0, args("schedule"), "courses.reminder")
+	run(t, 0, args("partitions", "parked"), "0 parked partition(s)")
+	run(t, 1, args("partitions", "retry", "courses.catalog", "course_id:c2"), "is not parked")
 	run(t, 0, args("schedule", "cancel", res.Messages[3].ID.String()), "cancelled")
 	run(t, 0, args("stats"), "scheduled     0")
 	run(t, 0, args("groups", "stop", "courses.catalog", "deploy"), "active -> stopped")
@@ -128,7 +133,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(t, 0, args("stats", "-json"))), &st); err != nil || st.MaxPosition != 3 {
 		t.Fatalf("stats -json: %v %+v", err, st)
 	}
-	run(t, 0, []string{"version"}, "schema versions: SQLite 2, PostgreSQL 1")
+	run(t, 0, []string{"version"}, fmt.Sprintf("schema versions: SQLite %d, PostgreSQL %d", sqlitestore.SchemaVersion, v))
 	run(t, 0, []string{"migrate", "print", "-store", "postgres", "-format", "golang-migrate"}, "000001_sourced_sourced_v1.up.sql", "timestamptz", "CREATE TABLE IF NOT EXISTS sourced_messages")
 
 	// The golang-migrate file, run as that tool runs it (the whole file,

@@ -1,0 +1,9 @@
+package pgstore
+
+// BreakPositionOrder turns s into the classic broken event store, for the
+// test that must catch it (TestPositionsVisibleInOrderCatchesASkip): its
+// appends take no advisory lock and get their positions from the head row
+// in a statement of their own, committed at once (as a sequence's nextval
+// is), then wait a little before inserting, so transactions commit in
+// another order than their positions. Tests only.
+func BreakPositionOrder(s *Store) { s.unorderedPositions = true }

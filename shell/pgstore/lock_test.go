@@ -1,0 +1,152 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+// An Update takes its lock at its first operation: one that acks and
+// then appends needs the exclusive lock after the shared one, and runs
+// again holding the exclusive lock from the start; the first run's ack
+// is rolled back, so the ack and the append each happen once.
+func TestUpdateUpgradesByRunningAgain(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimNext(ctx, "devices", "w1", 10)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	runs := 0
+	err = s.Update(ctx, func(tx shell.Tx) error {
+		runs++
+		if err := tx.Ack(c, c.Last()); err != nil {
+			return err
+		}
+		_, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{})
+		return err
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("update: %v after %d runs, want nil after 2", err, runs)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.MaxPosition != 2 {
+		t.Fatalf("log ends at %d (%v), want 2: the append happened once", st.MaxPosition, err)
+	}
+	// d1 is acked (not claimable again), d2 is pending.
+	next, err := s.ClaimNext(ctx, "devices", "w2", 10)
+	if err != nil || next == nil || next.Partition["device_id"] != "d2" {
+		t.Fatalf("next claim %+v (%v), want d2's", next, err)
+	}
+	if again, err := s.ClaimNext(ctx, "devices", "w3", 10); err != nil || again != nil {
+		t.Fatalf("a third claim %+v (%v), want none: d1 was acked once", again, err)
+	}
+}
+
+// LastPosition before any other operation takes no lock; if another
+// append commits before the Update's own append takes the exclusive
+// lock, what LastPosition said is stale (a router checks the batch's own
+// guards against it), so fn runs again and sees the newer position.
+func TestUpdateLastPositionOvertaken(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	var seen []int64
+	err := s.Update(ctx, func(tx shell.Tx) error {
+		last, err := tx.LastPosition()
+		if err != nil {
+			return err
+		}
+		seen = append(seen, last)
+		if len(seen) == 1 { // another writer commits in between
+			if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "other"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "mine"}), shell.AppendOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != 0 || seen[1] != 1 {
+		t.Fatalf("LastPosition said %v over the runs, want [0 1]", seen)
+	}
+	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	if err != nil || len(page.Messages) != 2 {
+		t.Fatalf("log %v (%v), want the other writer's and one of mine", page.Messages, err)
+	}
+	// Without an append in between, one run.
+	runs := 0
+	if err := s.Update(ctx, func(tx shell.Tx) error {
+		runs++
+		if _, err := tx.LastPosition(); err != nil {
+			return err
+		}
+		_, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "again"}), shell.AppendOptions{})
+		return err
+	}); err != nil || runs != 1 {
+		t.Fatalf("update: %v after %d runs, want nil after 1", err, runs)
+	}
+}
+
+// An Update that only acks and deletes (a queue's settlement) holds the
+// shared lock: it runs while another transaction holds the shared lock
+// too, which the exclusive lock could not.
+func TestQueueSettlementBesideAClaim(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := s.ClaimNext(ctx, "q", "w1", 1)
+	if err != nil || c1 == nil {
+		t.Fatal(c1, err)
+	}
+	// w2's claim stays open (its transaction holds the shared lock)
+	// while w1 settles c1 in another transaction.
+	done := make(chan error, 1)
+	err = s.Update(ctx, func(tx shell.Tx) error {
+		c2, err := tx.ClaimNext("q", "w2", 1)
+		if err != nil || c2 == nil {
+			return errors.Join(err, errors.New("no second claim"))
+		}
+		go func() {
+			// Under the exclusive lock it would wait for the claim's
+			// transaction, which waits for it: give up after a while.
+			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			done <- s.Update(wait, func(tx shell.Tx) error {
+				if err := tx.Delete(c1.Last()); err != nil {
+					return err
+				}
+				return tx.Ack(c1, c1.Last())
+			})
+		}()
+		return <-done
+	})
+	if err != nil {
+		t.Fatalf("settling beside an open claim: %v", err)
+	}
+	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	if err != nil || len(page.Messages) != 1 {
+		t.Fatalf("log %v (%v), want one job left", page.Messages, err)
+	}
+}
