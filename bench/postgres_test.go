@@ -76,7 +76,7 @@ func BenchmarkPostgresDrain(b *testing.B) {
 // BenchmarkPostgresEndToEnd is BenchmarkEndToEnd on PostgreSQL.
 func BenchmarkPostgresEndToEnd(b *testing.B) {
 	postgresOnly(b, func(b *testing.B, url string) {
-		endToEndLoop(b, func() shell.Store { return pgOpen(b, url, routerRegistry(b)) })
+		endToEndLoop(b, func() shell.Store { return pgOpen(b, url, routerRegistry(b)) }, 1000)
 	})
 }
 

@@ -210,20 +210,26 @@ func drainLoop(b *testing.B, open func() shell.Store) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// BenchmarkEndToEnd appends 10,000 commands from one goroutine while the
-// runtime (2 workers) runs a decider and a projector, and times until every
-// group caught up. It reports commands per second and the latency from a
+// BenchmarkEndToEnd appends 10,000 commands from one goroutine, spread
+// round-robin over 10, 1,000 or 100,000 partitions (accounts; with
+// 100,000 each command opens a partition of its own), while the runtime
+// (2 workers) runs a decider and a projector, and times until every group
+// caught up. It reports commands per second and the latency from a
 // command's append to the commit of the batch that decided it (p50-us,
 // p99-us).
 func BenchmarkEndToEnd(b *testing.B) {
-	endToEndLoop(b, func() shell.Store { return routerStore(b) })
+	for _, partitions := range []int{10, 1000, 100_000} {
+		b.Run("partitions="+strconv.Itoa(partitions), func(b *testing.B) {
+			endToEndLoop(b, func() shell.Store { return routerStore(b) }, partitions)
+		})
+	}
 }
 
 // endToEndLoop is BenchmarkEndToEnd on the stores open returns (one per
-// iteration).
-func endToEndLoop(b *testing.B, open func() shell.Store) {
+// iteration), with commands spread over partitions accounts.
+func endToEndLoop(b *testing.B, open func() shell.Store, partitions int) {
 	ctx := context.Background()
-	const commands, partitions = 10000, 1000
+	const commands = 10000
 	for range b.N {
 		b.StopTimer()
 		s := open()

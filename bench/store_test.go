@@ -68,11 +68,16 @@ func storeBatch(dst []core.Message, seq, n int, accounts int) []core.Message {
 }
 
 // BenchmarkAppend appends batches of messages (one transaction per batch)
-// to a file database in WAL mode and reports messages per second; with
+// to a file database in WAL mode and reports messages per second; the
+// log=N sub-benchmarks append single messages to a log of N messages
+// (scaling_test.go), for the rate's dependence on the log's size; with
 // SOURCED_TEST_POSTGRES_URL set, also to PostgreSQL (store=postgres/...).
 func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { appendLoop(b, storeOpen(b), batch) })
+	}
+	for _, n := range scalingLogs {
+		b.Run(logName(n), func(b *testing.B) { appendScaling(b, n) })
 	}
 	for _, batch := range []int{1, 100} {
 		onPostgres(b, "batch="+strconv.Itoa(batch), func(b *testing.B, url string) { appendLoop(b, pgOpen(b, url, storeRegistry(b)), batch) })
@@ -128,40 +133,16 @@ func appendGuardedLoop(b *testing.B, s shell.Store) {
 	b.ReportMetric(float64(seq)/time.Since(start).Seconds(), "msgs/s")
 }
 
-// BenchmarkReadPartition reads one 100-message partition out of a log of
-// one million messages (10,000 accounts of 100 messages each, spread over
-// the whole log; every message also carries a unique attribute). The log is
-// built once, with set-based SQL in one transaction (storeBulkLog), which
-// writes what a million appends would: rows, key pairs and links.
+// BenchmarkReadPartition reads one 100-message partition out of logs of
+// 10,000 and one million messages (accounts of 100 messages each, spread
+// over the whole log; every message also carries a unique attribute). Each
+// log is built once per process, with set-based SQL in one transaction
+// (storeBulkLog), which writes what that many appends would: rows, key
+// pairs and links (see scaling_test.go).
 func BenchmarkReadPartition(b *testing.B) {
-	const logSize, partitionSize = 1_000_000, 100
-	s := storeOpen(b)
-	ctx := context.Background()
-	started := time.Now()
-	if err := storeBulkLog(ctx, s, logSize, logSize/partitionSize); err != nil {
-		b.Fatal(err)
+	for _, n := range scalingLogs {
+		b.Run(logName(n), func(b *testing.B) { readPartitionScaling(b, n) })
 	}
-	if err := s.Optimize(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("built a log of %d messages in %v", logSize, time.Since(started).Round(time.Millisecond))
-	b.Run("log="+strconv.Itoa(logSize), func(b *testing.B) {
-		partition := map[string]string{"account": "acct-4242"}
-		types := []string{storeEventType}
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := s.ReadPartition(ctx, partition, types, shell.ReadOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(res.Messages) != partitionSize {
-				b.Fatalf("read %d messages, want %d", len(res.Messages), partitionSize)
-			}
-			if ev := res.Messages[partitionSize-1].Payload.(storeEvent); ev.Account != partition["account"] {
-				b.Fatalf("read a message of %s in the partition of %s", ev.Account, partition["account"])
-			}
-		}
-	})
 }
 
 // storeBulkLog fills a store with n storeEvent messages (account

@@ -133,15 +133,22 @@ func (d Decider[S]) Run(history []Message, cmd Message) (Decision[S], error) {
 // DecideCommand folds the history and decides cmd (CommandDecider), with
 // the decider's sync work bound to the decision.
 func (d Decider[S]) DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
-	s := d.Evolve(d.Initial(), MessagesOf(history)...)
+	out, _, err := d.DecideOn(d.Evolve(d.Initial(), MessagesOf(history)...), partition, cmd)
+	return out, err
+}
+
+// DecideOn is DecideCommand on a state already folded from the
+// partition's history (a cached one, say): it decides cmd on s and returns
+// the outcome and the state after the decision's events.
+func (d Decider[S]) DecideOn(s S, partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
 	evs, err := d.Decide(s, cmd.Message)
 	if err != nil {
-		return Outcome{Source: cmd}, err
+		return Outcome{Source: cmd}, s, err
 	}
 	s = d.Evolve(s, evs...)
 	out := Outcome{Source: cmd, Events: evs}
 	out.Sync, out.AfterSync = bindSync(d.compiled(), Batch[S]{State: s, Partition: partition, Messages: []PositionedMessage{cmd}, Events: evs})
-	return out, nil
+	return out, s, nil
 }
 
 // Query returns the query cmd's decision reads (see Reads), and false when

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -46,6 +47,11 @@ type HandleOptions struct {
 	Now func() time.Time
 	// Metadata is merged into the command's metadata.
 	Metadata map[string]any
+	// Cache, when set, keeps the decider's folded state per partition
+	// between commands (see StateCache), so that Handle reads and folds
+	// only the messages appended since the partition's last decision.
+	// HandleCommand ignores it.
+	Cache *StateCache
 	// Observer hears about the append (see Observer); nil: nobody.
 	Observer Observer
 }
@@ -83,19 +89,70 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	if err := d.Err(); err != nil {
 		return res, err
 	}
+	var cache *StateCache
+	if len(opts) > 0 && cacheable(store) {
+		cache = opts[0].Cache
+	}
 	var (
-		history []core.PositionedMessage
-		plan    *core.Plan
+		plan     *core.Plan
+		queried  S // the state after a query decision
+		key      stateKey
+		base     S     // the state the history read is folded onto
+		folded   S     // base and the history read
+		position int64 // the read's guard position: folded is the state there
+		attempts int
 	)
-	var queried S
-	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(h []core.PositionedMessage, p *core.Plan) { history, plan = h, p })
+	hook := &decideHook{
+		begin: func(partition string) int64 {
+			attempts++
+			base = d.Initial()
+			folded = base
+			if cache == nil {
+				return 0
+			}
+			key = stateKey{store: store, group: d.Spec().Group, partition: partition, state: reflect.TypeFor[S]()}
+			// Only the first attempt starts from the cache: the entry is
+			// out of the cache until this Handle puts it back, and a
+			// second attempt (after registering the group) folds in full.
+			if attempts == 1 {
+				if e, ok := cache.take(key); ok {
+					base, folded = e.state.(S), e.state.(S)
+					return e.position
+				}
+			}
+			return 0
+		},
+		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
+			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
+			position = history.Guard.LastPosition
+			out, after, err := d.DecideOn(folded, partition, cmd)
+			res.State = after
+			return out, err
+		},
+	}
+	res.State = d.Initial()
+	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(_ []core.PositionedMessage, p *core.Plan) { plan = p }, hook)
 	res.CommandResult = cr
-	if plan != nil {
+	switch {
+	case plan != nil: // a query decision (not cached)
 		res.State = queried
-	} else {
-		res.State = d.Evolve(d.Evolve(d.Initial(), core.MessagesOf(history)...), cr.Events...)
+	case err == nil && cache != nil && attempts > 0:
+		cache.put(key, folded, position)
+	case err != nil && attempts > 0:
+		res.State = folded // nothing was stored: the state the decision read
 	}
 	return res, err
+}
+
+// decideHook lets Handle fold a decider's state itself (from a StateCache
+// entry, or in full) instead of leaving it to DecideCommand, for the
+// decisions on a partition's history (not those with a query).
+type decideHook struct {
+	// begin is called at the start of each attempt's transaction with the
+	// partition's key; the history is read after the position it returns.
+	begin func(partition string) int64
+	// decide decides the command on the history read.
+	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // statefulDecider is a decider whose query decisions keep the state after
@@ -115,14 +172,15 @@ func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, part
 // a time (core.CommandDecider), such as a statechart.Machine: a command no
 // active state accepts returns an error matching core.ErrNotHandled.
 func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
-	return handle(ctx, store, d, cmd, opts, nil)
+	return handle(ctx, store, d, cmd, opts, nil, nil)
 }
 
 // handle decides cmd in one write transaction. A command whose decision has
 // a query of its own (core.Querier) reads that query's union instead of
 // its partition's history, and is decided on what it read; read, when
-// given, receives what was read (and the plan, for a query).
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan)) (CommandResult, error) {
+// given, receives what was read (and the plan, for a query); hook, when
+// given, decides the decisions on the partition's history.
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook *decideHook) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -177,11 +235,15 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
+		var after int64
+		if hook != nil && !queried {
+			after = hook.begin(PartitionKey(partition))
+		}
 		var h ReadResult
 		if queried {
 			h, err = tx.Read(plan.Union, ReadOptions{})
 		} else {
-			h, err = tx.ReadPartition(partition, history, ReadOptions{})
+			h, err = tx.ReadPartition(partition, history, ReadOptions{After: after})
 		}
 		if err != nil {
 			return err
@@ -210,6 +272,8 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		var out core.Outcome
 		if queried {
 			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+		} else if hook != nil {
+			out, err = hook.decide(partition, h, cmdMsg)
 		} else {
 			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
 		}

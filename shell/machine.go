@@ -60,7 +60,7 @@ type MachineResult[C any] struct {
 // nothing.
 func HandleMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], cmd any, opts ...HandleOptions) (MachineResult[C], error) {
 	var history []core.PositionedMessage
-	res, err := handle(ctx, store, m, cmd, opts, func(h []core.PositionedMessage, _ *core.Plan) { history = slices.Clone(h) })
+	res, err := handle(ctx, store, m, cmd, opts, func(h []core.PositionedMessage, _ *core.Plan) { history = slices.Clone(h) }, nil)
 	out := MachineResult[C]{CommandResult: res}
 	if err != nil {
 		return out, err

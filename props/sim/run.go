@@ -20,9 +20,22 @@ import (
 func Plan(seed uint64, store string, steps int) (Setup, []Action) {
 	r := rand.New(rand.NewPCG(seed, 0x51a7e))
 	s := Setup{Store: store, Processes: 2 + r.IntN(2), Workers: 1 + r.IntN(2), BatchSize: 1 + r.IntN(4), BatchesPerHandle: 1 + r.IntN(3)}
-	// Swarm testing: each seed its own fault rate, so that some runs are
-	// calm enough to build up state and others are storms.
-	g := gen{r: r, s: s, domains: len(DomainNames), faults: []int{10, 30, 50}[r.IntN(3)]}
+	// Swarm testing: each seed its own domains (a few, so that their
+	// actions are not diluted among all) and its own fault rate, so that
+	// some runs are calm enough to build up state and others are storms.
+	reactors := 0
+	for _, name := range DomainNames {
+		if r.IntN(2) == 0 {
+			s.Domains = append(s.Domains, name)
+			reactors += len(Domains[name](NewClock()).Reactors())
+		}
+	}
+	if len(s.Domains) == 0 {
+		name := DomainNames[r.IntN(len(DomainNames))]
+		s.Domains = []string{name}
+		reactors = len(Domains[name](NewClock()).Reactors())
+	}
+	g := gen{r: r, s: s, domains: len(s.Domains), reactors: reactors, faults: []int{10, 30, 50}[r.IntN(3)]}
 	out := make([]Action, steps)
 	for i := range out {
 		out[i] = g.action(true)
@@ -31,15 +44,12 @@ func Plan(seed uint64, store string, steps int) (Setup, []Action) {
 }
 
 type gen struct {
-	r       *rand.Rand
-	s       Setup
-	domains int
-	faults  int // percentage of actions that carry a fault
+	r        *rand.Rand
+	s        Setup
+	domains  int
+	reactors int
+	faults   int // percentage of actions that carry a fault
 }
-
-// reactorCount is how many reactors the domains register (a worker
-// round's Target is taken modulo the router's count anyway).
-const reactorCount = 7
 
 // action draws one action; top-level ones may carry a fault.
 func (g gen) action(top bool) Action {
@@ -48,11 +58,11 @@ func (g gen) action(top bool) Action {
 	switch x := r.IntN(100); {
 	case x < 34:
 		a.Kind, a.Target, a.Op, a.N = ClientOp, r.IntN(g.domains), r.IntN(3), int64(r.IntN(1000))
-		if a.Target == 2 && a.Op == 1 && r.IntN(2) > 0 {
+		if g.s.Domains[a.Target] == "jobs" && a.Op == 1 && r.IntN(2) > 0 {
 			a.Op = 0 // poison is rarer than work
 		}
 	case x < 72:
-		a.Kind, a.Target = Work, r.IntN(reactorCount)
+		a.Kind, a.Target = Work, r.IntN(g.reactors)
 	case x < 80:
 		a.Kind = Reap
 	case x < 83:
@@ -111,7 +121,7 @@ func (g gen) nested(a Action) Action {
 	case x < 60:
 		return Action{Kind: Reap, Proc: r.IntN(g.s.Processes)}
 	case x < 90:
-		b := Action{Kind: Work, Proc: r.IntN(g.s.Processes), Worker: r.IntN(g.s.Workers), Target: r.IntN(reactorCount)}
+		b := Action{Kind: Work, Proc: r.IntN(g.s.Processes), Worker: r.IntN(g.s.Workers), Target: r.IntN(g.reactors)}
 		if a.Kind == Work && r.IntN(3) > 0 {
 			b.Target = a.Target // a rival worker of the same group
 		}
@@ -389,8 +399,12 @@ func Shrink(s Setup, actions []Action, f *Failure, budget time.Duration) []Actio
 func GoTest(name string, s Setup, actions []Action) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "func %s(t *testing.T) {\n", name)
-	fmt.Fprintf(&b, "\tsim.Replay(t, sim.Setup{Store: %q, Processes: %d, Workers: %d, BatchSize: %d, BatchesPerHandle: %d}, []sim.Action{\n",
-		s.Store, s.Processes, s.Workers, s.BatchSize, s.BatchesPerHandle)
+	domains := ""
+	if len(s.Domains) > 0 {
+		domains = fmt.Sprintf(", Domains: %#v", s.Domains)
+	}
+	fmt.Fprintf(&b, "\tsim.Replay(t, sim.Setup{Store: %q, Processes: %d, Workers: %d, BatchSize: %d, BatchesPerHandle: %d%s}, []sim.Action{\n",
+		s.Store, s.Processes, s.Workers, s.BatchSize, s.BatchesPerHandle, domains)
 	for _, a := range actions {
 		fmt.Fprintf(&b, "\t\t%s,\n", a.GoString())
 	}

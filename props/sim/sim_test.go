@@ -51,9 +51,9 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	// Fresh seeds for this long (two thirds on the memory store): under
-	// CI long enough to find each of the known bugs this wave re-introduced
-	// (they took 37 to 237 seeds, under 20 s on the memory store of a
-	// loaded 2-core machine); -short cuts it locally.
+	// CI long enough to find each of the known bugs of this wave when
+	// re-introduced (they took from 17 to a few hundred seeds on the
+	// memory store of a loaded 2-core machine); -short cuts it locally.
 	fresh := 15 * time.Second
 	switch {
 	case os.Getenv("CI") != "":

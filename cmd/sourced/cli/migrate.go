@@ -82,11 +82,15 @@ func (g *globals) schemaDriver() (Driver, error) {
 	return g.drivers[0], nil
 }
 
-// objectPattern finds what a migration script creates.
-var objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
+// objectPattern finds what a migration script creates, and alterPattern
+// what it changes.
+var (
+	objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
+	alterPattern  = regexp.MustCompile(`(?i)ALTER\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)(?:\s+ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(\w+))?`)
+)
 
-// creates summarises what a script creates, for people.
-func creates(sql string) []string {
+// changes summarises what a script creates or alters, for people.
+func changes(sql string) []string {
 	var tables, others []string
 	nIndex, nTrigger := 0, 0
 	for _, m := range objectPattern.FindAllStringSubmatch(sql, -1) {
@@ -99,6 +103,16 @@ func creates(sql string) []string {
 			nIndex++
 		case "trigger":
 			nTrigger++
+		}
+	}
+	for _, m := range alterPattern.FindAllStringSubmatch(sql, -1) {
+		switch {
+		case m[3] != "":
+			tables = append(tables, m[2]+"."+m[3])
+		case strings.EqualFold(m[1], "index"):
+			tables = append(tables, "index "+m[2]+" altered")
+		default:
+			tables = append(tables, m[2]+" altered")
 		}
 	}
 	plural := func(n int, one, many string) string {
@@ -120,7 +134,7 @@ type migrationRow struct {
 	Version   int        `json:"version"`
 	State     string     `json:"state,omitempty"`
 	AppliedAt *time.Time `json:"applied_at,omitempty"`
-	Creates   []string   `json:"creates,omitempty"`
+	Changes   []string   `json:"changes,omitempty"`
 }
 
 func (g *globals) migrateList() error {
@@ -138,12 +152,12 @@ func (g *globals) migrateList() error {
 		Migrations []migrationRow `json:"migrations"`
 	}{d.Name(), g.prefixFor(d), []migrationRow{}}
 	for _, m := range ms {
-		out.Migrations = append(out.Migrations, migrationRow{Version: m.Version, Creates: creates(m.SQL)})
+		out.Migrations = append(out.Migrations, migrationRow{Version: m.Version, Changes: changes(m.SQL)})
 	}
 	return g.emit(out, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "%s schema, prefix %s: %d migrations\n\nVERSION\tCREATES\n", d.Name(), out.Prefix, len(ms))
+		fmt.Fprintf(w, "%s schema, prefix %s: %d migrations\n\nVERSION\tCHANGES\n", d.Name(), out.Prefix, len(ms))
 		for _, m := range out.Migrations {
-			fmt.Fprintf(w, "%d\t%s\n", m.Version, strings.Join(m.Creates, ", "))
+			fmt.Fprintf(w, "%d\t%s\n", m.Version, strings.Join(m.Changes, ", "))
 		}
 	})
 }
@@ -164,7 +178,7 @@ func status(ctx context.Context, d Driver, db, prefix string) (version int, rows
 		version = max(version, a.Version)
 	}
 	for _, m := range ms {
-		r := migrationRow{Version: m.Version, State: "pending", Creates: creates(m.SQL)}
+		r := migrationRow{Version: m.Version, State: "pending", Changes: changes(m.SQL)}
 		if t, ok := at[m.Version]; ok {
 			r.State, r.AppliedAt = "applied", &t
 			delete(at, m.Version)
@@ -212,17 +226,17 @@ func (g *globals) migrateStatus(ctx context.Context) error {
 		case version > d.SchemaVersion():
 			fmt.Fprintf(w, "state\tnewer than this program: upgrade it\n")
 		case pending > 0:
-			fmt.Fprintf(w, "state\t%d pending: apply with 'sourced -db %s migrate'\n", pending, out.Database)
+			fmt.Fprintf(w, "state\t%d pending: apply with 'sourced -db %s%s migrate'\n", pending, out.Database, g.prefixFlag(d))
 		default:
 			fmt.Fprintf(w, "state\tup to date\n")
 		}
-		fmt.Fprintln(w, "\nVERSION\tSTATE\tAPPLIED AT\tCREATES")
+		fmt.Fprintln(w, "\nVERSION\tSTATE\tAPPLIED AT\tCHANGES")
 		for _, r := range rows {
 			at := "-"
 			if r.AppliedAt != nil {
 				at = ts(*r.AppliedAt)
 			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", r.Version, r.State, at, strings.Join(r.Creates, ", "))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", r.Version, r.State, at, strings.Join(r.Changes, ", "))
 		}
 	})
 }
@@ -244,7 +258,7 @@ func (g *globals) migrateValidate(ctx context.Context) error {
 	case version > d.SchemaVersion():
 		return fmt.Errorf("%s is at schema version %d (prefix %s), newer than this program's %d: upgrade the program", redact(g.db), version, prefix, d.SchemaVersion())
 	case pending > 0:
-		return fmt.Errorf("%s is at schema version %d (prefix %s) with %d migration(s) pending: apply them with 'sourced -db %s migrate' (or your migration tool)", redact(g.db), version, prefix, pending, redact(g.db))
+		return fmt.Errorf("%s is at schema version %d (prefix %s) with %d migration(s) pending: apply them with 'sourced -db %s%s migrate' (or your migration tool)", redact(g.db), version, prefix, pending, redact(g.db), g.prefixFlag(d))
 	}
 	return g.emit(map[string]any{"database": redact(g.db), "version": version, "up_to_date": true}, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "%s is at schema version %d (prefix %s): up to date\n", redact(g.db), version, prefix)
@@ -296,7 +310,7 @@ func (g *globals) migrateUp(ctx context.Context) error {
 	}{redact(g.db), d.Name(), prefix, version, applied}
 	return g.emit(out, func(w *tabwriter.Writer) {
 		for _, r := range applied {
-			fmt.Fprintf(w, "applied version %d\t%s\n", r.Version, strings.Join(r.Creates, ", "))
+			fmt.Fprintf(w, "applied version %d\t%s\n", r.Version, strings.Join(r.Changes, ", "))
 		}
 		if len(applied) == 0 {
 			fmt.Fprintf(w, "%s is at version %d (prefix %s): nothing to apply (missing indexes or triggers of the version, if any, were restored)\n", out.Database, version, prefix)
@@ -304,6 +318,15 @@ func (g *globals) migrateUp(ctx context.Context) error {
 		}
 		fmt.Fprintf(w, "%s is at version %d (prefix %s)\n", out.Database, version, prefix)
 	})
+}
+
+// prefixFlag is " -prefix P" when the prefix is not the driver's default,
+// for the commands the tool suggests.
+func (g *globals) prefixFlag(d Driver) string {
+	if p := g.prefixFor(d); p != d.DefaultPrefix() {
+		return " -prefix " + p
+	}
+	return ""
 }
 
 func fileExists(path string) bool {

@@ -1,0 +1,147 @@
+package shell
+
+import (
+	"container/list"
+	"reflect"
+	"sync"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// StateCache keeps deciders' folded states per partition in memory, so
+// that Handle reads and folds only the messages appended to a partition
+// since its last decision instead of the partition's whole history: a
+// decision then costs the same on a partition of ten events and of ten
+// thousand. Pass one to Handle with HandleOptions.Cache; share it between
+// the goroutines handling commands (it is safe for concurrent use).
+//
+// An entry is the state a decider folded from a partition and the log's
+// position it was folded up to (the read's guard position). Handle takes
+// the entry out of the cache for the length of its transaction, reads the
+// partition's messages after that position, folds them onto the state and
+// decides; the state goes back into the cache only once the transaction
+// committed. So a decision on a cached state is exactly the decision on a
+// full fold, and a failed or rolled-back decision (a rejection, a
+// conflict, a busy store) leaves nothing cached for the partition: the
+// next one folds it from the log. Two commands decided on one partition at
+// once each see the whole history (one of them folds it in full).
+//
+// What a cache needs from the decider: states are values. The state a
+// decision starts from is the one a previous decision left, so the
+// decider's Evolve and Decide must not change the state they are given in
+// place (return a new value; copy a map or a slice before changing it),
+// and a caller must not change the State a Handle returned. States of
+// scalars, strings and structs of them are values already.
+//
+// What a cache needs from the log: messages are only appended. It holds
+// for every store, except for messages deleted by a delete-on-ack queue
+// (effects.Ack with Delete): do not cache the deciders whose partitions
+// hold such messages. After resetting a group (or changing its upcasters
+// in a running process), call Drop with the group.
+//
+// The cache is bounded: it holds at most the number of entries given to
+// NewStateCache and, when full, drops the entry used least recently.
+type StateCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[stateKey]*list.Element
+	lru     list.List // of *stateEntry, most recently used first
+	hits    int64
+	misses  int64
+}
+
+// stateKey identifies one cached state: the store, the decider's group,
+// the partition (its PartitionKey) and the decider's state type (two
+// deciders of one group with different state types never share).
+type stateKey struct {
+	store     Store
+	group     string
+	partition string
+	state     reflect.Type
+}
+
+type stateEntry struct {
+	key      stateKey
+	state    any
+	position int64
+}
+
+// NewStateCache returns a cache of at most maxEntries states (at least 1).
+func NewStateCache(maxEntries int) *StateCache {
+	return &StateCache{max: max(maxEntries, 1), entries: make(map[stateKey]*list.Element)}
+}
+
+// Len returns the number of states cached.
+func (c *StateCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// Stats returns how many decisions found their partition's state cached
+// (hits) and how many folded it from the log (misses).
+func (c *StateCache) Stats() (hits, misses int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
+}
+
+// Drop removes every state cached for a group (all of them when group is
+// empty): call it after resetting the group, so that its next decisions
+// fold their partitions from the log again.
+func (c *StateCache) Drop(group string) {
+	if g, err := core.NormalizeGroup(group); err == nil {
+		group = g
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if group == "" || k.group == group {
+			c.lru.Remove(e)
+			delete(c.entries, k)
+		}
+	}
+}
+
+// take removes and returns the entry of k, if there is one.
+func (c *StateCache) take(k stateKey) (*stateEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		c.misses++
+		return nil, false
+	}
+	c.hits++
+	c.lru.Remove(e)
+	delete(c.entries, k)
+	return e.Value.(*stateEntry), true
+}
+
+// put caches a state folded up to position, evicting the least recently
+// used entry when the cache is full. An entry cached meanwhile (by a
+// decision that folded the partition in full while this one held the
+// entry) is kept if it was folded further.
+func (c *StateCache) put(k stateKey, state any, position int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[k]; ok {
+		if e.Value.(*stateEntry).position >= position {
+			return
+		}
+		c.lru.Remove(e)
+		delete(c.entries, k)
+	}
+	for len(c.entries) >= c.max {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.entries, last.Value.(*stateEntry).key)
+	}
+	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position})
+}
+
+// cacheable reports whether a store can key a cache (its dynamic type is
+// comparable: every store of this module is a pointer).
+func cacheable(store Store) bool {
+	return store != nil && reflect.TypeOf(store).Comparable()
+}
