@@ -45,6 +45,15 @@
 // not change under it. Init (a function, so maps are never shared) builds the
 // state before the first event; without it the zero value of S is used.
 //
+// # Declaring what handlers produce
+//
+// Emits declares the types a Decide, React or ReactAny handler may return
+// (core.Decide(fn).Emits(CourseCreated{})), so that a topology (package
+// shell/topology) knows the message flow without running anything. The
+// declaration is checked whenever the handler runs: an undeclared type
+// fails the decision with ErrUndeclaredEmit. Describe lists a definition's
+// handlers with what they declare.
+//
 // # Definitions are checked when built
 //
 // With collects handlers; any mistake (two handlers for one type, a handler

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/topology"
@@ -29,6 +30,11 @@ type Options struct {
 	// and instances) and the names of the workflows. Without them those
 	// pages say so, and workflows are found from the store's groups.
 	Reactors []any
+	// Registry names the reactors' types for the topology and the
+	// machines (default: the store's). A store opened with raw payloads
+	// (as the sourced tool opens one) has an empty registry: give the
+	// application's.
+	Registry *codec.Registry
 	// ReadOnly hides the operator actions and refuses their requests with
 	// 403 Forbidden.
 	ReadOnly bool
@@ -81,8 +87,12 @@ func New(store shell.Store, opts Options) (*Dashboard, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	if opts.Registry == nil {
+		opts.Registry = store.Registry()
+	}
+	d.opts.Registry = opts.Registry
 	if len(opts.Reactors) > 0 {
-		g, err := topology.Of(store.Registry(), opts.Reactors...)
+		g, err := topology.Of(opts.Registry, opts.Reactors...)
 		if err != nil {
 			return nil, err
 		}

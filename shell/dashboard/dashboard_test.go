@@ -364,3 +364,27 @@ func TestLiveStreamsAppends(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryStartsAFailedGroup(t *testing.T) {
+	e := newEnv(t, stores["memstore"], dashboard.Options{})
+	ctx := context.Background()
+	if err := e.store.FailGroup(ctx, "courses.catalog", shell.Failure{Error: "boom", ErrorType: "*errors.errorString"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := e.get("/")
+	row := body[strings.Index(body, `data-group="courses.catalog"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if strings.Contains(row, `value="retry" disabled`) || !strings.Contains(row, `data-status="failed"`) {
+		t.Errorf("retry disabled on a failed group:\n%s", row)
+	}
+	if status, _ := e.post("/groups/courses.catalog/retry", nil); status != http.StatusSeeOther {
+		t.Fatalf("retry: %d", status)
+	}
+	if g, _ := e.store.Group(ctx, "courses.catalog"); g.Status != shell.StatusActive {
+		t.Errorf("status after retrying a failed group: %s", g.Status)
+	}
+	// An active group has nothing to retry.
+	if status, _ := e.post("/groups/courses.catalog/retry", nil); status != http.StatusConflict {
+		t.Errorf("retrying an active group: %d", status)
+	}
+}

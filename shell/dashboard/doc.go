@@ -10,15 +10,20 @@
 //
 // # Pages
 //
-//   - Groups (/): every consumer group with its status, how far it is
-//     behind the log, its partitions, its retry time and its failure (the
-//     error, its type, the message and partition it failed on); the
+//   - Groups (/): every consumer group with its status, its lag (the
+//     messages of its handled types its partitions have not processed,
+//     on stores that count it: sqlitestore, pgstore), its partitions and
+//     how many are parked, its retry time and its failure (the error, its
+//     type, the message and partition it failed on); the
 //     operator actions stop, start, reset and retry, each asking for
 //     confirmation, and disabled when the group's status does not accept
 //     them (by the status chart of package statechart/groupstatus; retry
-//     retries a retrying group now).
+//     retries a retrying group now and starts a failed one again).
 //   - A group (/groups/{id}) and partitions (/partitions): offsets with
-//     their positions and claims.
+//     their positions, lag and claims; the workers with their heartbeats
+//     and claims (stores with a Workers method); parked partitions with
+//     the failure that parked them and the actions retry, skip (its
+//     failed message) and reset.
 //   - The log (/log): filtered by message types and attribute values
 //     (conditions, as the store reads them), paged towards older and newer
 //     messages; a message's page (/messages/{id}) shows its payload,

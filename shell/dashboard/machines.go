@@ -51,7 +51,7 @@ func (d *Dashboard) machines() []machineInfo {
 		if !ok {
 			continue
 		}
-		names, _ := d.store.Registry().Names(st.StateTypes()...)
+		names, _ := d.opts.Registry.Names(st.StateTypes()...)
 		out = append(out, machineInfo{Node: n, PartitionBy: spec.PartitionBy, StateTypes: names})
 	}
 	return out

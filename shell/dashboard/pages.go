@@ -62,14 +62,15 @@ func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offse
 }
 
 // groupActions are the buttons of a group in status st: enabled when the
-// status chart accepts the command (retry: a retrying group, retried now).
+// status chart accepts the command (retry: a retrying group retried now,
+// or a failed one started again, as `sourced groups retry` does).
 func groupActions(id string, st shell.Status) []action {
 	accepts := shell.Accepts(st)
 	out := make([]action, 0, len(actions))
 	for _, a := range actions {
 		enabled := slices.Contains(accepts, a)
 		if a == shell.CmdRetry {
-			enabled = st == shell.StatusRetrying
+			enabled = st == shell.StatusRetrying || st == shell.StatusFailed
 		}
 		out = append(out, action{Name: a, Enabled: enabled, Confirm: confirmText(id, a)})
 	}
@@ -85,7 +86,7 @@ func confirmText(id string, a shell.Command) string {
 	case shell.CmdReset:
 		return fmt.Sprintf("Reset %s? Its offsets are cleared: it replays the whole log once started.", id)
 	case shell.CmdRetry:
-		return fmt.Sprintf("Retry %s now, without waiting for its retry time?", id)
+		return fmt.Sprintf("Retry %s now? A retrying group is claimed without waiting for its retry time; a failed one is started again, its failed message first.", id)
 	}
 	return string(a)
 }
@@ -194,11 +195,16 @@ func (d *Dashboard) groupAction(w http.ResponseWriter, r *http.Request) {
 	case shell.CmdRetry:
 		var g shell.GroupInfo
 		g, err = d.store.Group(ctx, id)
-		if err == nil && g.Status != shell.StatusRetrying {
-			err = &shell.InvalidTransitionError{Group: id, Status: g.Status, Command: shell.CmdRetry, Accepts: shell.Accepts(g.Status)}
-		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case g.Status == shell.StatusRetrying:
 			err = d.store.RetryGroup(ctx, id, d.store.Now(), g.Failure)
+		case g.Status == shell.StatusFailed && d.opts.Router != nil:
+			err = d.opts.Router.Start(ctx, id)
+		case g.Status == shell.StatusFailed:
+			err = d.store.StartGroup(ctx, id)
+		default:
+			err = &shell.InvalidTransitionError{Group: id, Status: g.Status, Command: shell.CmdRetry, Accepts: shell.Accepts(g.Status)}
 		}
 	default:
 		d.fail(w, r, http.StatusNotFound, fmt.Errorf("no action %q: use stop, start, reset or retry", act))

@@ -1,7 +1,7 @@
 // Package cli is the sourced operator tool as a package: the commands of
 // cmd/sourced (stats, log, trace, offsets, workers, partitions, groups,
-// schedule, migrate, workflows, serve, version), run against the stores a
-// Driver opens.
+// schedule, migrate, workflows, serve, topology, version), run against the
+// stores a Driver opens.
 //
 // The root module's binary (cmd/sourced) runs it with the SQLite driver
 // (SQLite); the pgstore module's (shell/pgstore/cmd/sourced) adds the
@@ -10,6 +10,12 @@
 // binary the same way, with its drivers:
 //
 //	func main() { cli.Main(cli.SQLite()) }
+//
+// With its reactors (WithReactors), the tool also draws their topology
+// ('sourced topology') and serves their machines and topology in the
+// dashboard:
+//
+//	func main() { cli.Main(cli.WithReactors(cli.SQLite(), app.Registry, app.Reactors()...)) }
 //
 // Every command prints a readable table, or JSON with -json (snake_case
 // names throughout). Payloads are shown as stored (JSON): the tool needs

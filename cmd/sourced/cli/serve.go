@@ -36,7 +36,8 @@ func (g *globals) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.Close()
-	dash, err := dashboard.New(s, dashboard.Options{ReadOnly: *readOnly, Refresh: *refresh, Logger: quiet})
+	reg, reactors := g.reactors() // a tool built with WithReactors: topology, machines
+	dash, err := dashboard.New(s, dashboard.Options{ReadOnly: *readOnly, Refresh: *refresh, Logger: quiet, Reactors: reactors, Registry: reg})
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,8 @@ func (g *globals) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second}
+	// Requests live in ctx, so the dashboard's live streams end with it.
+	srv := &http.Server{Handler: dash, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	mode := ""
 	if *readOnly {
 		mode = " read-only"

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+)
+
+// catalog is a projector of the fixture's courses, for the topology.
+var catalog = core.Projector[int]{Group: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}}.With(
+	core.Evolve(func(n int, _ CourseCreated) int { return n + 1 }),
+	core.React(func(_ int, e CourseCreated) []any { return []any{Reminder{CourseID: e.CourseID}} }).Emits(Reminder{}),
+)
+
+func TestTopologyNeedsTheApplicationsReactors(t *testing.T) {
+	_, errOut, code := cli(t, "topology")
+	if code != 1 || !strings.Contains(errOut, "cli.WithReactors") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var out, stderr bytes.Buffer
+	drv := WithReactors(SQLite(), registryForTest(t), catalog)
+	if code := Run(context.Background(), []string{"topology", "-format", "mermaid"}, &out, &stderr, drv); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"flowchart LR", `readmodel_courses_catalog[("Catalog")]:::readmodel`, `event_courses_created("courses.created"):::event`, "event_courses_created --> automation_courses_catalog_reaction_courses_created_"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"topology"}, &out, &stderr, drv); code != 0 || !strings.Contains(out.String(), `"type": "readmodel"`) {
+		t.Errorf("json: exit %d\n%s", code, out.String())
+	}
+	if code := Run(context.Background(), []string{"topology", "-format", "dot"}, &out, &stderr, drv); code != 2 {
+		t.Errorf("-format dot: exit %d", code)
+	}
+}
+
+// A live stream open while stopping does not hold serve's shutdown.
+func TestServeStopsWithALiveStreamOpen(t *testing.T) {
+	db := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0", "-read-only"}, &out, &errOut, SQLite())
+	}()
+	var url string
+	for deadline := time.Now().Add(20 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := regexp.MustCompile(`http://[0-9.:]+/`).FindString(out.String()); m != "" {
+			url = m
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errOut.String())
+		default:
+		}
+	}
+	if url == "" {
+		t.Fatalf("no address printed: %q", out.String())
+	}
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `data-group="courses.catalog"`) || !strings.Contains(string(body), "read-only") {
+		t.Errorf("GET /: %d\n%s", res.StatusCode, body)
+	}
+	// A live stream open while stopping does not hold the shutdown.
+	live, err := http.Get(url + "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Body.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(4 * time.Second):
+		t.Fatal("serve did not stop within 4 s of its context")
+	}
+}
