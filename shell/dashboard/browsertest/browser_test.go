@@ -195,10 +195,16 @@ func TestLogFiltersInTheBrowser(t *testing.T) {
 	b := newBrowser(t, 1280, 900)
 	b.run(chromedp.Navigate(b.url+"/log"), chromedp.WaitVisible(`#log-filter`, chromedp.ByQuery))
 	all := b.count(`tr.message`)
+	var marked bool
 	b.run(
+		// Mark the unfiltered page, which shows enrolments too, so that the
+		// wait below is for the filtered page, not an element the old page
+		// already has.
+		chromedp.Evaluate(`document.body.dataset.unfiltered = "1"; true`, &marked),
 		chromedp.SendKeys(`#filter-type`, "courses.student_enrolled", chromedp.ByQuery),
 		chromedp.SendKeys(`#filter-where`, "course_id=algebra", chromedp.ByQuery),
 		chromedp.Submit(`#filter-type`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`body[data-unfiltered]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr.message[data-type="courses.student_enrolled"]`, chromedp.ByQuery),
 	)
 	var loc string
