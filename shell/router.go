@@ -344,8 +344,10 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	bg := context.WithoutCancel(ctx)
 	if transient(ctx, err) {
 		// Not the reactor's failure: free the partition for the next try
-		// (if the store is still busy, the reaper frees it after the
-		// claim's TTL) and report the error to the caller.
+		// and report the error to the caller. If the release fails too
+		// (the store is still busy), the claim stays with this worker: its
+		// heartbeats keep it alive, so the reaper frees it only after
+		// MaxClaimAge, not after the claim TTL (found by props/sim).
 		if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
 			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
