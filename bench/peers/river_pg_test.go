@@ -114,29 +114,7 @@ func riverPostgresDrain(b *testing.B, url string, jobs int) float64 {
 			}
 			done += n
 		}
-		completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{
-			ChanSize: jobs + 1,
-			Kinds:    []river.EventKind{river.EventKindJobCompleted},
-		})
-
-		b.StartTimer()
-		if err := client.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		deadline := time.After(10 * time.Minute)
-		for n := 0; n < jobs; n++ {
-			select {
-			case <-completed:
-			case <-deadline:
-				b.Fatalf("River completed %d of %d jobs in 10 minutes", n, jobs)
-			}
-		}
-		b.StopTimer()
-
-		cancel()
-		if err := client.Stop(ctx); err != nil {
-			b.Fatal(err)
-		}
+		riverDrain(b, ctx, client, jobs)
 		var done int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".river_job WHERE state = 'completed'").Scan(&done); err != nil {
 			b.Fatal(err)

@@ -101,29 +101,7 @@ func riverQueueDrain(b *testing.B, driverName string, dsn func(string) string, j
 			b.Fatal(err)
 		}
 		riverInsert(b, ctx, db, client, jobs)
-		completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{
-			ChanSize: jobs + 1,
-			Kinds:    []river.EventKind{river.EventKindJobCompleted},
-		})
-
-		b.StartTimer()
-		if err := client.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		deadline := time.After(10 * time.Minute)
-		for n := 0; n < jobs; n++ {
-			select {
-			case <-completed:
-			case <-deadline:
-				b.Fatalf("River completed %d of %d jobs in 10 minutes", n, jobs)
-			}
-		}
-		b.StopTimer()
-
-		cancel()
-		if err := client.Stop(ctx); err != nil {
-			b.Fatal(err)
-		}
+		riverDrain(b, ctx, client, jobs)
 		var done int
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM river_job WHERE state = 'completed'").Scan(&done); err != nil {
 			b.Fatal(err)
@@ -183,5 +161,33 @@ func riverInsert(b *testing.B, ctx context.Context, db *sql.DB, client *river.Cl
 			b.Fatal(err)
 		}
 		done += n
+	}
+}
+
+// riverDrain times client draining jobs inserted beforehand: from its
+// start until it reported every job completed, then stops it.
+func riverDrain[TTx any](b *testing.B, ctx context.Context, client *river.Client[TTx], jobs int) {
+	b.Helper()
+	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: jobs + 1,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted},
+	})
+	defer cancel()
+	b.StartTimer()
+	if err := client.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.After(10 * time.Minute)
+	for n := 0; n < jobs; n++ {
+		select {
+		case <-completed:
+		case <-deadline:
+			b.Fatalf("River completed %d of %d jobs in 10 minutes", n, jobs)
+		}
+	}
+	b.StopTimer()
+	cancel()
+	if err := client.Stop(ctx); err != nil {
+		b.Fatal(err)
 	}
 }
