@@ -318,7 +318,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		res.Events = nil
 		return res, err
 	}
-	observe(ctx, o.Observer, Appended{Group: spec.Group, Messages: 1 + len(res.Events), Duration: time.Since(started)})
+	if o.Observer != nil {
+		observe(ctx, o.Observer, Appended{Group: spec.Group, Messages: 1 + len(res.Events), Duration: time.Since(started)})
+	}
 	for _, w := range afters {
 		if err := protect(func() error { return w(ctx) }); err != nil {
 			return res, fmt.Errorf("sourced: after-sync work failed (the command and its events are stored): %w", err)

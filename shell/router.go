@@ -287,7 +287,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		return false, nil, cancelled(ctx, err)
 	}
 	for n := 1; ; n++ {
-		observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+		if rt.opts.Observer != nil { // no observation built when nobody listens
+			observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+		}
 		started := time.Now()
 		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 		if err != nil {
@@ -313,7 +315,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			failed, err := rt.settle(ctx, re, claim, err)
 			return true, failed, err
 		}
-		if len(pairs) > 0 {
+		if len(pairs) > 0 && rt.opts.Observer != nil {
 			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
 		}
 		if next == nil {
@@ -493,7 +495,7 @@ func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error 
 	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
 		return err
 	}
-	if len(pairs) > 0 {
+	if len(pairs) > 0 && rt.opts.Observer != nil {
 		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
 	}
 	return nil
