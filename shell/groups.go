@@ -144,6 +144,23 @@ type GroupTx interface {
 	AdvanceOffset(group string, partition map[string]string, position int64) (bool, error)
 }
 
+// ClaimManyTx is implemented by a store's Tx that can claim several
+// partitions of a group in one step (one statement where the store can),
+// so that a worker draining a group of many small partitions (a
+// delete-on-ack queue, one partition per job) claims and commits many of
+// them per transaction instead of one. The router uses it when the store's
+// Tx has it, and otherwise calls GroupTx.ClaimNext repeatedly.
+type ClaimManyTx interface {
+	// ClaimMany claims, for workerID, up to partitions distinct partitions
+	// of group with pending work that no other worker holds, in the order
+	// ClaimNext would claim them one after another (the offset furthest
+	// behind first), each with up to batchSize of its messages. It returns
+	// no claims and no error when there is nothing to claim (an idle group
+	// answers in O(1), as ClaimNext does). The claims commit or roll back
+	// with the transaction.
+	ClaimMany(group, workerID string, batchSize, partitions int) ([]*Claim, error)
+}
+
 // GroupSpec describes a consumer group to register.
 type GroupSpec struct {
 	// ID is the normalised group id (see core.NormalizeGroup).
