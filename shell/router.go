@@ -23,7 +23,8 @@ type RouterOptions struct {
 	// (default DefaultBatchesPerHandle): a pure reactor's (see
 	// effects.Pure) claimed, handled and acknowledged in one write
 	// transaction; any other's one after another, each acknowledged in the
-	// transaction that claims the next.
+	// transaction that claims the next (for an impure queue, each of those
+	// transactions commits and claims up to ClaimPartitions partitions).
 	BatchesPerHandle int
 	// ClaimPartitions caps how many partitions one transaction of an
 	// impure id-partitioned reactor (a queue: one partition per job)
@@ -241,6 +242,14 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // A batch's signals run in one transaction that also acknowledges it, and
 // claims the reactor's next batch, so that a worker draining a reactor
 // commits once per batch.
+// An impure id-partitioned reactor (a queue: one partition per job)
+// claims up to ClaimPartitions partitions per transaction, handles them
+// one after another outside any transaction, and commits all their signals
+// and acks in the transaction that claims the next ones; each claim still
+// succeeds, fails, is lost or is released on its own, as below: a failure
+// commits the claims handled before it, and the claims not yet handled are
+// released once it is settled; if the combined commit fails, each claim is
+// committed on its own.
 // If the reactor fails part-way, the messages before the failure are
 // committed and acknowledged and the failure goes to the error strategy
 // (HandleNext then returns nil: the failure is recorded in the group; Drain
@@ -263,7 +272,9 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 //   - a batch that fails because the store is busy (ErrBusy), or while ctx
 //     is done (whatever the error: cancellation is never a reactor's
 //     failure), is released and the error returned (matching
-//     context.Canceled or context.DeadlineExceeded when ctx ended);
+//     context.Canceled or context.DeadlineExceeded when ctx ended), and so
+//     is every other claim the worker holds uncommitted (a queue's claims
+//     handled or not yet handled when ctx ends);
 //   - a batch whose claim was lost (the worker was frozen past the claim
 //     TTL or MaxClaimAge, or a clock jumped, and the reaper gave the
 //     partition to another worker: the ack fails with ErrNotClaimant) is
