@@ -65,6 +65,16 @@ type Config struct {
 	// Observer hears about batches, claims, conflicts, failures and
 	// scheduled promotions (see Observer); nil: nobody.
 	Observer Observer
+	// StateCache keeps the folded states of the pure deciders' and
+	// event-sourced projectors' partitions between batches (see
+	// RouterOptions.StateCache; default: a cache of the runtime's own, of
+	// DefaultStateCacheSize states). Give Handle the same one
+	// (HandleOptions.Cache, with Runtime.StateCache) to share the states.
+	StateCache *StateCache
+	// CacheStates chooses the reactors whose states are cached (default
+	// CacheValueStates: those whose state type holds no reference; see
+	// CachePolicy).
+	CacheStates CachePolicy
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
