@@ -16,7 +16,10 @@ import (
 // since its last decision instead of the partition's whole history: a
 // decision then costs the same on a partition of ten events and of ten
 // thousand. Pass one to Handle with HandleOptions.Cache; share it between
-// the goroutines handling commands (it is safe for concurrent use).
+// the goroutines handling commands (it is safe for concurrent use). A
+// Router (and a Runtime) keeps one of its own for the batches of its pure
+// deciders and projectors, the same way (see RouterOptions.StateCache and
+// CachePolicy); give Handle that one (Router.StateCache) to share it.
 //
 // An entry is the state a decider folded from a partition and the log's
 // position it was folded up to (the read's guard position). Handle takes
