@@ -230,6 +230,9 @@ func (c Config) Validate() error {
 			bad(d.name, d.v, "must be a positive duration (0 for the default)")
 		}
 	}
+	if c.CacheStates < CacheValueStates || c.CacheStates > CacheNoStates {
+		bad("CacheStates", c.CacheStates, "must be CacheValueStates, CacheAllStates or CacheNoStates")
+	}
 	if c.HeartbeatInterval > 0 && c.ClaimTTL > 0 && c.ClaimTTL <= c.HeartbeatInterval {
 		bad("ClaimTTL", c.ClaimTTL, fmt.Sprintf("must be longer than HeartbeatInterval (%v), or live workers lose their claims", c.HeartbeatInterval))
 	}

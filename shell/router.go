@@ -107,6 +107,16 @@ const (
 	CacheNoStates
 )
 
+// What a cached state needs from the log besides (see StateCache): that
+// messages are only appended. A router does not cache a reactor whose
+// history types one of its hand-written reactors handles (it may delete
+// them on ack); one of another process it cannot see: run such a
+// deleter's process with CacheNoStates, or keep the deleted types out of
+// the cached definitions' histories. Router.Reset drops the group's
+// states; a reset by another process (the CLI, the dashboard) leaves
+// them, which is still correct, the log being unchanged, unless the
+// reset came with changed upcasters: restart the process then.
+
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
 // signals they return in one transaction per batch.
@@ -171,6 +181,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
 	reg := store.Registry()
 	var errs []error
+	if opts.CacheStates < CacheValueStates || opts.CacheStates > CacheNoStates {
+		errs = append(errs, fmt.Errorf("sourced: RouterOptions.CacheStates = %d: not a CachePolicy (CacheValueStates, CacheAllStates or CacheNoStates)", opts.CacheStates))
+	}
 	for _, x := range expand(reactors) {
 		var re reactor
 		switch v := x.(type) {

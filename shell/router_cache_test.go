@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,6 +391,12 @@ func TestRouterCachePolicy(t *testing.T) {
 	}
 	if c := run(shell.RouterOptions{}, tills, tillAside{}).StateCache(); c.Len() != 0 {
 		t.Fatalf("a hand-written reactor handles the tills' history: %d states cached, want none", c.Len())
+	}
+	if _, err := shell.NewRouter(memstore.New(reg), shell.RouterOptions{CacheStates: 7}, tills); err == nil {
+		t.Fatal("NewRouter accepted CacheStates 7")
+	}
+	if err := (shell.Config{CacheStates: 7}).Validate(); err == nil || !strings.Contains(err.Error(), "CacheStates") {
+		t.Fatalf("Validate of CacheStates 7: %v, want an error naming CacheStates", err)
 	}
 	// A partition's second batch folds from its cached state.
 	store := memstore.New(reg)
