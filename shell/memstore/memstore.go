@@ -67,6 +67,8 @@ type Store struct {
 	nextOffset int64     // the id of the newest offset
 	workers    map[string]time.Time
 	scans      int // claim scans run (the latch's O(1) polls run none)
+	// snapshots are the deciders' persisted states (see snapshot.go).
+	snapshots map[snapshotKey]shell.Snapshot
 }
 
 // record is a stored message: the envelope, the encoded payload and the key
