@@ -105,13 +105,13 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	snaps := snapshotsOf(store, d)
 	var unsaved int // events folded since the state's last snapshot
 	hook := &decideHook{
-		begin: func(tx Tx, partition string) int64 {
+		begin: func(tx Tx, partition map[string]string) int64 {
 			attempts++
 			if cache == nil && snaps == nil {
 				base, folded = d.Initial(), d.Initial()
 				return 0
 			}
-			key = stateKey{store: store, group: d.Spec().Group, partition: partition, state: reflect.TypeFor[S]()}
+			key = stateKey{store: store, group: d.Spec().Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
 			// Only the first attempt starts from the cache: the entry is
 			// out of the cache until this Handle puts it back, and a
 			// second attempt (after registering the group) folds in full.
@@ -142,6 +142,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		}
 	case err != nil && attempts > 0:
 		res.State = folded // nothing was stored: the state the decision read
+		snaps.dropStale(ctx, key.partition)
 	}
 	return res, err
 }
@@ -152,7 +153,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 type decideHook struct {
 	// begin is called at the start of each attempt's transaction with the
 	// partition's key; the history is read after the position it returns.
-	begin func(tx Tx, partition string) int64
+	begin func(tx Tx, partition map[string]string) int64
 	// decide decides the command on the history read.
 	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
@@ -239,7 +240,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		var after int64
 		if hook != nil && !queried {
-			after = hook.begin(tx, PartitionKey(partition))
+			after = hook.begin(tx, partition)
 		}
 		var h ReadResult
 		if queried {

@@ -2,8 +2,11 @@ package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sourced-go/sourced/core"
@@ -15,7 +18,7 @@ import (
 type Snapshot struct {
 	// Group is the decider's consumer group (normalised).
 	Group string
-	// Partition is the partition, as PartitionKey renders it.
+	// Partition is the partition, as SnapshotPartition renders it.
 	Partition string
 	// Version is the codec's version (core.SnapshotCodec.Version): a
 	// snapshot is only used by a decider whose codec has the same.
@@ -42,10 +45,12 @@ type SnapshotStore interface {
 	// Position is after it; a snapshot at or before the stored one's
 	// position changes nothing. Snapshots of other versions are kept.
 	SaveSnapshot(ctx context.Context, s Snapshot) error
-	// DeleteSnapshots deletes every snapshot of group (of every group
-	// when group is empty) and returns how many. ResetGroup deletes the
-	// group's snapshots in its own transaction, too.
-	DeleteSnapshots(ctx context.Context, group string) (int, error)
+	// DeleteSnapshots deletes the snapshots of group, every version, and
+	// returns how many: those of the partitions given (SnapshotPartition
+	// renderings), or all of the group's when none is given (of every
+	// group when group is empty too). ResetGroup deletes the group's
+	// snapshots in its own transaction, too.
+	DeleteSnapshots(ctx context.Context, group string, partitions ...string) (int, error)
 }
 
 // SnapshotTx is implemented by the write transactions of a
@@ -57,6 +62,23 @@ type SnapshotTx interface {
 	LoadSnapshot(group, partition, version string) (Snapshot, bool, error)
 }
 
+// SnapshotPartition renders a partition as snapshots (Snapshot.Partition)
+// and StateCache entries are keyed by: a JSON array of [name, value]
+// pairs in name order, e.g. [["owner","ann"]]. Unlike PartitionKey, it is
+// unambiguous whatever the values hold.
+func SnapshotPartition(partition map[string]string) string {
+	keys := slices.Sorted(maps.Keys(partition))
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k, partition[k]}
+	}
+	b, err := json.Marshal(pairs)
+	if err != nil { // strings always marshal
+		panic(err)
+	}
+	return string(b)
+}
+
 // snapshots is a decider's snapshot option on a store that keeps them:
 // what Handle and Load start a cold partition from and save to.
 type snapshots struct {
@@ -65,6 +87,10 @@ type snapshots struct {
 	every int
 	group string
 	log   *slog.Logger
+	// stale is set when the snapshot found could not be used (beyond the
+	// log's end, or not decoding): save deletes it first, so that a
+	// lower position can replace it.
+	stale bool
 }
 
 // snapshotsOf returns the snapshot option of definition def on store, or
@@ -112,6 +138,7 @@ func (s *snapshots) loadTx(tx Tx, partition string) (any, int64, bool) {
 	last, err := tx.LastPosition()
 	if err != nil || snap.Position > last {
 		if err == nil {
+			s.stale = true
 			s.log.Warn("sourced: a snapshot is beyond the end of the log (a restored log?); folding the partition from the log", "group", s.group, "partition", partition, "position", snap.Position, "log_end", last)
 		}
 		return nil, 0, false
@@ -135,6 +162,7 @@ func (s *snapshots) load(ctx context.Context, partition string) (any, int64, boo
 func (s *snapshots) decode(snap Snapshot) (any, int64, bool) {
 	state, err := s.codec.Decode(snap.State)
 	if err != nil {
+		s.stale = true
 		s.log.Warn("sourced: a snapshot does not decode; folding the partition from the log (it is replaced by the next snapshot)", "group", s.group, "partition", snap.Partition, "version", snap.Version, "position", snap.Position, "error", err)
 		return nil, 0, false
 	}
@@ -146,7 +174,11 @@ func (s *snapshots) decode(snap Snapshot) (any, int64, bool) {
 // events still unsaved: 0 once saved. Best-effort, after the decision
 // committed: a failure is logged at WARN and changes nothing else.
 func (s *snapshots) save(ctx context.Context, partition string, state any, position int64, unsaved int) int {
-	if s == nil || unsaved < s.every || position <= 0 {
+	if s == nil {
+		return unsaved
+	}
+	s.dropStale(ctx, partition)
+	if unsaved < s.every || position <= 0 {
 		return unsaved
 	}
 	b, err := s.codec.Encode(state)
@@ -158,6 +190,19 @@ func (s *snapshots) save(ctx context.Context, partition string, state any, posit
 		return unsaved
 	}
 	return 0
+}
+
+// dropStale deletes the partition's snapshot found stale (see stale),
+// whatever became of the decision: left in place, a snapshot beyond the
+// log's end would become valid once the log grew past it.
+func (s *snapshots) dropStale(ctx context.Context, partition string) {
+	if s == nil || !s.stale {
+		return
+	}
+	s.stale = false
+	if _, err := s.store.DeleteSnapshots(context.WithoutCancel(ctx), s.group, partition); err != nil {
+		s.log.Warn("sourced: deleting a stale snapshot failed", "group", s.group, "partition", partition, "error", err)
+	}
 }
 
 // startState is where a decision on a partition's history starts, in its
@@ -195,7 +240,8 @@ func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], pa
 	if snaps == nil || opts.After != 0 || opts.Limit != 0 {
 		return zero, core.Guard{}, false, nil
 	}
-	key := PartitionKey(partition)
+	defer snaps.dropStale(ctx, SnapshotPartition(partition)) // one that does not decode
+	key := SnapshotPartition(partition)
 	state, position, ok := snaps.load(ctx, key)
 	if !ok || opts.Upto != 0 && position > opts.Upto {
 		return zero, core.Guard{}, false, nil
@@ -209,6 +255,8 @@ func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], pa
 		return zero, core.Guard{}, false, err
 	}
 	if res.Guard.LastPosition < position {
+		snaps.stale = true
+		snaps.dropStale(ctx, key)
 		snaps.log.Warn("sourced: a snapshot is beyond the end of the log (a restored log?); folding the partition from the log", "group", snaps.group, "partition", key, "position", position, "log_end", res.Guard.LastPosition)
 		return zero, core.Guard{}, false, nil
 	}
@@ -226,7 +274,7 @@ func saveLoaded[S any](ctx context.Context, store Store, e core.Evolver[S], part
 		return
 	}
 	if snaps := snapshotsOf(store, e); snaps != nil {
-		snaps.save(ctx, PartitionKey(partition), state, res.Guard.LastPosition, len(res.Messages))
+		snaps.save(ctx, SnapshotPartition(partition), state, res.Guard.LastPosition, len(res.Messages))
 	}
 }
 

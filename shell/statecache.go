@@ -51,7 +51,7 @@ type StateCache struct {
 }
 
 // stateKey identifies one cached state: the store, the decider's group,
-// the partition (its PartitionKey) and the decider's state type (two
+// the partition (its SnapshotPartition: PartitionKey is ambiguous) and the decider's state type (two
 // deciders of one group with different state types never share).
 type stateKey struct {
 	store     Store

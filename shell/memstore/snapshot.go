@@ -72,22 +72,22 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 	})
 }
 
-// DeleteSnapshots deletes the snapshots of group (of every group when
-// group is empty); see shell.SnapshotStore.
-func (s *Store) DeleteSnapshots(ctx context.Context, group string) (n int, err error) {
+// DeleteSnapshots deletes the snapshots of group (of its partitions
+// given; of every group when group is empty); see shell.SnapshotStore.
+func (s *Store) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (n int, err error) {
 	err = s.write(ctx, func(t *tx) error {
-		n = t.deleteSnapshots(group)
+		n = t.deleteSnapshots(group, partitions...)
 		return nil
 	})
 	return n, err
 }
 
 // deleteSnapshots deletes group's snapshots in the transaction.
-func (t *tx) deleteSnapshots(group string) int {
+func (t *tx) deleteSnapshots(group string, partitions ...string) int {
 	s := t.s
 	n := 0
 	for k, snap := range s.snapshots {
-		if group != "" && k.group != group {
+		if group != "" && k.group != group || len(partitions) > 0 && !slices.Contains(partitions, k.partition) {
 			continue
 		}
 		delete(s.snapshots, k)

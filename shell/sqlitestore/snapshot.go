@@ -18,7 +18,7 @@ var (
 // snapshotSQL is the SQL of the snapshots table (migration 4) of one
 // prefix, built once so that every call prepares the same text.
 type snapshotSQL struct {
-	load, save, deleteGroup, deleteAll string
+	load, save, deleteGroup, deleteAll, deletePartition string
 }
 
 var snapshotQueries sync.Map // prefix -> *snapshotSQL
@@ -37,8 +37,9 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (group_id, partition_key, state_version) DO UPDATE
 SET position = excluded.position, state = excluded.state, saved_at = excluded.saved_at
 WHERE excluded.position > %[1]s.position`, n.snapshots),
-		deleteGroup: fmt.Sprintf(`DELETE FROM %s WHERE group_id = ?1`, n.snapshots),
-		deleteAll:   fmt.Sprintf(`DELETE FROM %s`, n.snapshots),
+		deleteGroup:     fmt.Sprintf(`DELETE FROM %s WHERE group_id = ?1`, n.snapshots),
+		deleteAll:       fmt.Sprintf(`DELETE FROM %s`, n.snapshots),
+		deletePartition: fmt.Sprintf(`DELETE FROM %s WHERE group_id = ?1 AND partition_key = ?2`, n.snapshots),
 	}
 	actual, _ := snapshotQueries.LoadOrStore(n.prefix, q)
 	return actual.(*snapshotSQL)
@@ -116,12 +117,27 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 	return nil
 }
 
-// DeleteSnapshots deletes the snapshots of group (of every group when
-// group is empty); see shell.SnapshotStore.
-func (s *Store) DeleteSnapshots(ctx context.Context, group string) (n int, err error) {
+// DeleteSnapshots deletes the snapshots of group (of its partitions
+// given; of every group when group is empty); see shell.SnapshotStore.
+func (s *Store) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (n int, err error) {
 	err = s.update(ctx, false, func(stx shell.Tx) error {
-		n, err = stx.(*tx).deleteSnapshots(group)
-		return err
+		t := stx.(*tx)
+		if len(partitions) == 0 || group == "" {
+			n, err = t.deleteSnapshots(group)
+			return err
+		}
+		n = 0
+		for _, p := range partitions {
+			d, err := exec(t.conn, snapshotQueriesFor(s.names).deletePartition, func(stmt *sqlite.Stmt) {
+				stmt.BindText(1, group)
+				stmt.BindText(2, p)
+			})
+			if err != nil {
+				return err
+			}
+			n += d
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlitestore: delete snapshots: %w", err)

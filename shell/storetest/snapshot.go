@@ -125,6 +125,22 @@ func (s suite) testSnapshots(t *testing.T) {
 		t.Fatal("an exclusive group's snapshot survived ResetGroup")
 	}
 
+	// DeleteSnapshots of some partitions: every version of them, and
+	// nothing else.
+	save(shell.Snapshot{Group: devices, Partition: part, Version: "v2", Position: 2, State: []byte("v2")})
+	save(shell.Snapshot{Group: devices, Partition: "device_id=d3", Version: "v1", Position: 2, State: []byte("d3")})
+	save(shell.Snapshot{Group: devices, Partition: "device_id=d4", Version: "v1", Position: 2, State: []byte("d4")})
+	if n, err := ss.DeleteSnapshots(ctx, devices, part, "device_id=d3", "device_id=none"); err != nil || n != 3 {
+		t.Fatalf("delete the snapshots of two partitions: %d, %v; want 3", n, err)
+	}
+	for _, k := range [][2]string{{part, "v1"}, {part, "v2"}, {"device_id=d3", "v1"}} {
+		if _, found := load(devices, k[0], k[1]); found {
+			t.Fatalf("snapshot %s %s survived DeleteSnapshots of its partition", k[0], k[1])
+		}
+	}
+	expect(devices, "device_id=d4", "v1", 2, []byte("d4"))
+	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 2, State: []byte("after reset")})
+
 	// DeleteSnapshots: one group's, counted; then every group's.
 	n, err := ss.DeleteSnapshots(ctx, bindings)
 	if err != nil || n != 1 {
@@ -132,8 +148,8 @@ func (s suite) testSnapshots(t *testing.T) {
 	}
 	expect(devices, part, "v1", 2, []byte("after reset"))
 	save(shell.Snapshot{Group: bindings, Partition: part, Version: "v1", Position: 5, State: []byte("b")})
-	if n, err := ss.DeleteSnapshots(ctx, ""); err != nil || n != 2 {
-		t.Fatalf("delete every snapshot: %d, %v; want 2", n, err)
+	if n, err := ss.DeleteSnapshots(ctx, ""); err != nil || n != 3 {
+		t.Fatalf("delete every snapshot: %d, %v; want 3", n, err)
 	}
 	if _, found := load(devices, part, "v1"); found {
 		t.Fatal("a snapshot survived DeleteSnapshots(\"\")")
