@@ -57,7 +57,7 @@ type StateCache struct {
 }
 
 // stateKey identifies one cached state: the store, the decider's group,
-// the partition (its PartitionKey) and the decider's state type (two
+// the partition (its SnapshotPartition: PartitionKey is ambiguous) and the decider's state type (two
 // deciders of one group with different state types never share).
 type stateKey struct {
 	store     Store
@@ -70,6 +70,9 @@ type stateEntry struct {
 	key      stateKey
 	state    any
 	position int64
+	// unsaved counts the events folded into state since its last
+	// persisted snapshot (see core.Snapshots).
+	unsaved int
 }
 
 // NewStateCache returns a cache of at most maxEntries states (at least 1).
@@ -129,6 +132,12 @@ func (c *StateCache) take(k stateKey) (*stateEntry, bool) {
 // decision that folded the partition in full while this one held the
 // entry) is kept if it was folded further.
 func (c *StateCache) put(k stateKey, state any, position int64) {
+	c.putUnsaved(k, state, position, 0)
+}
+
+// putUnsaved is put of a state that folded unsaved events since its last
+// persisted snapshot.
+func (c *StateCache) putUnsaved(k stateKey, state any, position int64, unsaved int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[k]; ok {
@@ -143,7 +152,7 @@ func (c *StateCache) put(k stateKey, state any, position int64) {
 		c.lru.Remove(last)
 		delete(c.entries, last.Value.(*stateEntry).key)
 	}
-	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position})
+	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position, unsaved: unsaved})
 }
 
 // cacheable reports whether a store can key a cache (its dynamic type is

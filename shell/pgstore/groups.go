@@ -1015,10 +1015,14 @@ func (s *Store) StartGroup(ctx context.Context, group string) error {
 // ResetGroup moves every offset of the group back to the beginning (claims
 // included), recording how far each had been acknowledged (claims up to
 // there report Replaying), and rediscovers the log; the status and highest
-// position stay. It does nothing to an exclusive group: a delete-on-ack
-// queue cannot be replayed.
+// position stay; the group's snapshots (shell.Snapshot) are deleted. It
+// does nothing else to an exclusive group: a delete-on-ack queue cannot
+// be replayed.
 func (s *Store) ResetGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdReset, func(t *tx, st *groupState, f *shell.Failure) error {
+		if err := t.deleteSnapshots(group); err != nil {
+			return err
+		}
 		if st.exclusive {
 			return nil
 		}
