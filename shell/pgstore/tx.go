@@ -51,16 +51,29 @@ type tx struct {
 	gs        *groupSet
 	// claimState is the group row read by the claim in progress.
 	claimState groupState
+	// deletes and acks are the deletes and acknowledgements not sent yet:
+	// each kind goes as one statement before the transaction's next
+	// statement or its COMMIT (see settle). settled holds the offsets
+	// acknowledged or released in the transaction, and eager asks for
+	// acknowledgements checked at once (see Ack).
+	deletes []int64
+	acks    []pendingAck
+	settled map[int64]bool
+	eager   bool
+	// sending are the queued statements of the batch being sent.
+	sending []queued
 	// types are the distinct types appended to the log, for the
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
 	scheduledTypes []string
 }
 
-// queued is a statement waiting in tx.pre.
+// queued is a statement waiting in tx.pre; onErr, if set, translates
+// its failure (a deferred acknowledgement's, into shell.ErrNotClaimant).
 type queued struct {
-	sql  string
-	args []any
+	sql   string
+	args  []any
+	onErr func(error) error
 }
 
 var _ shell.Tx = (*tx)(nil)
@@ -90,17 +103,19 @@ func (t *tx) begin(mode lockMode) error {
 }
 
 // queue queues a statement for the next batch.
-func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql, args}) }
+func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql: sql, args: args}) }
 
-// batch returns a batch holding the queued statements first, and how many
+// batch returns a batch holding the queued statements first (the
+// deferred deletes and acknowledgements last among them), and how many
 // they are.
 func (t *tx) batch() (*pgx.Batch, int) {
+	t.settle()
 	b := &pgx.Batch{}
 	for _, q := range t.pre {
 		b.Queue(q.sql, q.args...)
 	}
 	n := len(t.pre)
-	t.pre = nil
+	t.sending, t.pre = t.pre, nil
 	return b, n
 }
 
@@ -109,9 +124,14 @@ func (t *tx) batch() (*pgx.Batch, int) {
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 	br := t.c.SendBatch(t.ctx, b)
 	t.sent = true
-	for range n {
+	sending := t.sending
+	t.sending = nil
+	for i := range n {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
+			if i < len(sending) && sending[i].onErr != nil {
+				err = sending[i].onErr(err)
+			}
 			return nil, err
 		}
 	}
