@@ -1,0 +1,111 @@
+package pgstore_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
+)
+
+// roundTrips counts what the store sends to the server: each statement
+// sent alone and each batch is one round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// rtJob is a job of the delete-on-ack queue of TestQueueRoundTrips.
+type rtJob struct {
+	Seq int `json:"seq"`
+}
+
+// rtQueue is a delete-on-ack queue (exclusive, partitioned by message id)
+// whose batches ack each job with delete, as bench.QueueDrain's does.
+type rtQueue struct{ done atomic.Int64 }
+
+func (q *rtQueue) HandledTypes() []string { return []string{"rt.job"} }
+func (q *rtQueue) Exclusive() bool        { return true }
+func (q *rtQueue) GroupID() string        { return "rt.queue" }
+func (q *rtQueue) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
+	pairs := make([]effects.Pair, len(c.Messages))
+	for i, m := range c.Messages {
+		pairs[i] = effects.Pair{Source: m, Signals: []effects.Signal{effects.Ack{Delete: true}}}
+	}
+	q.done.Add(int64(len(pairs)))
+	return pairs, nil
+}
+
+// TestQueueRoundTrips drains a delete-on-ack queue with one worker
+// through the router (HandleNext until it finds nothing) and counts the
+// round trips per job, so that a change that adds round trips to the
+// queue's settlement shows (the drain on PostgreSQL is bound by them, not
+// by the server's work). The first jobs warm the statement caches.
+func TestQueueRoundTrips(t *testing.T) {
+	reg := codec.NewRegistry()
+	codec.MustRegister[rtJob](reg, "rt.job")
+	rts := &roundTrips{}
+	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 2})
+
+	ctx := context.Background()
+	q := &rtQueue{}
+	cfg := shell.DefaultConfig()
+	cfg.Workers = 1
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := shell.NewRuntime(s, cfg, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := rt.Router()
+	if err := router.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const warm, jobs = 20, 400
+	msgs := make([]core.Message, warm+jobs)
+	for i := range msgs {
+		msgs[i] = core.Message{Payload: rtJob{Seq: i}}
+	}
+	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drain := func(n int64) {
+		for q.done.Load() < n {
+			did, err := router.HandleNext(ctx, q, "w1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !did {
+				t.Fatalf("the queue ran dry after %d of %d jobs", q.done.Load(), n)
+			}
+		}
+	}
+	drain(warm)
+	before := rts.n.Load()
+	drain(warm + jobs)
+	per := float64(rts.n.Load()-before) / float64(q.done.Load()-warm)
+	t.Logf("%.2f round trips per job (%d jobs, one worker)", per, q.done.Load()-warm)
+	if did, err := router.HandleNext(ctx, q, "w1"); err != nil || did {
+		t.Fatalf("after the drain: handled %v, %v; want an empty queue", did, err)
+	}
+	page, err := s.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
+	if err != nil || len(page.Messages) != 0 {
+		t.Fatalf("after the drain the log holds %v (%v), want no job", page.Messages, err)
+	}
+}
