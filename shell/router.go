@@ -25,6 +25,13 @@ type RouterOptions struct {
 	// transaction; any other's one after another, each acknowledged in the
 	// transaction that claims the next.
 	BatchesPerHandle int
+	// ClaimPartitions caps how many partitions one transaction of an
+	// impure id-partitioned reactor (a queue: one partition per job)
+	// claims (default BatchSize): the reactor handles them one after
+	// another, outside any transaction, and their signals and acks commit
+	// together in the transaction that claims the next ones. An impure
+	// reactor with partition keys claims one partition per transaction.
+	ClaimPartitions int
 	// InlineBudget bounds how long one write transaction of a pure reactor
 	// goes on claiming further batches (default DefaultInlineBudget): other
 	// writers wait for the store's write lock meanwhile, so slow sync work
@@ -90,6 +97,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	}
 	if opts.BatchesPerHandle <= 0 {
 		opts.BatchesPerHandle = DefaultBatchesPerHandle
+	}
+	if opts.ClaimPartitions <= 0 {
+		opts.ClaimPartitions = opts.BatchSize
 	}
 	if opts.InlineBudget <= 0 {
 		opts.InlineBudget = DefaultInlineBudget
@@ -282,47 +292,261 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		// one-claim path below, which commits the pairs before it and
 		// applies the error strategy.
 	}
-	claim, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
-	if err != nil || claim == nil {
+	k := rt.claimsPerTx(re)
+	claims, err := rt.claimFirst(ctx, re, workerID, k)
+	if err != nil || len(claims) == 0 {
 		return false, nil, cancelled(ctx, err)
 	}
-	for n := 1; ; n++ {
-		if rt.opts.Observer != nil { // no observation built when nobody listens
-			observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
-		}
-		started := time.Now()
-		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
-		if err != nil {
-			failed, err := rt.settle(ctx, re, claim, err)
-			return true, failed, err
-		}
-		// Commit this batch in the transaction that claims the next one
-		// (unless this one was released: its partition would come back).
-		var next *Claim
-		err = rt.commit(ctx, re, claim, pairs, handleErr, func(tx Tx, acked bool) (err error) {
-			if acked && handleErr == nil && n < rt.opts.BatchesPerHandle {
-				next, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+	for round := 1; ; round++ {
+		// Handle the claims one after another, outside any transaction,
+		// up to the first that fails.
+		items := make([]handledClaim, 0, len(claims))
+		for _, claim := range claims {
+			if ctx.Err() != nil {
+				// The worker stops: every claim held goes back, handled or
+				// not (nothing of them is committed).
+				return true, nil, errors.Join(cancelled(ctx, ctx.Err()), rt.releaseAll(ctx, claims))
 			}
-			return err
-		})
-		if err != nil && handleErr == nil && len(pairs) > 0 && !errors.Is(err, core.ErrConcurrentAppend) && !errors.Is(err, ErrNotClaimant) && !transient(ctx, err) {
-			// Rolled back, the next claim with it: commit this batch on its
-			// own, so that a failing claim does not undo it.
-			next = nil
-			err = rt.commit(ctx, re, claim, pairs, nil, nil)
+			if rt.opts.Observer != nil { // no observation built when nobody listens
+				observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+			}
+			it := handledClaim{claim: claim, started: time.Now()}
+			it.pairs, it.handleErr, it.err = rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
+			items = append(items, it)
+			if it.err != nil || it.handleErr != nil {
+				break
+			}
 		}
-		if err != nil {
-			failed, err := rt.settle(ctx, re, claim, err)
-			return true, failed, err
+		last := items[len(items)-1]
+		if last.err == nil && last.handleErr == nil {
+			// All handled: commit them in the transaction that claims the
+			// next ones.
+			next, failed, err := rt.commitClaims(ctx, re, workerID, items, k, round < rt.opts.BatchesPerHandle)
+			if err != nil || failed != nil || len(next) == 0 {
+				return true, failed, err
+			}
+			claims = next
+			continue
 		}
-		if len(pairs) > 0 && rt.opts.Observer != nil {
-			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+		rest := claims[len(items):] // held, not handled
+		if transient(ctx, last.err) {
+			// The store is busy, or the worker stops (whatever the
+			// reactor made of it): every claim held goes back.
+			err := last.err
+			if err == nil {
+				err = last.handleErr
+			}
+			return true, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claims))
 		}
-		if next == nil {
-			return true, nil, nil
-		}
-		claim = next
+		// The claims before the failing one commit (together, or each on
+		// its own), then the failing one is settled as a claim of its own
+		// (its pairs before the failure committed), then the claims not
+		// handled are released, after the error strategy was applied.
+		failed, err := func() (*GroupFailedError, error) {
+			var first *GroupFailedError // of the claims before
+			if before := items[:len(items)-1]; len(before) > 0 {
+				var err error
+				if _, first, err = rt.commitClaims(ctx, re, workerID, before, k, false); err != nil {
+					return first, errors.Join(err, rt.releaseAll(ctx, []*Claim{last.claim}))
+				}
+			}
+			err := last.err
+			if err == nil {
+				if err = rt.commit(ctx, re, last.claim, last.pairs, last.handleErr, nil); err == nil {
+					return first, nil
+				}
+			}
+			failed, err := rt.settle(ctx, re, last.claim, err)
+			if first != nil {
+				failed = first
+			}
+			return failed, err
+		}()
+		return true, failed, errors.Join(err, rt.releaseAll(ctx, rest))
 	}
+}
+
+// claimsPerTx is how many partitions one transaction claims for an impure
+// reactor: ClaimPartitions for an id-partitioned one (a queue: each
+// partition is one job, so its claims are what a keyed reactor's batch
+// is), one for a keyed one (its claim is a batch of up to BatchSize
+// messages already, and its work is typically slow: holding several
+// partitions while handling them one after another would keep them from
+// the other workers).
+func (rt *Router) claimsPerTx(re *reactor) int {
+	if len(re.info.PartitionBy) > 0 {
+		return 1
+	}
+	return rt.opts.ClaimPartitions
+}
+
+// claimFirst claims up to k partitions of the reactor in one transaction:
+// the first as ClaimNext does (an idle group answers without a write
+// transaction), the others in its transaction.
+func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*Claim, error) {
+	if k <= 1 {
+		c, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
+		if err != nil || c == nil {
+			return nil, err
+		}
+		return []*Claim{c}, nil
+	}
+	var claims []*Claim
+	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+		more, err := rt.claimMore(tx, re, workerID, k-1)
+		claims = append([]*Claim{c}, more...)
+		return err
+	})
+	if err != nil {
+		return nil, err // rolled back: nothing is claimed
+	}
+	return claims, nil
+}
+
+// claimMore claims up to n partitions of the reactor in tx: with
+// ClaimManyTx when the store's Tx has it, else ClaimNext after ClaimNext.
+func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*Claim, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if m, ok := tx.(ClaimManyTx); ok {
+		return m.ClaimMany(re.info.Group, workerID, rt.opts.BatchSize, n)
+	}
+	var out []*Claim
+	for len(out) < n {
+		c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+		if err != nil || c == nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// handledClaim is a claim the reactor handled (outside any transaction):
+// its pairs, the reactor's failure after them (handleErr), or the store's
+// failure to read its history (err).
+type handledClaim struct {
+	claim          *Claim
+	pairs          []effects.Pair
+	handleErr, err error
+	started        time.Time
+}
+
+// commitClaims commits handled claims (none of which failed) in one
+// transaction: each one's signals and its ack (a claim whose pairs name no
+// message, or that has none, is released), and, when more is true and
+// every claim was acknowledged, up to k next claims, which it returns. If
+// that transaction fails, nothing of it stands, and each claim is
+// committed on its own, so that one bad claim (lost, conflicting, failing
+// in its signals) neither undoes nor blocks the others; each failure is
+// settled as a claim of its own (see settle), and failed describes the
+// first that went to the error strategy. A busy store or cancellation
+// releases the claims not committed and is returned.
+func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*Claim, failed *GroupFailedError, _ error) {
+	afters := make([][]func(context.Context) error, len(items))
+	failedAt := -1 // the claim whose signals or ack failed the transaction
+	err := rt.store.Update(ctx, func(tx Tx) error {
+		next, failedAt = nil, -1
+		all := true // every claim acknowledged
+		for j, it := range items {
+			afters[j] = nil
+			if len(it.pairs) == 0 {
+				all = false
+				if err := tx.Release(it.claim); err != nil {
+					failedAt = j
+					return err
+				}
+				continue
+			}
+			a, acked, err := rt.execute(ctx, tx, re, it.claim, it.pairs)
+			if err != nil {
+				failedAt = j
+				return err
+			}
+			afters[j], all = a, all && acked
+		}
+		// A released claim ends the chain: its partition would come back.
+		if more && all {
+			var err error
+			next, err = rt.claimMore(tx, re, workerID, k)
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		for j, it := range items {
+			rt.afterSync(ctx, re, afters[j])
+			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
+			}
+		}
+		return next, nil, nil
+	}
+	next = nil
+	if transient(ctx, err) {
+		return nil, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claimsOf(items)))
+	}
+	// Rolled back, the next claims with it: commit each claim on its own.
+	for j, it := range items {
+		var err2 error
+		if j == failedAt && (errors.Is(err, core.ErrConcurrentAppend) || errors.Is(err, ErrNotClaimant)) {
+			err2 = err // the claim's own failure: committing it again would meet it again
+		} else {
+			err2 = rt.commit(ctx, re, it.claim, it.pairs, nil, nil)
+		}
+		if err2 == nil {
+			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
+			}
+			continue
+		}
+		f, serr := rt.settle(ctx, re, it.claim, err2)
+		if failed == nil {
+			failed = f
+		}
+		if serr != nil {
+			return nil, failed, errors.Join(serr, rt.releaseAll(ctx, claimsOf(items[j+1:])))
+		}
+	}
+	return nil, failed, nil
+}
+
+// claimsOf returns the claims of handled claims.
+func claimsOf(items []handledClaim) []*Claim {
+	out := make([]*Claim, len(items))
+	for i, it := range items {
+		out[i] = it.claim
+	}
+	return out
+}
+
+// releaseAll releases claims the worker holds (even once ctx is done: a
+// claim left held would strand its partition until the reaper frees it),
+// in one transaction, else one by one; a claim already lost is skipped.
+func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	bg := context.WithoutCancel(ctx)
+	err := rt.store.Update(bg, func(tx Tx) error {
+		for _, c := range claims {
+			if err := tx.Release(c); err != nil && !errors.Is(err, ErrNotClaimant) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range claims {
+		if err := rt.store.Release(bg, c); err != nil && !errors.Is(err, ErrNotClaimant) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // settle meets a claim's failure: a conflicting append is handled again
