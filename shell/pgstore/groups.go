@@ -1028,6 +1028,9 @@ func (t *tx) Delete(positions ...int64) error {
 		return nil
 	}
 	t.deletes = append(t.deletes, positions...)
+	if t.lastKnown && slices.Max(positions) >= t.lastPos {
+		t.lastKnown = false // the newest message may be gone: LastPosition reads again
+	}
 	return nil
 }
 

@@ -62,6 +62,11 @@ type tx struct {
 	eager   bool
 	// sending are the queued statements of the batch being sent.
 	sending []queued
+	// lastPos is the newest position as LastPosition read it under the
+	// transaction's lock (lastKnown), or as the transaction's own append
+	// made it; see LastPosition.
+	lastPos   int64
+	lastKnown bool
 	// types are the distinct types appended to the log, for the
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
@@ -318,9 +323,22 @@ type TxContext struct {
 // LastPosition returns the newest position. Before any other operation
 // it takes no lock: it reads the head too, which the exclusive lock, if an
 // append comes next, checks has not moved (else Update runs fn again).
+//
+// Once the transaction holds a lock, the answer is kept: no other
+// transaction can append while it holds one (appends take the exclusive
+// lock), its own appends move it, and its own deletes of the newest
+// message make it read again; so a worker settling many claims in one
+// transaction (each batch asks for the newest position) pays one round
+// trip, not one per claim. A delete by another worker settling beside it
+// (under the shared lock) may remove the newest message meanwhile: the
+// answer is then the position that was newest while this transaction
+// held its lock, as a read committed a moment earlier would tell.
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
+	}
+	if t.lastKnown && t.holds != lockNone {
+		return t.lastPos, nil
 	}
 	unlocked := t.holds == lockNone
 	b, n := t.batch()
@@ -346,6 +364,9 @@ func (t *tx) LastPosition() (int64, error) {
 	}
 	if unlocked && !t.sawHead {
 		t.seenHead, t.sawHead = head, true
+	}
+	if !unlocked {
+		t.lastPos, t.lastKnown = last, true
 	}
 	return last, nil
 }
@@ -463,6 +484,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	}
 	if s.unorderedPositions {
 		t.headDirty = false // handed out already, outside the transaction
+	}
+	if res.Last > 0 {
+		t.lastPos, t.lastKnown = res.Last, true // the newest, under the exclusive lock
 	}
 	return res, nil
 }
