@@ -27,23 +27,23 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                     string
-	insertGroup, updateConfig, updateLabel     string
-	groupRow, groupNames, probe                string
-	upsertOffset, ensureOffset, offsetByKey    string
-	scan, claim, remark, held, release, moveTo string
-	scanFetch, claimMany, ackMany              string
-	ack                                        string
-	raiseHighest, recover, setStatus           string
-	resetOffsets, clearPending, groupOffsets   string
-	discoverScan, setPending, unprocessed      string
-	deleteMessages, remarkDeleted              string
-	drainIDs, drainKeyed, clearDrain           string
-	releaseStale, heartbeat                    string
-	oldClaims, releaseOld, removeWorkers       string
-	groupInfo, countOffsets, readOffsets       string
-	park, parked, parkedOne, unpark            string
-	resetOffset                                string
+	loadGroups, bumpConfig                   string
+	insertGroup, updateConfig, updateLabel   string
+	groupRow, groupNames, probe              string
+	upsertOffset, ensureOffset, offsetByKey  string
+	remark, held, release, moveTo            string
+	claimMany, ackMany                       string
+	ack                                      string
+	raiseHighest, recover, setStatus         string
+	resetOffsets, clearPending, groupOffsets string
+	discoverScan, setPending, unprocessed    string
+	deleteMessages, remarkDeleted            string
+	drainIDs, drainKeyed, clearDrain         string
+	releaseStale, heartbeat                  string
+	oldClaims, releaseOld, removeWorkers     string
+	groupInfo, countOffsets, readOffsets     string
+	park, parked, parkedOne, unpark          string
+	resetOffset                              string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -70,21 +70,11 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 		ensureOffset: f(`INSERT INTO %s (consumer_group_id, partition_key, keys, message_id, drain_check) VALUES ($1, $2, $3, $4, true)
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
-		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
-ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
 		ack: f(`WITH a AS (
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
-		scanFetch: f(`SELECT o.id, o.partition_key, o.last_position, o.replay_until, o.message_id IS NOT NULL, m.*
-FROM (SELECT id, partition_key, last_position, replay_until, message_id FROM %[1]s
-	WHERE consumer_group_id = (SELECT id FROM %[2]s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
-	ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED) o
-JOIN %[2]s g ON g.group_id = $1
-LEFT JOIN LATERAL (SELECT %[3]s FROM %[4]s WHERE message_id = o.message_id AND (position + 0) > o.last_position
-	AND (message_type || '') = ANY(g.handled)) m ON true`, n.offsets, n.groups, messageColumns, n.messages),
 		// claimMany picks up to $3 claimable offsets of group $1 (the
 		// furthest behind first, skipping those other transactions lock),
 		// fetches up to $4 pending messages of each (a queue's one
@@ -135,7 +125,6 @@ h AS (UPDATE %[2]s g SET highest_position = greatest(g.highest_position, x.pos),
 	FROM x WHERE g.id = x.id)
 SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' of ' || $6::bigint)::bigint END FROM (SELECT count(*) AS n FROM a) c`,
 			n.offsets, n.groups, nextAfterAck, ackNotHeld),
-		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
