@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -123,5 +124,45 @@ func TestQueueRoundTrips(t *testing.T) {
 	page, err := s.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
 	if err != nil || len(page.Messages) != 0 {
 		t.Fatalf("after the drain the log holds %v (%v), want no job", page.Messages, err)
+	}
+}
+
+// TestClaimAckRoundTrips counts the round trips of a claim and of an ack
+// of a keyed partition, each in a transaction of its own (ClaimNext, Ack):
+// the idle probe, the claim statement with BEGIN, and COMMIT; the ack with
+// BEGIN and COMMIT in one batch.
+func TestClaimAckRoundTrips(t *testing.T) {
+	rts := &roundTrips{}
+	s := open(t, pgstore.Options{Registry: jobRegistry(), Tracer: rts, MaxConns: 2})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "jobs.shards", PartitionBy: []string{"shard"}, Handled: []string{"jobs.job"}}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []core.Message
+	for i := range 40 {
+		msgs = append(msgs, core.Message{Payload: Job{JobID: strconv.Itoa(i), Shard: strconv.Itoa(i % 20)}})
+	}
+	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var claims, acks int64
+	for i := range 20 {
+		before := rts.n.Load()
+		c, err := s.ClaimNext(ctx, "jobs.shards", "w1", 10)
+		if err != nil || c == nil || len(c.Messages) != 2 {
+			t.Fatalf("claim %d: %+v, %v; want a shard's two jobs", i, c, err)
+		}
+		mid := rts.n.Load()
+		if err := s.Ack(ctx, c, c.Last()); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 5 { // the statement caches warm
+			claims += mid - before
+			acks += rts.n.Load() - mid
+		}
+	}
+	t.Logf("%.1f round trips per claim, %.1f per ack", float64(claims)/15, float64(acks)/15)
+	if claims > 3*15 || acks > 1*15 {
+		t.Errorf("%d round trips for 15 claims and %d for 15 acks, want at most 3 and 1 each", claims, acks)
 	}
 }
