@@ -333,12 +333,33 @@ func (d Decider[S]) checkQueries(reg *codec.Registry) error {
 // So are commands whose metadata says this group decided them already
 // (DecidedByKey, set by synchronous handling).
 func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
+	return d.stepOn(in, d.Evolve(d.Initial(), MessagesOf(in.History)...))
+}
+
+// StateType is the Go type of the decider's state (Folder).
+func (d Decider[S]) StateType() reflect.Type { return reflect.TypeFor[S]() }
+
+// InitialState returns a fresh initial state (Folder).
+func (d Decider[S]) InitialState() any { return d.Initial() }
+
+// FoldState evolves s, an S, with history (Folder).
+func (d Decider[S]) FoldState(s any, history []PositionedMessage) any {
+	return d.Evolve(s.(S), MessagesOf(history)...)
+}
+
+// StepFolded is Step on s, an S folded from the partition's whole
+// history (Folder).
+func (d Decider[S]) StepFolded(in StepInput, s any) ([]Outcome, error) {
+	return d.stepOn(in, s.(S))
+}
+
+// stepOn is Step on s, the state folded from the partition's history.
+func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 	h := d.compiled()
 	group, err := NormalizeGroup(d.Group)
 	if err != nil {
 		group = d.Group
 	}
-	s := d.Evolve(d.Initial(), MessagesOf(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
 	var decidedEvents []Message // this batch's, for the queries of the commands after them
 	for i, m := range in.Batch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -23,8 +24,16 @@ type RouterOptions struct {
 	// (default DefaultBatchesPerHandle): a pure reactor's (see
 	// effects.Pure) claimed, handled and acknowledged in one write
 	// transaction; any other's one after another, each acknowledged in the
-	// transaction that claims the next.
+	// transaction that claims the next (for an impure queue, each of those
+	// transactions commits and claims up to ClaimPartitions partitions).
 	BatchesPerHandle int
+	// ClaimPartitions caps how many partitions one transaction of an
+	// impure id-partitioned reactor (a queue: one partition per job)
+	// claims (default BatchSize): the reactor handles them one after
+	// another, outside any transaction, and their signals and acks commit
+	// together in the transaction that claims the next ones. An impure
+	// reactor with partition keys claims one partition per transaction.
+	ClaimPartitions int
 	// InlineBudget bounds how long one write transaction of a pure reactor
 	// goes on claiming further batches (default DefaultInlineBudget): other
 	// writers wait for the store's write lock meanwhile, so slow sync work
@@ -48,13 +57,66 @@ type RouterOptions struct {
 	// Observer hears about batches, claims, conflicts and failures (see
 	// Observer); nil: nobody.
 	Observer Observer
+	// StateCache keeps the folded states of the partitions of the pure
+	// deciders and event-sourced projectors between batches (see
+	// StateCache), so that a batch reads and folds only the history
+	// appended since its partition's last batch instead of all of it.
+	// Default: a cache of the router's own, of DefaultStateCacheSize
+	// states. Pass the cache the web handlers give Handle
+	// (HandleOptions.Cache) to share the states with them. Which
+	// reactors are cached: see CacheStates.
+	StateCache *StateCache
+	// CacheStates chooses the reactors whose states StateCache keeps
+	// (default CacheValueStates).
+	CacheStates CachePolicy
 }
 
 // Defaults of RouterOptions (and Config).
 const (
 	DefaultBatchesPerHandle = 32
 	DefaultInlineBudget     = 20 * time.Millisecond
+	// DefaultStateCacheSize is how many partitions' states the router's
+	// own StateCache holds.
+	DefaultStateCacheSize = 10_000
 )
+
+// CachePolicy chooses which pure reactors a router keeps the states of in
+// its StateCache: deciders and event-sourced projectors (core.Folder
+// definitions) only, handled inside the write transaction. Hand-written
+// reactors fold nothing the router could keep.
+type CachePolicy int
+
+const (
+	// CacheValueStates, the default, caches the states whose Go type
+	// holds no reference at any depth (no map, slice, pointer,
+	// interface, channel or function: numbers, strings, and structs and
+	// arrays of them). An Evolve or Decide cannot change such a state in
+	// place, so a cached state is always the value a full fold gives,
+	// whatever the definition's code: caching them is safe without the
+	// user's say. States with references are folded in full on every
+	// batch, unless CacheAllStates.
+	CacheValueStates CachePolicy = iota
+	// CacheAllStates caches every decider's and event-sourced
+	// projector's state: choose it when every Evolve and Decide of the
+	// router's definitions treats states as values (copies a map or a
+	// slice before changing it; see StateCache). A definition that
+	// changes its state in place would then decide on events folded
+	// twice.
+	CacheAllStates
+	// CacheNoStates caches nothing: every batch folds its partition's
+	// whole history.
+	CacheNoStates
+)
+
+// What a cached state needs from the log besides (see StateCache): that
+// messages are only appended. A router does not cache a reactor whose
+// history types one of its hand-written reactors handles (it may delete
+// them on ack); one of another process it cannot see: run such a
+// deleter's process with CacheNoStates, or keep the deleted types out of
+// the cached definitions' histories. Router.Reset drops the group's
+// states; a reset by another process (the CLI, the dashboard) leaves
+// them, which is still correct, the log being unchanged, unless the
+// reset came with changed upcasters: restart the process then.
 
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
@@ -77,6 +139,11 @@ type reactor struct {
 	// strategy (nil: the router's), resolved when it is registered.
 	hooks    core.Hooks
 	strategy *ErrorStrategy
+	// folding is set when the router keeps the reactor's states in its
+	// StateCache (see cachedReactors), and stateType is their type.
+	folding   effects.Folding
+	folder    core.Folder
+	stateType reflect.Type
 }
 
 // NewRouter validates reactors together and returns a router for them.
@@ -90,6 +157,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	}
 	if opts.BatchesPerHandle <= 0 {
 		opts.BatchesPerHandle = DefaultBatchesPerHandle
+	}
+	if opts.ClaimPartitions <= 0 {
+		opts.ClaimPartitions = opts.BatchSize
 	}
 	if opts.InlineBudget <= 0 {
 		opts.InlineBudget = DefaultInlineBudget
@@ -106,9 +176,15 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	if opts.WorkerID == "" {
 		opts.WorkerID = "router"
 	}
+	if opts.StateCache == nil && opts.CacheStates != CacheNoStates && cacheable(store) {
+		opts.StateCache = NewStateCache(DefaultStateCacheSize)
+	}
 	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
 	reg := store.Registry()
 	var errs []error
+	if opts.CacheStates < CacheValueStates || opts.CacheStates > CacheNoStates {
+		errs = append(errs, fmt.Errorf("sourced: RouterOptions.CacheStates = %d: not a CachePolicy (CacheValueStates, CacheAllStates or CacheNoStates)", opts.CacheStates))
+	}
 	for _, x := range expand(reactors) {
 		var re reactor
 		switch v := x.(type) {
@@ -157,6 +233,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		rt.reactors = append(rt.reactors, &re)
 	}
 	errs = append(errs, rt.missingChildren()...)
+	rt.cachedReactors()
 	for i, a := range rt.reactors {
 		for _, b := range rt.reactors[i+1:] {
 			if !a.info.Exclusive && !b.info.Exclusive {
@@ -183,6 +260,11 @@ func (rt *Router) Setup(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StateCache returns the cache of the router's folded states (nil when it
+// caches none), for HandleOptions.Cache: Handle and the router then share
+// the partitions' states.
+func (rt *Router) StateCache() *StateCache { return rt.opts.StateCache }
 
 // Reactors describes the registered reactors, in registration order.
 func (rt *Router) Reactors() []effects.Info {
@@ -231,6 +313,14 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // A batch's signals run in one transaction that also acknowledges it, and
 // claims the reactor's next batch, so that a worker draining a reactor
 // commits once per batch.
+// An impure id-partitioned reactor (a queue: one partition per job)
+// claims up to ClaimPartitions partitions per transaction, handles them
+// one after another outside any transaction, and commits all their signals
+// and acks in the transaction that claims the next ones; each claim still
+// succeeds, fails, is lost or is released on its own, as below: a failure
+// commits the claims handled before it, and the claims not yet handled are
+// released once it is settled; if the combined commit fails, each claim is
+// committed on its own.
 // If the reactor fails part-way, the messages before the failure are
 // committed and acknowledged and the failure goes to the error strategy
 // (HandleNext then returns nil: the failure is recorded in the group; Drain
@@ -253,7 +343,9 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 //   - a batch that fails because the store is busy (ErrBusy), or while ctx
 //     is done (whatever the error: cancellation is never a reactor's
 //     failure), is released and the error returned (matching
-//     context.Canceled or context.DeadlineExceeded when ctx ended);
+//     context.Canceled or context.DeadlineExceeded when ctx ended), and so
+//     is every other claim the worker holds uncommitted (a queue's claims
+//     handled or not yet handled when ctx ends);
 //   - a batch whose claim was lost (the worker was frozen past the claim
 //     TTL or MaxClaimAge, or a clock jumped, and the reaper gave the
 //     partition to another worker: the ack fails with ErrNotClaimant) is
@@ -282,47 +374,261 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		// one-claim path below, which commits the pairs before it and
 		// applies the error strategy.
 	}
-	claim, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
-	if err != nil || claim == nil {
+	k := rt.claimsPerTx(re)
+	claims, err := rt.claimFirst(ctx, re, workerID, k)
+	if err != nil || len(claims) == 0 {
 		return false, nil, cancelled(ctx, err)
 	}
-	for n := 1; ; n++ {
-		if rt.opts.Observer != nil { // no observation built when nobody listens
-			observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
-		}
-		started := time.Now()
-		pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
-		if err != nil {
-			failed, err := rt.settle(ctx, re, claim, err)
-			return true, failed, err
-		}
-		// Commit this batch in the transaction that claims the next one
-		// (unless this one was released: its partition would come back).
-		var next *Claim
-		err = rt.commit(ctx, re, claim, pairs, handleErr, func(tx Tx, acked bool) (err error) {
-			if acked && handleErr == nil && n < rt.opts.BatchesPerHandle {
-				next, err = tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+	for round := 1; ; round++ {
+		// Handle the claims one after another, outside any transaction,
+		// up to the first that fails.
+		items := make([]handledClaim, 0, len(claims))
+		for _, claim := range claims {
+			if ctx.Err() != nil {
+				// The worker stops: every claim held goes back, handled or
+				// not (nothing of them is committed).
+				return true, nil, errors.Join(cancelled(ctx, ctx.Err()), rt.releaseAll(ctx, claims))
 			}
-			return err
-		})
-		if err != nil && handleErr == nil && len(pairs) > 0 && !errors.Is(err, core.ErrConcurrentAppend) && !errors.Is(err, ErrNotClaimant) && !transient(ctx, err) {
-			// Rolled back, the next claim with it: commit this batch on its
-			// own, so that a failing claim does not undo it.
-			next = nil
-			err = rt.commit(ctx, re, claim, pairs, nil, nil)
+			if rt.opts.Observer != nil { // no observation built when nobody listens
+				observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
+			}
+			it := handledClaim{claim: claim, started: time.Now()}
+			it.pairs, it.handleErr, it.err = rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
+			items = append(items, it)
+			if it.err != nil || it.handleErr != nil {
+				break
+			}
 		}
-		if err != nil {
-			failed, err := rt.settle(ctx, re, claim, err)
-			return true, failed, err
+		last := items[len(items)-1]
+		if last.err == nil && last.handleErr == nil {
+			// All handled: commit them in the transaction that claims the
+			// next ones.
+			next, failed, err := rt.commitClaims(ctx, re, workerID, items, k, round < rt.opts.BatchesPerHandle)
+			if err != nil || failed != nil || len(next) == 0 {
+				return true, failed, err
+			}
+			claims = next
+			continue
 		}
-		if len(pairs) > 0 && rt.opts.Observer != nil {
-			observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
+		rest := claims[len(items):] // held, not handled
+		if transient(ctx, last.err) {
+			// The store is busy, or the worker stops (whatever the
+			// reactor made of it): every claim held goes back.
+			err := last.err
+			if err == nil {
+				err = last.handleErr
+			}
+			return true, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claims))
 		}
-		if next == nil {
-			return true, nil, nil
-		}
-		claim = next
+		// The claims before the failing one commit (together, or each on
+		// its own), then the failing one is settled as a claim of its own
+		// (its pairs before the failure committed), then the claims not
+		// handled are released, after the error strategy was applied.
+		failed, err := func() (*GroupFailedError, error) {
+			var first *GroupFailedError // of the claims before
+			if before := items[:len(items)-1]; len(before) > 0 {
+				var err error
+				if _, first, err = rt.commitClaims(ctx, re, workerID, before, k, false); err != nil {
+					return first, errors.Join(err, rt.releaseAll(ctx, []*Claim{last.claim}))
+				}
+			}
+			err := last.err
+			if err == nil {
+				if err = rt.commit(ctx, re, last.claim, last.pairs, last.handleErr, nil); err == nil {
+					return first, nil
+				}
+			}
+			failed, err := rt.settle(ctx, re, last.claim, err)
+			if first != nil {
+				failed = first
+			}
+			return failed, err
+		}()
+		return true, failed, errors.Join(err, rt.releaseAll(ctx, rest))
 	}
+}
+
+// claimsPerTx is how many partitions one transaction claims for an impure
+// reactor: ClaimPartitions for an id-partitioned one (a queue: each
+// partition is one job, so its claims are what a keyed reactor's batch
+// is), one for a keyed one (its claim is a batch of up to BatchSize
+// messages already, and its work is typically slow: holding several
+// partitions while handling them one after another would keep them from
+// the other workers).
+func (rt *Router) claimsPerTx(re *reactor) int {
+	if len(re.info.PartitionBy) > 0 {
+		return 1
+	}
+	return rt.opts.ClaimPartitions
+}
+
+// claimFirst claims up to k partitions of the reactor in one transaction:
+// the first as ClaimNext does (an idle group answers without a write
+// transaction), the others in its transaction.
+func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*Claim, error) {
+	if k <= 1 {
+		c, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
+		if err != nil || c == nil {
+			return nil, err
+		}
+		return []*Claim{c}, nil
+	}
+	var claims []*Claim
+	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+		more, err := rt.claimMore(tx, re, workerID, k-1)
+		claims = append([]*Claim{c}, more...)
+		return err
+	})
+	if err != nil {
+		return nil, err // rolled back: nothing is claimed
+	}
+	return claims, nil
+}
+
+// claimMore claims up to n partitions of the reactor in tx: with
+// ClaimManyTx when the store's Tx has it, else ClaimNext after ClaimNext.
+func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*Claim, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if m, ok := tx.(ClaimManyTx); ok {
+		return m.ClaimMany(re.info.Group, workerID, rt.opts.BatchSize, n)
+	}
+	var out []*Claim
+	for len(out) < n {
+		c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+		if err != nil || c == nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// handledClaim is a claim the reactor handled (outside any transaction):
+// its pairs, the reactor's failure after them (handleErr), or the store's
+// failure to read its history (err).
+type handledClaim struct {
+	claim          *Claim
+	pairs          []effects.Pair
+	handleErr, err error
+	started        time.Time
+}
+
+// commitClaims commits handled claims (none of which failed) in one
+// transaction: each one's signals and its ack (a claim whose pairs name no
+// message, or that has none, is released), and, when more is true and
+// every claim was acknowledged, up to k next claims, which it returns. If
+// that transaction fails, nothing of it stands, and each claim is
+// committed on its own, so that one bad claim (lost, conflicting, failing
+// in its signals) neither undoes nor blocks the others; each failure is
+// settled as a claim of its own (see settle), and failed describes the
+// first that went to the error strategy. A busy store or cancellation
+// releases the claims not committed and is returned.
+func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*Claim, failed *GroupFailedError, _ error) {
+	afters := make([][]func(context.Context) error, len(items))
+	failedAt := -1 // the claim whose signals or ack failed the transaction
+	err := rt.store.Update(ctx, func(tx Tx) error {
+		next, failedAt = nil, -1
+		all := true // every claim acknowledged
+		for j, it := range items {
+			afters[j] = nil
+			if len(it.pairs) == 0 {
+				all = false
+				if err := tx.Release(it.claim); err != nil {
+					failedAt = j
+					return err
+				}
+				continue
+			}
+			a, acked, err := rt.execute(ctx, tx, re, it.claim, it.pairs)
+			if err != nil {
+				failedAt = j
+				return err
+			}
+			afters[j], all = a, all && acked
+		}
+		// A released claim ends the chain: its partition would come back.
+		if more && all {
+			var err error
+			next, err = rt.claimMore(tx, re, workerID, k)
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		for j, it := range items {
+			rt.afterSync(ctx, re, afters[j])
+			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
+			}
+		}
+		return next, nil, nil
+	}
+	next = nil
+	if transient(ctx, err) {
+		return nil, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claimsOf(items)))
+	}
+	// Rolled back, the next claims with it: commit each claim on its own.
+	for j, it := range items {
+		var err2 error
+		if j == failedAt && (errors.Is(err, core.ErrConcurrentAppend) || errors.Is(err, ErrNotClaimant)) {
+			err2 = err // the claim's own failure: committing it again would meet it again
+		} else {
+			err2 = rt.commit(ctx, re, it.claim, it.pairs, nil, nil)
+		}
+		if err2 == nil {
+			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
+			}
+			continue
+		}
+		f, serr := rt.settle(ctx, re, it.claim, err2)
+		if failed == nil {
+			failed = f
+		}
+		if serr != nil {
+			return nil, failed, errors.Join(serr, rt.releaseAll(ctx, claimsOf(items[j+1:])))
+		}
+	}
+	return nil, failed, nil
+}
+
+// claimsOf returns the claims of handled claims.
+func claimsOf(items []handledClaim) []*Claim {
+	out := make([]*Claim, len(items))
+	for i, it := range items {
+		out[i] = it.claim
+	}
+	return out
+}
+
+// releaseAll releases claims the worker holds (even once ctx is done: a
+// claim left held would strand its partition until the reaper frees it),
+// in one transaction, else one by one; a claim already lost is skipped.
+func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	bg := context.WithoutCancel(ctx)
+	err := rt.store.Update(bg, func(tx Tx) error {
+		for _, c := range claims {
+			if err := tx.Release(c); err != nil && !errors.Is(err, ErrNotClaimant) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range claims {
+		if err := rt.store.Release(bg, c); err != nil && !errors.Is(err, ErrNotClaimant) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // settle meets a claim's failure: a conflicting append is handled again
@@ -441,12 +747,15 @@ func (b *batchFailure) Unwrap() error { return b.err }
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
 	var handled []BatchHandled // observed once committed
+	states := rt.txStates(re)
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
+		afters = afters[:0]
+		states.reset()
 		for n := 1; ; n++ {
 			batchStart := time.Now()
-			pairs, handleErr, err := rt.handle(ctx, re, c, tx)
+			pairs, handleErr, err := rt.handleWith(ctx, re, c, tx, states)
 			if err != nil {
 				return err
 			}
@@ -473,8 +782,9 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 		}
 	})
 	if err != nil {
-		return did, err
+		return did, err // rolled back: the states folded in it are not kept
 	}
+	states.commit()
 	for _, b := range handled {
 		observe(ctx, rt.opts.Observer, Claimed{Group: b.Group, Partition: b.Partition, WorkerID: b.WorkerID, Messages: b.Messages, Inline: true})
 		observe(ctx, rt.opts.Observer, b)
@@ -526,6 +836,13 @@ func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult,
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
 func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+	return rt.handleWith(ctx, re, claim, read, nil)
+}
+
+// handleWith is handle; with states (the pure path's, in its write
+// transaction) a cached reactor's history is read and folded from the
+// state kept for the partition, and the state folded goes to states.
+func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -535,7 +852,13 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read hi
 		}
 	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
-	if len(re.info.History) > 0 {
+	cached := states != nil && re.folding != nil && len(re.info.History) > 0
+	var folded func() any // the cached reactor's state, folded from the history read
+	if cached {
+		if folded, err = states.read(rt.store, re, claim, read, &ec); err != nil {
+			return nil, nil, err
+		}
+	} else if len(re.info.History) > 0 {
 		res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 		if err != nil {
 			return nil, nil, err
@@ -549,6 +872,10 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read hi
 	}
 	handleErr = protect(func() error {
 		var err error
+		if cached {
+			pairs, err = re.folding.HandleFolded(ctx, ec, folded())
+			return err
+		}
 		pairs, err = re.r.HandleClaim(ctx, ec)
 		return err
 	})
@@ -948,6 +1275,11 @@ func (rt *Router) Reset(ctx context.Context, target any) error {
 	}
 	if err := rt.store.ResetGroup(ctx, re.info.Group); err != nil {
 		return err
+	}
+	if rt.opts.StateCache != nil {
+		// The log is unchanged, but a reset usually comes with a changed
+		// definition or upcasters: fold the group's partitions again.
+		rt.opts.StateCache.Drop(re.info.Group)
 	}
 	if h := re.hooks.OnReset; h != nil {
 		return hookFailed(re.info.Group, "reset", "OnReset", protect(func() error { return h(ctx) }))

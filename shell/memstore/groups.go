@@ -1123,3 +1123,27 @@ func (off *offset) info() shell.Offset {
 func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
 	return shell.PageOffsets(ctx, s.ReadOffsets, q)
 }
+
+var _ shell.ClaimManyTx = (*tx)(nil)
+
+// ClaimMany claims, in the transaction, up to partitions partitions of
+// group for workerID, each with up to batchSize of its messages, one after
+// another as ClaimNext claims them (the status gate and the latch
+// included); see shell.ClaimManyTx.
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+	if partitions <= 0 {
+		return nil, fmt.Errorf("memstore: claim %d partitions: the partition count must be positive", partitions)
+	}
+	var out []*shell.Claim
+	for len(out) < partitions {
+		c, err := t.ClaimNext(group, workerID, batchSize)
+		if err != nil {
+			return out, err
+		}
+		if c == nil {
+			break
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

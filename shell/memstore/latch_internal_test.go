@@ -116,3 +116,68 @@ func TestLatchRollback(t *testing.T) {
 		t.Fatalf("after a rollback: latch %d (was %d), %d ready, %d offsets", got, before, len(s.groups[group].ready), len(s.offsets))
 	}
 }
+
+// ClaimMany keeps ClaimNext's latch: a scan that finds nothing latches the
+// group, and an idle group's ClaimMany then does no scan.
+func TestLatchClaimManyIdleDoesNotScan(t *testing.T) {
+	ctx := context.Background()
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(reg)
+	const group = "memstore.devices"
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{storetest.TypeDeviceRegistered}}); err != nil {
+		t.Fatal(err)
+	}
+	var batch []core.Message
+	for i := range 100 {
+		batch = append(batch, core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
+	}
+	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	many := func() []*shell.Claim {
+		var out []*shell.Claim
+		err := s.Update(ctx, func(tx shell.Tx) error {
+			var err error
+			out, err = tx.(shell.ClaimManyTx).ClaimMany(group, "w1", 10, 16)
+			if err != nil {
+				return err
+			}
+			for _, c := range out {
+				if err := tx.(shell.GroupTx).Ack(c, c.Last()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	total := 0
+	for {
+		got := many()
+		if len(got) == 0 {
+			break
+		}
+		total += len(got)
+	}
+	if total != 100 {
+		t.Fatalf("ClaimMany claimed %d partitions, want 100", total)
+	}
+	if g := s.groups[group]; g.scan >= 0 {
+		t.Fatalf("after an empty ClaimMany the latch is %d, want clean (< 0)", g.scan)
+	}
+	scans := s.scans
+	for range 100 {
+		if got := many(); len(got) != 0 {
+			t.Fatalf("idle ClaimMany claimed %d", len(got))
+		}
+	}
+	if s.scans != scans {
+		t.Fatalf("100 idle ClaimMany calls ran %d scans, want none", s.scans-scans)
+	}
+}

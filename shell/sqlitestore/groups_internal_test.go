@@ -68,6 +68,7 @@ func TestGroupQueryPlans(t *testing.T) {
 		want  []string // substrings of the plan
 	}{
 		{"claim scan", q.scan, []string{"SEARCH " + n.offsets + " USING INDEX " + idx("offsets_pending") + " (consumer_group_id=?)"}},
+		{"claim scan of ClaimMany", q.scanMany, []string{"SEARCH " + n.offsets + " USING INDEX " + idx("offsets_pending") + " (consumer_group_id=?)"}},
 		{"pending marker, one attribute", s.q.get(shape{kind: shapeWake, attrs: 1, types: 1}),
 			[]string{"SEARCH l1 USING COVERING INDEX " + idx("message_key_pairs_key") + " (key_pair_id=? AND message_position>? AND message_position<?)", "SEARCH m USING "}},
 		{"pending marker, two attributes", s.q.get(shape{kind: shapeWake, attrs: 2, types: 2}),

@@ -35,6 +35,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("GroupRefusals", s.testGroupRefusals)
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
+	t.Run("ClaimMany", s.testClaimMany)
 	t.Run("ChangeGroup", s.testChangeGroup)
 	t.Run("Parking", s.testParking)
 	t.Run("ResumeWakes", s.testResumeWakes)

@@ -1,0 +1,334 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/shell"
+)
+
+// claimMany claims up to n partitions of group for worker with
+// shell.ClaimManyTx in a transaction of its own, batches of up to batch
+// messages, and checks each claim's group, worker and size.
+func (e *genv) claimMany(group, worker string, batch, n int) []*shell.Claim {
+	e.t.Helper()
+	var out []*shell.Claim
+	err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+		var err error
+		out, err = manyTx(e.t, tx).ClaimMany(group, worker, batch, n)
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("claim %d partitions of %s as %s: %v", n, group, worker, err)
+	}
+	e.checkMany(out, group, worker, batch, n)
+	return out
+}
+
+// checkMany checks claims ClaimMany returned: at most n, distinct
+// partitions, each of group for worker with 1 to batch messages.
+func (e *genv) checkMany(out []*shell.Claim, group, worker string, batch, n int) {
+	e.t.Helper()
+	if len(out) > n {
+		e.t.Fatalf("claim %d partitions of %s: %d claims", n, group, len(out))
+	}
+	seen := map[int64]bool{}
+	for _, c := range out {
+		if c == nil {
+			e.t.Fatalf("claim %d partitions of %s: a nil claim among %d", n, group, len(out))
+		}
+		if c.Group != group || c.WorkerID != worker {
+			e.t.Fatalf("claim %s as %s: the claim names %s and %s", group, worker, c.Group, c.WorkerID)
+		}
+		if len(c.Messages) == 0 || len(c.Messages) > batch {
+			e.t.Fatalf("claim %s as %s: %d messages in %v, want 1 to %d", group, worker, len(c.Messages), c.Partition, batch)
+		}
+		if seen[c.OffsetID] {
+			e.t.Fatalf("claim %d partitions of %s: offset %d (%v) claimed twice", n, group, c.OffsetID, c.Partition)
+		}
+		seen[c.OffsetID] = true
+	}
+}
+
+// manyTx is tx as a shell.ClaimManyTx (every store of the suite has it).
+func manyTx(t tb, tx shell.Tx) shell.ClaimManyTx {
+	t.Helper()
+	m, ok := tx.(shell.ClaimManyTx)
+	if !ok {
+		t.Fatalf("the transaction %T is not a shell.ClaimManyTx", tx)
+	}
+	return m
+}
+
+// noClaims fails the test unless ClaimMany claims nothing of group.
+func (e *genv) noClaims(group, worker string) {
+	e.t.Helper()
+	if got := e.claimMany(group, worker, 10, 10); len(got) != 0 {
+		e.t.Fatalf("claim many of %s as %s: %d claims (the first %v), want none", group, worker, len(got), got[0].Partition)
+	}
+}
+
+// testClaimMany: shell.ClaimManyTx, several partitions claimed in one
+// step, held to what successive ClaimNext calls would do.
+func (s suite) testClaimMany(t *testing.T) {
+	d := func(id string) map[string]string { return part("device_id", id) }
+
+	t.Run("claims distinct partitions in ClaimNext's order, each up to the batch size", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d1", "d"})
+		e.ack(e.claim(devices, "w1", 1), 1) // d1 is ahead now, at 1
+		e.append(DeviceRegistered{"d4", "e"}, DeviceRegistered{"d1", "f"}, DeviceRegistered{"d2", "g"})
+		first := e.claimMany(devices, "w1", 1, 3)
+		if len(first) != 3 {
+			t.Fatalf("%d claims, want 3", len(first))
+		}
+		// Furthest behind first (all at 0: the oldest offset first).
+		e.expectClaim(first[0], d("d2"), false, 2)
+		e.expectClaim(first[1], d("d3"), false, 3)
+		e.expectClaim(first[2], d("d4"), false, 5)
+		got := e.claimMany(devices, "w1", 10, 10)
+		if len(got) != 1 {
+			t.Fatalf("%d claims of the rest, want d1's alone", len(got))
+		}
+		e.expectClaim(got[0], d("d1"), false, 4, 6)
+		e.noClaims(devices, "w1")
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			for _, c := range append(first, got...) {
+				if err := gtx.Ack(c, c.Last()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// d2's claim was of one of its two messages: it comes back with
+		// the other.
+		got = e.claimMany(devices, "w2", 10, 3)
+		if len(got) != 1 {
+			t.Fatalf("%d claims after the acks, want d2's", len(got))
+		}
+		e.expectClaim(got[0], d("d2"), false, 7)
+		e.ack(got[0], 7)
+		e.noClaims(devices, "w2")
+	})
+
+	t.Run("never claims a partition another worker holds", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
+		held := e.claim(devices, "w1", 10)
+		e.expectClaim(held, d("d1"), false, 1)
+		var first *shell.Claim
+		var rest []*shell.Claim
+		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			var err error
+			if first, err = gtx.ClaimNext(devices, "w2", 10); err != nil {
+				return err
+			}
+			rest, err = manyTx(t, tx).ClaimMany(devices, "w2", 10, 10)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.expectClaim(first, d("d2"), false, 2)
+		e.checkMany(rest, devices, "w2", 10, 10)
+		if len(rest) != 2 {
+			t.Fatalf("%d claims after d2's in its transaction, want d3 and d4", len(rest))
+		}
+		e.expectClaim(rest[0], d("d3"), false, 3)
+		e.expectClaim(rest[1], d("d4"), false, 4)
+		e.noClaims(devices, "w3")
+		// The holder acks; the others' claims are theirs.
+		e.ack(held, 1)
+		for _, c := range append(rest, first) {
+			notClaimant(t, e.gs.Ack(e.ctx, &shell.Claim{Group: c.Group, WorkerID: "w1", OffsetID: c.OffsetID, Partition: c.Partition, Messages: c.Messages}, c.Last()), "w1 acking w2's claim")
+			e.ack(c, c.Last())
+		}
+		e.noClaims(devices, "w1")
+	})
+
+	t.Run("an idle group answers with no claims until an append or a release", func(t *testing.T) {
+		e := s.genv(t, devices)
+		for range 3 {
+			e.noClaims(devices, "w1")
+		}
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		got := e.claimMany(devices, "w1", 10, 5)
+		if len(got) != 1 {
+			t.Fatalf("%d claims, want d1's", len(got))
+		}
+		e.expectClaim(got[0], d("d1"), false, 1, 2)
+		// Scans that find nothing latch the group while d1 is held; the
+		// release wakes it.
+		e.noClaims(devices, "w2")
+		e.noClaims(devices, "w2")
+		e.noClaim(devices, "w2")
+		e.release(got[0])
+		got = e.claimMany(devices, "w2", 10, 5)
+		if len(got) != 1 {
+			t.Fatalf("%d claims after the release, want d1's", len(got))
+		}
+		e.expectClaim(got[0], d("d1"), false, 1, 2)
+		e.ack(got[0], 2)
+		e.noClaims(devices, "w2")
+		e.noClaim(devices, "w2")
+	})
+
+	t.Run("the claims roll back with the transaction", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		offsets := e.offsets(devices)
+		var got []*shell.Claim
+		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			var err error
+			if got, err = manyTx(t, tx).ClaimMany(devices, "w1", 10, 2); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("update: %v, want the rollback", err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("%d claims in the rolled back transaction, want 2", len(got))
+		}
+		if after := e.offsets(devices); !sameOffsets(after, offsets) {
+			t.Fatalf("offsets after the rollback %+v, want %+v", after, offsets)
+		}
+		for _, c := range got {
+			notClaimant(t, e.gs.Ack(e.ctx, c, c.Last()), "acking a claim rolled back")
+		}
+		again := e.claimMany(devices, "w2", 10, 10)
+		if len(again) != 3 {
+			t.Fatalf("%d claims after the rollback, want all 3 partitions", len(again))
+		}
+		e.expectClaim(again[0], d("d1"), false, 1)
+		e.expectClaim(again[1], d("d2"), false, 2)
+		e.expectClaim(again[2], d("d3"), false, 3)
+	})
+
+	t.Run("a stopped group, and a retrying one before its time, give no claims", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		if err := e.gs.StopGroup(e.ctx, devices, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		e.noClaims(devices, "w1")
+		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
+			t.Fatal(err)
+		}
+		got := e.claimMany(devices, "w1", 10, 10)
+		if len(got) != 2 {
+			t.Fatalf("%d claims once started, want 2", len(got))
+		}
+		for _, c := range got {
+			e.release(c)
+		}
+		at := e.clock.Now().Add(time.Minute)
+		if err := e.gs.RetryGroup(e.ctx, devices, at, shell.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		e.noClaims(devices, "w1")
+		e.clock.Advance(59 * time.Second)
+		e.noClaims(devices, "w1")
+		e.clock.Advance(time.Second)
+		got = e.claimMany(devices, "w1", 10, 10)
+		if len(got) != 2 {
+			t.Fatalf("%d claims once the retry time came, want 2", len(got))
+		}
+		e.expectClaim(got[0], d("d1"), false, 1)
+		e.expectClaim(got[1], d("d2"), false, 2)
+		if err := e.gs.FailGroup(e.ctx, devices, shell.Failure{OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range got {
+			e.release(c)
+		}
+		e.noClaims(devices, "w1")
+	})
+
+	t.Run("parked partitions are skipped", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		c := e.claim(devices, "w1", 10)
+		e.expectClaim(c, d("d1"), false, 1)
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: TypeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.release(c)
+		e.append(DeviceRegistered{"d1", "d"})
+		got := e.claimMany(devices, "w1", 10, 10)
+		if len(got) != 2 {
+			t.Fatalf("%d claims, want d2's and d3's (d1 is parked)", len(got))
+		}
+		e.expectClaim(got[0], d("d2"), false, 2)
+		e.expectClaim(got[1], d("d3"), false, 3)
+		e.noClaims(devices, "w2")
+	})
+
+	t.Run("a delete-on-ack queue: many jobs claimed, acknowledged and deleted in one transaction", func(t *testing.T) {
+		e := s.genv(t, jobs)
+		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3}, Deposit{"a4", 4}, Deposit{"a5", 5})
+		var got []*shell.Claim
+		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			var err error
+			if got, err = manyTx(t, tx).ClaimMany(jobs, "w1", 10, 4); err != nil {
+				return err
+			}
+			for _, c := range got {
+				if err := gtx.Delete(c.Last()); err != nil {
+					return err
+				}
+				if err := gtx.Ack(c, c.Last()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.checkMany(got, jobs, "w1", 10, 4)
+		for i, c := range got {
+			e.expectPositions("job", c.Messages, int64(i+1))
+		}
+		last := e.claimMany(jobs, "w2", 10, 4)
+		if len(last) != 1 {
+			t.Fatalf("%d claims of the last job, want 1", len(last))
+		}
+		e.expectPositions("the last job", last[0].Messages, 5)
+		e.noClaims(jobs, "w3")
+		if log := e.log(); len(log) != 1 || log[0].Position != 5 {
+			t.Fatalf("the log after deleting four jobs: %s, want the fifth alone", describe(log))
+		}
+	})
+
+	t.Run("bad arguments are refused and claim nothing", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"})
+		for _, c := range []struct {
+			worker       string
+			batch, parts int
+		}{{"", 10, 10}, {"w1", 0, 10}, {"w1", 10, 0}} {
+			err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+				_, err := manyTx(t, tx).ClaimMany(devices, c.worker, c.batch, c.parts)
+				return err
+			})
+			if err == nil {
+				t.Fatalf("ClaimMany(%q, batch %d, partitions %d) accepted", c.worker, c.batch, c.parts)
+			}
+		}
+		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			_, err := manyTx(t, tx).ClaimMany("storetest.nope", "w1", 10, 10)
+			return err
+		})
+		unknownGroup(t, err, "storetest.nope", devices)
+		e.expectClaim(e.claim(devices, "w1", 10), d("d1"), false, 1)
+	})
+}
