@@ -261,7 +261,7 @@ func (t *txStates) commit() {
 // guard of a full read (the log's last position); fold folds the state up
 // to it and keeps it for the commit.
 func (t *txStates) read(store Store, re *reactor, claim *Claim, read historyReader, ec *effects.Claim) (fold func() any, err error) {
-	k := stateKey{store: store, group: re.info.Group, partition: PartitionKey(claim.Partition), state: re.stateType}
+	k := stateKey{store: store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: re.stateType}
 	base, after, found := t.take(k)
 	res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after})
 	if err != nil {
