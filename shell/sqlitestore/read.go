@@ -293,9 +293,18 @@ func mergeRows(rows []row, desc bool) []row {
 // queryShape runs a shape statement and appends its rows to dst. The
 // types list is padded by repeating its last element.
 func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids []int64, nms []string, types []string, dst []row) ([]row, error) {
-	stmt, err := conn.Prepare(s.q.get(sh))
+	stmt, err := s.bindShape(conn, sh, b, limit, ids, nms, types)
 	if err != nil {
 		return dst, err
+	}
+	return appendRows(dst, stmt)
+}
+
+// bindShape prepares a shape statement and binds its parameters.
+func (s *Store) bindShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids []int64, nms []string, types []string) (*sqlite.Stmt, error) {
+	stmt, err := conn.Prepare(s.q.get(sh))
+	if err != nil {
+		return nil, err
 	}
 	stmt.BindInt64(1, b.lo)
 	stmt.BindInt64(2, b.hi)
@@ -317,7 +326,7 @@ func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids 
 		stmt.BindText(p, types[min(i, len(types)-1)])
 		p++
 	}
-	return appendRows(dst, stmt)
+	return stmt, nil
 }
 
 // appendRows steps a bound statement of message rows to its end, appending
@@ -411,27 +420,53 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 
 // queryPartition runs the conditional-AND fetch.
 func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+	stmt, err := s.partitionStmt(conn, w, partition, types, b, limit)
+	if err != nil || stmt == nil {
+		return nil, err
+	}
+	return appendRows(nil, stmt)
+}
+
+// partitionHas reports whether the conditional-AND fetch would return a
+// message, reading none.
+func (s *Store) partitionHas(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound) (bool, error) {
+	stmt, err := s.partitionStmt(conn, w, partition, types, b, 1)
+	if err != nil || stmt == nil {
+		return false, err
+	}
+	has, err := stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	return has, err
+}
+
+// partitionStmt binds the statement of the conditional-AND fetch; nil when
+// nothing can match.
+func (s *Store) partitionStmt(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) (*sqlite.Stmt, error) {
 	if len(partition) == 0 || len(types) == 0 || b.lo >= b.hi {
 		return nil, nil
 	}
-	attrs := make([]string, 0, len(partition))
+	var attrBuf [4]string
+	var idBuf [4]int64
+	attrs := attrBuf[:0]
 	for k := range partition {
 		attrs = append(attrs, k)
 	}
 	slices.Sort(attrs)
-	ids := make([]int64, len(attrs))
+	ids := idBuf[:0]
 	found := 0
-	for i, a := range attrs {
+	for _, a := range attrs {
 		id, ok, err := s.keyPairID(conn, w, a, partition[a])
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			ids[i] = id
 			found++
 		} else {
-			ids[i] = -1 // no message carries this value; its name still counts
+			id = -1 // no message carries this value; its name still counts
 		}
+		ids = append(ids, id)
 	}
 	if found == 0 {
 		return nil, nil
@@ -439,10 +474,10 @@ func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[strin
 	if len(attrs) == 1 {
 		// One attribute: every message linked to the pair belongs.
 		sh := shape{kind: shapeKeys, attrs: 1, types: padded(len(types))}
-		return s.queryShape(conn, sh, b, limit, ids, nil, types, nil)
+		return s.bindShape(conn, sh, b, limit, ids, nil, types)
 	}
 	sh := shape{kind: shapePartition, attrs: len(attrs), types: padded(len(types))}
-	return s.queryShape(conn, sh, b, limit, ids, attrs, types, nil)
+	return s.bindShape(conn, sh, b, limit, ids, attrs, types)
 }
 
 // readAll implements ReadAll.
