@@ -433,19 +433,23 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, err
 	}
-	newest, err := lastPosition(t.conn, t.s.q)
-	if err != nil {
-		return false, fmt.Errorf("sqlitestore: advance: %w", err)
-	}
-	if position > newest {
-		return false, fmt.Errorf("sqlitestore: advance %s to position %d, past the newest position %d", group, position, newest)
-	}
 	if position <= 0 {
 		return true, nil // a scheduled command has no position: nothing to skip
 	}
 	p, key, err := partitionOf(g, partition)
 	if err != nil {
 		return false, err
+	}
+	// A pending wake at position: this transaction appended a message
+	// there, so position is in the log.
+	if i := t.findWake(g.row, key); i < 0 || t.wakes[i].pos != position {
+		newest, err := lastPosition(t.conn, t.s.q)
+		if err != nil {
+			return false, fmt.Errorf("sqlitestore: advance: %w", err)
+		}
+		if position > newest {
+			return false, fmt.Errorf("sqlitestore: advance %s to position %d, past the newest position %d", group, position, newest)
+		}
 	}
 	// A wake of this offset by a message of this transaction (still
 	// pending, see pendingWake): the advance past that very message absorbs
