@@ -14,11 +14,13 @@ import (
 // A name that is empty, has an empty segment, or holds characters other than
 // letters, digits and underscores in a segment is an error.
 func NormalizeGroup(name string) (string, error) {
+	if normalized(name) {
+		return name, nil // (every Spec normalises its group: no allocation)
+	}
 	if strings.TrimSpace(name) == "" {
 		return "", fmt.Errorf("sourced: group id is empty")
 	}
-	r := strings.NewReplacer("::", ".", "/", ".", "-", "_")
-	segs := strings.Split(r.Replace(name), ".")
+	segs := strings.Split(separators.Replace(name), ".")
 	for i, seg := range segs {
 		if seg == "" {
 			return "", fmt.Errorf("sourced: group id %q has an empty segment", name)
@@ -30,6 +32,31 @@ func NormalizeGroup(name string) (string, error) {
 		segs[i] = s
 	}
 	return strings.Join(segs, "."), nil
+}
+
+// separators maps the segment separators NormalizeGroup accepts to ".",
+// and "-" to a word break.
+var separators = strings.NewReplacer("::", ".", "/", ".", "-", "_")
+
+// normalized reports whether name is in canonical form already:
+// non-empty dot-separated segments of lowercase ASCII letters, digits and
+// underscores (NormalizeGroup returns such a name unchanged).
+func normalized(name string) bool {
+	seg := 0
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '.':
+			if seg == 0 {
+				return false
+			}
+			seg = 0
+		case c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			seg++
+		default:
+			return false
+		}
+	}
+	return seg > 0
 }
 
 // snake converts one segment to snake_case, splitting CamelCase words and

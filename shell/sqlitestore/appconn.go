@@ -56,6 +56,10 @@ func (t *tx) appConn() (*sqlite.Conn, error) {
 	if t.done {
 		return nil, fmt.Errorf("sqlitestore: Conn: %w", errTxDone)
 	}
+	// The application's SQL sees the offsets as the appends left them.
+	if err := t.flushWakes(); err != nil {
+		return nil, err
+	}
 	return t.conn, nil
 }
 

@@ -154,6 +154,9 @@ func (s *Store) member(ctx context.Context, t *tx, fn func(tx shell.Tx) error) (
 		}
 	}()
 	err = fn(t)
+	if err == nil && t.failed == nil {
+		err = t.flushWakes()
+	}
 	returned = true
 	if err == nil && t.failed != nil {
 		err = fmt.Errorf("sqlitestore: transaction rolled back: an append failed while writing: %w", t.failed)

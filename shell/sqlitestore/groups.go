@@ -19,7 +19,8 @@ import (
 // Consumer groups in SQLite.
 //
 // Tables (migration 2): <p>_consumer_groups (configuration, status, retry
-// time, failure as JSON of shell.Failure, highest acknowledged position,
+// time, failure as JSON of shell.Failure, highest position folded from
+// offsets that moved back or went (see below),
 // the claim-scan latch), <p>_offsets (one row per partition: its key, last
 // position, pending marker, replay mark and claim), <p>_offset_key_pairs
 // (the key pairs that define a partition), <p>_workers (heartbeats),
@@ -59,6 +60,22 @@ import (
 // Raw SQL that inserts messages bypasses the markers (the latch triggers
 // still fire): such messages are claimed once the group is re-registered
 // with another configuration or reset, which rediscovers the log.
+//
+// Appends defer their wakes to the end of the Update's function (or to
+// the transaction's next call that reads or writes offsets, or hands out
+// its connection): a partition woken by several messages of a transaction
+// is written once, and an AdvanceOffset past the message that woke it, in
+// the same transaction (Handle), writes the offset once with no marker to
+// set and clear (see pendingWake).
+//
+// # The highest position
+//
+// A group's highest acknowledged position is the furthest of its offsets'
+// last positions and of consumer_groups.highest_position, into which a
+// reset (ResetGroup, ResetPartition) or a deletion (ReleaseDrainedOffsets)
+// folds the positions of the offsets it moves back or removes first. So an
+// ack or an advance writes no group row: offsets never move backwards
+// otherwise.
 //
 // # The latch
 //
@@ -287,6 +304,9 @@ const maxStaleMarkers = 64
 // nothing to claim, wrote nothing, and the answer holds until the database
 // changes (or until the retry time, when not zero).
 func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, idle bool, until time.Time, err error) {
+	if err := t.flushWakes(); err != nil {
+		return nil, false, until, err
+	}
 	g, err := t.gs.lookup(group)
 	if err != nil {
 		return nil, false, until, err
@@ -510,7 +530,7 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 		if g.exclusive {
 			return nil
 		}
-		for _, query := range []string{s.q.g.resetOffsets, s.q.g.unparkGroup} {
+		for _, query := range []string{s.q.g.foldGroup, s.q.g.resetOffsets, s.q.g.unparkGroup} {
 			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }); err != nil {
 				return err
 			}
@@ -816,17 +836,20 @@ func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 				if err != nil {
 					return err
 				}
-				rows, err := s.queryPartition(t.conn, t.w, partition, g.handled, bound{lo: 0, hi: maxPosition}, 1)
+				has, err := s.partitionHas(t.conn, t.w, partition, g.handled, bound{lo: 0, hi: maxPosition})
 				if err != nil {
 					return err
 				}
-				drained = len(rows) == 0
+				drained = !has
 			}
 			if !drained {
 				if _, err := exec(t.conn, q.clearDrain, bind); err != nil {
 					return err
 				}
 				continue
+			}
+			if _, err := exec(t.conn, q.foldOffset, bind); err != nil {
+				return err
 			}
 			if _, err := exec(t.conn, q.candidatesOfOff, bind); err != nil {
 				return err

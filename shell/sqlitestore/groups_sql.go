@@ -25,26 +25,29 @@ type groupQueries struct {
 	rescan       string
 	setStatus    string
 	ackGroup     string
+	foldGroup    string
+	foldOffset   string
 	raiseHighest string
 	groupInfo    string
 	groupInfos   string
 
-	scan          string
-	scanMany      string
-	claim         string
-	held          string
-	ack           string
-	release       string
-	wake          string
-	insertOffset  string
-	linkOffset    string
-	offsetKeys    string
-	offsetByKey   string
-	setNext       string
-	advance       string
-	groupOffsets  string
-	resetOffsets  string
-	offsetsAtNext string
+	scan           string
+	scanMany       string
+	claim          string
+	held           string
+	ack            string
+	release        string
+	wake           string
+	insertOffset   string
+	insertOffsetAt string
+	linkOffset     string
+	offsetKeys     string
+	offsetByKey    string
+	setNext        string
+	advance        string
+	groupOffsets   string
+	resetOffsets   string
+	offsetsAtNext  string
 
 	flagDrain       string
 	candidatesOfMsg string
@@ -82,7 +85,9 @@ type groupQueries struct {
 func newGroupQueries(n names) *groupQueries {
 	g, o, okp := n.groups, n.offsets, n.offsetKeyPairs
 	// A group's figures: one pass over its offsets.
-	info := fmt.Sprintf(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
+	// The highest position: the furthest of the offsets' and of the
+	// positions folded into the group row (see foldGroup).
+	info := fmt.Sprintf(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, max(g.highest_position, coalesce(max(o.last_position), 0)), g.partition_by, g.exclusive,
 	count(o.id), coalesce(min(CASE WHEN o.last_position > 0 THEN o.last_position END), 0), coalesce(max(o.last_position), 0)
 FROM %s g LEFT JOIN %s o ON o.consumer_group_id = g.id`, g, o)
 	offsetCols := fmt.Sprintf(`o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, o.claimed_by,
@@ -109,14 +114,19 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`, g),
 		dirty:     fmt.Sprintf(`UPDATE %s SET scan_version = abs(scan_version) + 1 WHERE id = ?1`, g),
 		rescan:    fmt.Sprintf(`UPDATE %s SET scan_version = 0 WHERE id = ?1`, g),
 		setStatus: fmt.Sprintf(`UPDATE %s SET status = ?2, retry_at = ?3, failure = ?4, updated_at = ?5 WHERE id = ?1`, g),
-		// An ack raises the highest position and recovers a retrying group
-		// whose failed partition this is; it writes nothing otherwise.
-		ackGroup: fmt.Sprintf(`UPDATE %[1]s SET highest_position = max(highest_position, +?2),
-	status = CASE WHEN %[2]s THEN 'active' ELSE status END,
-	retry_at = CASE WHEN %[2]s THEN NULL ELSE retry_at END,
-	failure = CASE WHEN %[2]s THEN '{"retry_count":0}' ELSE failure END,
-	updated_at = CASE WHEN %[2]s THEN ?4 ELSE updated_at END
-WHERE id = ?1 AND (highest_position < +?2 OR %[2]s)`, g, recovers),
+		// An ack recovers a retrying group whose failed partition this is;
+		// it writes nothing otherwise (the highest position is the
+		// offset's, see foldGroup).
+		ackGroup: fmt.Sprintf(`UPDATE %[1]s SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = ?2
+WHERE id = ?1 AND %[2]s`, g, recovers),
+		// The highest position of a group is its offsets' furthest, or the
+		// furthest of offsets that moved back or went: a reset or a
+		// deletion folds their positions into the group row first, so that
+		// acks and advances need not write it.
+		foldGroup: fmt.Sprintf(`UPDATE %[1]s SET highest_position = (SELECT max(last_position) FROM %[2]s WHERE consumer_group_id = ?1)
+WHERE id = ?1 AND highest_position < (SELECT coalesce(max(last_position), 0) FROM %[2]s WHERE consumer_group_id = ?1)`, g, o),
+		foldOffset: fmt.Sprintf(`UPDATE %[1]s SET highest_position = (SELECT last_position FROM %[2]s WHERE id = ?1)
+WHERE id = (SELECT consumer_group_id FROM %[2]s WHERE id = ?1) AND highest_position < (SELECT last_position FROM %[2]s WHERE id = ?1)`, g, o),
 		raiseHighest: fmt.Sprintf(`UPDATE %s SET highest_position = +?2 WHERE id = ?1 AND highest_position < +?2`, g),
 		groupInfo:    info + ` WHERE g.group_id = ?1 GROUP BY g.id`,
 		groupInfos:   info + ` GROUP BY g.id ORDER BY g.group_id`,
@@ -142,12 +152,14 @@ ORDER BY last_position, id LIMIT ?2`, o, n.prefix, n.parked),
 		// unless it is already.
 		wake:         fmt.Sprintf(`UPDATE %s SET next_position = +?3 WHERE consumer_group_id = +?1 AND partition_key = +?2 AND next_position IS NULL AND last_position < +?3`, o),
 		insertOffset: fmt.Sprintf(`INSERT INTO %s (consumer_group_id, partition_key, next_position, drain_check) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, o),
-		linkOffset:   fmt.Sprintf(`INSERT INTO %s (offset_id, key_pair_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`, okp),
-		offsetKeys:   fmt.Sprintf(`SELECT key_pair_id FROM %s WHERE offset_id = ?1`, okp),
-		offsetByKey:  fmt.Sprintf(`SELECT id, last_position FROM %s WHERE consumer_group_id = +?1 AND partition_key = +?2`, o),
-		setNext:      fmt.Sprintf(`UPDATE %s SET next_position = ?2 WHERE id = ?1 AND next_position IS NOT ?2`, o),
-		advance:      fmt.Sprintf(`UPDATE %s SET last_position = ?2, next_position = ?3 WHERE id = ?1`, o),
-		groupOffsets: fmt.Sprintf(`SELECT id, partition_key, last_position, next_position FROM %s WHERE consumer_group_id = ?1`, o),
+		// An offset created already advanced (AdvanceOffset absorbing a wake).
+		insertOffsetAt: fmt.Sprintf(`INSERT INTO %s (consumer_group_id, partition_key, last_position, next_position, drain_check) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, o),
+		linkOffset:     fmt.Sprintf(`INSERT INTO %s (offset_id, key_pair_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`, okp),
+		offsetKeys:     fmt.Sprintf(`SELECT key_pair_id FROM %s WHERE offset_id = ?1`, okp),
+		offsetByKey:    fmt.Sprintf(`SELECT id, last_position FROM %s WHERE consumer_group_id = +?1 AND partition_key = +?2`, o),
+		setNext:        fmt.Sprintf(`UPDATE %s SET next_position = ?2 WHERE id = ?1 AND next_position IS NOT ?2`, o),
+		advance:        fmt.Sprintf(`UPDATE %s SET last_position = ?2, next_position = ?3 WHERE id = ?1`, o),
+		groupOffsets:   fmt.Sprintf(`SELECT id, partition_key, last_position, next_position FROM %s WHERE consumer_group_id = ?1`, o),
 		resetOffsets: fmt.Sprintf(`UPDATE %s SET replay_until = max(replay_until, last_position), last_position = 0,
 	claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE consumer_group_id = ?1`, o),
 		offsetsAtNext: fmt.Sprintf(`SELECT id, consumer_group_id, last_position FROM %s WHERE next_position = +?1`, o),

@@ -76,13 +76,106 @@ func (t *tx) eager(groups []*groupConf, pos int64, m *core.Message, keys []codec
 
 // wakeOffset marks the offset of a partition pending at pos (the newest
 // position) unless it is pending already, creating the offset and its key
-// pair links if it is new.
+// pair links if it is new. The write is deferred (see pendingWake): an
+// earlier message of the transaction waking the same offset makes it a
+// no-op, and an AdvanceOffset of the same transaction past pos absorbs it.
 func (t *tx) wakeOffset(g *groupConf, key []byte, pos int64, kps []int64) error {
+	if t.findWake(g.row, key) >= 0 {
+		return nil // an earlier message of this transaction wakes it first
+	}
+	start := len(t.wakeKps)
+	t.wakeKps = append(t.wakeKps, kps...)
+	t.wakes = append(t.wakes, pendingWake{g: g, key: string(key), pos: pos, kps: t.wakeKps[start:len(t.wakeKps):len(t.wakeKps)], next: -1})
+	i := len(t.wakes) - 1
+	switch {
+	case t.wakeIndex != nil:
+		t.index(i)
+	case len(t.wakes) > wakeScan:
+		t.wakeIndex = make(map[string]int, 2*len(t.wakes))
+		for j := range t.wakes {
+			t.index(j)
+		}
+	}
+	return nil
+}
+
+// pendingWake is a wake of an offset (see wakeOffset) deferred until the
+// transaction's member ends, or until one of its calls reads or writes the
+// offsets (flushWakes): appends only record them. Several messages of one
+// transaction waking one partition then cost one write, and a message
+// whose offset the same transaction advances past it (Handle: the command,
+// then AdvanceOffset past it) costs none: the advance writes the offset
+// once, with no pending marker to set and clear again.
+type pendingWake struct {
+	g    *groupConf
+	key  string
+	pos  int64
+	kps  []int64
+	next int  // the next pending wake with the same key (another group), -1: none
+	done bool // applied or absorbed
+}
+
+// wakeScan is how many pending wakes are searched one by one; beyond, they
+// are indexed by key.
+const wakeScan = 8
+
+func (t *tx) index(i int) {
+	w := &t.wakes[i]
+	if j, ok := t.wakeIndex[w.key]; ok {
+		w.next = j
+	}
+	t.wakeIndex[w.key] = i
+}
+
+// findWake returns the index of the pending wake of group row's offset at
+// key, -1 when there is none.
+func (t *tx) findWake(row int64, key []byte) int {
+	if t.wakeIndex == nil {
+		for i := range t.wakes {
+			if w := &t.wakes[i]; !w.done && w.g.row == row && w.key == bytesText(key) {
+				return i
+			}
+		}
+		return -1
+	}
+	i, ok := t.wakeIndex[bytesText(key)]
+	for ok && i >= 0 {
+		if w := &t.wakes[i]; !w.done && w.g.row == row {
+			return i
+		}
+		i = t.wakes[i].next
+	}
+	return -1
+}
+
+// flushWakes applies the pending wakes, in the order of their messages. A
+// failure aborts the transaction: the messages are written, their offsets
+// are not.
+func (t *tx) flushWakes() error {
+	for i := range t.wakes {
+		w := &t.wakes[i]
+		if w.done {
+			continue
+		}
+		w.done = true
+		if err := t.applyWake(w); err != nil {
+			err = fmt.Errorf("sqlitestore: wake the offsets of the appended messages: %w", err)
+			t.failed = err
+			return err
+		}
+	}
+	t.wakes, t.wakeIndex, t.wakeKps = t.wakes[:0], nil, t.wakeKps[:0]
+	return nil
+}
+
+// applyWake writes a wake: the offset's pending marker set to w.pos unless
+// it is set already (or the offset is past it), or the offset created.
+func (t *tx) applyWake(w *pendingWake) error {
 	q := t.s.q.g
 	bind := func(stmt *sqlite.Stmt) {
-		stmt.BindInt64(1, g.row)
-		stmt.BindText(2, bytesText(key))
-		stmt.BindInt64(3, pos)
+		stmt.BindInt64(1, w.g.row)
+		stmt.BindText(2, w.key)
+		stmt.BindInt64(3, w.pos)
 	}
 	n, err := exec(t.conn, q.wake, bind)
 	if err != nil || n == 1 {
@@ -95,7 +188,7 @@ func (t *tx) wakeOffset(g *groupConf, key []byte, pos int64, kps []int64) error 
 	if err != nil || n == 0 {
 		return err // the offset exists and is pending already
 	}
-	return t.linkOffset(t.conn.LastInsertRowID(), kps)
+	return t.linkOffset(t.conn.LastInsertRowID(), w.kps)
 }
 
 func (t *tx) linkOffset(id int64, kps []int64) error {
@@ -198,6 +291,9 @@ func (t *tx) held(c *shell.Claim, verb string) (*groupConf, heldOffset, error) {
 	if c == nil {
 		return nil, heldOffset{}, fmt.Errorf("sqlitestore: %s a nil claim", verb)
 	}
+	if err := t.flushWakes(); err != nil {
+		return nil, heldOffset{}, err
+	}
 	g, err := t.gs.lookup(c.Group)
 	if err != nil {
 		return nil, heldOffset{}, err
@@ -227,7 +323,8 @@ func (t *tx) held(c *shell.Claim, verb string) (*groupConf, heldOffset, error) {
 }
 
 // Ack moves the claim's offset to position (never backwards) and frees the
-// claim; the group's highest position rises to position, and a retrying
+// claim; the group's highest position rises to position (being the
+// furthest offset's, see foldGroup), and a retrying
 // group whose failed partition this is recovers. Only the claiming worker
 // may ack (else an error matching shell.ErrNotClaimant).
 func (t *tx) Ack(c *shell.Claim, position int64) error {
@@ -262,9 +359,8 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	var tbuf [timeWidth]byte
 	_, err = exec(t.conn, q.ackGroup, func(stmt *sqlite.Stmt) {
 		stmt.BindInt64(1, g.row)
-		stmt.BindInt64(2, position)
+		stmt.BindText(2, bytesText(appendTime(tbuf[:0], t.s.now())))
 		stmt.BindInt64(3, c.OffsetID)
-		stmt.BindText(4, bytesText(appendTime(tbuf[:0], t.s.now())))
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore: ack: %w", err)
@@ -279,6 +375,9 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 // PruneOrphanKeyPairs.
 func (t *tx) Delete(positions ...int64) error {
 	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.flushWakes(); err != nil {
 		return err
 	}
 	q := t.s.q.g
@@ -334,19 +433,46 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, err
 	}
-	newest, err := lastPosition(t.conn, t.s.q)
-	if err != nil {
-		return false, fmt.Errorf("sqlitestore: advance: %w", err)
-	}
-	if position > newest {
-		return false, fmt.Errorf("sqlitestore: advance %s to position %d, past the newest position %d", group, position, newest)
-	}
 	if position <= 0 {
 		return true, nil // a scheduled command has no position: nothing to skip
 	}
 	p, key, err := partitionOf(g, partition)
 	if err != nil {
 		return false, err
+	}
+	// A pending wake at position: this transaction appended a message
+	// there, so position is in the log.
+	if i := t.findWake(g.row, key); i < 0 || t.wakes[i].pos != position {
+		newest, err := lastPosition(t.conn, t.s.q)
+		if err != nil {
+			return false, fmt.Errorf("sqlitestore: advance: %w", err)
+		}
+		if position > newest {
+			return false, fmt.Errorf("sqlitestore: advance %s to position %d, past the newest position %d", group, position, newest)
+		}
+	}
+	// A wake of this offset by a message of this transaction (still
+	// pending, see pendingWake): the advance past that very message absorbs
+	// it (the marker would be set and cleared in one transaction); any
+	// other is applied first.
+	var woken *pendingWake
+	if i := t.findWake(g.row, key); i >= 0 {
+		w := &t.wakes[i]
+		w.done = true
+		if w.pos == position {
+			woken = w
+		} else if err := t.applyWake(w); err != nil {
+			t.failed = err
+			return false, fmt.Errorf("sqlitestore: advance: %w", err)
+		}
+	}
+	// The wake absorbed, written after all (the advance is held back).
+	unabsorb := func() error {
+		if err := t.applyWake(woken); err != nil {
+			t.failed = err
+			return fmt.Errorf("sqlitestore: advance: %w", err)
+		}
+		return nil
 	}
 	q := t.s.q.g
 	id, last, found := int64(0), int64(0), false
@@ -359,40 +485,62 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: advance: %w", err)
 	}
-	if !found {
+	if !found && woken == nil {
 		if id, err = t.createOffset(g, p, key); err != nil {
 			return false, fmt.Errorf("sqlitestore: advance: %w", err)
 		}
 	}
 	if last >= position {
-		return true, nil
+		return true, nil // (an absorbed wake would not have marked it: it is past)
 	}
-	rows, err := t.s.queryPartition(t.conn, t.w, p, g.handled, bound{lo: last, hi: position - 1}, 1)
+	held, err := t.s.partitionHas(t.conn, t.w, p, g.handled, bound{lo: last, hi: position - 1})
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: advance: %w", err)
 	}
-	if len(rows) > 0 {
+	if held {
+		if woken != nil {
+			return false, unabsorb()
+		}
 		return false, nil // an unprocessed message holds it back
 	}
-	kps, err := t.offsetKeys(id)
-	if err != nil {
+	var kps []int64
+	if woken != nil {
+		kps = woken.kps // the partition's key pairs, as the offset's links hold them
+	} else if kps, err = t.offsetKeys(id); err != nil {
 		return false, fmt.Errorf("sqlitestore: advance: %w", err)
 	}
 	next, err := t.wakeAfter(g, kps, position)
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: advance: %w", err)
 	}
-	_, err = exec(t.conn, q.advance, func(stmt *sqlite.Stmt) {
-		stmt.BindInt64(1, id)
-		stmt.BindInt64(2, position)
-		bindNullable(stmt, 3, next)
-	})
-	if err == nil {
-		_, err = exec(t.conn, q.raiseHighest, func(stmt *sqlite.Stmt) {
+	if !found && woken != nil {
+		// The offset of the woken partition, created where the advance
+		// leaves it, as the wake would have created it (not a drain
+		// candidate: a message carries the partition).
+		n, err := exec(t.conn, q.insertOffsetAt, func(stmt *sqlite.Stmt) {
 			stmt.BindInt64(1, g.row)
+			stmt.BindText(2, bytesText(key))
+			stmt.BindInt64(3, position)
+			bindNullable(stmt, 4, next)
+		})
+		if err == nil && n != 1 {
+			err = errors.New("offset exists")
+		}
+		if err == nil {
+			err = t.linkOffset(t.conn.LastInsertRowID(), kps)
+		}
+		if err != nil {
+			t.failed = err
+			return false, fmt.Errorf("sqlitestore: advance: %w", err)
+		}
+	} else {
+		_, err = exec(t.conn, q.advance, func(stmt *sqlite.Stmt) {
+			stmt.BindInt64(1, id)
 			stmt.BindInt64(2, position)
+			bindNullable(stmt, 3, next)
 		})
 	}
+	// The group's highest position is the offset's now (see foldGroup).
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: advance: %w", err)
 	}

@@ -144,8 +144,10 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 // unparks it; see shell.Parking.
 func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
 	return s.unpark(ctx, "reset", group, partition, func(t *tx, g *groupConf, p shell.ParkedPartition) error {
-		if _, err := exec(t.conn, t.s.q.g.resetOffset, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, p.OffsetID) }); err != nil {
-			return err
+		for _, query := range []string{t.s.q.g.foldOffset, t.s.q.g.resetOffset} {
+			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, p.OffsetID) }); err != nil {
+				return err
+			}
 		}
 		_, err := t.remark(g, p.OffsetID, 0)
 		return err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"zombiezen.com/go/sqlite"
@@ -17,41 +18,185 @@ import (
 )
 
 // row is a message row as read, before decoding: reads merge and cut rows
-// and decode only the ones they return.
+// and decode only the ones they return. The fixed-width columns (ids,
+// time) are parsed as they are scanned, from the column's bytes: no
+// string per column (a column that does not parse fails the decode).
 type row struct {
 	pos      int64
-	id       string
+	id       uuid.UUID
 	typ      string
 	version  int
-	caus     string
-	corr     string
+	caus     uuid.UUID
+	corr     uuid.UUID
 	payload  []byte
 	metadata []byte // nil when NULL
-	created  string
+	created  time.Time
+	bad      *badColumn // the first column that did not parse
 }
 
-// scanRow reads the messageColumns of the current result row.
-func scanRow(stmt *sqlite.Stmt) row {
-	r := row{
-		pos:     stmt.ColumnInt64(0),
-		id:      stmt.ColumnText(1),
-		typ:     stmt.ColumnText(2),
-		version: stmt.ColumnInt(3),
-		caus:    stmt.ColumnText(4),
-		corr:    stmt.ColumnText(5),
-		created: stmt.ColumnText(8),
-	}
-	r.payload = columnBytes(stmt, 6)
+// badColumn is a message column that did not parse.
+type badColumn struct {
+	what, text string
+	err        error
+}
+
+// scanner scans message rows (messageColumns) into rows, sharing one
+// buffer for their payloads and metadata and the strings of their types.
+type scanner struct {
+	types []string // type names seen (or expected), reused by every row
+	arena []byte
+}
+
+// scan reads the messageColumns of the current result row.
+func (sc *scanner) scan(stmt *sqlite.Stmt) row {
+	r := row{pos: stmt.ColumnInt64(0), version: stmt.ColumnInt(3)}
+	r.typ = sc.typeName(stmt, 2)
+	r.id = sc.uuid(stmt, 1, "id", false, &r)
+	r.caus = sc.uuid(stmt, 4, "causation id", true, &r)
+	r.corr = sc.uuid(stmt, 5, "correlation id", true, &r)
+	r.created = sc.time(stmt, 8, &r)
+	r.payload = sc.bytes(stmt, 6)
 	if stmt.ColumnType(7) != sqlite.TypeNull {
-		r.metadata = columnBytes(stmt, 7)
+		r.metadata = sc.bytes(stmt, 7)
 	}
 	return r
 }
 
-func columnBytes(stmt *sqlite.Stmt, col int) []byte {
-	b := make([]byte, stmt.ColumnLen(col))
+// typeName returns the text of column col, as one of the type names seen.
+func (sc *scanner) typeName(stmt *sqlite.Stmt, col int) string {
+	var buf [128]byte
+	n := stmt.ColumnLen(col)
+	if n > len(buf) {
+		return stmt.ColumnText(col)
+	}
+	b := buf[:stmt.ColumnBytes(col, buf[:n])]
+	for _, name := range sc.types {
+		if name == string(b) {
+			return name
+		}
+	}
+	name := string(b)
+	sc.types = append(sc.types, name)
+	return name
+}
+
+// bytes copies column col into the arena.
+func (sc *scanner) bytes(stmt *sqlite.Stmt, col int) []byte {
+	n := stmt.ColumnLen(col)
+	if cap(sc.arena)-len(sc.arena) < n {
+		// A new block; the earlier rows keep theirs.
+		sc.arena = make([]byte, 0, max(n, 4096))
+	}
+	start := len(sc.arena)
+	sc.arena = sc.arena[:start+n]
+	b := sc.arena[start : start+n : start+n]
 	stmt.ColumnBytes(col, b)
 	return b
+}
+
+// uuid parses column col, a message id in canonical form (anything else
+// uuid.Parse accepts too); empty is the zero id when optional.
+func (sc *scanner) uuid(stmt *sqlite.Stmt, col int, what string, optional bool, r *row) uuid.UUID {
+	var buf [36]byte
+	if stmt.ColumnLen(col) == len(buf) {
+		stmt.ColumnBytes(col, buf[:])
+		if id, ok := decodeUUID(&buf); ok {
+			return id
+		}
+	}
+	text := stmt.ColumnText(col)
+	if text == "" && optional {
+		return uuid.UUID{}
+	}
+	id, err := uuid.Parse(text)
+	if err != nil && r.bad == nil {
+		r.bad = &badColumn{what: what, text: text, err: err}
+	}
+	return id
+}
+
+// time parses column col, a time as the store writes it (timeLayout).
+func (sc *scanner) time(stmt *sqlite.Stmt, col int, r *row) time.Time {
+	var buf [timeWidth]byte
+	if stmt.ColumnLen(col) == len(buf) {
+		stmt.ColumnBytes(col, buf[:])
+		if t, ok := decodeTime(&buf); ok {
+			return t
+		}
+	}
+	text := stmt.ColumnText(col)
+	t, err := parseTime(text)
+	if err != nil && r.bad == nil {
+		r.bad = &badColumn{what: "created_at", text: text, err: err}
+	}
+	return t
+}
+
+// decodeUUID parses the canonical, lower- or upper-case, form of a UUID.
+func decodeUUID(b *[36]byte) (id uuid.UUID, ok bool) {
+	if b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
+		return id, false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+			continue
+		}
+		hi, lo := unhex(b[i]), unhex(b[i+1])
+		if hi > 15 || lo > 15 {
+			return uuid.UUID{}, false
+		}
+		id[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return id, true
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 255
+}
+
+// decodeTime parses a time in timeLayout (2006-01-02T15:04:05.000000Z);
+// false when b is not one, for time.Parse to explain.
+func decodeTime(b *[timeWidth]byte) (time.Time, bool) {
+	num := func(from, to int) (int, bool) {
+		n := 0
+		for _, c := range b[from:to] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = 10*n + int(c-'0')
+		}
+		return n, true
+	}
+	if b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[26] != 'Z' {
+		return time.Time{}, false
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 7)
+	d, ok3 := num(8, 10)
+	h, ok4 := num(11, 13)
+	mi, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	us, ok7 := num(20, 26)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, us*1000, time.UTC)
+	if t.Day() != d { // past the month's end
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // decode rebuilds a message from its row, decoding the payload with the
@@ -59,6 +204,9 @@ func columnBytes(stmt *sqlite.Stmt, col int) []byte {
 func (s *Store) decode(r *row) (core.PositionedMessage, error) {
 	fail := func(what string, err error) (core.PositionedMessage, error) {
 		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)
+	}
+	if r.bad != nil {
+		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s %q of the message at position %d: %w", r.bad.what, r.bad.text, r.pos, r.bad.err)
 	}
 	var payload any
 	var err error
@@ -70,22 +218,7 @@ func (s *Store) decode(r *row) (core.PositionedMessage, error) {
 	m := core.PositionedMessage{Position: r.pos}
 	m.Type = r.typ
 	m.Payload = payload
-	if m.ID, err = uuid.Parse(r.id); err != nil {
-		return fail("id", err)
-	}
-	if r.caus != "" {
-		if m.CausationID, err = uuid.Parse(r.caus); err != nil {
-			return fail("causation id", err)
-		}
-	}
-	if r.corr != "" {
-		if m.CorrelationID, err = uuid.Parse(r.corr); err != nil {
-			return fail("correlation id", err)
-		}
-	}
-	if m.CreatedAt, err = parseTime(r.created); err != nil {
-		return fail("created_at", err)
-	}
+	m.ID, m.CausationID, m.CorrelationID, m.CreatedAt = r.id, r.caus, r.corr, r.created
 	if r.metadata != nil {
 		if err := json.Unmarshal(r.metadata, &m.Metadata); err != nil {
 			return fail("metadata", err)
@@ -293,9 +426,18 @@ func mergeRows(rows []row, desc bool) []row {
 // queryShape runs a shape statement and appends its rows to dst. The
 // types list is padded by repeating its last element.
 func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids []int64, nms []string, types []string, dst []row) ([]row, error) {
-	stmt, err := conn.Prepare(s.q.get(sh))
+	stmt, err := s.bindShape(conn, sh, b, limit, ids, nms, types)
 	if err != nil {
 		return dst, err
+	}
+	return appendRows(dst, stmt, types...)
+}
+
+// bindShape prepares a shape statement and binds its parameters.
+func (s *Store) bindShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids []int64, nms []string, types []string) (*sqlite.Stmt, error) {
+	stmt, err := conn.Prepare(s.q.get(sh))
+	if err != nil {
+		return nil, err
 	}
 	stmt.BindInt64(1, b.lo)
 	stmt.BindInt64(2, b.hi)
@@ -317,12 +459,13 @@ func (s *Store) queryShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids 
 		stmt.BindText(p, types[min(i, len(types)-1)])
 		p++
 	}
-	return appendRows(dst, stmt)
+	return stmt, nil
 }
 
 // appendRows steps a bound statement of message rows to its end, appending
 // them to dst, and resets it.
-func appendRows(dst []row, stmt *sqlite.Stmt) ([]row, error) {
+func appendRows(dst []row, stmt *sqlite.Stmt, types ...string) ([]row, error) {
+	sc := scanner{types: types[:len(types):len(types)]}
 	for {
 		has, err := stmt.Step()
 		if err != nil {
@@ -332,7 +475,7 @@ func appendRows(dst []row, stmt *sqlite.Stmt) ([]row, error) {
 		if !has {
 			break
 		}
-		dst = append(dst, scanRow(stmt))
+		dst = append(dst, sc.scan(stmt))
 	}
 	return dst, stmt.Reset()
 }
@@ -411,27 +554,53 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 
 // queryPartition runs the conditional-AND fetch.
 func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+	stmt, err := s.partitionStmt(conn, w, partition, types, b, limit)
+	if err != nil || stmt == nil {
+		return nil, err
+	}
+	return appendRows(nil, stmt, types...)
+}
+
+// partitionHas reports whether the conditional-AND fetch would return a
+// message, reading none.
+func (s *Store) partitionHas(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound) (bool, error) {
+	stmt, err := s.partitionStmt(conn, w, partition, types, b, 1)
+	if err != nil || stmt == nil {
+		return false, err
+	}
+	has, err := stmt.Step()
+	if rerr := stmt.Reset(); err == nil {
+		err = rerr
+	}
+	return has, err
+}
+
+// partitionStmt binds the statement of the conditional-AND fetch; nil when
+// nothing can match.
+func (s *Store) partitionStmt(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) (*sqlite.Stmt, error) {
 	if len(partition) == 0 || len(types) == 0 || b.lo >= b.hi {
 		return nil, nil
 	}
-	attrs := make([]string, 0, len(partition))
+	var attrBuf [4]string
+	var idBuf [4]int64
+	attrs := attrBuf[:0]
 	for k := range partition {
 		attrs = append(attrs, k)
 	}
 	slices.Sort(attrs)
-	ids := make([]int64, len(attrs))
+	ids := idBuf[:0]
 	found := 0
-	for i, a := range attrs {
+	for _, a := range attrs {
 		id, ok, err := s.keyPairID(conn, w, a, partition[a])
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			ids[i] = id
 			found++
 		} else {
-			ids[i] = -1 // no message carries this value; its name still counts
+			id = -1 // no message carries this value; its name still counts
 		}
+		ids = append(ids, id)
 	}
 	if found == 0 {
 		return nil, nil
@@ -439,10 +608,10 @@ func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[strin
 	if len(attrs) == 1 {
 		// One attribute: every message linked to the pair belongs.
 		sh := shape{kind: shapeKeys, attrs: 1, types: padded(len(types))}
-		return s.queryShape(conn, sh, b, limit, ids, nil, types, nil)
+		return s.bindShape(conn, sh, b, limit, ids, nil, types)
 	}
 	sh := shape{kind: shapePartition, attrs: len(attrs), types: padded(len(types))}
-	return s.queryShape(conn, sh, b, limit, ids, attrs, types, nil)
+	return s.bindShape(conn, sh, b, limit, ids, attrs, types)
 }
 
 // readAll implements ReadAll.

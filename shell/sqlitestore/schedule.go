@@ -63,6 +63,7 @@ func (t *tx) dueRows(due []byte) ([]scheduledRow, error) {
 	stmt.BindText(1, bytesText(due))
 	stmt.BindInt64(2, promoteBatch)
 	var out []scheduledRow
+	var sc scanner
 	for {
 		has, err := stmt.Step()
 		if err != nil {
@@ -74,18 +75,8 @@ func (t *tx) dueRows(due []byte) ([]scheduledRow, error) {
 		}
 		// Same columns as a message row, with the schedule id first.
 		r := scheduledRow{id: stmt.ColumnInt64(0)}
-		r.row = row{
-			id:      stmt.ColumnText(1),
-			typ:     stmt.ColumnText(2),
-			version: stmt.ColumnInt(3),
-			caus:    stmt.ColumnText(4),
-			corr:    stmt.ColumnText(5),
-			payload: columnBytes(stmt, 6),
-			created: stmt.ColumnText(8),
-		}
-		if stmt.ColumnType(7) != sqlite.TypeNull {
-			r.metadata = columnBytes(stmt, 7)
-		}
+		r.row = sc.scan(stmt)
+		r.pos = 0
 		out = append(out, r)
 	}
 	return out, stmt.Reset()
@@ -119,7 +110,9 @@ func (t *tx) promote(r *scheduledRow) error {
 	// Keep the stored payload and its version as they are.
 	p := prepared{typ: typ, version: r.version, payload: r.payload, metadata: r.metadata}
 	p.keys = keysOf(typ, &m, nil, t.gs.basis)
-	if _, err := t.insertMessage(&m, &p, []byte(r.created)); err != nil {
+	// The created_at text as stored: the store's format, which decode
+	// accepts and nothing else.
+	if _, err := t.insertMessage(&m, &p, nil); err != nil {
 		return err
 	}
 	if !slices.Contains(t.types, m.Type) {
@@ -164,6 +157,8 @@ func (s *Store) ReadScheduled(ctx context.Context, limit int) ([]core.Message, e
 			return err
 		}
 		stmt.BindInt64(1, int64(limit))
+		rows = rows[:0] // (a retried read starts over)
+		var sc scanner
 		for {
 			has, err := stmt.Step()
 			if err != nil {
@@ -173,18 +168,8 @@ func (s *Store) ReadScheduled(ctx context.Context, limit int) ([]core.Message, e
 			if !has {
 				break
 			}
-			r := row{
-				id:      stmt.ColumnText(1),
-				typ:     stmt.ColumnText(2),
-				version: stmt.ColumnInt(3),
-				caus:    stmt.ColumnText(4),
-				corr:    stmt.ColumnText(5),
-				payload: columnBytes(stmt, 6),
-				created: stmt.ColumnText(8),
-			}
-			if stmt.ColumnType(7) != sqlite.TypeNull {
-				r.metadata = columnBytes(stmt, 7)
-			}
+			r := sc.scan(stmt)
+			r.pos = 0
 			rows = append(rows, r)
 		}
 		return stmt.Reset()

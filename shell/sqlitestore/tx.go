@@ -28,7 +28,12 @@ type TxContext struct {
 // Conn returns the connection of the open transaction. Prefer the package
 // function Conn(tx), which needs no type assertion and reports a
 // transaction that ended.
-func (c *TxContext) Conn() *sqlite.Conn { return c.tx.conn }
+func (c *TxContext) Conn() *sqlite.Conn {
+	// The application's SQL sees the offsets as the appends left them (a
+	// failure aborts the transaction).
+	c.tx.flushWakes()
+	return c.tx.conn
+}
 
 // tx is the shell.Tx of an Update.
 type tx struct {
@@ -52,6 +57,12 @@ type tx struct {
 	member        int     // this transaction's place in its group (1 is the first)
 	kpIDs         []int64 // scratch: the key pair ids of the message being inserted
 	tuples        tuples  // scratch: the partitions of the message being inserted
+	// The offset wakes deferred to the member's end (see pendingWake):
+	// wakeIndex maps a partition key to its last wake when there are many,
+	// wakeKps holds their key pair ids.
+	wakes     []pendingWake
+	wakeIndex map[string]int
+	wakeKps   []int64
 }
 
 var _ shell.Tx = (*tx)(nil)

@@ -448,6 +448,125 @@ func (s suite) testAdvance(t *testing.T) {
 		}
 	})
 
+	t.Run("an advance absorbs only the pending work of the message it passes", func(t *testing.T) {
+		e := s.genv(t, devices)
+		d1, d2 := part("device_id", "d1"), part("device_id", "d2")
+		// Two messages of one transaction wake d1; the advance past the
+		// first leaves the second pending.
+		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			if _, err := tx.Append(msgs(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+			if moved, err := gtx.AdvanceOffset(devices, d1, 1); err != nil || !moved {
+				return fmt.Errorf("advance: %v, %w", moved, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.claim(devices, "w1", 10)
+		e.expectClaim(c, d1, false, 2)
+		e.ack(c, 2)
+		e.noClaim(devices, "w1")
+		// A message of another transaction stays pending: the advance past
+		// a later command of the partition is held back by it.
+		e.append(DeviceRegistered{"d1", "c"}) // 3
+		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "d"}); moved || pos != 4 {
+			t.Fatalf("advance to %d over another transaction's message: moved %v, want false", pos, moved)
+		}
+		c = e.claim(devices, "w1", 10)
+		e.expectClaim(c, d1, false, 3, 4)
+		e.ack(c, 4)
+		// An advance past an earlier position leaves the message pending.
+		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "e"}), shell.AppendOptions{}); err != nil { // 5
+				return err
+			}
+			if moved, err := gtx.AdvanceOffset(devices, d2, 4); err != nil || !moved {
+				return fmt.Errorf("advance: %v, %w", moved, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.lastAt(devices, d2, 4)
+		c = e.claim(devices, "w1", 10)
+		e.expectClaim(c, d2, false, 5)
+		e.ack(c, 5)
+		// A claim, or a delete, later in the transaction of the append sees
+		// the pending work.
+		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			if _, err := tx.Append(msgs(DeviceRegistered{"d1", "f"}, DeviceRegistered{"d2", "g"}), shell.AppendOptions{}); err != nil { // 6, 7
+				return err
+			}
+			c, err := gtx.ClaimNext(devices, "w1", 10)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				return errors.New("nothing to claim in the transaction of the append")
+			}
+			e.expectClaim(c, d1, false, 6)
+			if err := gtx.Ack(c, 6); err != nil {
+				return err
+			}
+			return gtx.Delete(7)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.noClaim(devices, "w1")
+		e.lastAt(devices, d1, 6)
+		if got := e.info(devices); got.HighestPosition != 6 {
+			t.Fatalf("highest position %d, want 6", got.HighestPosition)
+		}
+	})
+
+	t.Run("the highest position survives resets and released offsets", func(t *testing.T) {
+		e := s.genv(t, devices)
+		d1, d9 := part("device_id", "d1"), part("device_id", "d9")
+		if _, moved := handle(e, devices, d1, DeviceRegistered{"d1", "a"}); !moved { // 1
+			t.Fatal("the command's advance did not move")
+		}
+		// d9: an offset no message created, released once drained.
+		e.append(DeviceRegistered{"d2", "b"}) // 2
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			moved, err := gtx.AdvanceOffset(devices, d9, 2)
+			if err == nil && !moved {
+				err = errors.New("the offset did not move")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.info(devices); got.HighestPosition != 2 || got.Partitions != 3 {
+			t.Fatalf("after the advances: %+v, want highest 2 and 3 partitions", got)
+		}
+		if n, err := e.gs.ReleaseDrainedOffsets(e.ctx); err != nil || n != 1 {
+			t.Fatalf("release drained offsets: %d, %v; want 1", n, err)
+		}
+		if got := e.info(devices); got.HighestPosition != 2 || got.Partitions != 2 {
+			t.Fatalf("after releasing the drained offset: %+v, want highest 2 and 2 partitions", got)
+		}
+		if err := e.gs.StopGroup(e.ctx, devices, "replay"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.gs.ResetGroup(e.ctx, devices); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.info(devices); got.HighestPosition != 2 || got.NewestProcessed != 0 {
+			t.Fatalf("after the reset: %+v, want highest 2, nothing processed", got)
+		}
+		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
+			t.Fatal(err)
+		}
+		c := e.claim(devices, "w1", 10)
+		e.expectClaim(c, d1, true, 1)
+	})
+
 	t.Run("an advance does not skip an unprocessed message", func(t *testing.T) {
 		e := s.genv(t, devices, enrolments)
 		d1 := part("device_id", "d1")
