@@ -40,6 +40,9 @@ type manyCandidate struct {
 
 // claimMany is ClaimMany in the transaction.
 func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+	if err := t.flushWakes(); err != nil { // the scan sees this transaction's appends
+		return nil, err
+	}
 	g, err := t.gs.lookup(group)
 	if err != nil {
 		return nil, err

@@ -522,6 +522,24 @@ func (s suite) testAdvance(t *testing.T) {
 		if got := e.info(devices); got.HighestPosition != 6 {
 			t.Fatalf("highest position %d, want 6", got.HighestPosition)
 		}
+		// So does ClaimMany.
+		err = e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "h"}), shell.AppendOptions{}); err != nil { // 8
+				return err
+			}
+			cs, err := manyTx(e.t, tx).ClaimMany(devices, "w1", 10, 2)
+			if err != nil {
+				return err
+			}
+			if len(cs) != 1 {
+				return fmt.Errorf("ClaimMany in the transaction of the append: %d claims, want 1", len(cs))
+			}
+			e.expectClaim(cs[0], d2, false, 8)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("the highest position survives resets and released offsets", func(t *testing.T) {
