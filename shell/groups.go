@@ -126,7 +126,11 @@ type GroupTx interface {
 	// retrying group whose failed partition this is recovers to active.
 	// Only the claiming worker may ack (else ErrNotClaimant), and at most
 	// at the claim's last message (else ErrAckBeyondClaim, and nothing
-	// changes).
+	// changes). A store may defer the claimant check to the transaction's
+	// next statement or its commit (pgstore sends a transaction's acks as
+	// one statement): an ack of a claim no longer held then fails the
+	// whole Update with an error matching ErrNotClaimant, and nothing the
+	// transaction did is written.
 	Ack(c *Claim, position int64) error
 	// Release frees the claim without moving its offset, in the
 	// transaction (a batch that processed none of its messages). Only the
