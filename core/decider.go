@@ -34,6 +34,10 @@ type Decider[S any] struct {
 	// Hooks are the group's lifecycle hooks (OnStart, OnStop, OnReset)
 	// and error strategy, called and applied by the shell's router.
 	Hooks Hooks
+	// Snapshots, when its Codec is set, lets the shell persist the
+	// decider's folded state per partition and start from the latest
+	// snapshot instead of the partition's whole history (see Snapshots).
+	Snapshots Snapshots[S]
 
 	h *handlers[S]
 }
@@ -246,8 +250,11 @@ func (d Decider[S]) CommandTypes() []reflect.Type { return slices.Clone(d.compil
 // EvolvedTypes are the event types the decider evolves.
 func (d Decider[S]) EvolvedTypes() []reflect.Type { return slices.Clone(d.compiled().evolveOrder) }
 
-// Err returns the errors found while building the decider, if any.
-func (d Decider[S]) Err() error { return d.compiled().err() }
+// Err returns the errors found while building the decider, if any (an
+// invalid Snapshots option included).
+func (d Decider[S]) Err() error {
+	return errors.Join(d.compiled().err(), d.Snapshots.check(d.Group, len(d.PartitionBy) > 0))
+}
 
 func (d Decider[S]) groupSpec() groupSpec {
 	return groupSpec{group: d.Group, label: d.Label, partition: d.PartitionBy, keyTypes: d.KeyTypes, exclusive: d.Exclusive, hooks: d.Hooks}
@@ -281,7 +288,7 @@ func (d Decider[S]) Check(reg *codec.Registry) error {
 		}
 	}
 	_, err := d.groupSpec().check(reg, h.err(), h.decideOrder, all, some)
-	return errors.Join(err, d.checkQueries(reg))
+	return errors.Join(err, d.checkQueries(reg), d.Snapshots.check(d.Spec().Group, len(d.PartitionBy) > 0))
 }
 
 // checkQueries resolves each query on the zero command, so that a filter
@@ -326,12 +333,33 @@ func (d Decider[S]) checkQueries(reg *codec.Registry) error {
 // So are commands whose metadata says this group decided them already
 // (DecidedByKey, set by synchronous handling).
 func (d Decider[S]) Step(in StepInput) ([]Outcome, error) {
+	return d.stepOn(in, d.Evolve(d.Initial(), MessagesOf(in.History)...))
+}
+
+// StateType is the Go type of the decider's state (Folder).
+func (d Decider[S]) StateType() reflect.Type { return reflect.TypeFor[S]() }
+
+// InitialState returns a fresh initial state (Folder).
+func (d Decider[S]) InitialState() any { return d.Initial() }
+
+// FoldState evolves s, an S, with history (Folder).
+func (d Decider[S]) FoldState(s any, history []PositionedMessage) any {
+	return d.Evolve(s.(S), MessagesOf(history)...)
+}
+
+// StepFolded is Step on s, an S folded from the partition's whole
+// history (Folder).
+func (d Decider[S]) StepFolded(in StepInput, s any) ([]Outcome, error) {
+	return d.stepOn(in, s.(S))
+}
+
+// stepOn is Step on s, the state folded from the partition's history.
+func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 	h := d.compiled()
 	group, err := NormalizeGroup(d.Group)
 	if err != nil {
 		group = d.Group
 	}
-	s := d.Evolve(d.Initial(), MessagesOf(in.History)...)
 	outs := make([]Outcome, 0, len(in.Batch))
 	var decidedEvents []Message // this batch's, for the queries of the commands after them
 	for i, m := range in.Batch {

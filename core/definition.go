@@ -62,6 +62,24 @@ type StateLoader interface {
 	LoadState(ctx context.Context, partition map[string]string) (state any, found bool, err error)
 }
 
+// Folder is an event-sourced definition (Spec.History, not LoadsState)
+// that lets a shell fold its partitions' states itself, so that it can
+// keep them between batches (shell.StateCache) and fold only the history
+// appended since: Step(in) is StepFolded(in, FoldState(InitialState(),
+// in.History)). Decider and Projector implement it.
+type Folder interface {
+	// StateType is the Go type of the definition's state.
+	StateType() reflect.Type
+	// InitialState returns a fresh initial state.
+	InitialState() any
+	// FoldState evolves s, a state of StateType, with the messages in
+	// order.
+	FoldState(s any, history []PositionedMessage) any
+	// StepFolded is Step on s, the state folded from the partition's
+	// whole history: in.History is not read.
+	StepFolded(in StepInput, s any) ([]Outcome, error)
+}
+
 // Spec describes a definition's consumer group.
 type Spec struct {
 	// Group is the consumer group id, normalised (see NormalizeGroup).

@@ -122,6 +122,23 @@
 // rules and due dates compare an event's CreatedAt with the command's,
 // with no clock.
 //
+// # Snapshots
+//
+// A decider whose partitions grow too long to fold on every cold decision
+// opts in to persisted snapshots with its Snapshots field: a
+// SnapshotCodec, whose Version names the state's shape, and Every, how
+// many events a state folds between two snapshots:
+//
+//	Snapshots: core.Snapshots[account]{Codec: core.JSONSnapshots[account]("account/v1"), Every: 500},
+//
+// Core only describes the option; the shell saves and loads snapshots
+// (see package shell). JSONSnapshots checks, when the decider is built
+// (Err) and checked (Check), that the state type round-trips through
+// JSON: no unexported or `json:"-"` fields, interfaces, functions or
+// channels. Change the Version whenever the state type, an evolve handler
+// or an upcaster of an evolved type changes: snapshots of another version
+// are ignored. An id-partitioned decider cannot take snapshots.
+//
 // # Lifecycle hooks and error strategies
 //
 // Beside its handlers, every definition has a [Hooks] field: OnStart,

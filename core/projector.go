@@ -131,7 +131,6 @@ func (p Projector[S]) LoadState(ctx context.Context, partition map[string]string
 // (state-stored) or the fold of the full history (event-sourced); each
 // message may react; the sync work is attached to the last message.
 func (p Projector[S]) Step(in StepInput) ([]Outcome, error) {
-	h := p.compiled()
 	var s S
 	switch {
 	case p.Load != nil:
@@ -145,6 +144,33 @@ func (p Projector[S]) Step(in StepInput) ([]Outcome, error) {
 	default:
 		s = p.Evolve(p.Initial(), MessagesOf(in.History)...)
 	}
+	return p.stepOn(in, s)
+}
+
+// StateType is the Go type of the projector's state (Folder).
+func (p Projector[S]) StateType() reflect.Type { return reflect.TypeFor[S]() }
+
+// InitialState returns a fresh initial state (Folder).
+func (p Projector[S]) InitialState() any { return p.Initial() }
+
+// FoldState evolves s, an S, with history (Folder).
+func (p Projector[S]) FoldState(s any, history []PositionedMessage) any {
+	return p.Evolve(s.(S), MessagesOf(history)...)
+}
+
+// StepFolded is Step on s, an S folded from the partition's whole history
+// (Folder). A state-stored projector (Load) folds nothing from the
+// history: it steps as Step does, on the state it loads.
+func (p Projector[S]) StepFolded(in StepInput, s any) ([]Outcome, error) {
+	if p.Load != nil {
+		return p.Step(in)
+	}
+	return p.stepOn(in, s.(S))
+}
+
+// stepOn is Step on s, the state the batch is projected onto.
+func (p Projector[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
+	h := p.compiled()
 	outs := make([]Outcome, 0, len(in.Batch))
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}

@@ -254,6 +254,40 @@ func (d *definitionReactor) HandleClaim(ctx context.Context, c Claim) ([]Pair, e
 	return step(d.def, c, in)
 }
 
+// Folding is implemented by the reactors that run an event-sourced
+// core.Folder definition (FromDefinition's): the shell may fold the
+// partition's history itself, from a state it kept (a state cache) and
+// the history appended since, and hand the reactor the folded state.
+type Folding interface {
+	// Folder is the definition whose states the shell folds.
+	Folder() core.Folder
+	// HandleFolded is HandleClaim on s, the state folded from the
+	// partition's whole history (c.History is not folded again).
+	HandleFolded(ctx context.Context, c Claim, s any) ([]Pair, error)
+}
+
+// Folder returns the definition when it is an event-sourced core.Folder
+// (its Spec asks for history and it loads no state), else nil.
+func (d *definitionReactor) Folder() core.Folder {
+	f, ok := d.def.(core.Folder)
+	if !ok || !d.spec.History || d.spec.LoadsState {
+		return nil
+	}
+	return f
+}
+
+// HandleFolded runs the definition's StepFolded on s (Folding).
+func (d *definitionReactor) HandleFolded(ctx context.Context, c Claim, s any) ([]Pair, error) {
+	f := d.Folder()
+	if f == nil {
+		return d.HandleClaim(ctx, c)
+	}
+	if c.Index == nil && len(c.Queries) > 0 {
+		c.Index = core.IndexWith(d.reg)
+	}
+	return stepWith(func(in core.StepInput) ([]core.Outcome, error) { return f.StepFolded(in, s) }, c, core.StepInput{})
+}
+
 // Step is the pure step from a claimed batch to pairs for a core definition:
 // it runs the definition's Step on the claim and turns each outcome into
 // signals. Events are appended under the claim's history guard (a
@@ -266,9 +300,14 @@ func Step(def core.Definition, c Claim) ([]Pair, error) {
 }
 
 func step(def core.Definition, c Claim, in core.StepInput) ([]Pair, error) {
+	return stepWith(def.Step, c, in)
+}
+
+// stepWith is step with the definition's Step given as stepFn.
+func stepWith(stepFn func(core.StepInput) ([]core.Outcome, error), c Claim, in core.StepInput) ([]Pair, error) {
 	in.Partition, in.History, in.Batch, in.Replaying = c.Partition, c.History, c.Messages, c.Replaying
 	in.Queries, in.Index = c.Queries, c.Index
-	outs, err := def.Step(in)
+	outs, err := stepFn(in)
 	pairs := make([]Pair, 0, len(outs))
 	for _, o := range outs {
 		var sigs []Signal

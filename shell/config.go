@@ -65,6 +65,16 @@ type Config struct {
 	// Observer hears about batches, claims, conflicts, failures and
 	// scheduled promotions (see Observer); nil: nobody.
 	Observer Observer
+	// StateCache keeps the folded states of the pure deciders' and
+	// event-sourced projectors' partitions between batches (see
+	// RouterOptions.StateCache; default: a cache of the runtime's own, of
+	// DefaultStateCacheSize states). Give Handle the same one
+	// (HandleOptions.Cache, with Runtime.StateCache) to share the states.
+	StateCache *StateCache
+	// CacheStates chooses the reactors whose states are cached (default
+	// CacheValueStates: those whose state type holds no reference; see
+	// CachePolicy).
+	CacheStates CachePolicy
 }
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
@@ -219,6 +229,9 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			bad(d.name, d.v, "must be a positive duration (0 for the default)")
 		}
+	}
+	if c.CacheStates < CacheValueStates || c.CacheStates > CacheNoStates {
+		bad("CacheStates", c.CacheStates, "must be CacheValueStates, CacheAllStates or CacheNoStates")
 	}
 	if c.HeartbeatInterval > 0 && c.ClaimTTL > 0 && c.ClaimTTL <= c.HeartbeatInterval {
 		bad("ClaimTTL", c.ClaimTTL, fmt.Sprintf("must be longer than HeartbeatInterval (%v), or live workers lose their claims", c.HeartbeatInterval))

@@ -47,6 +47,49 @@
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.
 //
+// # Long partitions: the state cache and snapshots
+//
+// A decision folds its partition's history. Two things keep that cheap
+// on long partitions, and neither changes a decision: a decision on a
+// cached or snapshotted state is exactly the decision on a full fold.
+//
+//   - StateCache (HandleOptions.Cache) keeps folded states in memory
+//     between one process's decisions: a partition's next decision folds
+//     only what was appended since its last one.
+//   - Persisted snapshots survive a restart and serve partitions the
+//     cache never saw. A decider opts in with core.Snapshots: a codec
+//     (core.JSONSnapshots for plain-data states; an invalid option or a
+//     state JSON would not round-trip is a definition error) with a
+//     Version naming the state's shape, and Every, how many events a
+//     state folds between two snapshots. On a store that keeps snapshots
+//     (SnapshotStore: memstore, sqlitestore, pgstore), Handle starts a
+//     partition from its StateCache entry, else from its latest valid
+//     snapshot, read in the decision's own transaction, and reads only
+//     the history after the snapshot's position; Load and LoadDecision
+//     start from the snapshot too (a point-in-time Load before it folds
+//     from the log). After the decision commits, when the state folded
+//     Every events since its snapshot, Handle saves a new one: best
+//     effort, in a transaction of its own, logged at WARN if it fails,
+//     never failing the command. Load of a partition without a snapshot
+//     saves one the same way.
+//
+// A snapshot is ignored, and the state rebuilt from the log, when its
+// version is not the codec's (change the Version whenever the state type,
+// an evolve handler or an upcaster of an evolved type changes), when its
+// group was reset since (ResetGroup deletes a group's snapshots), when its
+// position is beyond the log's end (a log restored from an older backup:
+// the snapshot is deleted when a decision or a Load first meets it, so
+// reset the group, or call DeleteSnapshotsOf, after restoring a log
+// without its snapshots), and when it does not decode (logged at WARN;
+// the next snapshot replaces it). What a snapshot needs from the log is
+// what the cache needs: messages are only appended. An id-partitioned
+// decider (a delete-on-ack queue) cannot take snapshots (a definition
+// error), and no delete-on-ack queue may delete the events a
+// snapshotting decider evolves. A decision that commits just before a
+// reset may save its snapshot just after it: reset the group after the
+// processes that run the old code stopped (which a redeploy does), or
+// change the Version.
+//
 // Every call that may block takes a context.Context first. Every
 // transaction that reads and then writes is a write transaction from its
 // start (BEGIN IMMEDIATE on SQLite), so a decision's read and its guarded

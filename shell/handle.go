@@ -102,29 +102,28 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		position int64 // the read's guard position: folded is the state there
 		attempts int
 	)
+	snaps := snapshotsOf(store, d)
+	var unsaved int // events folded since the state's last snapshot
 	hook := &decideHook{
-		begin: func(partition string) int64 {
+		begin: func(tx Tx, partition map[string]string) int64 {
 			attempts++
-			base = d.Initial()
-			folded = base
-			if cache == nil {
+			if cache == nil && snaps == nil {
+				base, folded = d.Initial(), d.Initial()
 				return 0
 			}
-			key = stateKey{store: store, group: d.Spec().Group, partition: partition, state: reflect.TypeFor[S]()}
+			key = stateKey{store: store, group: d.Spec().Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
 			// Only the first attempt starts from the cache: the entry is
 			// out of the cache until this Handle puts it back, and a
 			// second attempt (after registering the group) folds in full.
-			if attempts == 1 {
-				if e, ok := cache.take(key); ok {
-					base, folded = e.state.(S), e.state.(S)
-					return e.position
-				}
-			}
-			return 0
+			var from int64
+			base, from, unsaved = startState(tx, cache, snaps, key, attempts == 1, d.Initial)
+			folded = base
+			return from
 		},
 		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
 			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
 			position = history.Guard.LastPosition
+			unsaved += len(history.Messages)
 			out, after, err := d.DecideOn(folded, partition, cmd)
 			res.State = after
 			return out, err
@@ -136,10 +135,14 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	switch {
 	case plan != nil: // a query decision (not cached)
 		res.State = queried
-	case err == nil && cache != nil && attempts > 0:
-		cache.put(key, folded, position)
+	case err == nil && (cache != nil || snaps != nil) && attempts > 0:
+		unsaved = snaps.save(ctx, key.partition, folded, position, unsaved)
+		if cache != nil {
+			cache.putUnsaved(key, folded, position, unsaved)
+		}
 	case err != nil && attempts > 0:
 		res.State = folded // nothing was stored: the state the decision read
+		snaps.dropStale(ctx, key.partition)
 	}
 	return res, err
 }
@@ -150,7 +153,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 type decideHook struct {
 	// begin is called at the start of each attempt's transaction with the
 	// partition's key; the history is read after the position it returns.
-	begin func(partition string) int64
+	begin func(tx Tx, partition map[string]string) int64
 	// decide decides the command on the history read.
 	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
@@ -237,7 +240,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		var after int64
 		if hook != nil && !queried {
-			after = hook.begin(PartitionKey(partition))
+			after = hook.begin(tx, partition)
 		}
 		var h ReadResult
 		if queried {
@@ -368,12 +371,17 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 		var zero S
 		return zero, core.Guard{}, err
 	}
+	if s, g, ok, err := loadSnapshot(ctx, store, e, partition, types, o); ok || err != nil {
+		return s, g, err
+	}
 	res, err := store.ReadPartition(ctx, partition, types, o)
 	if err != nil {
 		var zero S
 		return zero, core.Guard{}, err
 	}
-	return e.Evolve(e.Initial(), core.MessagesOf(res.Messages)...), res.Guard, nil
+	s := e.Evolve(e.Initial(), core.MessagesOf(res.Messages)...)
+	saveLoaded(ctx, store, e, partition, o, s, res)
+	return s, res.Guard, nil
 }
 
 // checkLoadPartition applies core.PartitionOf to a partition Load was

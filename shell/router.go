@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -60,13 +61,66 @@ type RouterOptions struct {
 	// Observer hears about batches, claims, conflicts and failures (see
 	// Observer); nil: nobody.
 	Observer Observer
+	// StateCache keeps the folded states of the partitions of the pure
+	// deciders and event-sourced projectors between batches (see
+	// StateCache), so that a batch reads and folds only the history
+	// appended since its partition's last batch instead of all of it.
+	// Default: a cache of the router's own, of DefaultStateCacheSize
+	// states. Pass the cache the web handlers give Handle
+	// (HandleOptions.Cache) to share the states with them. Which
+	// reactors are cached: see CacheStates.
+	StateCache *StateCache
+	// CacheStates chooses the reactors whose states StateCache keeps
+	// (default CacheValueStates).
+	CacheStates CachePolicy
 }
 
 // Defaults of RouterOptions (and Config).
 const (
 	DefaultBatchesPerHandle = 32
 	DefaultInlineBudget     = 20 * time.Millisecond
+	// DefaultStateCacheSize is how many partitions' states the router's
+	// own StateCache holds.
+	DefaultStateCacheSize = 10_000
 )
+
+// CachePolicy chooses which pure reactors a router keeps the states of in
+// its StateCache: deciders and event-sourced projectors (core.Folder
+// definitions) only, handled inside the write transaction. Hand-written
+// reactors fold nothing the router could keep.
+type CachePolicy int
+
+const (
+	// CacheValueStates, the default, caches the states whose Go type
+	// holds no reference at any depth (no map, slice, pointer,
+	// interface, channel or function: numbers, strings, and structs and
+	// arrays of them). An Evolve or Decide cannot change such a state in
+	// place, so a cached state is always the value a full fold gives,
+	// whatever the definition's code: caching them is safe without the
+	// user's say. States with references are folded in full on every
+	// batch, unless CacheAllStates.
+	CacheValueStates CachePolicy = iota
+	// CacheAllStates caches every decider's and event-sourced
+	// projector's state: choose it when every Evolve and Decide of the
+	// router's definitions treats states as values (copies a map or a
+	// slice before changing it; see StateCache). A definition that
+	// changes its state in place would then decide on events folded
+	// twice.
+	CacheAllStates
+	// CacheNoStates caches nothing: every batch folds its partition's
+	// whole history.
+	CacheNoStates
+)
+
+// What a cached state needs from the log besides (see StateCache): that
+// messages are only appended. A router does not cache a reactor whose
+// history types one of its hand-written reactors handles (it may delete
+// them on ack); one of another process it cannot see: run such a
+// deleter's process with CacheNoStates, or keep the deleted types out of
+// the cached definitions' histories. Router.Reset drops the group's
+// states; a reset by another process (the CLI, the dashboard) leaves
+// them, which is still correct, the log being unchanged, unless the
+// reset came with changed upcasters: restart the process then.
 
 // Router runs reactors on a store: it registers their consumer groups,
 // claims their partitions, hands the batches to them, and executes the
@@ -89,6 +143,11 @@ type reactor struct {
 	// strategy (nil: the router's), resolved when it is registered.
 	hooks    core.Hooks
 	strategy *ErrorStrategy
+	// folding is set when the router keeps the reactor's states in its
+	// StateCache (see cachedReactors), and stateType is their type.
+	folding   effects.Folding
+	folder    core.Folder
+	stateType reflect.Type
 }
 
 // NewRouter validates reactors together and returns a router for them.
@@ -121,9 +180,15 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	if opts.WorkerID == "" {
 		opts.WorkerID = "router"
 	}
+	if opts.StateCache == nil && opts.CacheStates != CacheNoStates && cacheable(store) {
+		opts.StateCache = NewStateCache(DefaultStateCacheSize)
+	}
 	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
 	reg := store.Registry()
 	var errs []error
+	if opts.CacheStates < CacheValueStates || opts.CacheStates > CacheNoStates {
+		errs = append(errs, fmt.Errorf("sourced: RouterOptions.CacheStates = %d: not a CachePolicy (CacheValueStates, CacheAllStates or CacheNoStates)", opts.CacheStates))
+	}
 	for _, x := range expand(reactors) {
 		var re reactor
 		switch v := x.(type) {
@@ -172,6 +237,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		rt.reactors = append(rt.reactors, &re)
 	}
 	errs = append(errs, rt.missingChildren()...)
+	rt.cachedReactors()
 	for i, a := range rt.reactors {
 		for _, b := range rt.reactors[i+1:] {
 			if !a.info.Exclusive && !b.info.Exclusive {
@@ -198,6 +264,11 @@ func (rt *Router) Setup(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StateCache returns the cache of the router's folded states (nil when it
+// caches none), for HandleOptions.Cache: Handle and the router then share
+// the partitions' states.
+func (rt *Router) StateCache() *StateCache { return rt.opts.StateCache }
 
 // Reactors describes the registered reactors, in registration order.
 func (rt *Router) Reactors() []effects.Info {
@@ -683,12 +754,15 @@ func (b *batchFailure) Unwrap() error { return b.err }
 func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
 	var afters []func(context.Context) error
 	var handled []BatchHandled // observed once committed
+	states := rt.txStates(re)
 	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
+		afters = afters[:0]
+		states.reset()
 		for n := 1; ; n++ {
 			batchStart := time.Now()
-			pairs, handleErr, err := rt.handle(ctx, re, c, tx)
+			pairs, handleErr, err := rt.handleWith(ctx, re, c, tx, states)
 			if err != nil {
 				return err
 			}
@@ -715,8 +789,9 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 		}
 	})
 	if err != nil {
-		return did, err
+		return did, err // rolled back: the states folded in it are not kept
 	}
+	states.commit()
 	for _, b := range handled {
 		observe(ctx, rt.opts.Observer, Claimed{Group: b.Group, Partition: b.Partition, WorkerID: b.WorkerID, Messages: b.Messages, Inline: true})
 		observe(ctx, rt.opts.Observer, b)
@@ -768,6 +843,13 @@ func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult,
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
 func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+	return rt.handleWith(ctx, re, claim, read, nil)
+}
+
+// handleWith is handle; with states (the pure path's, in its write
+// transaction) a cached reactor's history is read and folded from the
+// state kept for the partition, and the state folded goes to states.
+func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -777,7 +859,13 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read hi
 		}
 	}
 	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
-	if len(re.info.History) > 0 {
+	cached := states != nil && re.folding != nil && len(re.info.History) > 0
+	var folded func() any // the cached reactor's state, folded from the history read
+	if cached {
+		if folded, err = states.read(rt.store, re, claim, read, &ec); err != nil {
+			return nil, nil, err
+		}
+	} else if len(re.info.History) > 0 {
 		res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 		if err != nil {
 			return nil, nil, err
@@ -791,6 +879,10 @@ func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read hi
 	}
 	handleErr = protect(func() error {
 		var err error
+		if cached {
+			pairs, err = re.folding.HandleFolded(ctx, ec, folded())
+			return err
+		}
 		pairs, err = re.r.HandleClaim(ctx, ec)
 		return err
 	})
@@ -1207,6 +1299,11 @@ func (rt *Router) Reset(ctx context.Context, target any) error {
 	}
 	if err := rt.store.ResetGroup(ctx, re.info.Group); err != nil {
 		return err
+	}
+	if rt.opts.StateCache != nil {
+		// The log is unchanged, but a reset usually comes with a changed
+		// definition or upcasters: fold the group's partitions again.
+		rt.opts.StateCache.Drop(re.info.Group)
 	}
 	if h := re.hooks.OnReset; h != nil {
 		return hookFailed(re.info.Group, "reset", "OnReset", protect(func() error { return h(ctx) }))

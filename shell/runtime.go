@@ -87,7 +87,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer}, reactors...)
+	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer, StateCache: cfg.StateCache, CacheStates: cfg.CacheStates}, reactors...)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +114,10 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 
 // Router returns the runtime's router (for Handle, Stop/Start/Reset...).
 func (rt *Runtime) Router() *Router { return rt.router }
+
+// StateCache returns the cache of the runtime's folded states (nil when
+// it caches none), for HandleOptions.Cache.
+func (rt *Runtime) StateCache() *StateCache { return rt.router.StateCache() }
 
 // storeLogger is the store's logger, when it has one, else
 // slog.Default(): one logger setting for the store and the runtime.

@@ -5,7 +5,10 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/samber/lo"
+
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
 )
 
 // StateCache keeps deciders' folded states per partition in memory, so
@@ -13,7 +16,10 @@ import (
 // since its last decision instead of the partition's whole history: a
 // decision then costs the same on a partition of ten events and of ten
 // thousand. Pass one to Handle with HandleOptions.Cache; share it between
-// the goroutines handling commands (it is safe for concurrent use).
+// the goroutines handling commands (it is safe for concurrent use). A
+// Router (and a Runtime) keeps one of its own for the batches of its pure
+// deciders and projectors, the same way (see RouterOptions.StateCache and
+// CachePolicy); give Handle that one (Router.StateCache) to share it.
 //
 // An entry is the state a decider folded from a partition and the log's
 // position it was folded up to (the read's guard position). Handle takes
@@ -51,7 +57,7 @@ type StateCache struct {
 }
 
 // stateKey identifies one cached state: the store, the decider's group,
-// the partition (its PartitionKey) and the decider's state type (two
+// the partition (its SnapshotPartition: PartitionKey is ambiguous) and the decider's state type (two
 // deciders of one group with different state types never share).
 type stateKey struct {
 	store     Store
@@ -64,6 +70,9 @@ type stateEntry struct {
 	key      stateKey
 	state    any
 	position int64
+	// unsaved counts the events folded into state since its last
+	// persisted snapshot (see core.Snapshots).
+	unsaved int
 }
 
 // NewStateCache returns a cache of at most maxEntries states (at least 1).
@@ -123,6 +132,12 @@ func (c *StateCache) take(k stateKey) (*stateEntry, bool) {
 // decision that folded the partition in full while this one held the
 // entry) is kept if it was folded further.
 func (c *StateCache) put(k stateKey, state any, position int64) {
+	c.putUnsaved(k, state, position, 0)
+}
+
+// putUnsaved is put of a state that folded unsaved events since its last
+// persisted snapshot.
+func (c *StateCache) putUnsaved(k stateKey, state any, position int64, unsaved int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[k]; ok {
@@ -137,11 +152,148 @@ func (c *StateCache) put(k stateKey, state any, position int64) {
 		c.lru.Remove(last)
 		delete(c.entries, last.Value.(*stateEntry).key)
 	}
-	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position})
+	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position, unsaved: unsaved})
 }
 
 // cacheable reports whether a store can key a cache (its dynamic type is
 // comparable: every store of this module is a pointer).
 func cacheable(store Store) bool {
 	return store != nil && reflect.TypeOf(store).Comparable()
+}
+
+// cachedReactors picks the reactors whose states the router keeps in its
+// StateCache (see CachePolicy): pure deciders and event-sourced projectors
+// (effects.Folding reactors with a core.Folder definition) whose state
+// type the policy admits, and whose history no hand-written reactor of the
+// router handles (such a reactor may delete the messages it acknowledges,
+// effects.Ack.Delete, and a cached state would keep what a full fold no
+// longer reads).
+func (rt *Router) cachedReactors() {
+	if rt.opts.StateCache == nil || rt.opts.CacheStates == CacheNoStates || !cacheable(rt.store) {
+		return
+	}
+	for _, re := range rt.reactors {
+		fr, ok := re.r.(effects.Folding)
+		if !ok || !re.info.Pure || len(re.info.History) == 0 {
+			continue
+		}
+		f := fr.Folder()
+		if f == nil || rt.opts.CacheStates == CacheValueStates && !valueType(f.StateType()) || rt.deletable(re) {
+			continue
+		}
+		re.folding, re.folder, re.stateType = fr, f, f.StateType()
+	}
+}
+
+// deletable tells whether a hand-written reactor of the router handles
+// one of re's history types.
+func (rt *Router) deletable(re *reactor) bool {
+	for _, o := range rt.reactors {
+		if o != re && o.def == nil && len(lo.Intersect(o.info.Handled, re.info.History)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// valueType tells whether values of t hold no reference at any depth (no
+// map, slice, pointer, interface, channel, function or unsafe pointer),
+// so that no code can change a value of t in place.
+func valueType(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Array:
+		return valueType(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !valueType(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return false
+	default: // booleans, numbers, strings
+		return true
+	}
+}
+
+// txStates are the states one write transaction of the pure path folded,
+// kept for the cache until the transaction commits: a rolled-back
+// transaction (a failure, a conflict, a busy store) caches nothing, and
+// the entries it took out of the cache stay out (the partitions' next
+// batches fold them in full).
+type txStates struct {
+	cache   *StateCache
+	pending map[stateKey]stateEntry
+}
+
+// txStates returns the states of a transaction of re's pure path (nil
+// when re's states are not cached).
+func (rt *Router) txStates(re *reactor) *txStates {
+	if re.folding == nil || rt.opts.StateCache == nil {
+		return nil
+	}
+	return &txStates{cache: rt.opts.StateCache, pending: map[stateKey]stateEntry{}}
+}
+
+// reset forgets the states of an attempt of the transaction.
+func (t *txStates) reset() {
+	if t != nil {
+		clear(t.pending)
+	}
+}
+
+// commit caches the states of the committed transaction.
+func (t *txStates) commit() {
+	if t == nil {
+		return
+	}
+	for k, e := range t.pending {
+		t.cache.put(k, e.state, e.position)
+	}
+	clear(t.pending)
+}
+
+// read reads claim's history for a cached reactor: only the messages after
+// the position of the partition's state folded earlier in this
+// transaction, or else cached (taken out of the cache until commit), or
+// else all of them. The history in ec is what was read, its guard the
+// guard of a full read (the log's last position); fold folds the state up
+// to it and keeps it for the commit.
+func (t *txStates) read(store Store, re *reactor, claim *Claim, read historyReader, ec *effects.Claim) (fold func() any, err error) {
+	k := stateKey{store: store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: re.stateType}
+	base, after, found := t.take(k)
+	res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after})
+	if err != nil {
+		return nil, err
+	}
+	if found && after > res.Guard.LastPosition {
+		// The log ends before the state's position (a store cleared and
+		// written again): fold it in full.
+		found = false
+		if res, err = read.ReadPartition(claim.Partition, re.info.History, ReadOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	ec.History, ec.HistoryGuard = res.Messages, res.Guard
+	return func() any {
+		if !found {
+			base = re.folder.InitialState()
+		}
+		s := re.folder.FoldState(base, res.Messages)
+		t.pending[k] = stateEntry{key: k, state: s, position: res.Guard.LastPosition}
+		return s
+	}, nil
+}
+
+// take returns the state of k folded earlier in the transaction, or else
+// the cached one, taken out of the cache.
+func (t *txStates) take(k stateKey) (state any, position int64, found bool) {
+	if e, ok := t.pending[k]; ok {
+		return e.state, e.position, true
+	}
+	if e, ok := t.cache.take(k); ok {
+		return e.state, e.position, true
+	}
+	return nil, 0, false
 }

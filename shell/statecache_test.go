@@ -246,3 +246,43 @@ func ExampleStateCache() {
 	// [s1 s2] course is full
 	// folded from the log: 1 from the cache: 2
 }
+
+type (
+	pairTally struct {
+		A string `json:"a" sourced:"required"`
+		B string `json:"b" sourced:"required"`
+	}
+	pairTallied struct {
+		A string `json:"a"`
+		B string `json:"b"`
+	}
+)
+
+// TestStateCacheKeepsPartitionsApart: two partitions whose PartitionKey
+// renderings are equal ("a:x|b:y|b:z" for both) have separate entries, so
+// neither decides on the other's state.
+func TestStateCacheKeepsPartitionsApart(t *testing.T) {
+	ctx := context.Background()
+	reg := codec.NewRegistry()
+	codec.MustRegister[pairTally](reg, "pair.tally")
+	codec.MustRegister[pairTallied](reg, "pair.tallied")
+	tallies := core.Decider[int]{Group: "tallies", PartitionBy: []string{"a", "b"}}.With(
+		core.Evolve(func(n int, _ pairTallied) int { return n + 1 }),
+		core.Decide(func(n int, c pairTally) ([]any, error) { return []any{pairTallied(c)}, nil }),
+	)
+	store := memstore.New(reg)
+	cache := shell.NewStateCache(10)
+	first, second := pairTally{A: "x|b:y", B: "z"}, pairTally{A: "x", B: "y|b:z"}
+	if shell.PartitionKey(map[string]string{"a": first.A, "b": first.B}) != shell.PartitionKey(map[string]string{"a": second.A, "b": second.B}) {
+		t.Fatal("the fixture's partitions no longer collide under PartitionKey")
+	}
+	for _, c := range []pairTally{first, second, first} {
+		if _, err := shell.Handle(ctx, store, tallies, c, shell.HandleOptions{Cache: cache}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := shell.Handle(ctx, store, tallies, second, shell.HandleOptions{Cache: cache})
+	if err != nil || res.State != 2 {
+		t.Fatalf("the second partition's second tally: state %d, %v; want 2 (its own two)", res.State, err)
+	}
+}

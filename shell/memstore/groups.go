@@ -752,10 +752,12 @@ func (s *Store) StartGroup(ctx context.Context, id string) error {
 // ResetGroup deletes a group's offsets (claims included), so that it
 // replays the log from the beginning once started; the group's status and
 // highest position stay, and each partition remembers how far it had been
-// acknowledged, so that claims up to there report Replaying. It does nothing to an exclusive group: a
-// delete-on-ack queue cannot be replayed.
+// acknowledged, so that claims up to there report Replaying; the group's
+// snapshots (shell.Snapshot) are deleted. It does nothing else to an
+// exclusive group: a delete-on-ack queue cannot be replayed.
 func (s *Store) ResetGroup(ctx context.Context, id string) error {
 	return s.operate(ctx, id, shell.CmdReset, func(t *tx, g *group) {
+		t.deleteSnapshots(g.id)
 		if g.exclusive {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -38,6 +39,20 @@ func WithNotifier(n shell.Notifier) Option {
 	return func(s *Store) { s.notifier = n }
 }
 
+// WithLogger makes the store's logger l (shell.Handle logs there what it
+// could not do with a snapshot, say); without it, slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) { s.logger = l }
+}
+
+// Logger returns the store's logger (see WithLogger).
+func (s *Store) Logger() *slog.Logger {
+	if s.logger == nil {
+		return slog.Default()
+	}
+	return s.logger
+}
+
 // TxContext is the transaction handed to sync work by Tx.Context (a
 // core.Tx). The in-memory store has nothing beside the log for sync work to
 // write to, so it has no methods.
@@ -49,6 +64,7 @@ type Store struct {
 	reg      *codec.Registry
 	now      func() time.Time
 	notifier shell.Notifier
+	logger   *slog.Logger
 
 	mu       sync.RWMutex
 	log      []record // ordered by position
@@ -67,6 +83,8 @@ type Store struct {
 	nextOffset int64     // the id of the newest offset
 	workers    map[string]time.Time
 	scans      int // claim scans run (the latch's O(1) polls run none)
+	// snapshots are the deciders' persisted states (see snapshot.go).
+	snapshots map[snapshotKey]shell.Snapshot
 }
 
 // record is a stored message: the envelope, the encoded payload and the key

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -26,23 +27,23 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                     string
-	insertGroup, updateConfig, updateLabel     string
-	groupRow, groupNames, probe                string
-	upsertOffset, ensureOffset, offsetByKey    string
-	scan, claim, remark, held, release, moveTo string
-	scanFetch                                  string
-	ack                                        string
-	raiseHighest, recover, setStatus           string
-	resetOffsets, clearPending, groupOffsets   string
-	discoverScan, setPending, unprocessed      string
-	deleteMessages, remarkDeleted              string
-	drainIDs, drainKeyed, clearDrain           string
-	releaseStale, heartbeat                    string
-	oldClaims, releaseOld, removeWorkers       string
-	groupInfo, countOffsets, readOffsets       string
-	park, parked, parkedOne, unpark            string
-	resetOffset                                string
+	loadGroups, bumpConfig                   string
+	insertGroup, updateConfig, updateLabel   string
+	groupRow, groupNames, probe              string
+	upsertOffset, ensureOffset, offsetByKey  string
+	remark, held, release, moveTo            string
+	claimMany, ackMany                       string
+	ack                                      string
+	raiseHighest, recover, setStatus         string
+	resetOffsets, clearPending, groupOffsets string
+	discoverScan, setPending, unprocessed    string
+	deleteMessages, remarkDeleted            string
+	drainIDs, drainKeyed, clearDrain         string
+	releaseStale, heartbeat                  string
+	oldClaims, releaseOld, removeWorkers     string
+	groupInfo, countOffsets, readOffsets     string
+	park, parked, parkedOne, unpark          string
+	resetOffset                              string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -50,6 +51,9 @@ func newGroupQueries(n names) groupQueries {
 	next := f(`CASE WHEN o.message_id IS NOT NULL
 	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
 	ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END`, n.messages)
+	// The pending marker of an offset being acknowledged, from the
+	// position it moves to (r.pos, see ackMany).
+	nextAfterAck := strings.ReplaceAll(next, "o.last_position", "greatest(o.last_position, r.pos)")
 	return groupQueries{
 		loadGroups:   f(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, n.groups),
 		bumpConfig:   f(`UPDATE %s SET config_version = config_version + 1 WHERE id = 1 RETURNING config_version`, n.head),
@@ -66,22 +70,61 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 		ensureOffset: f(`INSERT INTO %s (consumer_group_id, partition_key, keys, message_id, drain_check) VALUES ($1, $2, $3, $4, true)
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
-		scan: f(`SELECT id, partition_key, last_position, replay_until FROM %s
-WHERE consumer_group_id = (SELECT id FROM %s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
-ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED`, n.offsets, n.groups),
 		ack: f(`WITH a AS (
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
-		scanFetch: f(`SELECT o.id, o.partition_key, o.last_position, o.replay_until, o.message_id IS NOT NULL, m.*
-FROM (SELECT id, partition_key, last_position, replay_until, message_id FROM %[1]s
-	WHERE consumer_group_id = (SELECT id FROM %[2]s WHERE group_id = $1) AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL
-	ORDER BY last_position, id LIMIT 1 FOR UPDATE SKIP LOCKED) o
-JOIN %[2]s g ON g.group_id = $1
-LEFT JOIN LATERAL (SELECT %[3]s FROM %[4]s WHERE message_id = o.message_id AND (position + 0) > o.last_position
-	AND (message_type || '') = ANY(g.handled)) m ON true`, n.offsets, n.groups, messageColumns, n.messages),
-		claim:  f(`UPDATE %s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id = $1`, n.offsets),
+		// claimMany picks up to $3 claimable offsets of group $1 (the
+		// furthest behind first, skipping those other transactions lock),
+		// fetches up to $4 pending messages of each (a queue's one
+		// message by its id; a keyed partition's under conditional AND),
+		// claims those with messages for worker $5 at $2, and repairs the
+		// pending marker of those without (a marker left on a deleted
+		// message): one statement, one snapshot. A stopped or failed
+		// group, or a retrying one before its retry time, has nothing to
+		// claim.
+		claimMany: f(`WITH g AS (SELECT id, handled FROM %[2]s
+	WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))),
+p AS (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
+	WHERE o.consumer_group_id = (SELECT id FROM g) AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL
+	ORDER BY o.last_position, o.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
+	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NOT NULL AND message_id = p.message_id
+		AND (position + 0) > p.last_position AND (message_type || '') = ANY(g.handled))
+	UNION ALL
+	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NULL AND keys && p.keys
+		AND (position + 0) > p.last_position AND (message_type || '') = ANY(g.handled)
+		AND NOT EXISTS (SELECT 1 FROM unnest(p.keys) k WHERE split_part(k, chr(31), 1) = ANY(key_names) AND NOT (k = ANY(keys)))
+		ORDER BY position LIMIT $4)) f),
+c AS (UPDATE %[1]s SET claimed = true, claimed_at = $2, claimed_by = $5 WHERE id IN (SELECT offset_id FROM m)),
+r AS (UPDATE %[1]s o SET next_position = %[5]s FROM g
+	WHERE o.id IN (SELECT id FROM p) AND o.id NOT IN (SELECT offset_id FROM m) RETURNING o.id, o.next_position)
+SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
+	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
+FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
+ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next),
+		// ackMany acknowledges the claims of offsets $1 (of groups $2, at
+		// positions $3, by workers $4) in one statement, as ack does one,
+		// recovering a retrying group whose failed partition is among
+		// them (at $5); it fails, aborting the transaction, unless every
+		// claim was held by its worker ($6 claims): see tx.Ack.
+		ackMany: f(`WITH r AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[]) AS r(id, grp, pos, worker)),
+a AS (UPDATE %[1]s o SET last_position = greatest(o.last_position, r.pos), claimed = false, claimed_at = NULL, claimed_by = NULL,
+		next_position = %[3]s
+	FROM r, %[2]s g WHERE o.id = r.id AND g.group_id = r.grp AND g.id = o.consumer_group_id AND o.claimed AND o.claimed_by = r.worker
+	RETURNING o.id, o.consumer_group_id, r.pos),
+x AS (SELECT g.id, max(a.pos) AS pos,
+		bool_or(CASE WHEN g.status = 'retrying' THEN g.failure::jsonb->>'offset_id' = a.id::text ELSE false END) AS recovers
+	FROM a JOIN %[2]s g ON g.id = a.consumer_group_id GROUP BY g.id),
+h AS (UPDATE %[2]s g SET highest_position = greatest(g.highest_position, x.pos),
+		status = CASE WHEN x.recovers THEN 'active' ELSE g.status END,
+		retry_at = CASE WHEN x.recovers THEN NULL ELSE g.retry_at END,
+		failure = CASE WHEN x.recovers THEN '{"retry_count":0}' ELSE g.failure END,
+		updated_at = CASE WHEN x.recovers THEN $5 ELSE g.updated_at END
+	FROM x WHERE g.id = x.id)
+SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' of ' || $6::bigint)::bigint END FROM (SELECT count(*) AS n FROM a) c`,
+			n.offsets, n.groups, nextAfterAck, ackNotHeld),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
@@ -584,123 +627,144 @@ func (t *tx) state(group string) (groupState, error) {
 const maxStaleMarkers = 64
 
 func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+	claims, err := t.claimMany(group, workerID, batchSize, 1)
+	if err != nil || len(claims) == 0 {
+		return nil, err
+	}
+	return claims[0], nil
+}
+
+// ClaimMany claims up to partitions partitions of group for workerID, each
+// with up to batchSize of its messages, in one statement (see
+// shell.ClaimManyTx): the claimable offsets furthest behind first, those
+// other transactions hold skipped, as ClaimNext claims them one after
+// another. It takes the shared lock, as ClaimNext does.
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+	if err := t.enter(lockShared, false); err != nil {
+		return nil, err
+	}
+	if err := checkClaimArgs(workerID, batchSize); err != nil {
+		return nil, err
+	}
+	if partitions <= 0 {
+		return nil, fmt.Errorf("pgstore: claim %d partitions: the number of partitions must be positive", partitions)
+	}
+	return t.claimMany(group, workerID, batchSize, partitions)
+}
+
+var _ shell.ClaimManyTx = (*tx)(nil)
+
+// claimMany runs the claim statement (claimMany) with the group's row, in
+// one round trip with the statements queued before. Offsets whose marker
+// turned out stale are repaired by the statement; when they were all it
+// picked, it runs again (a bounded number of times).
+func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
 	s := t.s
 	q := s.q.g
 	now := s.now()
+	var types []*codec.Type
 	for attempt := range maxStaleMarkers {
-		// The group's row and the scan in one round trip (the scan may
-		// lock an offset of a group that turns out not claimable: the
-		// lock goes with the transaction).
 		b, n := t.batch()
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
-		b.Queue(q.scanFetch, group)
+		b.Queue(q.claimMany, group, now, partitions, batchSize, workerID)
 		br, err := t.send(b, n)
 		if err != nil {
 			return nil, t.fail("claim "+group, err)
 		}
-		var st groupState
 		if attempt == 0 {
+			var st groupState
 			var retryAt *time.Time
 			err = br.QueryRow().Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+			if errors.Is(err, pgx.ErrNoRows) { // no group row
+				br.Close()
+				return nil, t.unknown(group)
+			}
+			if err != nil {
+				br.Close()
+				return nil, t.fail("claim "+group, err)
+			}
 			if retryAt != nil {
 				st.retryAt = retryAt.UTC()
 			}
-		}
-		var id, last, replay int64
-		var key string
-		var byID bool
-		var pos *int64
-		var r msgRow
-		found := false
-		if err == nil {
-			err = br.QueryRow().Scan(&id, &key, &last, &replay, &byID, &pos, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created)
-			found = err == nil
-			if errors.Is(err, pgx.ErrNoRows) {
-				err = nil
-			}
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if errors.Is(err, pgx.ErrNoRows) { // no group row
-			return nil, t.unknown(group)
-		}
-		if err != nil {
-			return nil, t.fail("claim "+group, err)
-		}
-		if attempt == 0 {
 			t.claimState = st
 		}
-		st = t.claimState
-		if !shell.Claimable(st.status, st.retryAt, now) || !found {
-			return nil, nil
+		claims, repaired, err := t.scanClaims(br, group, workerID)
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = t.fail("claim "+group, cerr)
 		}
-		partition, err := parsePartition(key)
 		if err != nil {
 			return nil, err
 		}
-		var msgs []core.PositionedMessage
-		if byID && pos != nil {
-			// A queue's partition is its one message, fetched by the
-			// scan: the claim goes with the transaction's next statement.
-			r.position = *pos
-			m, err := s.decode(&r)
-			if err != nil {
-				return nil, err
+		if len(claims) == 0 {
+			if repaired {
+				continue
 			}
-			msgs = []core.PositionedMessage{m}
-			t.queue(q.claim, id, now, workerID)
-		} else {
-			// The fetch and the claim in one round trip; an empty fetch
-			// (a marker gone wrong behind the store's back) undoes the
-			// claim.
-			sql, args := s.fetchSQL(partition, st.handled, last, batchSize)
-			b = &pgx.Batch{}
-			b.Queue(sql, args...)
-			b.Queue(q.claim, id, now, workerID)
-			br = t.c.SendBatch(t.ctx, b)
-			msgs, err = s.scanMessages(br.Query())
-			if err == nil {
-				_, err = br.Exec()
-			}
-			if cerr := br.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, t.fail("claim "+group, err)
+			return nil, nil
+		}
+		if types == nil {
+			if types, err = s.handledTypes(t.claimState.handled); err != nil {
+				return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
 			}
 		}
-		if len(msgs) == 0 {
-			var next *int64
-			if _, err := t.c.Exec(t.ctx, q.release, id); err != nil {
-				return nil, t.fail("claim "+group, err)
-			}
-			if err := t.c.QueryRow(t.ctx, q.remark, id).Scan(&next); err != nil {
-				return nil, t.fail("claim "+group, err)
-			}
-			if next != nil {
-				return nil, fmt.Errorf("pgstore: claim %s: offset %d is pending at %d but its fetch is empty", group, id, *next)
-			}
-			continue
+		for _, c := range claims {
+			c.Guard = core.Guard{Conditions: core.ConditionsFor(c.Partition, types...), LastPosition: c.Last()}
 		}
-		types, err := s.handledTypes(st.handled)
-		if err != nil {
-			return nil, fmt.Errorf("pgstore: claim %s: %w", group, err)
-		}
-		lastPos := msgs[len(msgs)-1].Position
-		return &shell.Claim{
-			Group:     group,
-			WorkerID:  workerID,
-			OffsetID:  id,
-			Partition: partition,
-			Messages:  msgs,
-			Guard:     core.Guard{Conditions: core.ConditionsFor(partition, types...), LastPosition: lastPos},
-			Replaying: lastPos <= replay,
-		}, nil
+		return claims, nil
 	}
 	return nil, nil
+}
+
+// scanClaims reads the rows of the claim statement: the claims, in order,
+// and whether a stale marker was repaired.
+func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string) (claims []*shell.Claim, repaired bool, err error) {
+	s := t.s
+	rows, err := br.Query()
+	if err != nil {
+		return nil, false, t.fail("claim "+group, err)
+	}
+	defer rows.Close()
+	var replay []int64
+	for rows.Next() {
+		var id, last, rep int64
+		var key string
+		var next, pos *int64
+		var r msgRow
+		dest := append([]any{&id, &key, &last, &rep, &next, &pos}, r.dest()[1:]...)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, false, t.fail("claim "+group, err)
+		}
+		if pos == nil {
+			if next != nil {
+				return nil, false, fmt.Errorf("pgstore: claim %s: offset %d is pending at %d but its fetch is empty", group, id, *next)
+			}
+			repaired = true
+			continue
+		}
+		r.position = *pos
+		m, err := s.decode(&r)
+		if err != nil {
+			return nil, false, err
+		}
+		if k := len(claims); k > 0 && claims[k-1].OffsetID == id {
+			claims[k-1].Messages = append(claims[k-1].Messages, m)
+			continue
+		}
+		partition, err := parsePartition(key)
+		if err != nil {
+			return nil, false, err
+		}
+		claims = append(claims, &shell.Claim{Group: group, WorkerID: workerID, OffsetID: id, Partition: partition, Messages: []core.PositionedMessage{m}})
+		replay = append(replay, rep)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, t.fail("claim "+group, err)
+	}
+	for i, c := range claims {
+		c.Replaying = c.Last() <= replay[i]
+	}
+	return claims, repaired, nil
 }
 
 // unknown returns the *UnknownGroupError of group.
@@ -755,20 +819,43 @@ func (t *tx) Release(c *shell.Claim) error {
 	if err := t.held(c, "release"); err != nil {
 		return err
 	}
+	t.settle1(c.OffsetID)
 	_, err := t.c.Exec(t.ctx, t.s.q.g.release, c.OffsetID)
 	return t.check("release", err)
 }
 
 // Ack moves the claim's offset to position and frees it, in a transaction
-// of its own under the shared lock; see tx.Ack.
+// of its own under the shared lock, in one round trip (see tx.Ack); when
+// the claim is not held, the acknowledgement is made again, checked at
+// once, to tell why.
 func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
-	return s.update(ctx, lockShared, func(t *tx) error { return t.Ack(c, position) })
+	err := s.update(ctx, lockShared, func(t *tx) error { return t.Ack(c, position) })
+	if errors.As(err, new(*ackNotHeldError)) {
+		err = s.update(ctx, lockShared, func(t *tx) error {
+			t.eager = true
+			return t.Ack(c, position)
+		})
+	}
+	return err
 }
 
 // Ack moves the claim's offset to position (never backwards), recomputes
 // its pending marker, frees the claim and raises the group's highest
 // position; a retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
+//
+// The acknowledgement is deferred: it is sent, with the transaction's
+// other deferred acknowledgements in one statement, before its next
+// statement or with its COMMIT, so that a worker settling several claims
+// (and claiming the next ones) pays no round trip per claim. A claim its
+// worker no longer holds then fails that statement, which aborts the
+// transaction: the Update fails with an error matching
+// shell.ErrNotClaimant and writes nothing (the router then commits each
+// batch on its own). A position beyond the claim is refused at once
+// (shell.ErrAckBeyondClaim), as is a claim the transaction already
+// acknowledged or released (it is checked at once: ErrNotClaimant), and
+// the acknowledgement of a group this process does not know is checked at
+// once too (an *UnknownGroupError).
 func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err := t.enter(lockShared, false); err != nil {
 		return err
@@ -779,6 +866,14 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err := shell.CheckAck(c, position); err != nil {
 		return err
 	}
+	if !t.eager && !t.settled[c.OffsetID] {
+		if gs := t.s.groups.Load(); gs != nil && gs.byName[c.Group] != nil {
+			t.settle1(c.OffsetID)
+			t.acks = append(t.acks, pendingAck{offset: c.OffsetID, group: c.Group, position: position, worker: c.WorkerID})
+			return nil
+		}
+	}
+	t.settle1(c.OffsetID)
 	q := t.s.q.g
 	// The claimant check, the move, the release and the group's highest
 	// position in one statement, the new pending marker in the same round
@@ -814,6 +909,70 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 		return fmt.Errorf("pgstore: internal error: ack of offset %d of %s did not happen", c.OffsetID, c.Group)
 	}
 	return t.recoverFrom(groupRow, c.OffsetID, status, failure)
+}
+
+// pendingAck is a deferred acknowledgement (tx.Ack).
+type pendingAck struct {
+	offset   int64
+	group    string
+	position int64
+	worker   string
+}
+
+// settle1 records that the transaction acknowledged or released an
+// offset: a second acknowledgement of it is checked at once.
+func (t *tx) settle1(offset int64) {
+	if t.settled == nil {
+		t.settled = map[int64]bool{}
+	}
+	t.settled[offset] = true
+}
+
+// ackNotHeld starts the text of the error ackMany raises when a claim is
+// not held (a cast that fails, PostgreSQL's SQL having no RAISE).
+const ackNotHeld = "pgstore: acknowledged claims not held by their worker:"
+
+// ackNotHeldError is the failure of deferred acknowledgements (tx.Ack)
+// one of which its worker did not hold.
+type ackNotHeldError struct{ offsets []int64 }
+
+func (e *ackNotHeldError) Error() string {
+	return fmt.Sprintf("pgstore: ack of offsets %v: one at least is no longer held by its worker (reaped, released or acknowledged already): %v", e.offsets, shell.ErrNotClaimant)
+}
+
+func (e *ackNotHeldError) Unwrap() error { return shell.ErrNotClaimant }
+
+// settle queues the deferred deletes, then the deferred acknowledgements,
+// each kind as one statement, at the end of the queued statements. The
+// order of deletes and acknowledgements does not change what they leave:
+// an acknowledgement recomputes its offset's marker from the log as it is,
+// and a delete recomputes every marker it leaves on a deleted message.
+func (t *tx) settle() {
+	q := t.s.q.g
+	if len(t.deletes) > 0 {
+		t.queue(q.deleteMessages, t.deletes)
+		t.queue(q.remarkDeleted, t.deletes)
+		t.deletes = nil
+	}
+	if len(t.acks) == 0 {
+		return
+	}
+	n := len(t.acks)
+	ids, groups, positions, workers := make([]int64, n), make([]string, n), make([]int64, n), make([]string, n)
+	for i, a := range t.acks {
+		ids[i], groups[i], positions[i], workers[i] = a.offset, a.group, a.position, a.worker
+	}
+	t.acks = nil
+	t.pre = append(t.pre, queued{
+		sql:  q.ackMany,
+		args: []any{ids, groups, positions, workers, t.s.now(), int64(n)},
+		onErr: func(err error) error {
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22P02" && strings.Contains(pe.Message, ackNotHeld) {
+				return &ackNotHeldError{offsets: ids}
+			}
+			return err
+		},
+	})
 }
 
 // raise raises the group's highest position (AdvanceOffset).
@@ -857,8 +1016,10 @@ func (t *tx) Delete(positions ...int64) error {
 	if len(positions) == 0 {
 		return nil
 	}
-	t.queue(t.s.q.g.deleteMessages, positions)
-	t.queue(t.s.q.g.remarkDeleted, positions)
+	t.deletes = append(t.deletes, positions...)
+	if t.lastKnown && slices.Max(positions) >= t.lastPos {
+		t.lastKnown = false // the newest message may be gone: LastPosition reads again
+	}
 	return nil
 }
 
@@ -1015,10 +1176,14 @@ func (s *Store) StartGroup(ctx context.Context, group string) error {
 // ResetGroup moves every offset of the group back to the beginning (claims
 // included), recording how far each had been acknowledged (claims up to
 // there report Replaying), and rediscovers the log; the status and highest
-// position stay. It does nothing to an exclusive group: a delete-on-ack
-// queue cannot be replayed.
+// position stay; the group's snapshots (shell.Snapshot) are deleted. It
+// does nothing else to an exclusive group: a delete-on-ack queue cannot
+// be replayed.
 func (s *Store) ResetGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdReset, func(t *tx, st *groupState, f *shell.Failure) error {
+		if err := t.deleteSnapshots(group); err != nil {
+			return err
+		}
 		if st.exclusive {
 			return nil
 		}

@@ -29,6 +29,7 @@ type queries struct {
 	dueScheduled, deleteScheduled     string
 	nextScheduled                     string
 	g                                 groupQueries
+	snap                              snapshotSQL
 }
 
 // messageColumns are the columns decodeRow reads, in its order.
@@ -55,6 +56,7 @@ FROM %s WHERE available_at <= $1 ORDER BY id LIMIT $2`, n.scheduled),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ANY($1::bigint[])`, n.scheduled),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		g:               newGroupQueries(n),
+		snap:            snapshotQueriesFor(n),
 	}
 }
 

@@ -42,6 +42,7 @@ type names struct {
 	groups     string
 	offsets    string
 	workers    string
+	snapshots  string
 }
 
 func namesFor(prefix string) names {
@@ -54,12 +55,13 @@ func namesFor(prefix string) names {
 		groups:     prefix + "_consumer_groups",
 		offsets:    prefix + "_offsets",
 		workers:    prefix + "_workers",
+		snapshots:  prefix + "_snapshots",
 	}
 }
 
 // tables are the store's tables, in the order Uninstall drops them.
 func (n names) tables() []string {
-	return []string{n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
+	return []string{n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
 }
 
 // lockKey is the key of the store's advisory lock: one per prefix and
@@ -91,7 +93,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -220,6 +222,19 @@ CREATE INDEX IF NOT EXISTS idx_{p}_offsets_parked ON {p}_offsets (consumer_group
 ALTER INDEX idx_{p}_offsets_keys SET (fastupdate = off);
 SELECT gin_clean_pending_list('idx_{p}_messages_keys'::regclass);
 SELECT gin_clean_pending_list('idx_{p}_offsets_keys'::regclass);`},
+	// 4: deciders' snapshots (core.Snapshots, shell.SnapshotStore): one
+	// row per group (its name), partition (shell.SnapshotPartition) and
+	// codec version, the state folded up to position. ResetGroup deletes
+	// the group's rows.
+	{Version: 4, SQL: `CREATE TABLE IF NOT EXISTS {p}_snapshots (
+	group_id      text        NOT NULL,
+	partition_key text        NOT NULL,
+	state_version text        NOT NULL,
+	position      bigint      NOT NULL,
+	state         bytea       NOT NULL,
+	saved_at      timestamptz NOT NULL,
+	PRIMARY KEY (group_id, partition_key, state_version)
+);`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

@@ -48,6 +48,11 @@ type Options struct {
 	// application's types (the sourced CLI): payloads are returned as
 	// stored, as json.RawMessage, and Registry may be nil.
 	RawPayloads bool
+	// Tracer, when set, traces every statement and batch of the store's
+	// connections (pgx.ConnConfig.Tracer): an OpenTelemetry adapter, or a
+	// count of round trips (one per statement sent alone or batch; a
+	// tracer implementing pgx.BatchTracer sees the batches).
+	Tracer pgx.QueryTracer
 }
 
 // Store is the PostgreSQL message store, a shell.Store and shell.Groups.
@@ -145,6 +150,9 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

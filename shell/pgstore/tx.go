@@ -51,16 +51,34 @@ type tx struct {
 	gs        *groupSet
 	// claimState is the group row read by the claim in progress.
 	claimState groupState
+	// deletes and acks are the deletes and acknowledgements not sent yet:
+	// each kind goes as one statement before the transaction's next
+	// statement or its COMMIT (see settle). settled holds the offsets
+	// acknowledged or released in the transaction, and eager asks for
+	// acknowledgements checked at once (see Ack).
+	deletes []int64
+	acks    []pendingAck
+	settled map[int64]bool
+	eager   bool
+	// sending are the queued statements of the batch being sent.
+	sending []queued
+	// lastPos is the newest position as LastPosition read it under the
+	// transaction's lock (lastKnown), or as the transaction's own append
+	// made it; see LastPosition.
+	lastPos   int64
+	lastKnown bool
 	// types are the distinct types appended to the log, for the
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
 	scheduledTypes []string
 }
 
-// queued is a statement waiting in tx.pre.
+// queued is a statement waiting in tx.pre; onErr, if set, translates
+// its failure (a deferred acknowledgement's, into shell.ErrNotClaimant).
 type queued struct {
-	sql  string
-	args []any
+	sql   string
+	args  []any
+	onErr func(error) error
 }
 
 var _ shell.Tx = (*tx)(nil)
@@ -90,17 +108,19 @@ func (t *tx) begin(mode lockMode) error {
 }
 
 // queue queues a statement for the next batch.
-func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql, args}) }
+func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql: sql, args: args}) }
 
-// batch returns a batch holding the queued statements first, and how many
+// batch returns a batch holding the queued statements first (the
+// deferred deletes and acknowledgements last among them), and how many
 // they are.
 func (t *tx) batch() (*pgx.Batch, int) {
+	t.settle()
 	b := &pgx.Batch{}
 	for _, q := range t.pre {
 		b.Queue(q.sql, q.args...)
 	}
 	n := len(t.pre)
-	t.pre = nil
+	t.sending, t.pre = t.pre, nil
 	return b, n
 }
 
@@ -109,9 +129,14 @@ func (t *tx) batch() (*pgx.Batch, int) {
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 	br := t.c.SendBatch(t.ctx, b)
 	t.sent = true
-	for range n {
+	sending := t.sending
+	t.sending = nil
+	for i := range n {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
+			if i < len(sending) && sending[i].onErr != nil {
+				err = sending[i].onErr(err)
+			}
 			return nil, err
 		}
 	}
@@ -298,9 +323,22 @@ type TxContext struct {
 // LastPosition returns the newest position. Before any other operation
 // it takes no lock: it reads the head too, which the exclusive lock, if an
 // append comes next, checks has not moved (else Update runs fn again).
+//
+// Once the transaction holds a lock, the answer is kept: no other
+// transaction can append while it holds one (appends take the exclusive
+// lock), its own appends move it, and its own deletes of the newest
+// message make it read again; so a worker settling many claims in one
+// transaction (each batch asks for the newest position) pays one round
+// trip, not one per claim. A delete by another worker settling beside it
+// (under the shared lock) may remove the newest message meanwhile: the
+// answer is then the position that was newest while this transaction
+// held its lock, as a read committed a moment earlier would tell.
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
+	}
+	if t.lastKnown && t.holds != lockNone {
+		return t.lastPos, nil
 	}
 	unlocked := t.holds == lockNone
 	b, n := t.batch()
@@ -326,6 +364,9 @@ func (t *tx) LastPosition() (int64, error) {
 	}
 	if unlocked && !t.sawHead {
 		t.seenHead, t.sawHead = head, true
+	}
+	if !unlocked {
+		t.lastPos, t.lastKnown = last, true
 	}
 	return last, nil
 }
@@ -443,6 +484,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	}
 	if s.unorderedPositions {
 		t.headDirty = false // handed out already, outside the transaction
+	}
+	if res.Last > 0 {
+		t.lastPos, t.lastKnown = res.Last, true // the newest, under the exclusive lock
 	}
 	return res, nil
 }

@@ -14,7 +14,7 @@ import (
 // the schema record (<prefix>_schema_migrations) and the change counters
 // (<prefix>_counters), which Clear bumps instead.
 func (n names) clearedTables() []string {
-	return []string{n.parked, n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
+	return []string{n.snapshots, n.parked, n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
 }
 
 // installedTables are every table Install creates, children before their
@@ -26,7 +26,7 @@ func (n names) installedTables() []string {
 
 // Clear deletes everything the store holds: the log, the schedule, the
 // key pairs, consumer groups with their offsets (and parked partitions),
-// and worker heartbeats.
+// deciders' snapshots and worker heartbeats.
 // The AUTOINCREMENT counters start over, so the next message appended gets
 // position 1 (and the next key pair, group and offset id 1). The schema
 // stays installed. Tables of other prefixes in the file are untouched.

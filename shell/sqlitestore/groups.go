@@ -499,10 +499,14 @@ func (s *Store) StartGroup(ctx context.Context, group string) error {
 // ResetGroup moves every offset of the group back to the beginning (claims
 // included), so that it replays the log once started; each offset records
 // how far it had been acknowledged, so that claims up to there report
-// Replaying, and the group's status and highest position stay. It does
-// nothing to an exclusive group: a delete-on-ack queue cannot be replayed.
+// Replaying, and the group's status and highest position stay; the
+// group's snapshots (shell.Snapshot) are deleted. It does nothing else to
+// an exclusive group: a delete-on-ack queue cannot be replayed.
 func (s *Store) ResetGroup(ctx context.Context, group string) error {
 	return s.operate(ctx, group, shell.CmdReset, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
+		if _, err := t.deleteSnapshots(g.name); err != nil {
+			return err
+		}
 		if g.exclusive {
 			return nil
 		}

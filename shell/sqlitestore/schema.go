@@ -45,6 +45,7 @@ type names struct {
 	orphans         string
 	counters        string
 	parked          string
+	snapshots       string
 }
 
 func namesFor(prefix string) names {
@@ -62,13 +63,14 @@ func namesFor(prefix string) names {
 		orphans:         prefix + "_key_pair_candidates",
 		counters:        prefix + "_counters",
 		parked:          prefix + "_parked_partitions",
+		snapshots:       prefix + "_snapshots",
 	}
 }
 
 // requiredTables are the tables Open checks for: the store is installed
 // when all of them exist. A migration that adds tables adds them here.
 func (n names) requiredTables() []string {
-	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters, n.parked}
+	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters, n.parked, n.snapshots}
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -244,6 +246,23 @@ END;`,
 	parked_at         TEXT    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_{p}_parked_partitions_group ON {p}_parked_partitions (consumer_group_id);`,
+
+	// 4: deciders' snapshots (core.Snapshots, shell.SnapshotStore): one
+	// row per group, partition (shell.PartitionKey) and codec version,
+	// the state folded up to position. A rowid table (states may be
+	// large) with the key as a unique index; group_id is the group's name,
+	// not a row of consumer_groups, so a snapshot outlives nothing it
+	// needs. ResetGroup deletes the group's rows.
+	`CREATE TABLE IF NOT EXISTS {p}_snapshots (
+	id            INTEGER PRIMARY KEY,
+	group_id      TEXT    NOT NULL,
+	partition_key TEXT    NOT NULL,
+	state_version TEXT    NOT NULL,
+	position      INTEGER NOT NULL,
+	state         BLOB    NOT NULL,
+	saved_at      TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_snapshots_key ON {p}_snapshots (group_id, partition_key, state_version);`,
 }
 
 // Migration is one versioned step of the store's schema, for an app's own
@@ -261,7 +280,7 @@ type Migration struct {
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // The version table and the statement that records a version, around
 // every script (so that a tool applying the scripts one by one records

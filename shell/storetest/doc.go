@@ -114,7 +114,12 @@
 //     hazard H4), release does not move the offset, acks never move it
 //     back and the highest position is the furthest ack, a partial ack
 //     leaves the rest to any worker, an Update appending events and
-//     acking together.
+//     acking together. A store may defer an acknowledgement made in an
+//     Update to the transaction's next statement or its commit (pgstore
+//     does, to settle many claims per round trip): a claim not held then
+//     makes the Update fail with ErrNotClaimant and write nothing (its
+//     deletes and other acknowledgements included), instead of failing
+//     the call.
 //   - AdvanceOffset: skipping a synchronously handled command, never
 //     backwards, never over an unprocessed (or claimed) message of the
 //     partition, bad input.

@@ -352,6 +352,35 @@ func (s suite) testAck(t *testing.T) {
 		e.expectClaim(e.claim(bindings, "w1", 10), part("device_id", "d1"), false, 3)
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d2"), false, 2)
 	})
+	t.Run("a lost claim's ack fails its whole Update, which writes nothing", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		held := e.claim(devices, "w1", 10)
+		lost := e.claim(devices, "w1", 10)
+		e.release(lost) // as the reaper would
+		e.expectClaim(held, part("device_id", "d1"), false, 1)
+		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+			if err := gtx.Delete(held.Last()); err != nil {
+				return err
+			}
+			if err := gtx.Ack(held, held.Last()); err != nil {
+				return err
+			}
+			return gtx.Ack(lost, lost.Last())
+		})
+		notClaimant(t, err, "an Update acking a claim released meanwhile")
+		// Nothing was written: the delete and the held claim's ack were
+		// rolled back with it, and the held claim is still held.
+		e.lastAt(devices, part("device_id", "d1"), 0)
+		if got := e.read([]core.Condition{{Type: TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}, shell.ReadOptions{}); len(got.Messages) != 1 {
+			t.Fatalf("read d1 after the failed Update: %v; want its message, not deleted", got.Messages)
+		}
+		if got := e.info(devices); got.HighestPosition != 0 {
+			t.Fatalf("highest position %d after the failed Update, want 0", got.HighestPosition)
+		}
+		e.ack(held, held.Last())
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d2"), false, 2)
+	})
 }
 
 func (s suite) testAdvance(t *testing.T) {

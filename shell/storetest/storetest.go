@@ -48,6 +48,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Model", s.testModel)
 	t.Run("Cancel", s.testCancel)
+	t.Run("Snapshots", s.testSnapshots)
 	t.Run("Groups", func(t *testing.T) { RunGroups(t, open) })
 }
 

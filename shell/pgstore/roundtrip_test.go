@@ -1,0 +1,168 @@
+package pgstore_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
+)
+
+// roundTrips counts what the store sends to the server: each statement
+// sent alone and each batch is one round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// rtJob is a job of the delete-on-ack queue of TestQueueRoundTrips.
+type rtJob struct {
+	Seq int `json:"seq"`
+}
+
+// rtQueue is a delete-on-ack queue (exclusive, partitioned by message id)
+// whose batches ack each job with delete, as bench.QueueDrain's does.
+type rtQueue struct{ done atomic.Int64 }
+
+func (q *rtQueue) HandledTypes() []string { return []string{"rt.job"} }
+func (q *rtQueue) Exclusive() bool        { return true }
+func (q *rtQueue) GroupID() string        { return "rt.queue" }
+func (q *rtQueue) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
+	pairs := make([]effects.Pair, len(c.Messages))
+	for i, m := range c.Messages {
+		pairs[i] = effects.Pair{Source: m, Signals: []effects.Signal{effects.Ack{Delete: true}}}
+	}
+	q.done.Add(int64(len(pairs)))
+	return pairs, nil
+}
+
+// TestQueueRoundTrips drains a delete-on-ack queue with one worker
+// through the router (HandleNext until it finds nothing) and counts the
+// round trips per job, so that a change that adds round trips to the
+// queue's settlement shows (the drain on PostgreSQL is bound by them, not
+// by the server's work). The first jobs warm the statement caches.
+func TestQueueRoundTrips(t *testing.T) {
+	reg := codec.NewRegistry()
+	codec.MustRegister[rtJob](reg, "rt.job")
+	rts := &roundTrips{}
+	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 2})
+
+	ctx := context.Background()
+	q := &rtQueue{}
+	cfg := shell.DefaultConfig()
+	cfg.Workers = 1
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := shell.NewRuntime(s, cfg, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := rt.Router()
+	if err := router.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	appendJobs := func(n int) {
+		msgs := make([]core.Message, n)
+		for i := range msgs {
+			msgs[i] = core.Message{Payload: rtJob{Seq: i}}
+		}
+		if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// drain handles until the queue is empty, the last call finding it so.
+	drain := func() {
+		for {
+			did, err := router.HandleNext(ctx, q, "w1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !did {
+				return
+			}
+		}
+	}
+	const warm, jobs = 50, 1000
+	appendJobs(warm)
+	drain()
+	appendJobs(jobs)
+	before := rts.n.Load()
+	drain()
+	if got := q.done.Load(); got != warm+jobs {
+		t.Fatalf("%d jobs handled, want %d", got, warm+jobs)
+	}
+	per := float64(rts.n.Load()-before) / jobs
+	t.Logf("%.3f round trips per job (%d jobs, one worker)", per, jobs)
+	// The router claims many jobs per transaction and the store settles
+	// them (deletes, acks, the next claims) in a few round trips whatever
+	// their number: one round trip per job (or more, 3.95 when each job
+	// took its own claim, acknowledgement and transaction) means that
+	// batching broke.
+	if per > 0.5 {
+		t.Errorf("%.3f round trips per job, want at most 0.5", per)
+	}
+	if did, err := router.HandleNext(ctx, q, "w1"); err != nil || did {
+		t.Fatalf("after the drain: handled %v, %v; want an empty queue", did, err)
+	}
+	page, err := s.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
+	if err != nil || len(page.Messages) != 0 {
+		t.Fatalf("after the drain the log holds %v (%v), want no job", page.Messages, err)
+	}
+}
+
+// TestClaimAckRoundTrips counts the round trips of a claim and of an ack
+// of a keyed partition, each in a transaction of its own (ClaimNext, Ack):
+// the idle probe, the claim statement with BEGIN, and COMMIT; the ack with
+// BEGIN and COMMIT in one batch.
+func TestClaimAckRoundTrips(t *testing.T) {
+	rts := &roundTrips{}
+	s := open(t, pgstore.Options{Registry: jobRegistry(), Tracer: rts, MaxConns: 2})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "jobs.shards", PartitionBy: []string{"shard"}, Handled: []string{"jobs.job"}}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []core.Message
+	for i := range 40 {
+		msgs = append(msgs, core.Message{Payload: Job{JobID: strconv.Itoa(i), Shard: strconv.Itoa(i % 20)}})
+	}
+	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var claims, acks int64
+	for i := range 20 {
+		before := rts.n.Load()
+		c, err := s.ClaimNext(ctx, "jobs.shards", "w1", 10)
+		if err != nil || c == nil || len(c.Messages) != 2 {
+			t.Fatalf("claim %d: %+v, %v; want a shard's two jobs", i, c, err)
+		}
+		mid := rts.n.Load()
+		if err := s.Ack(ctx, c, c.Last()); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 5 { // the statement caches warm
+			claims += mid - before
+			acks += rts.n.Load() - mid
+		}
+	}
+	t.Logf("%.1f round trips per claim, %.1f per ack", float64(claims)/15, float64(acks)/15)
+	if claims > 3*15 || acks > 1*15 {
+		t.Errorf("%d round trips for 15 claims and %d for 15 acks, want at most 3 and 1 each", claims, acks)
+	}
+}
