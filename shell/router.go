@@ -33,6 +33,10 @@ type RouterOptions struct {
 	// another, outside any transaction, and their signals and acks commit
 	// together in the transaction that claims the next ones. An impure
 	// reactor with partition keys claims one partition per transaction.
+	// The claims of one transaction are handled by one worker one after
+	// another: for jobs slow enough that spreading them across workers
+	// matters more than the commits saved, set it lower (1: one job per
+	// transaction).
 	ClaimPartitions int
 	// InlineBudget bounds how long one write transaction of a pure reactor
 	// goes on claiming further batches (default DefaultInlineBudget): other
@@ -374,7 +378,10 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		// one-claim path below, which commits the pairs before it and
 		// applies the error strategy.
 	}
-	k := rt.claimsPerTx(re)
+	k := 1 // a pure reactor's failure is met again on its own
+	if !re.info.Pure {
+		k = rt.claimsPerTx(re)
+	}
 	claims, err := rt.claimFirst(ctx, re, workerID, k)
 	if err != nil || len(claims) == 0 {
 		return false, nil, cancelled(ctx, err)
@@ -966,9 +973,14 @@ func lastSource(pairs []effects.Pair) int64 {
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
 func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
-	start, err := tx.LastPosition()
-	if err != nil {
-		return nil, false, err
+	// start is where the batch's own messages begin, for its guarded
+	// appends after its first write; read only when it has one (a round
+	// trip per batch on a client-server store).
+	var start int64
+	if guardedAppends(pairs) {
+		if start, err = tx.LastPosition(); err != nil {
+			return nil, false, err
+		}
 	}
 	var (
 		deletes []int64
@@ -994,6 +1006,18 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		return afters, false, tx.Release(claim)
 	}
 	return afters, true, tx.Ack(claim, last)
+}
+
+// guardedAppends tells whether any of the pairs appends with a guard.
+func guardedAppends(pairs []effects.Pair) bool {
+	for _, p := range pairs {
+		for _, s := range p.Signals {
+			if a, ok := s.(effects.Append); ok && a.Guard != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // signals runs one pair's signals in tx.
