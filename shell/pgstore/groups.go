@@ -35,6 +35,7 @@ type groupQueries struct {
 	claimMany, ackMany                       string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
+	foldGroup, foldDrained                   string
 	resetOffsets, clearPending, groupOffsets string
 	discoverScan, setPending, unprocessed    string
 	deleteMessages, remarkDeleted            string
@@ -74,7 +75,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
-UPDATE %[2]s g SET highest_position = greatest(g.highest_position, $3) FROM a WHERE g.id = a.consumer_group_id RETURNING g.id, g.status, g.failure`, n.offsets, n.groups),
+SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_id`, n.offsets, n.groups),
 		// claimMany picks up to $3 claimable offsets of group $1 (the
 		// furthest behind first, skipping those other transactions lock),
 		// fetches up to $4 pending messages of each (a queue's one
@@ -114,22 +115,20 @@ a AS (UPDATE %[1]s o SET last_position = greatest(o.last_position, r.pos), claim
 		next_position = %[3]s
 	FROM r, %[2]s g WHERE o.id = r.id AND g.group_id = r.grp AND g.id = o.consumer_group_id AND o.claimed AND o.claimed_by = r.worker
 	RETURNING o.id, o.consumer_group_id, r.pos),
-x AS (SELECT g.id, max(a.pos) AS pos,
-		bool_or(CASE WHEN g.status = 'retrying' THEN g.failure::jsonb->>'offset_id' = a.id::text ELSE false END) AS recovers
-	FROM a JOIN %[2]s g ON g.id = a.consumer_group_id GROUP BY g.id),
-h AS (UPDATE %[2]s g SET highest_position = greatest(g.highest_position, x.pos),
-		status = CASE WHEN x.recovers THEN 'active' ELSE g.status END,
-		retry_at = CASE WHEN x.recovers THEN NULL ELSE g.retry_at END,
-		failure = CASE WHEN x.recovers THEN '{"retry_count":0}' ELSE g.failure END,
-		updated_at = CASE WHEN x.recovers THEN $5 ELSE g.updated_at END
+x AS (SELECT DISTINCT g.id FROM a JOIN %[2]s g ON g.id = a.consumer_group_id
+	WHERE g.status = 'retrying' AND g.failure::jsonb->>'offset_id' = a.id::text),
+h AS (UPDATE %[2]s g SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $5
 	FROM x WHERE g.id = x.id)
 SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' of ' || $6::bigint)::bigint END FROM (SELECT count(*) AS n FROM a) c`,
 			n.offsets, n.groups, nextAfterAck, ackNotHeld),
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
-		release:      f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
-		moveTo:       f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		release:   f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
+		moveTo:    f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		foldGroup: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT max(last_position) AS pos FROM %[2]s WHERE consumer_group_id = $1) s WHERE g.id = $1 AND s.pos > g.highest_position`, n.groups, n.offsets),
+		foldDrained: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT consumer_group_id, max(last_position) AS pos FROM %[2]s WHERE drain_check GROUP BY consumer_group_id) s
+	WHERE g.id = s.consumer_group_id AND s.pos > g.highest_position`, n.groups, n.offsets),
 		raiseHighest: f(`UPDATE %s SET highest_position = greatest(highest_position, $2) WHERE id = $1 RETURNING status, failure`, n.groups),
 		recover:      f(`UPDATE %s SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $2 WHERE id = $1`, n.groups),
 		setStatus:    f(`UPDATE %s SET status = $2, retry_at = $3, failure = $4, updated_at = $5 WHERE id = $1`, n.groups),
@@ -160,7 +159,14 @@ FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_
 		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
 		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
 ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
-		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, g.highest_position, g.partition_by, g.exclusive,
+		// groupInfo reports a group's highest position as the greater
+		// of its row's highest_position and its offsets' last
+		// positions: an acknowledgement moves only its offset, so that
+		// concurrent settlements never queue on the group row's lock;
+		// the offsets are folded into the row (foldGroup, foldDrained)
+		// before a reset moves them back or ReleaseDrainedOffsets
+		// deletes them.
+		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, greatest(g.highest_position, coalesce(s.newest, 0)), g.partition_by, g.exclusive,
 	s.n, coalesce(s.oldest, 0), coalesce(s.newest, 0)
 FROM %s g LEFT JOIN LATERAL (
 	SELECT count(*) AS n, min(last_position) FILTER (WHERE last_position > 0) AS oldest, max(last_position) AS newest
@@ -840,8 +846,9 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 }
 
 // Ack moves the claim's offset to position (never backwards), recomputes
-// its pending marker, frees the claim and raises the group's highest
-// position; a retrying group whose failed partition this is recovers.
+// its pending marker and frees the claim (which raises the group's highest
+// position, derived from its offsets: see groupQueries.groupInfo); a
+// retrying group whose failed partition this is recovers.
 // Only the claiming worker may ack.
 //
 // The acknowledgement is deferred: it is sent, with the transaction's
@@ -875,7 +882,7 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	}
 	t.settle1(c.OffsetID)
 	q := t.s.q.g
-	// The claimant check, the move, the release and the group's highest
+	// The claimant check, the move, the release and the group's status
 	// position in one statement, the new pending marker in the same round
 	// trip (recomputing it is right whether or not the ack happened).
 	b, n := t.batch()
@@ -1187,6 +1194,9 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 		if st.exclusive {
 			return nil
 		}
+		if _, err := t.c.Exec(t.ctx, s.q.g.foldGroup, st.row); err != nil {
+			return t.fail("reset", err)
+		}
 		if _, err := t.c.Exec(t.ctx, s.q.g.resetOffsets, st.row); err != nil {
 			return t.fail("reset", err)
 		}
@@ -1427,10 +1437,15 @@ func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		q := s.q.g
 		b := &pgx.Batch{}
+		b.Queue(q.foldDrained)
 		b.Queue(q.drainIDs)
 		b.Queue(q.drainKeyed)
 		b.Queue(q.clearDrain)
 		br := t.c.SendBatch(t.ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return t.fail("release drained offsets", err)
+		}
 		for range 2 {
 			tag, err := br.Exec()
 			if err != nil {

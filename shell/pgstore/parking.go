@@ -123,6 +123,7 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
 	return s.unpark(ctx, "reset", group, partition, func(t *tx, p shell.ParkedPartition) error {
 		b := &pgx.Batch{}
+		b.Queue(t.s.q.g.foldGroup, t.gs.byName[p.Group].row)
 		b.Queue(t.s.q.g.resetOffset, p.OffsetID)
 		b.Queue(t.s.q.g.remark, p.OffsetID)
 		return t.c.SendBatch(t.ctx, b).Close()
