@@ -3,12 +3,15 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
+	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
@@ -148,5 +151,61 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("log %v (%v), want one job left", page.Messages, err)
+	}
+}
+
+// A settlement (the acknowledgement of a claim) leaves the group's row
+// unlocked until its COMMIT: the group's highest position is derived from
+// its offsets, so that workers settling claims of one group never queue
+// on its row. The row is probed with FOR NO KEY UPDATE NOWAIT (the lock an
+// UPDATE of the row takes) while the acknowledgement is sent but not
+// committed.
+func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	prefix := pgtest.Prefix()
+	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := s.ClaimNext(ctx, "q", "w1", 1)
+	if err != nil || c1 == nil {
+		t.Fatal(c1, err)
+	}
+	probe, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(ctx)
+	err = s.Update(ctx, func(tx shell.Tx) error {
+		if err := tx.Ack(c1, c1.Last()); err != nil {
+			return err
+		}
+		// The next statement sends the deferred acknowledgement first.
+		c2, err := tx.ClaimNext("q", "w1", 1)
+		if err != nil || c2 == nil {
+			return errors.Join(err, errors.New("no second claim"))
+		}
+		if err := tx.Ack(c2, c2.Last()); err != nil {
+			return err
+		}
+		if _, err := tx.ClaimNext("q", "w1", 1); err != nil {
+			return err
+		}
+		_, err = probe.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s_consumer_groups WHERE group_id = 'q' FOR NO KEY UPDATE NOWAIT`, prefix))
+		if err != nil {
+			return fmt.Errorf("the group row is locked by the settling transaction: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Group(ctx, "q")
+	if err != nil || info.HighestPosition != 2 {
+		t.Fatalf("group %+v (%v), want highest position 2", info, err)
 	}
 }
