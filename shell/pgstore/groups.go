@@ -142,7 +142,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position = exc
 		deleteMessages: f(`WITH d AS (DELETE FROM %[1]s WHERE position = ANY($1::bigint[]) RETURNING message_type, keys, message_id),
 q AS (UPDATE %[2]s o SET drain_check = true FROM d WHERE o.message_id = d.message_id)
 UPDATE %[2]s o SET drain_check = true FROM d, %[3]s g
-WHERE g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL`, n.messages, n.offsets, n.groups),
+WHERE cardinality(g.partition_by) > 0 AND g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL`, n.messages, n.offsets, n.groups),
 		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[])`, n.offsets, next, n.groups),
 		drainIDs: f(`DELETE FROM %s o WHERE o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NOT NULL
 	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
