@@ -353,6 +353,11 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // at that position. For the state a command with a query of its own
 // (core.Reads) is decided on, use LoadDecision.
 //
+// A decider that takes snapshots (core.Snapshots) starts, on a store that
+// keeps them (SnapshotStore), from the partition's latest valid snapshot
+// and reads only the history after it; the state and the guard are those
+// of a full fold (see the package doc).
+//
 // The partition must give every partition key of a decider or projector
 // (every key given, for a bare projection) a non-empty value: otherwise
 // Load returns a *codec.ValidationError naming the key (see
