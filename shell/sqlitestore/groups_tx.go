@@ -152,6 +152,45 @@ func (t *tx) findWake(row int64, key []byte) int {
 // failure aborts the transaction: the messages are written, their offsets
 // are not.
 func (t *tx) flushWakes() error {
+	return t.flushExcept(0)
+}
+
+// keepRemarks is flushExcept's keep for a caller that applies the wakes
+// only (Delete: a deferred remark stays right however many deletes follow,
+// since it reads the log when it runs).
+const keepRemarks = -1
+
+// pendingRemark is an offset whose pending marker named a message Delete
+// removed: its recompute is deferred like a pendingWake, so that an Ack of
+// the offset in the same member (a delete-on-ack queue deletes the claimed
+// messages, then acks past them) writes the marker once. The recompute
+// reads the offset's position when it runs, so it is right whatever
+// happened to the offset since.
+type pendingRemark struct {
+	g  *groupConf
+	id int64
+}
+
+// flushExcept applies the deferred pending-marker recomputes, except the
+// one of offset keep (0: none; the caller writes that offset's marker
+// itself), then the pending wakes.
+func (t *tx) flushExcept(keep int64) error {
+	for _, r := range t.remarks {
+		if keep == keepRemarks {
+			break
+		}
+		if r.id == keep {
+			continue
+		}
+		if err := t.applyRemark(r); err != nil {
+			err = fmt.Errorf("sqlitestore: recompute the pending markers of the deleted messages' offsets: %w", err)
+			t.failed = err
+			return err
+		}
+	}
+	if keep != keepRemarks {
+		t.remarks = slices.DeleteFunc(t.remarks, func(r pendingRemark) bool { return r.id != keep })
+	}
 	for i := range t.wakes {
 		w := &t.wakes[i]
 		if w.done {
@@ -189,6 +228,24 @@ func (t *tx) applyWake(w *pendingWake) error {
 		return err // the offset exists and is pending already
 	}
 	return t.linkOffset(t.conn.LastInsertRowID(), w.kps)
+}
+
+// applyRemark recomputes the pending marker of a deferred remark's offset
+// from its current position (an offset gone since is skipped).
+func (t *tx) applyRemark(r pendingRemark) error {
+	found, last := false, int64(0)
+	err := t.w.rows(t.s.q.g.held, func(stmt *sqlite.Stmt) {
+		stmt.BindInt64(1, r.id)
+		stmt.BindInt64(2, r.g.row)
+	}, func(stmt *sqlite.Stmt) {
+		found = true
+		last = stmt.ColumnInt64(0)
+	})
+	if err != nil || !found {
+		return err
+	}
+	_, err = t.remark(r.g, r.id, last)
+	return err
 }
 
 func (t *tx) linkOffset(id int64, kps []int64) error {
@@ -287,11 +344,17 @@ type heldOffset struct {
 }
 
 // held returns the group and the offset of a claim its worker still holds.
+// An ack keeps the offset's deferred remark (see pendingRemark) until the
+// claim is known to be held: the ack recomputes the marker itself.
 func (t *tx) held(c *shell.Claim, verb string) (*groupConf, heldOffset, error) {
 	if c == nil {
 		return nil, heldOffset{}, fmt.Errorf("sqlitestore: %s a nil claim", verb)
 	}
-	if err := t.flushWakes(); err != nil {
+	keep := int64(0)
+	if verb == "ack" {
+		keep = c.OffsetID
+	}
+	if err := t.flushExcept(keep); err != nil {
 		return nil, heldOffset{}, err
 	}
 	g, err := t.gs.lookup(c.Group)
@@ -338,6 +401,9 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 	if err := shell.CheckAck(c, position); err != nil {
 		return err
 	}
+	// The ack recomputes the marker below: a deferred remark of this
+	// offset (kept by held) is superseded.
+	t.dropRemark(c.OffsetID)
 	last := max(off.last, position)
 	kps, err := t.offsetKeys(c.OffsetID)
 	if err != nil {
@@ -377,7 +443,7 @@ func (t *tx) Delete(positions ...int64) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	if err := t.flushWakes(); err != nil {
+	if err := t.flushExcept(keepRemarks); err != nil {
 		return err
 	}
 	q := t.s.q.g
@@ -411,12 +477,26 @@ func (t *tx) Delete(positions ...int64) error {
 			if g == nil {
 				continue
 			}
-			if _, err := t.remark(g, o.id, o.last); err != nil {
-				return fmt.Errorf("sqlitestore: delete %d: %w", pos, err)
-			}
+			t.deferRemark(g, o.id)
 		}
 	}
 	return nil
+}
+
+// deferRemark records an offset's pending-marker recompute (see
+// pendingRemark), once.
+func (t *tx) deferRemark(g *groupConf, id int64) {
+	for _, r := range t.remarks {
+		if r.id == id {
+			return
+		}
+	}
+	t.remarks = append(t.remarks, pendingRemark{g: g, id: id})
+}
+
+// dropRemark forgets the deferred recompute of offset id.
+func (t *tx) dropRemark(id int64) {
+	t.remarks = slices.DeleteFunc(t.remarks, func(r pendingRemark) bool { return r.id == id })
 }
 
 // AdvanceOffset moves a partition's offset to position without a claim

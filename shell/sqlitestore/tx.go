@@ -63,6 +63,8 @@ type tx struct {
 	wakes     []pendingWake
 	wakeIndex map[string]int
 	wakeKps   []int64
+	// The pending-marker recomputes Delete deferred (see pendingRemark).
+	remarks []pendingRemark
 }
 
 var _ shell.Tx = (*tx)(nil)

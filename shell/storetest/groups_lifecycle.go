@@ -629,6 +629,81 @@ func (s suite) testQueue(t *testing.T) {
 		e.noClaim(jobs, "w1")
 	})
 
+	t.Run("deletes then an ack in one transaction: a partition with messages left stays pending", func(t *testing.T) {
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d1", "c"}, DeviceRegistered{"d2", "d"})
+		c := e.claim(devices, "w1", 1)
+		e.expectClaim(c, part("device_id", "d1"), false, 1)
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			if err := gtx.Delete(1); err != nil {
+				return err
+			}
+			if err := gtx.Delete(2, 4); err != nil { // d1's next message, and d2's only one
+				return err
+			}
+			return gtx.Ack(c, 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.gs.ReleaseDrainedOffsets(e.ctx); err != nil || n != 1 {
+			t.Fatalf("release drained offsets: %d, %v; want d2's alone (d1 has message 3 left)", n, err)
+		}
+		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d1"), false, 3)
+		e.noClaim(devices, "w3")
+	})
+
+	t.Run("deletes of every message of a partition across calls drain it", func(t *testing.T) {
+		e := s.genv(t, devices, jobs)
+		e.append(DeviceRegistered{"d1", "a"}, Deposit{"acc1", 1}, DeviceRegistered{"d1", "b"}, Deposit{"acc1", 2})
+		job := e.claim(jobs, "w1", 10)
+		e.expectPositions("the first job", job.Messages, 2)
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			for _, pos := range []int64{1, 2, 3} {
+				if err := gtx.Delete(pos); err != nil {
+					return err
+				}
+			}
+			// An ack of another group's offset between the deletes and the
+			// commit leaves d1's marker to be recomputed.
+			return gtx.Ack(job, 2)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.noClaim(devices, "w1")
+		if n, err := e.gs.ReleaseDrainedOffsets(e.ctx); err != nil || n != 2 {
+			t.Fatalf("release drained offsets: %d, %v; want d1's and the first job's", n, err)
+		}
+		e.expectPositions("the second job", e.claim(jobs, "w1", 10).Messages, 4)
+		e.append(DeviceRegistered{"d1", "c"}) // 5
+		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 5)
+	})
+
+	t.Run("a delete of a claimed message and a rolled-back ack write nothing", func(t *testing.T) {
+		e := s.genv(t, jobs)
+		e.append(Deposit{"acc1", 1}, Deposit{"acc1", 2})
+		c := e.claim(jobs, "w1", 10)
+		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			if err := gtx.Delete(c.Last()); err != nil {
+				return err
+			}
+			if err := gtx.Ack(c, c.Last()); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("update: %v, want the rollback", err)
+		}
+		e.expectPositions("log after the rollback", e.log(), 1, 2)
+		e.release(c)
+		if n, err := e.gs.ReleaseDrainedOffsets(e.ctx); err != nil || n != 0 {
+			t.Fatalf("release drained offsets: %d, %v; want none", n, err)
+		}
+		e.expectPositions("the job again", e.claim(jobs, "w2", 10).Messages, c.Last())
+	})
+
 	t.Run("deleting positions not in the log does nothing", func(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(Deposit{"acc1", 1})
