@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,7 @@ type groupQueries struct {
 	groupRow, groupNames, probe              string
 	upsertOffset, ensureOffset, offsetByKey  string
 	remark, held, release, moveTo            string
-	claimMany, ackMany                       string
+	claimMany, claimQueue, ackMany           string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
 	foldGroup, foldDrained                   string
@@ -105,6 +106,31 @@ SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
 FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
 ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next),
+		// claimQueue is claimMany for the offsets of an id-partitioned
+		// group (a queue: one message per offset, found by its id), as
+		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
+		// message's join and the claim (or, with no message, the repair
+		// of the marker) in one plan. The big CTE of claimMany costs tens
+		// of milliseconds per call once concurrent claims and
+		// settlements make its locked rows recheck (EvalPlanQual
+		// initialises every subplan of the statement); this statement has
+		// none. Its rows are unordered: claimMany sorts them. It never
+		// touches a keyed offset (message_id NULL).
+		claimQueue: f(`UPDATE %[1]s o SET claimed = m.position IS NOT NULL,
+	claimed_at = CASE WHEN m.position IS NULL THEN NULL ELSE $2 END,
+	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $4 END,
+	next_position = CASE WHEN m.position IS NULL THEN NULL ELSE o.next_position END
+FROM (SELECT id, message_id, last_position FROM %[1]s
+		WHERE consumer_group_id = (SELECT id FROM %[2]s
+			WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true)))
+		AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL AND message_id IS NOT NULL
+		ORDER BY last_position, id LIMIT $3 FOR UPDATE SKIP LOCKED) p
+	JOIN %[2]s g ON g.group_id = $1
+	LEFT JOIN %[4]s m ON m.message_id = p.message_id AND (m.position + 0) > p.last_position AND (m.message_type || '') = ANY(g.handled)
+WHERE o.id = p.id
+RETURNING o.id, o.partition_key, o.last_position, o.replay_until, o.next_position,
+	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at`,
+			n.offsets, n.groups, messageColumns, n.messages),
 		// ackMany acknowledges the claims of offsets $1 (of groups $2, at
 		// positions $3, by workers $4) in one statement, as ack does one,
 		// recovering a retrying group whose failed partition is among
@@ -669,12 +695,24 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 	q := s.q.g
 	now := s.now()
 	var types []*codec.Type
+	// A queue (by the configuration cached, checked below against the
+	// group's row) claims through claimQueue.
+	queue := false
+	if gs := s.groups.Load(); gs != nil {
+		if g := gs.byName[group]; g != nil && g.byID() {
+			queue = true
+		}
+	}
 	for attempt := range maxStaleMarkers {
 		b, n := t.batch()
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
-		b.Queue(q.claimMany, group, now, partitions, batchSize, workerID)
+		if queue {
+			b.Queue(q.claimQueue, group, now, partitions, workerID)
+		} else {
+			b.Queue(q.claimMany, group, now, partitions, batchSize, workerID)
+		}
 		br, err := t.send(b, n)
 		if err != nil {
 			return nil, t.fail("claim "+group, err)
@@ -696,12 +734,21 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 			}
 			t.claimState = st
 		}
-		claims, repaired, err := t.scanClaims(br, group, workerID)
+		claims, repaired, err := t.scanClaims(br, group, workerID, queue)
 		if cerr := br.Close(); err == nil && cerr != nil {
 			err = t.fail("claim "+group, cerr)
 		}
 		if err != nil {
 			return nil, err
+		}
+		if queue && len(t.claimState.partitionBy) > 0 {
+			// The cache was stale: the group is keyed now. What
+			// claimQueue claimed (offsets by id) stands; its keyed
+			// offsets go through claimMany.
+			queue = false
+			if len(claims) == 0 {
+				continue
+			}
 		}
 		if len(claims) == 0 {
 			if repaired {
@@ -722,16 +769,17 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 	return nil, nil
 }
 
-// scanClaims reads the rows of the claim statement: the claims, in order,
-// and whether a stale marker was repaired.
-func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string) (claims []*shell.Claim, repaired bool, err error) {
+// scanClaims reads the rows of the claim statement: the claims, in order
+// (sorted here when unordered, as claimQueue's are), and whether a stale
+// marker was repaired.
+func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered bool) (claims []*shell.Claim, repaired bool, err error) {
 	s := t.s
 	rows, err := br.Query()
 	if err != nil {
 		return nil, false, t.fail("claim "+group, err)
 	}
 	defer rows.Close()
-	var replay []int64
+	var replay, lasts []int64
 	for rows.Next() {
 		var id, last, rep int64
 		var key string
@@ -763,12 +811,31 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string) (claims []*
 		}
 		claims = append(claims, &shell.Claim{Group: group, WorkerID: workerID, OffsetID: id, Partition: partition, Messages: []core.PositionedMessage{m}})
 		replay = append(replay, rep)
+		lasts = append(lasts, last)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, t.fail("claim "+group, err)
 	}
 	for i, c := range claims {
 		c.Replaying = c.Last() <= replay[i]
+	}
+	if unordered && len(claims) > 1 {
+		// One message per offset: order (last position, offset id).
+		idx := make([]int, len(claims))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int {
+			if c := cmp.Compare(lasts[a], lasts[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(claims[a].OffsetID, claims[b].OffsetID)
+		})
+		sorted := make([]*shell.Claim, len(claims))
+		for i, j := range idx {
+			sorted[i] = claims[j]
+		}
+		claims = sorted
 	}
 	return claims, repaired, nil
 }

@@ -309,6 +309,104 @@ func (s suite) testClaimMany(t *testing.T) {
 		}
 	})
 
+	// A queue (a group partitioned by message id, one job per
+	// partition) is claimed by a statement of its own in some stores:
+	// the same contract, job by job.
+	t.Run("a queue: the oldest jobs first, held and deleted ones skipped, other types never", func(t *testing.T) {
+		e := s.genv(t, jobs)
+		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3}, DeviceRegistered{"d1", "x"}, Deposit{"a4", 4}, Deposit{"a5", 5})
+		held := e.claim(jobs, "w1", 10)
+		e.expectPositions("the held job", held.Messages, 1)
+		// Job 3 is deleted before a worker claims it: its partition has
+		// nothing left to claim.
+		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Delete(3) }); err != nil {
+			t.Fatal(err)
+		}
+		got := e.claimMany(jobs, "w2", 10, 10)
+		if len(got) != 3 {
+			t.Fatalf("%d claims of the queue, want jobs 2, 5 and 6 (1 is held, 3 deleted, 4 not a job)", len(got))
+		}
+		for i, want := range []int64{2, 5, 6} {
+			e.expectPositions("a queued job", got[i].Messages, want)
+		}
+		e.noClaims(jobs, "w3")
+		e.noClaim(jobs, "w3")
+		// Released, a job comes back first: it is the oldest.
+		e.release(got[1])
+		again := e.claimMany(jobs, "w3", 10, 10)
+		if len(again) != 1 {
+			t.Fatalf("%d claims after releasing job 5, want it alone", len(again))
+		}
+		e.expectPositions("the released job", again[0].Messages, 5)
+		for _, c := range []*shell.Claim{held, got[0], again[0], got[2]} {
+			e.ack(c, c.Last())
+		}
+		e.noClaims(jobs, "w1")
+		e.append(Deposit{"a6", 6})
+		last := e.claimMany(jobs, "w1", 10, 10)
+		if len(last) != 1 {
+			t.Fatalf("%d claims of the job appended after the acks, want 1", len(last))
+		}
+		e.expectPositions("the new job", last[0].Messages, 7)
+	})
+
+	t.Run("a queue: rolled back, stopped, retrying and parked jobs give no claims", func(t *testing.T) {
+		e := s.genv(t, jobs)
+		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3})
+		offsets := e.offsets(jobs)
+		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			got, err := manyTx(t, tx).ClaimMany(jobs, "w1", 10, 2)
+			if err == nil && len(got) != 2 {
+				t.Errorf("%d claims in the transaction rolled back, want 2", len(got))
+			}
+			if err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("update: %v, want the rollback", err)
+		}
+		if after := e.offsets(jobs); !sameOffsets(after, offsets) {
+			t.Fatalf("offsets after the rollback %+v, want %+v", after, offsets)
+		}
+		if err := e.gs.StopGroup(e.ctx, jobs, "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		e.noClaims(jobs, "w1")
+		if err := e.gs.StartGroup(e.ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		got := e.claimMany(jobs, "w1", 10, 10)
+		if len(got) != 3 {
+			t.Fatalf("%d claims once started, want the 3 jobs", len(got))
+		}
+		for _, c := range got {
+			e.release(c)
+		}
+		at := e.clock.Now().Add(time.Minute)
+		if err := e.gs.RetryGroup(e.ctx, jobs, at, shell.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		e.noClaims(jobs, "w1")
+		e.clock.Advance(time.Minute)
+		first := e.claim(jobs, "w1", 10)
+		e.expectPositions("the first job once the retry time came", first.Messages, 1)
+		f := shell.Failure{OffsetID: first.OffsetID, Partition: shell.PartitionKey(first.Partition), MessageType: TypeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, jobs, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.release(first)
+		rest := e.claimMany(jobs, "w2", 10, 10)
+		if len(rest) != 2 {
+			t.Fatalf("%d claims with job 1 parked, want jobs 2 and 3", len(rest))
+		}
+		e.expectPositions("a job beside the parked one", rest[0].Messages, 2)
+		e.expectPositions("a job beside the parked one", rest[1].Messages, 3)
+	})
+
 	t.Run("bad arguments are refused and claim nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(DeviceRegistered{"d1", "a"})
