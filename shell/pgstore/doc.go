@@ -138,7 +138,14 @@
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR
 // UPDATE SKIP LOCKED, fetches their messages and claims them (ClaimMany
-// claims several partitions so). An ack is one round trip (BEGIN, the
+// claims several partitions so). A queue's claim (a group partitioned by
+// message id) is a small UPDATE of its own: the pick, the job's join and
+// the claim in one plan without subplans. With two workers draining
+// 100,000 jobs the keyed claim's CTE took about 100 ms per call, nearly
+// all of it in the locking pick (rows a concurrent claim or settlement
+// changed are rechecked, EvalPlanQual, which initialises every subplan of
+// the statement again); the small statement stays near a millisecond. An
+// ack is one round trip (BEGIN, the
 // shared lock, the ack and COMMIT in one batch): deletes and acks made in
 // a transaction are deferred, each kind sent as one statement with the
 // transaction's next statement or its COMMIT; an ack of a claim its
