@@ -3,9 +3,13 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -23,7 +27,145 @@ var (
 	// after the claim's last message. Nothing changes: the claim is still
 	// held.
 	ErrAckBeyondClaim = errors.New("sourced: ack beyond the claim's last message")
+	// ErrInvalidPartition is matched by the *InvalidPartitionError of a
+	// partition read (ReadPartition) that would not read what it names: an
+	// attribute no type declares, for one (see CheckReadPartition).
+	ErrInvalidPartition = errors.New("sourced: partition names attributes no type read declares")
 )
+
+// InvalidPartitionError reports a partition that ReadPartition refuses
+// (see CheckReadPartition): under conditional AND a message is matched
+// only on the partition attributes it carries, so a misspelt attribute
+// would silently widen the read (or, alone, empty it) and drop out of the
+// guard. core.IDKey may only stand alone, with a message id: the partition
+// of one message.
+type InvalidPartitionError struct {
+	// Partition is the refused partition.
+	Partition map[string]string
+	// Types are the types read.
+	Types []string
+	// Attribute is the attribute at fault ("" when the partition has
+	// none).
+	Attribute string
+	// Problem says what is wrong and what to do.
+	Problem string
+}
+
+func (e *InvalidPartitionError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sourced: read partition %s of %s", PartitionKey(e.Partition), strings.Join(e.Types, ", "))
+	if e.Attribute != "" {
+		fmt.Fprintf(&b, ", attribute %q", e.Attribute)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidPartition) true.
+func (e *InvalidPartitionError) Is(target error) bool { return target == ErrInvalidPartition }
+
+// CheckReadPartition returns an *InvalidPartitionError when ReadPartition
+// of partition over types would not read what it names:
+//   - a partition with no attributes (it would read nothing and guard
+//     nothing);
+//   - an attribute no type read declares and no registered type indexes
+//     (a typo: under conditional AND it would silently widen the read);
+//   - an attribute the types read declare but do not index (tagged
+//     `sourced:"noindex"`, or not a scalar);
+//   - attributes none of which any type read declares (the read could only
+//     be empty, and its guard would guard nothing);
+//   - an attribute reserved for the store, core.IDKey beside other
+//     attributes or with a value that is not a message id, a value that is
+//     not valid UTF-8.
+//
+// An attribute that some registered type indexes need not be declared by
+// every type read, nor by any: a message is matched on the partition
+// attributes its type carries (a decider's history holds events carrying
+// some of its keys, as core's definition checks allow). With no types
+// nothing is read and only the partition itself is checked; with a nil
+// registry (a store reading payloads raw) declarations are not checked.
+func CheckReadPartition(reg *codec.Registry, partition map[string]string, types []string) error {
+	fail := func(attr, problem string) error {
+		return &InvalidPartitionError{Partition: partition, Types: types, Attribute: attr, Problem: problem}
+	}
+	if len(partition) == 0 {
+		return fail("", "the partition has no attributes, so it would read nothing and guard nothing: give the partition's key values, e.g. map[string]string{\"course_id\": \"c1\"}")
+	}
+	if id, ok := partition[core.IDKey]; ok {
+		if len(partition) > 1 {
+			return fail(core.IDKey, fmt.Sprintf("%s names the partition of one message, so it stands alone: read {%q: message id}, or drop it for a partition by attributes", core.IDKey, core.IDKey))
+		}
+		if _, err := uuid.Parse(id); err != nil {
+			return fail(core.IDKey, fmt.Sprintf("%q is not a message id: the partition {%q: id} of an id-partitioned group holds the message with that id", id, core.IDKey))
+		}
+		return nil
+	}
+	typed := reg != nil && len(types) > 0
+	if typed {
+		for _, name := range types {
+			if _, err := reg.ByName(name); err != nil {
+				return fmt.Errorf("sourced: read partition %s: %w", PartitionKey(partition), err)
+			}
+		}
+	}
+	// The common case allocates nothing: the attributes are sorted (for
+	// the error to name the first at fault) only when one is.
+	bad, carried := false, !typed // carried: some type read declares some attribute
+	for name, value := range partition {
+		indexed, problem := partitionAttribute(reg, types, typed, name, value)
+		carried = carried || indexed
+		bad = bad || problem != ""
+	}
+	if !bad && carried {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(partition))
+	for _, name := range names {
+		if _, problem := partitionAttribute(reg, types, typed, name, partition[name]); problem != "" {
+			return fail(name, problem)
+		}
+	}
+	return fail(names[0], fmt.Sprintf("no type read (%s) declares any of the partition's attributes (%s), so the read could only be empty and its guard would guard nothing: read the types that carry them", strings.Join(types, ", "), strings.Join(names, ", ")))
+}
+
+// partitionAttribute checks one attribute of a partition read over types
+// (registered, when typed): whether one of them indexes it, and what is
+// wrong with it ("" when nothing is).
+func partitionAttribute(reg *codec.Registry, types []string, typed bool, name, value string) (indexed bool, problem string) {
+	if strings.HasPrefix(name, codec.ReservedPrefix) {
+		return false, fmt.Sprintf("attributes starting with %q are reserved for the store (only %s, alone, names a partition)", codec.ReservedPrefix, core.IDKey)
+	}
+	if !utf8.ValidString(value) {
+		return false, fmt.Sprintf("the value %q is not valid UTF-8, and no indexed value is", value)
+	}
+	if !typed {
+		return false, ""
+	}
+	best := fieldUndeclared
+	for _, typ := range types {
+		t, _ := reg.ByName(typ) // checked by the caller
+		best = min(best, declares(t, name))
+	}
+	switch best {
+	case fieldIndexed:
+		return true, ""
+	case fieldNoIndex:
+		return false, "it is tagged `sourced:\"noindex\"` in every type read that declares it, so no message is indexed under it: remove the tag to partition by it"
+	case fieldNotScalar:
+		return false, "it is not a scalar or a slice of scalars in any type read that declares it, so it is not indexed"
+	}
+	// No type read declares it. Under conditional AND that is how a
+	// partition reads a type lacking one of its attributes (a decider
+	// folding events that carry some of its keys), but an attribute no
+	// registered type indexes is a typo: it would widen the read.
+	for _, t := range reg.Types() {
+		if declares(t, name) == fieldIndexed {
+			return false, ""
+		}
+	}
+	return false, fmt.Sprintf("no type read declares it (%s), nor does any registered type index it: check its spelling against the payloads' json names", strings.Join(types, ", "))
+}
 
 // InvalidConditionError reports a condition that could never match a
 // message: its type is empty or not registered, or it names an attribute
@@ -125,6 +267,29 @@ func fieldNames(t *codec.Type) string {
 		names[i] = f.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// How a set of types declares an attribute, best first.
+const (
+	fieldIndexed = iota
+	fieldNotScalar
+	fieldNoIndex
+	fieldUndeclared
+)
+
+// declares says how type t declares the attribute name.
+func declares(t *codec.Type, name string) int {
+	f, ok := t.Field(name)
+	switch {
+	case !ok:
+		return fieldUndeclared
+	case f.Indexed:
+		return fieldIndexed
+	case f.NoIndex:
+		return fieldNoIndex
+	default:
+		return fieldNotScalar
+	}
 }
 
 // CheckReadAll refuses ReadAll options no page could honour: an order

@@ -109,7 +109,11 @@ type Tx interface {
 	// the partition under conditional AND (see core.InPartition), in position
 	// order. The guard's conditions are core.ConditionsFor(partition,
 	// types...), built even when the partition has no messages yet, and its
-	// LastPosition follows the rules of Read.
+	// LastPosition follows the rules of Read. The partition {core.IDKey: id}
+	// (an id-partitioned group's) holds exactly the message with that id,
+	// if its type is among types. A partition that would not read what it
+	// names (an attribute no type declares, for one) is refused with an
+	// *InvalidPartitionError (see CheckReadPartition).
 	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
 	// ReadAll returns one page of the log; see ReadAllOptions.
 	ReadAll(opts ReadAllOptions) (Page, error)

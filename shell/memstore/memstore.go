@@ -369,6 +369,9 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 
 // readPartition implements ReadPartition with the lock held.
 func (s *Store) readPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckReadPartition(s.reg, partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	}
 	typs := make([]*codec.Type, 0, len(types))
 	for _, name := range types {
 		t, err := s.reg.ByName(name)
@@ -379,6 +382,15 @@ func (s *Store) readPartition(partition map[string]string, types []string, opts 
 	}
 	match := func(r *record) bool {
 		return slices.Contains(types, r.typ) && core.InPartition(partition, r.keys)
+	}
+	if id, ok := partition[core.IDKey]; ok {
+		// The partition of one message (an id-partitioned group's), found
+		// by its id whatever it was indexed under.
+		u, err := uuid.Parse(id) // checked by CheckReadPartition
+		if err != nil {
+			return shell.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
+		}
+		match = func(r *record) bool { return r.id == u && slices.Contains(types, r.typ) }
 	}
 	return s.scan(match, core.ConditionsFor(partition, typs...), opts)
 }

@@ -325,6 +325,9 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 }
 
 func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	}
 	typs, err := s.handledTypes(types)
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: read partition: %w", err)

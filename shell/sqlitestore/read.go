@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -528,6 +529,9 @@ func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts 
 
 // readPartition implements ReadPartition.
 func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+	}
 	typs := make([]*codec.Type, 0, len(types))
 	var names []string
 	for _, name := range types {
@@ -545,11 +549,59 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
-	rows, err := s.queryPartition(conn, w, partition, names, b, opts.Limit)
+	var rows []row
+	if id, ok := partition[core.IDKey]; ok {
+		rows, err = s.queryByID(conn, id, names, b)
+	} else {
+		rows, err = s.queryPartition(conn, w, partition, names, b, opts.Limit)
+	}
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
 	return s.finish(rows, conds, b, opts.Limit)
+}
+
+// byIDQueries memoises the SQL text of queryByID per messages table, so
+// that every call prepares the same text and hits the statement cache.
+var byIDQueries sync.Map // messages table name -> SQL
+
+// byIDQuery returns the statement reading one message by id from the
+// unique message_id index, within position bounds. Params: ?1 message id,
+// ?2 exclusive lower bound, ?3 inclusive upper bound.
+func byIDQuery(n names) string {
+	if q, ok := byIDQueries.Load(n.messages); ok {
+		return q.(string)
+	}
+	q := fmt.Sprintf(`SELECT %s FROM %s m WHERE m.message_id = ?1 AND m.position > ?2 AND m.position <= ?3`, messageColumns, n.messages)
+	byIDQueries.Store(n.messages, q)
+	return q
+}
+
+// queryByID reads the partition {core.IDKey: id} (an id-partitioned
+// group's): the message with that id if its type is among types, whatever
+// it was indexed under when appended (its type's group may have been
+// registered after it, or in another process, or it may be of no queue's
+// type at all).
+func (s *Store) queryByID(conn *sqlite.Conn, id string, types []string, b bound) ([]row, error) {
+	if len(types) == 0 || b.lo >= b.hi {
+		return nil, nil
+	}
+	u, err := uuid.Parse(id) // checked by CheckReadPartition
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := conn.Prepare(byIDQuery(s.names))
+	if err != nil {
+		return nil, err
+	}
+	stmt.BindText(1, u.String()) // the canonical form ids are stored in
+	stmt.BindInt64(2, b.lo)
+	stmt.BindInt64(3, b.hi)
+	rows, err := appendRows(nil, stmt)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(rows, func(r row) bool { return !slices.Contains(types, r.typ) }), nil
 }
 
 // queryPartition runs the conditional-AND fetch.

@@ -113,7 +113,8 @@ func (s suite) linearizable(t *testing.T, writers, ops int) {
 					if r.IntN(2) == 0 {
 						read, err = e.store.Read(e.ctx, g.conditions(1, 2), shell.ReadOptions{})
 					} else {
-						read, err = e.store.ReadPartition(e.ctx, g.partition(), g.typeSubset(), shell.ReadOptions{})
+						p := g.partition()
+						read, err = e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), shell.ReadOptions{})
 					}
 					if err != nil {
 						t.Errorf("writer %d read: %v", w, err)

@@ -47,8 +47,14 @@
 //     empty or unregistered type, an attribute the type does not declare
 //     or does not index, the reserved core.IDKey, a value that is not
 //     UTF-8: a *shell.InvalidConditionError, errors.Is
-//     shell.ErrInvalidCondition, nothing written); ReadAll with an order
-//     that is neither Ascending nor Descending.
+//     shell.ErrInvalidCondition, nothing written); partitions ReadPartition
+//     would not read as named (no attributes, an attribute no type read
+//     declares and no registered type indexes, one the types read do not
+//     index, attributes none of the types read declares, a reserved
+//     attribute, core.IDKey beside others or with a value that is no
+//     message id, a value that is not UTF-8: a *shell.InvalidPartitionError,
+//     errors.Is shell.ErrInvalidPartition, nothing written); ReadAll with
+//     an order that is neither Ascending nor Descending.
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
@@ -68,6 +74,10 @@
 //   - Read, ReadPartition: OR across conditions, AND within, conditional AND
 //     for partitions (the table of the store contracts), After, Upto, Limit
 //     and the guard position rules.
+//   - ReadIDPartition: the partition {core.IDKey: id} holds exactly the
+//     message with that id if its type is among those read, whatever it
+//     was indexed under (a queue's type, appended before the queue was
+//     registered, any other type).
 //   - ReadAll: paging both ways with and without conditions, the inclusive
 //     cursor, Page.Next, All, and that descending pages with conditions end
 //     (hazard H12).

@@ -178,6 +178,29 @@ func (g gen) partition() map[string]string {
 	return p
 }
 
+// partitionTypes draws a subset of g.types to read partition p over
+// (typeSubset), adding, when none of the drawn types declares any of p's
+// attributes, the first of g.types that does: ReadPartition refuses a read
+// that could only be empty (shell.CheckReadPartition).
+func (g gen) partitionTypes(p map[string]string) []string {
+	out := g.typeSubset()
+	declares := func(typ string) bool {
+		return slices.ContainsFunc(g.fields(typ), func(f string) bool { _, ok := p[f]; return ok })
+	}
+	if slices.ContainsFunc(out, declares) {
+		return out
+	}
+	for _, t := range g.types {
+		if declares(t) {
+			i, _ := slices.BinarySearchFunc(out, t, func(a, b string) int {
+				return slices.Index(g.types, a) - slices.Index(g.types, b)
+			})
+			return slices.Insert(out, i, t)
+		}
+	}
+	return out
+}
+
 // typeSubset draws a non-empty subset of g.types, in g.types order.
 func (g gen) typeSubset() []string {
 	var out []string

@@ -170,7 +170,8 @@ func (m *model) append(t *rapid.T) {
 			LastPosition: rapid.Int64Range(0, m.last()).Draw(t, "guard position"),
 		}
 	case 2, 3:
-		read, err := e.store.ReadPartition(e.ctx, g.partition(), g.typeSubset(), shell.ReadOptions{})
+		p := g.partition()
+		read, err := e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), shell.ReadOptions{})
 		if err != nil {
 			t.Fatalf("read partition: %v", err)
 		}
@@ -405,7 +406,8 @@ func (m *model) read(t *rapid.T) {
 func (m *model) readPartition(t *rapid.T) {
 	e := m.e.with(t)
 	g := m.gen(t)
-	p, types := g.partition(), g.typeSubset()
+	p := g.partition()
+	types := g.partitionTypes(p)
 	opts := m.readOptions(t)
 	got := e.readPartition(p, types, opts)
 	m.expectRead(got, func(pm core.PositionedMessage) bool {

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
 	t.Run("ReadPartition", s.testReadPartition)
+	t.Run("ReadIDPartition", s.testReadIDPartition)
 	t.Run("ReadAll", s.testReadAll)
 	t.Run("ReadCorrelation", s.testReadCorrelation)
 	t.Run("Schedule", s.testSchedule)
