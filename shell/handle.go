@@ -73,6 +73,11 @@ var ErrFutureCommand = errors.New("sourced: command dated after the store's cloc
 // Reactions to the events still run: the decider's workers claim the
 // events as usual.
 //
+// An Exclusive decider with no PartitionBy is partitioned by message id (a
+// concurrent, unordered queue of commands): Handle decides the command in
+// its own partition, {core.IDKey: its id}, on an empty history, and moves
+// the group's offset there past it.
+//
 // The decider's consumer group need not be registered yet: the first
 // Handle registers it (after checking the decider, as NewRouter does), so
 // a web handler may decide commands before, or while, the runtime that
@@ -90,7 +95,9 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 		return res, err
 	}
 	var cache *StateCache
-	if len(opts) > 0 && cacheable(store) {
+	if len(opts) > 0 && cacheable(store) && len(d.Spec().PartitionBy) > 0 {
+		// (An id-partitioned decider decides each partition once: a
+		// cached state would never be used again.)
 		cache = opts[0].Cache
 	}
 	var (
@@ -232,6 +239,13 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	// scheduled, so a clock stepping back cannot defer the command.
 	msg = msg.Stamp(id, time.Time{})
 	res.Command = msg
+	if len(spec.PartitionBy) == 0 {
+		// An exclusive decider with no partition keys is partitioned by
+		// message id (a queue of commands): the command is decided in its
+		// own partition, whose history is empty, and its offset there is
+		// moved past it, as for a worker's claim of it.
+		partition = map[string]string{core.IDKey: id.String()}
+	}
 	var afters []func(context.Context) error
 	started := time.Now()
 	decide := func(tx Tx) error {

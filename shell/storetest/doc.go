@@ -78,6 +78,10 @@
 //     message with that id if its type is among those read, whatever it
 //     was indexed under (a queue's type, appended before the queue was
 //     registered, any other type).
+//   - HandleQueue: shell.Handle on an Exclusive decider with no
+//     PartitionBy decides each command in its own partition {core.IDKey:
+//     its id} on an empty history and moves the group's offset past it, so
+//     that only commands appended without Handle are claimed.
 //   - ReadAll: paging both ways with and without conditions, the inclusive
 //     cursor, Page.Next, All, and that descending pages with conditions end
 //     (hazard H12).

@@ -131,6 +131,7 @@ func NewRegistry() (*codec.Registry, error) {
 		codec.RegisterAs[Ticket](reg, TypeTicketOpened),
 		codec.RegisterAs[Ticket](reg, TypeTicketClosed),
 		registerDecisionFixtures(reg),
+		registerQueueFixtures(reg),
 	)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("ValueTypes", s.testValueTypes)
 	t.Run("Guard", s.testGuard)
 	t.Run("DecideAcross", s.testDecideAcross)
+	t.Run("HandleQueue", s.testHandleQueue)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
 	t.Run("ReadPartition", s.testReadPartition)
