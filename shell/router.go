@@ -331,9 +331,11 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // reports it).
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
-// A batch whose pairs name no message (no Pair.Source with a position)
-// commits its signals and releases its claim in the same transaction: its
-// messages are handed to the reactor again.
+// A batch for which the reactor returns no pairs and no error was handled
+// with no effects (see effects.Reactor): it is acknowledged up to its last
+// message. A batch whose pairs name no message (no Pair.Source with a
+// position) commits its signals and releases its claim in the same
+// transaction: its messages are handed to the reactor again.
 //
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
@@ -523,8 +525,9 @@ type handledClaim struct {
 }
 
 // commitClaims commits handled claims (none of which failed) in one
-// transaction: each one's signals and its ack (a claim whose pairs name no
-// message, or that has none, is released), and, when more is true and
+// transaction: each one's signals and its ack (a claim with no pairs is
+// acknowledged whole; one whose pairs name no message, or that has no
+// messages, is released), and, when more is true and
 // every claim was acknowledged, up to k next claims, which it returns. If
 // that transaction fails, nothing of it stands, and each claim is
 // committed on its own, so that one bad claim (lost, conflicting, failing
@@ -540,14 +543,6 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 		all := true // every claim acknowledged
 		for j, it := range items {
 			afters[j] = nil
-			if len(it.pairs) == 0 {
-				all = false
-				if err := tx.Release(it.claim); err != nil {
-					failedAt = j
-					return err
-				}
-				continue
-			}
 			a, acked, err := rt.execute(ctx, tx, re, it.claim, it.pairs)
 			if err != nil {
 				failedAt = j
@@ -566,7 +561,7 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 	if err == nil {
 		for j, it := range items {
 			rt.afterSync(ctx, re, afters[j])
-			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+			if handled(it.claim, it.pairs) && rt.opts.Observer != nil {
 				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
 			}
 		}
@@ -585,7 +580,7 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 			err2 = rt.commit(ctx, re, it.claim, it.pairs, nil, nil)
 		}
 		if err2 == nil {
-			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+			if handled(it.claim, it.pairs) && rt.opts.Observer != nil {
 				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
 			}
 			continue
@@ -600,6 +595,11 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 	}
 	return nil, failed, nil
 }
+
+// handled tells whether a committed claim was handled (observed as
+// BatchHandled): it had pairs, or messages its reactor handled with no
+// effects.
+func handled(c *Claim, pairs []effects.Pair) bool { return len(pairs) > 0 || len(c.Messages) > 0 }
 
 // claimsOf returns the claims of handled claims.
 func claimsOf(items []handledClaim) []*Claim {
@@ -769,9 +769,6 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			if handleErr != nil {
 				return handleErr
 			}
-			if len(pairs) == 0 {
-				return errNoPairs // released on the one-claim path
-			}
 			a, acked, err := rt.execute(ctx, tx, re, c, pairs)
 			if err != nil {
 				return err
@@ -800,8 +797,6 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	return did, nil
 }
 
-var errNoPairs = errors.New("sourced: no pairs for a claim")
-
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
 	started := time.Now()
@@ -812,7 +807,7 @@ func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error 
 	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
 		return err
 	}
-	if len(pairs) > 0 && rt.opts.Observer != nil {
+	if handled(claim, pairs) && rt.opts.Observer != nil {
 		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
 	}
 	return nil
@@ -923,14 +918,11 @@ func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, 
 // transaction, then (in the same transaction) runs then, if any, telling
 // it whether the claim was acknowledged (else released: the pairs named no
 // message); after the commit it runs the after-sync work. A claim without
-// pairs is released. A reactor's failure after some pairs comes back as a
-// *batchFailure: those pairs are committed.
+// pairs (and no failure) is acknowledged whole. A reactor's failure after
+// some pairs comes back as a *batchFailure: those pairs are committed.
 func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
-	if len(pairs) == 0 && handleErr == nil {
-		return rt.store.Release(ctx, claim)
-	}
 	var processed int64
-	if len(pairs) > 0 {
+	if len(pairs) > 0 || handleErr == nil { // no pairs and no failure: handled with no effects
 		var afters []func(context.Context) error
 		err := rt.store.Update(ctx, func(tx Tx) error {
 			var (
@@ -968,7 +960,8 @@ func lastSource(pairs []effects.Pair) int64 {
 }
 
 // execute runs a batch's pairs in tx and acknowledges the claim up to the
-// last positioned source, reporting acked; when no pair has a positioned
+// last positioned source, reporting acked; no pairs at all acknowledge the
+// whole claim (handled with no effects); when pairs name no positioned
 // source, nothing of the claim was processed, and execute releases it in
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
@@ -1000,7 +993,16 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		}
 	}
 	last := lastSource(pairs)
+	if len(pairs) == 0 {
+		// No pairs and no failure: the reactor handled the batch with no
+		// effects, and it is acknowledged whole (released, it would be
+		// claimed again at once, for ever).
+		last = claim.Last()
+	}
 	if last == 0 {
+		if len(pairs) == 0 {
+			return nil, false, tx.Release(claim) // a claim with no messages
+		}
 		rt.opts.Logger.WarnContext(ctx, "sourced: the reactor's pairs name no message it processed (no Pair.Source with a position): its signals are committed and its claim released, so its messages are handed to it again",
 			"group", re.info.Group, "partition", PartitionKey(claim.Partition))
 		return afters, false, tx.Release(claim)
