@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samber/lo"
@@ -130,6 +133,11 @@ type Router struct {
 	opts     RouterOptions
 	reactors []*reactor
 	byGroup  map[string]*reactor
+	// pending holds, by worker id, claims whose release met a busy store
+	// (see releaseAll), and pendingN counts them.
+	pendingMu sync.Mutex
+	pending   map[string][]*Claim
+	pendingN  atomic.Int64
 }
 
 type reactor struct {
@@ -351,7 +359,13 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 //     failure), is released and the error returned (matching
 //     context.Canceled or context.DeadlineExceeded when ctx ended), and so
 //     is every other claim the worker holds uncommitted (a queue's claims
-//     handled or not yet handled when ctx ends);
+//     handled or not yet handled when ctx ends); a release that meets the
+//     busy store too is tried again a few times, with a short back-off
+//     (not once ctx is done), and a claim still held after that is
+//     released by the worker's next HandleNext before it claims anything
+//     (which returns ErrBusy while the store stays busy), rather than held
+//     until MaxClaimAge. A worker id names one worker: its HandleNext
+//     calls come one after another;
 //   - a batch whose claim was lost (the worker was frozen past the claim
 //     TTL or MaxClaimAge, or a clock jumped, and the reaper gave the
 //     partition to another worker: the ack fails with ErrNotClaimant) is
@@ -371,6 +385,9 @@ func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (
 // handleNext is HandleNext for a reactor; failed describes a failure that
 // went to the error strategy.
 func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (did bool, failed *GroupFailedError, err error) {
+	if err := rt.releasePending(ctx, workerID); err != nil {
+		return false, nil, cancelled(ctx, err) // still busy: claim nothing meanwhile
+	}
 	if re.info.Pure {
 		did, err := rt.handleInline(ctx, re, workerID)
 		if err == nil || transient(ctx, err) {
@@ -613,12 +630,47 @@ func claimsOf(items []handledClaim) []*Claim {
 // releaseAll releases claims the worker holds (even once ctx is done: a
 // claim left held would strand its partition until the reaper frees it),
 // in one transaction, else one by one; a claim already lost is skipped.
+// A busy store is tried again, up to releaseTries times with a short
+// back-off while ctx lasts (once ctx is done, no more waiting); a claim
+// still held after that is kept for the worker's next handleNext, which
+// releases it before claiming anything (see releasePending): its worker
+// heartbeats, so the reaper would free it only after MaxClaimAge.
 func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
-	if len(claims) == 0 {
-		return nil
+	wait := releaseBackoff
+	for try := 1; ; try++ {
+		var err error
+		if claims, err = rt.releaseOnce(context.WithoutCancel(ctx), claims); err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrBusy) || try == releaseTries || ctx.Err() != nil {
+			rt.pend(claims)
+			return err
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait)) // real time: another process's lock
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		wait *= 2
 	}
-	bg := context.WithoutCancel(ctx)
-	err := rt.store.Update(bg, func(tx Tx) error {
+}
+
+// How often, and after how long a first back-off (doubled each time),
+// releaseAll tries a busy release before leaving it to releasePending.
+const (
+	releaseTries   = 5
+	releaseBackoff = 10 * time.Millisecond
+)
+
+// releaseOnce releases claims in one transaction, else one by one, and
+// returns those whose release failed with ErrBusy (still held), and the
+// errors.
+func (rt *Router) releaseOnce(ctx context.Context, claims []*Claim) (busy []*Claim, _ error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	err := rt.store.Update(ctx, func(tx Tx) error {
 		for _, c := range claims {
 			if err := tx.Release(c); err != nil && !errors.Is(err, ErrNotClaimant) {
 				return err
@@ -627,15 +679,57 @@ func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
 		return nil
 	})
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	for _, c := range claims {
-		if err := rt.store.Release(bg, c); err != nil && !errors.Is(err, ErrNotClaimant) {
+		if err := rt.store.Release(ctx, c); err != nil && !errors.Is(err, ErrNotClaimant) {
 			errs = append(errs, err)
+			if errors.Is(err, ErrBusy) {
+				busy = append(busy, c)
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return busy, errors.Join(errs...)
+}
+
+// pend keeps claims whose release met a busy store, for their worker's
+// next handleNext.
+func (rt *Router) pend(claims []*Claim) {
+	if len(claims) == 0 {
+		return
+	}
+	rt.pendingMu.Lock()
+	defer rt.pendingMu.Unlock()
+	if rt.pending == nil {
+		rt.pending = map[string][]*Claim{}
+	}
+	for _, c := range claims {
+		rt.pending[c.WorkerID] = append(rt.pending[c.WorkerID], c)
+	}
+	rt.pendingN.Add(int64(len(claims)))
+}
+
+// releasePending releases the claims of workerID that an earlier busy
+// release left held (see releaseAll), in one try; those the store is
+// still too busy to release stay kept, and the error is returned. It runs
+// in the worker's own handleNext, before it claims: a worker id being one
+// worker, handling its claims one after another, the claim released is
+// the one kept, never a later claim of the same partition by the same
+// worker (that worker claims nothing while it keeps one). A claim the
+// reaper freed meanwhile (ErrNotClaimant) is dropped.
+func (rt *Router) releasePending(ctx context.Context, workerID string) error {
+	if rt.pendingN.Load() == 0 {
+		return nil
+	}
+	rt.pendingMu.Lock()
+	claims := rt.pending[workerID]
+	delete(rt.pending, workerID)
+	rt.pendingN.Add(-int64(len(claims)))
+	rt.pendingMu.Unlock()
+	busy, err := rt.releaseOnce(context.WithoutCancel(ctx), claims)
+	rt.pend(busy)
+	return err
 }
 
 // settle meets a claim's failure: a conflicting append is handled again
@@ -659,11 +753,11 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	bg := context.WithoutCancel(ctx)
 	if transient(ctx, err) {
 		// Not the reactor's failure: free the partition for the next try
-		// and report the error to the caller. If the release fails too
-		// (the store is still busy), the claim stays with this worker: its
-		// heartbeats keep it alive, so the reaper frees it only after
-		// MaxClaimAge, not after the claim TTL (found by props/sim).
-		if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+		// and report the error to the caller. If the release meets the
+		// busy store too, it is tried again, and at the worker's next
+		// handleNext (releaseAll): left held, the claim would stay with
+		// this heartbeating worker until MaxClaimAge (found by props/sim).
+		if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
 			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
 		return nil, cancelled(ctx, err)
@@ -690,7 +784,7 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failed, failErr := rt.fail(bg, re, claim, err, 0)
-	if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+	if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
 		return failed, errors.Join(failErr, relErr)
 	}
 	return failed, failErr

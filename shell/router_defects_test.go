@@ -2,13 +2,17 @@ package shell_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/memstore"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 // routerStores builds a router on each store the router tests run on.
@@ -105,6 +109,175 @@ func TestNoPairsAcknowledgeTheBatch(t *testing.T) {
 				}
 				if calls := s.count(); calls != 3 {
 					t.Fatalf("%d calls of the reactor, want 3", calls)
+				}
+			})
+		}
+	}
+}
+
+// busyWrites fails the next fails write transactions and releases with
+// ErrBusy (another process holding the write lock), counting the tries.
+type busyWrites struct {
+	shell.Store
+	mu    sync.Mutex
+	fails int
+	tries int
+}
+
+func (b *busyWrites) busy(what string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tries++
+	if b.fails > 0 {
+		b.fails--
+		return fmt.Errorf("test: %s: %w", what, shell.ErrBusy)
+	}
+	return nil
+}
+
+func (b *busyWrites) set(fails int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fails, b.tries = fails, 0
+}
+
+func (b *busyWrites) triesSoFar() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tries
+}
+
+func (b *busyWrites) Update(ctx context.Context, fn func(shell.Tx) error) error {
+	if err := b.busy("update"); err != nil {
+		return err
+	}
+	return b.Store.Update(ctx, fn)
+}
+
+func (b *busyWrites) Release(ctx context.Context, c *shell.Claim) error {
+	if err := b.busy("release"); err != nil {
+		return err
+	}
+	return b.Store.Release(ctx, c)
+}
+
+// openStore opens an empty store of the course registry by name.
+func openStore(t *testing.T, name string, clk *clock) shell.Store {
+	t.Helper()
+	if name == "memstore" {
+		return memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
+	}
+	store, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "router.db"), sqlitestore.Options{Registry: courseRegistry(), Logger: quiet(), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// notifying is an impure reactor that appends a notification per message
+// and counts its calls; cancel, when set, is called by the first call,
+// which then fails (a worker stopped mid-batch).
+type notifying struct {
+	mu     sync.Mutex
+	calls  int
+	cancel func()
+}
+
+func (n *notifying) HandledTypes() []string  { return []string{"students.notify"} }
+func (n *notifying) PartitionKeys() []string { return []string{"student_id"} }
+func (n *notifying) HandleClaim(ctx context.Context, c effects.Claim) ([]effects.Pair, error) {
+	n.mu.Lock()
+	n.calls++
+	cancel := n.cancel
+	n.cancel = nil
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		return nil, ctx.Err()
+	}
+	var pairs []effects.Pair
+	for _, m := range c.Messages {
+		pairs = append(pairs, effects.Pair{Source: m, Signals: []effects.Signal{
+			effects.Append{Messages: []core.Message{core.NewMessage(StudentNotified(m.Payload.(NotifyStudent)))}},
+		}})
+	}
+	return pairs, nil
+}
+
+// A batch that meets a busy store is released; when the release meets the
+// busy store too, the claim must not stay with the (live, heartbeating)
+// worker until MaxClaimAge: the release is tried again, a bounded number
+// of times and not once ctx is done, and a claim still held after that is
+// released by the worker's next HandleNext, before it claims anything.
+// Nothing is lost and nothing handled twice.
+func TestBusyReleaseDoesNotStrandTheClaim(t *testing.T) {
+	for _, name := range []string{"memstore", "sqlitestore"} {
+		for _, c := range []struct {
+			name   string
+			fails  int  // busy writes from the batch's commit on
+			cancel bool // the worker stops mid-batch
+		}{
+			{"busy for a moment", 3, false},
+			{"busy for long", 1000, false},
+			{"busy and cancelled", 1000, true},
+		} {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				clk := newClock()
+				store := &busyWrites{Store: openStore(t, name, clk)}
+				n := &notifying{}
+				rt, err := shell.NewRouter(store, shell.RouterOptions{Now: clk.Now, Logger: quiet()}, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				if err := rt.Setup(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c1"})}, shell.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				hctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				if c.cancel {
+					n.cancel = cancel
+				}
+				store.set(c.fails)
+				if did, err := rt.HandleNext(hctx, n, "w1"); !did || !errors.Is(err, shell.ErrBusy) && !errors.Is(err, context.Canceled) {
+					t.Fatalf("HandleNext on a busy store: did %v, err %v, want ErrBusy or context.Canceled", did, err)
+				}
+				tries := store.triesSoFar()
+				if c.cancel && tries > 2 {
+					t.Fatalf("%d busy writes tried once ctx was done, want at most 2 (one release, in one transaction, then one by one): the retries do not honour the cancellation", tries)
+				}
+				if !c.cancel && c.fails > 3 && tries < 4 {
+					t.Fatalf("the busy release was tried %d times in all, want it tried again", tries)
+				}
+				store.set(0) // the store is free again
+				did, err := rt.HandleNext(ctx, n, "w1")
+				if err != nil || !did {
+					held := ""
+					for _, o := range offsetsOf(t, store, "shell_test.notifying") {
+						if o.Claimed {
+							held = fmt.Sprintf(" (offset %d still claimed by %s)", o.ID, o.ClaimedBy)
+						}
+					}
+					t.Fatalf("HandleNext once the store is free: did %v, err %v%s: the partition stalls until MaxClaimAge", did, err, held)
+				}
+				if did, err := rt.HandleNext(ctx, n, "w2"); did || err != nil {
+					t.Fatalf("a second worker: did %v, err %v, want nothing left", did, err)
+				}
+				for _, o := range offsetsOf(t, store, "shell_test.notifying") {
+					if o.Claimed || o.LastPosition != 1 {
+						t.Fatalf("offset %+v, want acknowledged at 1 and free", o)
+					}
+				}
+				if got := len(byType(readAll(t, store), "students.notified")); got != 1 {
+					t.Fatalf("%d notifications, want 1", got)
+				}
+				info, _ := store.Group(ctx, "shell_test.notifying")
+				if info.Status != shell.StatusActive || !info.Failure.IsZero() {
+					t.Fatalf("group %+v, want active with no failure (a busy store is not the reactor's failure)", info)
 				}
 			})
 		}
