@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -278,6 +281,75 @@ func TestBusyReleaseDoesNotStrandTheClaim(t *testing.T) {
 				info, _ := store.Group(ctx, "shell_test.notifying")
 				if info.Status != shell.StatusActive || !info.Failure.IsZero() {
 					t.Fatalf("group %+v, want active with no failure (a busy store is not the reactor's failure)", info)
+				}
+			})
+		}
+	}
+}
+
+// errDeclined is a sentinel error, as packages declare them.
+var errDeclined = errors.New("card declined")
+
+// failingWith fails every batch with err (or panics with it).
+type failingWith struct {
+	err    error
+	panics bool
+}
+
+func (f failingWith) GroupID() string         { return "shell_test.failing_with" }
+func (f failingWith) HandledTypes() []string  { return []string{"students.notify"} }
+func (f failingWith) PartitionKeys() []string { return []string{"student_id"} }
+func (f failingWith) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
+	if f.panics {
+		panic(f.err)
+	}
+	return nil, f.err
+}
+
+// The type recorded for an error with no type of its own (errors.New, a
+// sentinel, fmt.Errorf without %w) names it by the text it was made with,
+// as the code that makes it reads, rather than *errors.errorString,
+// which every such error shares; a typed error's type is recorded as
+// before, whatever wraps it.
+func TestFailureNamesSentinelErrors(t *testing.T) {
+	long := errors.New(strings.Repeat("x", 100))
+	for _, name := range []string{"memstore", "sqlitestore"} {
+		for _, c := range []struct {
+			name   string
+			err    error
+			panics bool
+			want   string
+		}{
+			{"sentinel", errDeclined, false, `errors.New("card declined")`},
+			{"wrapped sentinel", fmt.Errorf("charging order 7: %w", errDeclined), false, `errors.New("card declined")`},
+			{"joined sentinels", fmt.Errorf("charging: %w", errors.Join(errDeclined, io.EOF)), false, `errors.New("card declined")`},
+			{"batch error", &core.BatchError{Err: fmt.Errorf("charging: %w", errDeclined)}, false, `errors.New("card declined")`},
+			{"no %w", fmt.Errorf("order %d: %v", 7, errDeclined), false, `errors.New("order 7: card declined")`},
+			{"stdlib sentinel", fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), false, `errors.New("unexpected EOF")`},
+			{"long text", long, false, `errors.New("` + strings.Repeat("x", 60) + `…")`},
+			{"typed", fmt.Errorf("notifying: %w", &myError{code: 7}), false, "*shell_test.myError"},
+			{"typed around a sentinel", &os.PathError{Op: "open", Path: "x", Err: fmt.Errorf("disk: %w", errDeclined)}, false, "*fs.PathError"},
+			{"panic", errDeclined, true, `panic(errors.New("card declined"))`},
+		} {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				ctx := context.Background()
+				f := failingWith{err: c.err, panics: c.panics}
+				rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet()}, f)
+				if _, err := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+					t.Fatal(err)
+				}
+				info, err := store.Group(ctx, f.GroupID())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Status != shell.StatusFailed || info.Failure.ErrorType != c.want {
+					t.Fatalf("group %s, error type %s, want failed with %s", info.Status, info.Failure.ErrorType, c.want)
+				}
+				if !strings.Contains(info.Failure.Error, c.err.Error()) {
+					t.Fatalf("error %q, want the error's own message %q", info.Failure.Error, c.err.Error())
 				}
 			})
 		}
