@@ -93,7 +93,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -235,6 +235,13 @@ SELECT gin_clean_pending_list('idx_{p}_offsets_keys'::regclass);`},
 	saved_at      timestamptz NOT NULL,
 	PRIMARY KEY (group_id, partition_key, state_version)
 );`},
+	// 5: the offsets' GIN index of key pairs holds keyed offsets only. A
+	// queue's offsets (partitioned by message id, message_id set) are
+	// never looked up by key pair, yet every update of one (its claim,
+	// its ack, its drain mark: none of them HOT) inserted its keys into
+	// the GIN index again.
+	{Version: 5, SQL: `DROP INDEX IF EXISTS idx_{p}_offsets_keys;
+CREATE INDEX IF NOT EXISTS idx_{p}_offsets_keyed ON {p}_offsets USING gin (keys) WITH (fastupdate = off) WHERE message_id IS NULL;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

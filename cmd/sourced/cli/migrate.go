@@ -82,14 +82,15 @@ func (g *globals) schemaDriver() (Driver, error) {
 	return g.drivers[0], nil
 }
 
-// objectPattern finds what a migration script creates, and alterPattern
-// what it changes.
+// objectPattern finds what a migration script creates, alterPattern what
+// it changes and dropPattern what it drops.
 var (
 	objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
+	dropPattern   = regexp.MustCompile(`(?i)DROP\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)`)
 	alterPattern  = regexp.MustCompile(`(?i)ALTER\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)(?:\s+ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(\w+))?`)
 )
 
-// changes summarises what a script creates or alters, for people.
+// changes summarises what a script creates, alters or drops, for people.
 func changes(sql string) []string {
 	var tables, others []string
 	nIndex, nTrigger := 0, 0
@@ -114,6 +115,9 @@ func changes(sql string) []string {
 		default:
 			tables = append(tables, m[2]+" altered")
 		}
+	}
+	for _, m := range dropPattern.FindAllStringSubmatch(sql, -1) {
+		tables = append(tables, strings.ToLower(m[1])+" "+m[2]+" dropped")
 	}
 	plural := func(n int, one, many string) string {
 		if n == 1 {
