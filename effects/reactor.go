@@ -49,6 +49,15 @@ type Claim struct {
 // error (ideally a *core.BatchError naming the message): the shell commits
 // those pairs, acknowledges up to the last of them, and hands the error to
 // the group's error strategy.
+//
+// The shell acknowledges a batch up to the last pair's source: messages
+// without a pair of their own before it count as handled, those after it
+// are claimed again. No pairs and no error mean the reactor handled the
+// whole batch with no effects (it had nothing to do for these messages):
+// the batch is acknowledged up to its last message, and not handed again.
+// A reactor that cannot handle a batch yet returns an error instead: the
+// group's error strategy then retries it later (shell.ErrorStrategy,
+// with its delay), rather than the batch coming straight back.
 type Reactor interface {
 	HandledTypes() []string
 	HandleClaim(ctx context.Context, c Claim) ([]Pair, error)

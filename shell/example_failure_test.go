@@ -39,6 +39,6 @@ func ExampleGroupFailedError() {
 	// Output:
 	// courses.enrolments failed map[course_id:c1] courses.enrol 3
 	// true
-	// course_id:c1 *errors.errorString false
+	// course_id:c1 errors.New("course is full") false
 	// <nil>
 }

@@ -126,8 +126,13 @@ func groupFailed(group string, claim *Claim, st GroupState, err error, processed
 
 // errorType names an error's type for the record: the innermost type of
 // its chain that is not a generic wrapper (fmt.Errorf's, errors.Join's,
-// errors.New's, core.BatchError and the router's own), falling back to
-// the innermost; "panic(T)" for a panic with a value of type T.
+// errors.New's, core.BatchError and the router's own); for a chain of
+// such only, ending in an error with no type of its own (errors.New, a
+// sentinel such as io.EOF, fmt.Errorf without %w: all *errors.errorString),
+// that error named by its text, as errors.New("card declined") (a
+// sentinel's variable is not known at run time, its text is what tells it
+// apart, and what to search the code for); else the innermost type;
+// "panic(T)" for a panic with a value of type T (or panic(errors.New(…))).
 func errorType(err error) string {
 	var pe *PanicError
 	if errors.As(err, &pe) {
@@ -137,9 +142,10 @@ func errorType(err error) string {
 		return fmt.Sprintf("panic(%T)", pe.Value)
 	}
 	meaningful, innermost := "", ""
+	var leaf error
 	for e := err; e != nil; {
 		t := fmt.Sprintf("%T", e)
-		innermost = t
+		innermost, leaf = t, e
 		if !genericError(e, t) {
 			meaningful = t
 		}
@@ -159,7 +165,28 @@ func errorType(err error) string {
 	if meaningful != "" {
 		return meaningful
 	}
+	if innermost == plainErrorType {
+		return fmt.Sprintf("errors.New(%q)", shortText(leaf.Error()))
+	}
 	return innermost
+}
+
+// plainErrorType is the type of errors.New's errors (and of fmt.Errorf's
+// without %w).
+const plainErrorType = "*errors.errorString"
+
+// shortText cuts text to maxTypeText runes, marking the cut with "…": a
+// type name stays short however long the error's message.
+func shortText(text string) string {
+	const maxTypeText = 60
+	n := 0
+	for i := range text {
+		if n == maxTypeText {
+			return text[:i] + "…"
+		}
+		n++
+	}
+	return text
 }
 
 func genericError(err error, typ string) bool {
@@ -168,7 +195,7 @@ func genericError(err error, typ string) bool {
 		return true
 	}
 	switch typ {
-	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", "*errors.errorString":
+	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", plainErrorType:
 		return true
 	}
 	return false

@@ -314,7 +314,12 @@ type Failure struct {
 	// ErrorType is the Go type of the error (the class, in Ruby terms):
 	// the innermost type in its chain that is not a generic wrapper
 	// (fmt.Errorf's, errors.Join's, core.BatchError), or "panic(T)" for a
-	// panic with a value of type T.
+	// panic with a value of type T. An error with no type of its own
+	// (errors.New, a sentinel such as io.EOF, fmt.Errorf without %w) is
+	// named by its text instead, cut at 60 characters, as
+	// errors.New("card declined"): every such error has the one type
+	// *errors.errorString, and a sentinel's variable name is not known
+	// at run time.
 	ErrorType string `json:"error_type,omitempty"`
 	// Error is the error's message.
 	Error string `json:"error,omitempty"`

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samber/lo"
@@ -130,6 +133,11 @@ type Router struct {
 	opts     RouterOptions
 	reactors []*reactor
 	byGroup  map[string]*reactor
+	// pending holds, by worker id, claims whose release met a busy store
+	// (see releaseAll), and pendingN counts them.
+	pendingMu sync.Mutex
+	pending   map[string][]*Claim
+	pendingN  atomic.Int64
 }
 
 type reactor struct {
@@ -331,9 +339,11 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // reports it).
 // A batch whose guarded append conflicts is handled again on a fresh
 // history, up to MaxConflictRetries times, then goes to the error strategy.
-// A batch whose pairs name no message (no Pair.Source with a position)
-// commits its signals and releases its claim in the same transaction: its
-// messages are handed to the reactor again.
+// A batch for which the reactor returns no pairs and no error was handled
+// with no effects (see effects.Reactor): it is acknowledged up to its last
+// message. A batch whose pairs name no message (no Pair.Source with a
+// position) commits its signals and releases its claim in the same
+// transaction: its messages are handed to the reactor again.
 //
 // A pure reactor's batch (effects.Pure: deciders, event-sourced projectors,
 // projections) is handled inside the transaction that commits it, which
@@ -349,7 +359,13 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 //     failure), is released and the error returned (matching
 //     context.Canceled or context.DeadlineExceeded when ctx ended), and so
 //     is every other claim the worker holds uncommitted (a queue's claims
-//     handled or not yet handled when ctx ends);
+//     handled or not yet handled when ctx ends); a release that meets the
+//     busy store too is tried again a few times, with a short back-off
+//     (not once ctx is done), and a claim still held after that is
+//     released by the worker's next HandleNext before it claims anything
+//     (which returns ErrBusy while the store stays busy), rather than held
+//     until MaxClaimAge. A worker id names one worker: its HandleNext
+//     calls come one after another;
 //   - a batch whose claim was lost (the worker was frozen past the claim
 //     TTL or MaxClaimAge, or a clock jumped, and the reaper gave the
 //     partition to another worker: the ack fails with ErrNotClaimant) is
@@ -369,6 +385,9 @@ func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (
 // handleNext is HandleNext for a reactor; failed describes a failure that
 // went to the error strategy.
 func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (did bool, failed *GroupFailedError, err error) {
+	if err := rt.releasePending(ctx, workerID); err != nil {
+		return false, nil, cancelled(ctx, err) // still busy: claim nothing meanwhile
+	}
 	if re.info.Pure {
 		did, err := rt.handleInline(ctx, re, workerID)
 		if err == nil || transient(ctx, err) {
@@ -523,8 +542,9 @@ type handledClaim struct {
 }
 
 // commitClaims commits handled claims (none of which failed) in one
-// transaction: each one's signals and its ack (a claim whose pairs name no
-// message, or that has none, is released), and, when more is true and
+// transaction: each one's signals and its ack (a claim with no pairs is
+// acknowledged whole; one whose pairs name no message, or that has no
+// messages, is released), and, when more is true and
 // every claim was acknowledged, up to k next claims, which it returns. If
 // that transaction fails, nothing of it stands, and each claim is
 // committed on its own, so that one bad claim (lost, conflicting, failing
@@ -540,14 +560,6 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 		all := true // every claim acknowledged
 		for j, it := range items {
 			afters[j] = nil
-			if len(it.pairs) == 0 {
-				all = false
-				if err := tx.Release(it.claim); err != nil {
-					failedAt = j
-					return err
-				}
-				continue
-			}
 			a, acked, err := rt.execute(ctx, tx, re, it.claim, it.pairs)
 			if err != nil {
 				failedAt = j
@@ -566,7 +578,7 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 	if err == nil {
 		for j, it := range items {
 			rt.afterSync(ctx, re, afters[j])
-			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+			if handled(it.claim, it.pairs) && rt.opts.Observer != nil {
 				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
 			}
 		}
@@ -585,7 +597,7 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 			err2 = rt.commit(ctx, re, it.claim, it.pairs, nil, nil)
 		}
 		if err2 == nil {
-			if len(it.pairs) > 0 && rt.opts.Observer != nil {
+			if handled(it.claim, it.pairs) && rt.opts.Observer != nil {
 				observe(ctx, rt.opts.Observer, batchHandled(it.claim, appendedBy(it.pairs), it.started, false))
 			}
 			continue
@@ -601,6 +613,11 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 	return nil, failed, nil
 }
 
+// handled tells whether a committed claim was handled (observed as
+// BatchHandled): it had pairs, or messages its reactor handled with no
+// effects.
+func handled(c *Claim, pairs []effects.Pair) bool { return len(pairs) > 0 || len(c.Messages) > 0 }
+
 // claimsOf returns the claims of handled claims.
 func claimsOf(items []handledClaim) []*Claim {
 	out := make([]*Claim, len(items))
@@ -613,12 +630,47 @@ func claimsOf(items []handledClaim) []*Claim {
 // releaseAll releases claims the worker holds (even once ctx is done: a
 // claim left held would strand its partition until the reaper frees it),
 // in one transaction, else one by one; a claim already lost is skipped.
+// A busy store is tried again, up to releaseTries times with a short
+// back-off while ctx lasts (once ctx is done, no more waiting); a claim
+// still held after that is kept for the worker's next handleNext, which
+// releases it before claiming anything (see releasePending): its worker
+// heartbeats, so the reaper would free it only after MaxClaimAge.
 func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
-	if len(claims) == 0 {
-		return nil
+	wait := releaseBackoff
+	for try := 1; ; try++ {
+		var err error
+		if claims, err = rt.releaseOnce(context.WithoutCancel(ctx), claims); err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrBusy) || try == releaseTries || ctx.Err() != nil {
+			rt.pend(claims)
+			return err
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait)) // real time: another process's lock
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		wait *= 2
 	}
-	bg := context.WithoutCancel(ctx)
-	err := rt.store.Update(bg, func(tx Tx) error {
+}
+
+// How often, and after how long a first back-off (doubled each time),
+// releaseAll tries a busy release before leaving it to releasePending.
+const (
+	releaseTries   = 5
+	releaseBackoff = 10 * time.Millisecond
+)
+
+// releaseOnce releases claims in one transaction, else one by one, and
+// returns those whose release failed with ErrBusy (still held), and the
+// errors.
+func (rt *Router) releaseOnce(ctx context.Context, claims []*Claim) (busy []*Claim, _ error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	err := rt.store.Update(ctx, func(tx Tx) error {
 		for _, c := range claims {
 			if err := tx.Release(c); err != nil && !errors.Is(err, ErrNotClaimant) {
 				return err
@@ -627,15 +679,57 @@ func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
 		return nil
 	})
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	for _, c := range claims {
-		if err := rt.store.Release(bg, c); err != nil && !errors.Is(err, ErrNotClaimant) {
+		if err := rt.store.Release(ctx, c); err != nil && !errors.Is(err, ErrNotClaimant) {
 			errs = append(errs, err)
+			if errors.Is(err, ErrBusy) {
+				busy = append(busy, c)
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return busy, errors.Join(errs...)
+}
+
+// pend keeps claims whose release met a busy store, for their worker's
+// next handleNext.
+func (rt *Router) pend(claims []*Claim) {
+	if len(claims) == 0 {
+		return
+	}
+	rt.pendingMu.Lock()
+	defer rt.pendingMu.Unlock()
+	if rt.pending == nil {
+		rt.pending = map[string][]*Claim{}
+	}
+	for _, c := range claims {
+		rt.pending[c.WorkerID] = append(rt.pending[c.WorkerID], c)
+	}
+	rt.pendingN.Add(int64(len(claims)))
+}
+
+// releasePending releases the claims of workerID that an earlier busy
+// release left held (see releaseAll), in one try; those the store is
+// still too busy to release stay kept, and the error is returned. It runs
+// in the worker's own handleNext, before it claims: a worker id being one
+// worker, handling its claims one after another, the claim released is
+// the one kept, never a later claim of the same partition by the same
+// worker (that worker claims nothing while it keeps one). A claim the
+// reaper freed meanwhile (ErrNotClaimant) is dropped.
+func (rt *Router) releasePending(ctx context.Context, workerID string) error {
+	if rt.pendingN.Load() == 0 {
+		return nil
+	}
+	rt.pendingMu.Lock()
+	claims := rt.pending[workerID]
+	delete(rt.pending, workerID)
+	rt.pendingN.Add(-int64(len(claims)))
+	rt.pendingMu.Unlock()
+	busy, err := rt.releaseOnce(context.WithoutCancel(ctx), claims)
+	rt.pend(busy)
+	return err
 }
 
 // settle meets a claim's failure: a conflicting append is handled again
@@ -659,11 +753,11 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	bg := context.WithoutCancel(ctx)
 	if transient(ctx, err) {
 		// Not the reactor's failure: free the partition for the next try
-		// and report the error to the caller. If the release fails too
-		// (the store is still busy), the claim stays with this worker: its
-		// heartbeats keep it alive, so the reaper frees it only after
-		// MaxClaimAge, not after the claim TTL (found by props/sim).
-		if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+		// and report the error to the caller. If the release meets the
+		// busy store too, it is tried again, and at the worker's next
+		// handleNext (releaseAll): left held, the claim would stay with
+		// this heartbeating worker until MaxClaimAge (found by props/sim).
+		if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
 			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
 		return nil, cancelled(ctx, err)
@@ -690,7 +784,7 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failed, failErr := rt.fail(bg, re, claim, err, 0)
-	if relErr := rt.store.Release(bg, claim); relErr != nil && !errors.Is(relErr, ErrNotClaimant) {
+	if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
 		return failed, errors.Join(failErr, relErr)
 	}
 	return failed, failErr
@@ -769,9 +863,6 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			if handleErr != nil {
 				return handleErr
 			}
-			if len(pairs) == 0 {
-				return errNoPairs // released on the one-claim path
-			}
 			a, acked, err := rt.execute(ctx, tx, re, c, pairs)
 			if err != nil {
 				return err
@@ -800,8 +891,6 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	return did, nil
 }
 
-var errNoPairs = errors.New("sourced: no pairs for a claim")
-
 // process handles the claim once: history, reactor, signals, ack.
 func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
 	started := time.Now()
@@ -812,7 +901,7 @@ func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error 
 	if err := rt.commit(ctx, re, claim, pairs, handleErr, nil); err != nil {
 		return err
 	}
-	if len(pairs) > 0 && rt.opts.Observer != nil {
+	if handled(claim, pairs) && rt.opts.Observer != nil {
 		observe(ctx, rt.opts.Observer, batchHandled(claim, appendedBy(pairs), started, false))
 	}
 	return nil
@@ -923,14 +1012,11 @@ func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, 
 // transaction, then (in the same transaction) runs then, if any, telling
 // it whether the claim was acknowledged (else released: the pairs named no
 // message); after the commit it runs the after-sync work. A claim without
-// pairs is released. A reactor's failure after some pairs comes back as a
-// *batchFailure: those pairs are committed.
+// pairs (and no failure) is acknowledged whole. A reactor's failure after
+// some pairs comes back as a *batchFailure: those pairs are committed.
 func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
-	if len(pairs) == 0 && handleErr == nil {
-		return rt.store.Release(ctx, claim)
-	}
 	var processed int64
-	if len(pairs) > 0 {
+	if len(pairs) > 0 || handleErr == nil { // no pairs and no failure: handled with no effects
 		var afters []func(context.Context) error
 		err := rt.store.Update(ctx, func(tx Tx) error {
 			var (
@@ -968,7 +1054,8 @@ func lastSource(pairs []effects.Pair) int64 {
 }
 
 // execute runs a batch's pairs in tx and acknowledges the claim up to the
-// last positioned source, reporting acked; when no pair has a positioned
+// last positioned source, reporting acked; no pairs at all acknowledge the
+// whole claim (handled with no effects); when pairs name no positioned
 // source, nothing of the claim was processed, and execute releases it in
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
@@ -1000,7 +1087,16 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		}
 	}
 	last := lastSource(pairs)
+	if len(pairs) == 0 {
+		// No pairs and no failure: the reactor handled the batch with no
+		// effects, and it is acknowledged whole (released, it would be
+		// claimed again at once, for ever).
+		last = claim.Last()
+	}
 	if last == 0 {
+		if len(pairs) == 0 {
+			return nil, false, tx.Release(claim) // a claim with no messages
+		}
 		rt.opts.Logger.WarnContext(ctx, "sourced: the reactor's pairs name no message it processed (no Pair.Source with a position): its signals are committed and its claim released, so its messages are handed to it again",
 			"group", re.info.Group, "partition", PartitionKey(claim.Partition))
 		return afters, false, tx.Release(claim)

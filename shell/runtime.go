@@ -252,7 +252,14 @@ func (rt *Runtime) stop(ctx context.Context, grace time.Duration) error {
 		}
 	}
 	if len(errs) == 0 && len(rt.ids) > 0 {
-		// A clean stop: the workers are gone, so are their heartbeats.
+		// A clean stop: the workers are gone, so are their heartbeats,
+		// and the claims a busy store kept them from releasing go back
+		// (else they wait for the reaper, a claim TTL).
+		for _, id := range rt.ids {
+			if err := rt.router.releasePending(ctx, id); err != nil {
+				rt.log.Warn("sourced: releasing a stopped worker's claims failed (they are freed after the claim TTL)", "worker", id, "error", err)
+			}
+		}
 		if err := rt.store.RemoveWorkers(ctx, rt.ids); err != nil {
 			rt.log.Warn("sourced: removing the stopped workers' heartbeats failed (they expire after the claim TTL)", "error", err)
 		}

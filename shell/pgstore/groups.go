@@ -110,12 +110,14 @@ ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns
 		// group (a queue: one message per offset, found by its id), as
 		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
 		// message's join and the claim (or, with no message, the repair
-		// of the marker) in one plan. The big CTE of claimMany costs tens
-		// of milliseconds per call once concurrent claims and
-		// settlements make its locked rows recheck (EvalPlanQual
-		// initialises every subplan of the statement); this statement has
-		// none. Its rows are unordered: claimMany sorts them. It never
-		// touches a keyed offset (message_id NULL).
+		// of the marker) in one plan without subplans. The CTE of
+		// claimMany took about 100 ms per call for 50 jobs while two
+		// workers drained 100,000, nearly all of it in its locking pick:
+		// rows that concurrent claims and settlements changed are
+		// rechecked (EvalPlanQual), which most likely initialises every
+		// subplan of the statement again. This one stays near a
+		// millisecond. Its rows are unordered: scanClaims sorts them. It
+		// never touches a keyed offset (message_id NULL).
 		claimQueue: f(`UPDATE %[1]s o SET claimed = m.position IS NOT NULL,
 	claimed_at = CASE WHEN m.position IS NULL THEN NULL ELSE $2 END,
 	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $4 END,
@@ -828,21 +830,13 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 	}
 	if unordered && len(claims) > 1 {
 		// One message per offset: order (last position, offset id).
-		idx := make([]int, len(claims))
-		for i := range idx {
-			idx[i] = i
+		lastOf := make(map[int64]int64, len(claims))
+		for i, c := range claims {
+			lastOf[c.OffsetID] = lasts[i]
 		}
-		slices.SortFunc(idx, func(a, b int) int {
-			if c := cmp.Compare(lasts[a], lasts[b]); c != 0 {
-				return c
-			}
-			return cmp.Compare(claims[a].OffsetID, claims[b].OffsetID)
+		slices.SortFunc(claims, func(a, b *shell.Claim) int {
+			return cmp.Or(cmp.Compare(lastOf[a.OffsetID], lastOf[b.OffsetID]), cmp.Compare(a.OffsetID, b.OffsetID))
 		})
-		sorted := make([]*shell.Claim, len(claims))
-		for i, j := range idx {
-			sorted[i] = claims[j]
-		}
-		claims = sorted
 	}
 	return claims, repaired, nil
 }
