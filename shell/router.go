@@ -1060,6 +1060,15 @@ func lastSource(pairs []effects.Pair) int64 {
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
 func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
+	if len(pairs) == 0 {
+		// No pairs and no failure: the reactor handled the batch with no
+		// effects, and it is acknowledged whole (released, it would be
+		// claimed again at once, for ever).
+		if last := claim.Last(); last > 0 {
+			return nil, true, tx.Ack(claim, last)
+		}
+		return nil, false, tx.Release(claim) // a claim with no messages
+	}
 	// start is where the batch's own messages begin, for its guarded
 	// appends after its first write; read only when it has one (a round
 	// trip per batch on a client-server store).
@@ -1087,16 +1096,7 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		}
 	}
 	last := lastSource(pairs)
-	if len(pairs) == 0 {
-		// No pairs and no failure: the reactor handled the batch with no
-		// effects, and it is acknowledged whole (released, it would be
-		// claimed again at once, for ever).
-		last = claim.Last()
-	}
 	if last == 0 {
-		if len(pairs) == 0 {
-			return nil, false, tx.Release(claim) // a claim with no messages
-		}
 		rt.opts.Logger.WarnContext(ctx, "sourced: the reactor's pairs name no message it processed (no Pair.Source with a position): its signals are committed and its claim released, so its messages are handed to it again",
 			"group", re.info.Group, "partition", PartitionKey(claim.Partition))
 		return afters, false, tx.Release(claim)

@@ -113,20 +113,11 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	c1, err := s.ClaimNext(ctx, "q", "w1", 1)
-	if err != nil || c1 == nil {
-		t.Fatal(c1, err)
-	}
+	c1 := twoJobsOneClaimed(t, s)
 	// w2's claim stays open (its transaction holds the shared lock)
 	// while w1 settles c1 in another transaction.
 	done := make(chan error, 1)
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx shell.Tx) error {
 		c2, err := tx.ClaimNext("q", "w2", 1)
 		if err != nil || c2 == nil {
 			return errors.Join(err, errors.New("no second claim"))
@@ -161,20 +152,11 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 // UPDATE of the row takes) while the acknowledgement is sent but not
 // committed.
 func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
-	reg, _ := storetest.NewRegistry()
 	prefix := pgtest.Prefix()
+	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	c1, err := s.ClaimNext(ctx, "q", "w1", 1)
-	if err != nil || c1 == nil {
-		t.Fatal(c1, err)
-	}
+	c1 := twoJobsOneClaimed(t, s)
 	probe, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -208,4 +190,22 @@ func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
 	if err != nil || info.HighestPosition != 2 {
 		t.Fatalf("group %+v (%v), want highest position 2", info, err)
 	}
+}
+
+// twoJobsOneClaimed registers the queue q on s, appends two jobs and
+// returns w1's claim of the first.
+func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *shell.Claim {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := s.ClaimNext(ctx, "q", "w1", 1)
+	if err != nil || c1 == nil {
+		t.Fatal(c1, err)
+	}
+	return c1
 }

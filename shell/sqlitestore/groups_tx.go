@@ -175,20 +175,17 @@ type pendingRemark struct {
 // one of offset keep (0: none; the caller writes that offset's marker
 // itself), then the pending wakes.
 func (t *tx) flushExcept(keep int64) error {
-	for _, r := range t.remarks {
-		if keep == keepRemarks {
-			break
-		}
-		if r.id == keep {
-			continue
-		}
-		if err := t.applyRemark(r); err != nil {
-			err = fmt.Errorf("sqlitestore: recompute the pending markers of the deleted messages' offsets: %w", err)
-			t.failed = err
-			return err
-		}
-	}
 	if keep != keepRemarks {
+		for _, r := range t.remarks {
+			if r.id == keep {
+				continue
+			}
+			if err := t.applyRemark(r); err != nil {
+				err = fmt.Errorf("sqlitestore: recompute the pending markers of the deleted messages' offsets: %w", err)
+				t.failed = err
+				return err
+			}
+		}
 		t.remarks = slices.DeleteFunc(t.remarks, func(r pendingRemark) bool { return r.id != keep })
 	}
 	for i := range t.wakes {

@@ -40,6 +40,7 @@ type queries struct {
 	deleteScheduled string
 	readAllAsc      string
 	readAllDesc     string
+	readByID        string
 
 	mu     sync.Mutex
 	shapes map[shape]string
@@ -96,6 +97,11 @@ FROM %s INDEXED BY idx_%s_scheduled_messages_available ORDER BY available_at, id
 		readAllAsc: fmt.Sprintf(`SELECT %s FROM %s m WHERE m.position >= +?1 AND m.position <= +?2 ORDER BY m.position LIMIT +?3`,
 			messageColumns, n.messages),
 		readAllDesc: fmt.Sprintf(`SELECT %s FROM %s m WHERE m.position >= +?1 AND m.position <= +?2 ORDER BY m.position DESC LIMIT +?3`,
+			messageColumns, n.messages),
+		// readByID reads one message by id from the unique message_id
+		// index, within position bounds: ?1 message id, ?2 exclusive
+		// lower bound, ?3 inclusive upper bound.
+		readByID: fmt.Sprintf(`SELECT %s FROM %s m WHERE m.message_id = ?1 AND m.position > ?2 AND m.position <= ?3`,
 			messageColumns, n.messages),
 		shapes: make(map[shape]string),
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -561,22 +560,6 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	return s.finish(rows, conds, b, opts.Limit)
 }
 
-// byIDQueries memoises the SQL text of queryByID per messages table, so
-// that every call prepares the same text and hits the statement cache.
-var byIDQueries sync.Map // messages table name -> SQL
-
-// byIDQuery returns the statement reading one message by id from the
-// unique message_id index, within position bounds. Params: ?1 message id,
-// ?2 exclusive lower bound, ?3 inclusive upper bound.
-func byIDQuery(n names) string {
-	if q, ok := byIDQueries.Load(n.messages); ok {
-		return q.(string)
-	}
-	q := fmt.Sprintf(`SELECT %s FROM %s m WHERE m.message_id = ?1 AND m.position > ?2 AND m.position <= ?3`, messageColumns, n.messages)
-	byIDQueries.Store(n.messages, q)
-	return q
-}
-
 // queryByID reads the partition {core.IDKey: id} (an id-partitioned
 // group's): the message with that id if its type is among types, whatever
 // it was indexed under when appended (its type's group may have been
@@ -590,7 +573,7 @@ func (s *Store) queryByID(conn *sqlite.Conn, id string, types []string, b bound)
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := conn.Prepare(byIDQuery(s.names))
+	stmt, err := conn.Prepare(s.q.readByID)
 	if err != nil {
 		return nil, err
 	}
