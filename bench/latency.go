@@ -166,11 +166,12 @@ func (p *LatencyProxy) pump(dst, src net.Conn) {
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(inflight)
+		buf := make([]byte, 32<<10)
 		for {
-			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				inflight <- chunk{data: buf[:n], due: time.Now().Add(p.delay)}
+				due := time.Now().Add(p.delay)
+				inflight <- chunk{data: append([]byte(nil), buf[:n]...), due: due}
 			}
 			if err != nil {
 				if errors.Is(err, io.EOF) {
