@@ -308,4 +308,7 @@ func TestProxyPostgres(t *testing.T) {
 	if rtt := time.Since(start); rtt < 2*delay {
 		t.Errorf("query took %v through the proxy, want at least 2×%v", rtt, delay)
 	}
+	if rtt := medianRoundTrip(t, via); rtt < 2*delay {
+		t.Errorf("medianRoundTrip = %v through the proxy, want at least 2×%v", rtt, delay)
+	}
 }

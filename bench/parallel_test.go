@@ -38,8 +38,11 @@ import (
 // for R = 0 (the server's Unix socket) and 500us (through a LatencyProxy
 // adding 0.25 ms each way: application servers on other hosts), B =
 // disjoint and same, W = 1, 4, 16. Each reports msgs/s and p99-us (the
-// latency of one Append call, or of one floor INSERT); guarded appends on
-// boundaries=same also report conflicts/s (appends whose guard failed).
+// latency of one Append call, or of one floor INSERT), and rtt-us, the
+// median round trip of an empty query on the same path measured before
+// the run (what the proxy's delay gives on the machine at the time);
+// guarded appends on boundaries=same also report conflicts/s (appends
+// whose guard failed).
 //
 // A guarded writer decides on what it knows of its boundary: its guard's
 // LastPosition is its own last append, or what a read of the boundary
@@ -87,8 +90,10 @@ func BenchmarkPostgresAppendParallel(b *testing.B) {
 				}{{"", false, false}, {"/guarded", true, false}, {"/impl=floor", false, true}} {
 					c := parallelCase{writers: w, same: same, guarded: v.guarded, floor: v.floor}
 					b.Run(rtt.name+"/"+c.boundaries()+"/writers="+strconv.Itoa(w)+v.suffix, func(b *testing.B) {
+						rtt := medianRoundTrip(b, via)
 						r := appendParallel(b, url, via, c, b.N, b)
 						secs := r.elapsed.Seconds()
+						b.ReportMetric(float64(rtt.Microseconds()), "rtt-us")
 						b.ReportMetric(float64(r.appends)/secs, "msgs/s")
 						b.ReportMetric(float64(r.p99().Microseconds()), "p99-us")
 						if c.same && c.guarded {
@@ -347,6 +352,28 @@ func appendParallel(tb testing.TB, direct, via string, c parallelCase, n int, ti
 		}
 	}
 	return r
+}
+
+// medianRoundTrip is the median time of 31 empty queries (one round trip
+// each) on a new connection to url.
+func medianRoundTrip(tb testing.TB, url string) time.Duration {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var l []time.Duration
+	for range 31 {
+		start := time.Now()
+		if _, err := conn.Exec(ctx, ";", pgx.QueryExecModeSimpleProtocol); err != nil {
+			tb.Fatal(err)
+		}
+		l = append(l, time.Since(start))
+	}
+	slices.Sort(l)
+	return l[len(l)/2]
 }
 
 func studentID(w, seq int) string { return "s" + strconv.Itoa(w) + "-" + strconv.Itoa(seq) }
