@@ -243,6 +243,23 @@ type groupSet struct {
 	byID map[string]bool
 }
 
+// checkValues refuses a message holding an empty value for a partition
+// key of a group that handles its type (shell.CheckPartitionValues),
+// scheduled or not.
+func (gs *groupSet) checkValues(m core.Message, p prepared) error {
+	keys := p.keys
+	if p.scheduled {
+		keys = p.typ.Keys(m.Payload, nil)
+	}
+	return shell.CheckPartitionValues(p.typ.Name, keys, func(yield func(string, []string) bool) {
+		for _, g := range gs.byType[p.typ.Name] {
+			if !yield(g.name, g.partitionBy) {
+				return
+			}
+		}
+	})
+}
+
 // loadGroups reads the configuration of every group.
 func (s *Store) loadGroups(ctx context.Context, q querier, version int64) (*groupSet, error) {
 	rows, err := q.Query(ctx, s.q.g.loadGroups)

@@ -435,6 +435,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	for i, m := range msgs {
 		m, p, err := s.prepare(m, now, t.gs.byID)
+		if err == nil {
+			err = t.gs.checkValues(m, p)
+		}
 		if err != nil {
 			return shell.AppendResult{}, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
