@@ -944,7 +944,8 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // transaction: the Update fails with an error matching
 // shell.ErrNotClaimant and writes nothing (the router then commits each
 // batch on its own). A position beyond the claim is refused at once
-// (shell.ErrAckBeyondClaim), as is a claim the transaction already
+// (shell.ErrAckBeyondClaim, or ErrNotClaimant when the worker does not
+// hold the claim either), as is a claim the transaction already
 // acknowledged or released (it is checked at once: ErrNotClaimant), and
 // the acknowledgement of a group this process does not know is checked at
 // once too (an *UnknownGroupError).
@@ -956,6 +957,12 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 		return errors.New("pgstore: ack a nil claim")
 	}
 	if err := shell.CheckAck(c, position); err != nil {
+		// A claim the worker does not hold is refused as such, whatever
+		// the position (the contract of every store): checked only here,
+		// on the way to an error.
+		if herr := t.held(c, "ack"); herr != nil {
+			return herr
+		}
 		return err
 	}
 	if !t.eager && !t.settled[c.OffsetID] {

@@ -161,7 +161,11 @@
 //     partition reads, pages and guards on their attributes see them, and
 //     the queue still hands each message out alone.
 //   - GroupRefusals: an ack past the claim's last message
-//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), a
+//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), an
+//     ack of a claim the worker does not hold (released, another worker's,
+//     forged) at any position, past the claim's last message included
+//     (shell.ErrNotClaimant: ownership is checked before the position;
+//     nothing changed), a
 //     negative ttl for ReleaseStaleClaims, a partition key that no handled
 //     type indexes (a misspelling, or a `sourced:"noindex"` tag: the error
 //     says which).
