@@ -31,6 +31,7 @@ type groupQueries struct {
 	loadGroups, bumpConfig                   string
 	insertGroup, updateConfig, updateLabel   string
 	groupRow, groupNames, probe              string
+	groupRowLocked                           string
 	upsertOffset, ensureOffset, offsetByKey  string
 	remark, held, release, moveTo            string
 	claimMany, claimQueue, ackMany           string
@@ -63,7 +64,11 @@ func newGroupQueries(n names) groupQueries {
 		updateConfig: f(`UPDATE %s SET label = $2, partition_by = $3, exclusive = $4, handled = $5, updated_at = $6 WHERE id = $1`, n.groups),
 		updateLabel:  f(`UPDATE %s SET label = $2, updated_at = $3 WHERE id = $1 AND label <> $2`, n.groups),
 		groupRow:     f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1`, n.groups),
-		groupNames:   f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
+		// A status change reads the row it writes locked, so that two
+		// changes at once (two workers failing) each see the other's,
+		// whatever other lock the transaction holds.
+		groupRowLocked: f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1 FOR UPDATE`, n.groups),
+		groupNames:     f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
 		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
 FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
 		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
@@ -662,9 +667,20 @@ type groupState struct {
 
 // state reads a group's row, or returns an *UnknownGroupError.
 func (t *tx) state(group string) (groupState, error) {
+	return t.readState(group, t.s.q.g.groupRow)
+}
+
+// lockState is state, locking the group's row until the transaction ends:
+// for a read-modify-write of the group's status and failure (its retry
+// count).
+func (t *tx) lockState(group string) (groupState, error) {
+	return t.readState(group, t.s.q.g.groupRowLocked)
+}
+
+func (t *tx) readState(group, query string) (groupState, error) {
 	var st groupState
 	var retryAt *time.Time
-	err := t.c.QueryRow(t.ctx, t.s.q.g.groupRow, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+	err := t.c.QueryRow(t.ctx, query, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if uerr := t.s.unknownGroup(t.ctx, t.c, group); errors.As(uerr, new(*shell.UnknownGroupError)) {
 			return st, uerr
@@ -1216,7 +1232,7 @@ func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, er
 // accept the command.
 func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, change func(t *tx, st *groupState, f *shell.Failure) error) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
@@ -1331,7 +1347,7 @@ func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failu
 // accept the command is no error (the group stays as it is).
 func (s *Store) work(ctx context.Context, group string, cmd shell.Command, change func(st *groupState) shell.Failure) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
@@ -1348,7 +1364,7 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.Command, chang
 // it, in one transaction under the exclusive lock; see shell.Groups.
 func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
