@@ -71,7 +71,11 @@
 // sleeps of up to 100 ms let a process whose peers commit back to back
 // wait out its whole timeout. A lock not taken within the busy timeout is
 // an error matching shell.ErrBusy: the operation wrote nothing and may be
-// retried (the router and the runtime do).
+// retried (the router and the runtime do). A write refused for want of
+// space (a full disk, SQLITE_FULL) is a *DiskFullError, matching
+// ErrDiskFull and shell.ErrBusy too: it wrote nothing, its workers release
+// their claims and back off instead of failing their groups, and they
+// carry on once space is freed.
 //
 // Every connection gets its settings when it is opened: foreign_keys=ON,
 // busy_timeout, temp_store=MEMORY (savepoint journals stay in memory
