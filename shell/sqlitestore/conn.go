@@ -208,7 +208,9 @@ func (e *DiskFullError) Error() string {
 
 // Is makes errors.Is(err, ErrDiskFull) and errors.Is(err, shell.ErrBusy)
 // true.
-func (e *DiskFullError) Is(target error) bool { return target == ErrDiskFull || target == shell.ErrBusy }
+func (e *DiskFullError) Is(target error) bool {
+	return target == ErrDiskFull || target == shell.ErrBusy
+}
 
 // Unwrap returns SQLite's error.
 func (e *DiskFullError) Unwrap() error { return e.Err }
