@@ -99,6 +99,38 @@ func TestLoadRefusesAnEmptyPartitionKey(t *testing.T) {
 	}
 }
 
+// Once the group is registered, the store refuses a message with an empty
+// value for its partition key (shell.CheckPartitionValues): the group
+// never meets it, and goes on.
+func TestAppendRefusesAnEmptyKeyOfARegisteredGroup(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(looseRegistry())
+	counter := core.Projector[int]{Group: "loose.counter", PartitionBy: []string{"course_id"}}.With(
+		core.Evolve(func(n int, e looseDone) int { return n + 1 }),
+	)
+	router, err := shell.NewRouter(store, shell.RouterOptions{}, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := router.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{})
+	wantKeyError(t, err, "empty")
+	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: "c1"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := router.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := store.Group(ctx, "loose.counter"); err != nil || g.Status != shell.StatusActive || g.HighestPosition != 1 {
+		t.Fatalf("group %+v (%v): want it active, past the one message appended", g, err)
+	}
+}
+
+// A message appended before its group was registered is not refused: the
+// router fails the group on it, naming the empty key, before the reactor
+// runs.
 func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(looseRegistry())
@@ -110,10 +142,10 @@ func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Setup(ctx); err != nil {
+	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{}); err != nil {
+	if err := router.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := router.Drain(ctx); err != nil && !errors.Is(err, codec.ErrInvalid) {
