@@ -126,10 +126,7 @@ func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.InfoContext(ctx, "dashboard: operator action on a parked partition", "group", group, "partition", shell.PartitionKey(partition), "action", act)
-	back := r.FormValue("back")
-	if back == "" || back[0] != '/' || len(back) > 1 && back[1] == '/' {
-		back = "/partitions"
-	}
+	back := safeBack(r.FormValue("back"), "/partitions")
 	http.Redirect(w, r, d.opts.Prefix+back+sep(back)+"flash="+url.QueryEscape(fmt.Sprintf("%s %s: %s done", group, shell.PartitionKey(partition), act)), http.StatusSeeOther)
 }
 
