@@ -102,7 +102,9 @@ func TestServeRefusesAForeignHost(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0"}, &out, &errOut, SQLite()) }()
+	go func() {
+		done <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0"}, &out, &errOut, SQLite())
+	}()
 	defer func() { cancel(); <-done }()
 	var base string
 	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
