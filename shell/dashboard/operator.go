@@ -89,7 +89,8 @@ func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 
 // parkedAction runs an operator's action on a parked partition:
 // POST /parked/{retry|skip|reset} with the form's group and partition (as
-// shell.PartitionKey renders it).
+// shell.PartitionJSON renders it, or as shell.PartitionKey does: see
+// shell.ParsePartition).
 func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 	if d.opts.ReadOnly {
 		d.fail(w, r, http.StatusForbidden, errors.New("the dashboard is read-only: operator actions are disabled"))
@@ -148,6 +149,7 @@ func parkedConfirm(p shell.ParkedPartition, act string) string {
 type parkedRow struct {
 	shell.ParkedPartition
 	Key     string
+	Form    string // the partition as its forms post it (shell.PartitionJSON)
 	Actions []parkedButton
 }
 
@@ -160,7 +162,7 @@ func (d *Dashboard) parked(ctx context.Context, group string) ([]parkedRow, erro
 	}
 	rows := make([]parkedRow, 0, len(ps))
 	for _, p := range ps {
-		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition)}
+		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition), Form: shell.PartitionJSON(p.Partition)}
 		for _, a := range []string{"retry", "skip", "reset"} {
 			row.Actions = append(row.Actions, parkedButton{a, parkedConfirm(p, a)})
 		}
