@@ -96,7 +96,11 @@ func Main(drivers ...Driver) {
 // opens it), writing to stdout and stderr, and returns the exit code: 0
 // on success, 1 when the command failed, 2 on bad usage.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, drivers ...Driver) int {
-	g := &globals{out: stdout, errOut: stderr, drivers: drivers, progress: isTerminal(stderr)}
+	// Stored data reaches the terminal only with its control characters
+	// escaped (see escWriter).
+	progress := isTerminal(stderr)
+	stdout, stderr = escWriter{stdout}, escWriter{stderr}
+	g := &globals{out: stdout, errOut: stderr, drivers: drivers, progress: progress}
 	err := g.run(ctx, args)
 	if err == nil {
 		return 0

@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // Every form a PostgreSQL connection can be given in: redact hides the
@@ -56,5 +59,31 @@ func TestTheToolPrintsNoPassword(t *testing.T) {
 				t.Errorf("sourced -db %q %s printed the password:\n%s", f.db, strings.Join(args, " "), all)
 			}
 		}
+	}
+}
+
+// Stored data holding terminal escape sequences is printed with its
+// control characters escaped, in text output and in error messages.
+func TestTextOutputEscapesControlCharacters(t *testing.T) {
+	path, s := emptyStore(t)
+	evil := "Alg\x1b]0;pwned\x07\x1b[2J\rebra\u009b31m"
+	if _, err := s.Append(context.Background(), core.Messages(CourseCreated{CourseID: "c\x1b[8m1", CourseName: evil}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, args := range [][]string{{"log"}, {"-json", "log"}, {"log", "-type", "courses.created\x1b[31m"}, {"trace", "x\x1b[31m"}} {
+		var out, errOut bytes.Buffer
+		Run(context.Background(), append([]string{"-db", path}, args...), &out, &errOut, SQLite())
+		all := out.String() + errOut.String()
+		if strings.ContainsAny(all, "\x1b\x07\r\u009b") {
+			t.Errorf("sourced %q printed a raw control character:\n%q", args, all)
+		}
+		if (len(args) == 1 || args[0] == "-json") && !strings.Contains(all, `\x1b`) && !strings.Contains(all, `\u001b`) {
+			t.Errorf("sourced %q: the escape is not shown escaped:\n%q", args, all)
+		}
+	}
+	var b bytes.Buffer
+	if n, err := (escWriter{&b}).Write([]byte("ok\t\n\xff\x9b")); n != 6 || err != nil || b.String() != "ok\t\n\\xff\\x9b" {
+		t.Errorf("escWriter: %d %v %q", n, err, b.String())
 	}
 }
