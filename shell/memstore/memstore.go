@@ -700,6 +700,9 @@ func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, er
 			return record{}, m, fmt.Errorf("metadata of %s: %w", typ.Name, err)
 		}
 	}
+	if err := shell.CheckDecodes(typ, data, md); err != nil {
+		return record{}, m, err
+	}
 	return record{
 		id:          m.ID,
 		typ:         typ.Name,
