@@ -2,19 +2,13 @@ module github.com/sourced-go/sourced/bench/peers
 
 go 1.26.0
 
-replace (
-	github.com/sourced-go/sourced => ../..
-	github.com/sourced-go/sourced/bench => ../
-	github.com/sourced-go/sourced/shell/pgstore => ../../shell/pgstore
-)
-
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
-	github.com/sourced-go/sourced/bench v0.0.0-00010101000000-000000000000
+	github.com/sourced-go/sourced/bench v0.3.0
 	modernc.org/libc v1.65.7
 	modernc.org/sqlite v1.37.1
 )
@@ -32,8 +26,8 @@ require (
 	github.com/riverqueue/river/rivershared v0.51.2 // indirect
 	github.com/riverqueue/river/rivertype v0.51.2 // indirect
 	github.com/samber/lo v1.53.0 // indirect
-	github.com/sourced-go/sourced v0.0.0 // indirect
-	github.com/sourced-go/sourced/shell/pgstore v0.0.0 // indirect
+	github.com/sourced-go/sourced v0.3.0 // indirect
+	github.com/sourced-go/sourced/shell/pgstore v0.3.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect

@@ -2,11 +2,9 @@ module github.com/sourced-go/sourced/shell/otelobserver
 
 go 1.26.0
 
-replace github.com/sourced-go/sourced => ../..
-
 require (
 	github.com/google/uuid v1.6.0
-	github.com/sourced-go/sourced v0.0.0-00010101000000-000000000000
+	github.com/sourced-go/sourced v0.3.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

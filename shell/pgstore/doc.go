@@ -16,12 +16,11 @@
 // The package is a Go module of its own (github.com/sourced-go/sourced/
 // shell/pgstore), so that pgx and its dependencies never enter the build
 // or the go.sum of an app that only uses SQLite. Its go.mod requires the
-// root module; inside the repository a replace directive points it at the
-// checkout, so the two are developed and tested together. The repository
-// commits no go.work: a workspace does not make `go test ./...` at the
-// root reach nested modules (patterns never cross a module boundary), and
-// it forbids the -mod=mod that CI uses; each module is tested from its own
-// directory instead (see README, "Tests").
+// root module at the version the two are released at, with no replace
+// directive, so it installs outside the repository (the README's
+// "Modules"; .ci/release-check proves it); inside the repository the
+// committed go.work points it at the checkout, so the two are developed
+// and tested together.
 //
 // # Schema
 //

@@ -5,7 +5,7 @@ go 1.26
 require (
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/sourced-go/sourced v0.0.0
+	github.com/sourced-go/sourced v0.3.0
 )
 
 require (
@@ -28,5 +28,3 @@ require (
 	pgregory.net/rapid v1.3.0 // indirect
 	zombiezen.com/go/sqlite v1.4.2 // indirect
 )
-
-replace github.com/sourced-go/sourced => ../..

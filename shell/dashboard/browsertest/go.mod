@@ -2,12 +2,10 @@ module github.com/sourced-go/sourced/shell/dashboard/browsertest
 
 go 1.26
 
-replace github.com/sourced-go/sourced => ../../..
-
 require (
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
-	github.com/sourced-go/sourced v0.0.0-00010101000000-000000000000
+	github.com/sourced-go/sourced v0.3.0
 )
 
 require (
