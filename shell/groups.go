@@ -216,6 +216,12 @@ type Claim struct {
 	// far this partition had been acknowledged when the group was last
 	// reset: the messages were processed before.
 	Replaying bool
+	// ReplayUpto is how far this partition had been acknowledged when the
+	// group was last reset (0: never reset, or nothing acknowledged then):
+	// a claimed message at or below it is a replay, even when the claim
+	// reaches past it (Replaying false), and its side effects (reactions,
+	// decisions) are not made again.
+	ReplayUpto int64
 }
 
 // Last is the position of the claim's last message.
