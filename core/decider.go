@@ -390,7 +390,7 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 					continue
 				}
 				if err != nil {
-					return outs, &BatchError{Message: m, Index: i, Err: err}
+					return outs, &BatchError{Message: m, Index: i, Err: err, Where: h.decideAt[t]}
 				}
 				g := read.Guard
 				qo.Guard = &g
@@ -406,7 +406,7 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 				continue
 			}
 			if err != nil {
-				return outs, &BatchError{Message: m, Index: i, Err: err}
+				return outs, &BatchError{Message: m, Index: i, Err: err, Where: h.decideAt[t]}
 			}
 			s = d.Evolve(s, evs...)
 			decidedEvents = append(decidedEvents, evs...)

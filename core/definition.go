@@ -190,6 +190,11 @@ type BatchError struct {
 	Message PositionedMessage
 	Index   int
 	Err     error
+	// Where names the user function that returned Err, and where it is
+	// defined ("pkg.func1 (file.go:12)"), when known (a decide handler's
+	// error): a returned Go error carries no stack, so this is where it
+	// surfaced.
+	Where string
 }
 
 func (e *BatchError) Error() string {

@@ -3,7 +3,10 @@ package shell_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -287,5 +290,54 @@ func notifyEnrol(t *testing.T, store shell.Store, course string, students ...str
 	}
 	if _, err := store.Append(context.Background(), msgs, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stackedError carries a stack of its own, as errors of
+// github.com/pkg/errors do (their StackTrace method).
+type stackedError struct {
+	msg string
+	pcs []uintptr
+}
+
+func (e *stackedError) Error() string { return e.msg }
+
+// StackTrace returns the program counters recorded where e was made.
+func (e *stackedError) StackTrace() []uintptr { return e.pcs }
+
+//go:noinline
+func makeStackedError() error {
+	pcs := make([]uintptr, 16)
+	return &stackedError{msg: "ledger unavailable", pcs: pcs[:runtime.Callers(1, pcs)]}
+}
+
+// A failure records a stack for a returned error too: where it surfaced
+// (the handler, or the reactor), and the error's own stack when it
+// carries one; only a panic's failure says Panicked.
+func TestFailureRecordsWhereAReturnedErrorSurfaced(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"plain", errDeclined, []string{"error returned by the reactor of shell_test.failing_with"}},
+		{"own stack", fmt.Errorf("posting: %w", makeStackedError()), []string{"error returned by the reactor", "the error's own stack:", "makeStackedError", "strategy_test.go:"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := failingWith{err: c.err}
+			rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, f)
+			notify(t, store, "s1", "c1")
+			rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+			info, _ := store.Group(ctx, f.GroupID())
+			for _, w := range c.want {
+				if !strings.Contains(info.Failure.Stack, w) {
+					t.Fatalf("stack %q, want it to contain %q", info.Failure.Stack, w)
+				}
+			}
+			if info.Failure.Panicked() {
+				t.Fatal("a returned error's failure says it panicked")
+			}
+		})
 	}
 }
