@@ -177,7 +177,7 @@ type handlers[S any] struct {
 	decide      map[reflect.Type]func(S, Message) ([]any, error)
 	// decideAt names each decide handler's function and where it is
 	// defined (BatchError.Where).
-	decideAt map[reflect.Type]string
+	decideAt    map[reflect.Type]string
 	decideOrder []reflect.Type
 	react       map[reflect.Type]func(S, Message) []any
 	reactOrder  []reflect.Type
