@@ -6,24 +6,6 @@ import (
 	"slices"
 )
 
-// A business refusal is an error a decider's Decide returns for a command
-// (a decide handler of Decider, the Decide of a command with a query of
-// its own): "course is full", "insufficient funds". Decide is pure, so
-// such an error cannot be the store's or the network's: it is the
-// command's outcome, not a failure of the consumer group. A panic in
-// Decide is not a refusal, nor is an error of Evolve, React, sync work, a
-// query the store refuses, or the shell (they go to the group's error
-// strategy).
-//
-// Handled synchronously (shell.Handle), a refusal is returned to the
-// caller and nothing is appended. Handled by a background worker (the
-// command appended to the log, decided by the router), the refusal is
-// recorded as a CommandRejected message caused by the command (appended
-// with the command's acknowledgement, in one transaction), and the group
-// goes on with its next message; shell.AwaitCommand gives the sender the
-// command's events or its refusal, matched with errors.Is on the
-// decider's sentinel.
-
 // CommandRejectedType is the registered type name of CommandRejected
 // (the shell's router registers it in the store's registry).
 const CommandRejectedType = "sourced.command_rejected"
