@@ -366,7 +366,8 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 		out := Outcome{Source: m}
 		t := PayloadType(m.Payload)
 		decided := m.Metadata[DecidedByKey] == group
-		if _, isCmd := h.decide[t]; isCmd && !in.Replaying && !decided {
+		replayed := in.Replayed(m)
+		if _, isCmd := h.decide[t]; isCmd && !replayed && !decided {
 			if _, queried := h.query[t]; queried {
 				var read *QueryRead
 				if i < len(in.Queries) {
@@ -383,8 +384,13 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 					f.add(e)
 				}
 				qo, _, err := d.finishQuery(f, in.Partition, m)
+				if err != nil && in.RecordRefusals {
+					out.Reactions = []Message{rejection(group, m, err)}
+					outs = append(outs, out)
+					continue
+				}
 				if err != nil {
-					return outs, &BatchError{Message: m, Index: i, Err: err}
+					return outs, &BatchError{Message: m, Index: i, Err: err, Where: h.decideAt[t]}
 				}
 				g := read.Guard
 				qo.Guard = &g
@@ -394,15 +400,20 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 				continue
 			}
 			evs, err := d.Decide(s, m.Message)
+			if err != nil && in.RecordRefusals {
+				out.Reactions = []Message{rejection(group, m, err)}
+				outs = append(outs, out)
+				continue
+			}
 			if err != nil {
-				return outs, &BatchError{Message: m, Index: i, Err: err}
+				return outs, &BatchError{Message: m, Index: i, Err: err, Where: h.decideAt[t]}
 			}
 			s = d.Evolve(s, evs...)
 			decidedEvents = append(decidedEvents, evs...)
 			out.Events = evs
 			b := Batch[S]{State: s, Partition: in.Partition, Messages: []PositionedMessage{m}, Events: evs}
 			out.Sync, out.AfterSync = bindSync(h, b)
-		} else if h.reacts(t) && !in.Replaying {
+		} else if h.reacts(t) && !replayed {
 			r, err := d.React(s, m.Message)
 			if err != nil {
 				return outs, &BatchError{Message: m, Index: i, Err: err}

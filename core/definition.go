@@ -119,6 +119,15 @@ type StepInput struct {
 	// Replaying is true when every message of the batch was processed
 	// before (the group was reset): reactions are skipped.
 	Replaying bool
+	// ReplayUpto is the highest position of the partition processed
+	// before the group was last reset (0: none): a message at or below it
+	// is a replay (see Replayed), even in a batch that reaches past it.
+	ReplayUpto int64
+	// RecordRefusals, when set (the shell's router sets it), makes a
+	// decider record a business refusal (an error its Decide returns for
+	// a command) as a CommandRejected reaction to the command and go on,
+	// instead of failing the batch (see CommandRejected).
+	RecordRefusals bool
 	// State is the state a StateLoader loaded, when Loaded is true.
 	State  any
 	Loaded bool
@@ -168,12 +177,24 @@ type Outcome struct {
 	AfterSync []func(ctx context.Context) error
 }
 
+// Replayed tells whether m, a message of the batch, was processed before
+// the group was last reset: its reactions and decisions were made then,
+// and are not made again.
+func (in StepInput) Replayed(m PositionedMessage) bool {
+	return in.Replaying || (m.Position > 0 && m.Position <= in.ReplayUpto)
+}
+
 // BatchError reports the message of a batch that failed; the outcomes
 // returned with it cover the messages before it.
 type BatchError struct {
 	Message PositionedMessage
 	Index   int
 	Err     error
+	// Where names the user function that returned Err, and where it is
+	// defined ("pkg.func1 (file.go:12)"), when known (a decide handler's
+	// error): a returned Go error carries no stack, so this is where it
+	// surfaced.
+	Where string
 }
 
 func (e *BatchError) Error() string {

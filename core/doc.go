@@ -148,6 +148,35 @@
 // back-off, parking a poisoned partition, listeners). They are copied
 // into the [Spec], so the shell treats every kind of definition alike.
 //
+// An error strategy may decide from the error, the message and the
+// attempt ([ErrorStrategyFunc], [ErrorStrategy.Decide]): [RetryAt],
+// [ParkPartition], [FailGroup] or [SkipMessage], deferring to the fixed
+// policy ([ErrorStrategy.Fixed], [FixedErrorStrategy]) where it has no
+// opinion. [Permanent] marks an error not worth retrying, for the fixed
+// policy and for workflow steps alike.
+//
+// # Business refusals
+//
+// A business refusal is an error a decider's Decide returns for a command
+// (a decide handler, or the Decide of a command with a query of its own):
+// "course is full". Decide is pure, so such an error is the command's
+// outcome, never the store's or the network's. A panic in Decide is not a
+// refusal, nor is an error of Evolve, React, sync work, a query the store
+// refuses, or a hand-written reactor: those are failures, for the error
+// strategy. Handled synchronously, a refusal is returned to the caller;
+// decided by a background worker (StepInput.RecordRefusals), it is
+// recorded as a [CommandRejected] reaction to the command and the batch
+// goes on; the sender reads it back as a [RefusalError], which errors.Is
+// matches against the decider's sentinel by its text. A decider whose
+// refusals mean a bug sets [Hooks].RefusalsFail.
+//
+// # Replays
+//
+// After its group was reset, a partition's messages up to
+// [StepInput].ReplayUpto were processed before: [StepInput.Replayed]
+// tells them apart per message, and definitions neither decide nor react
+// to them again, even in a batch that reaches past the mark.
+//
 // # Dating messages
 //
 // [Message.At] dates a message (a future time schedules it); a message

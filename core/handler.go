@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -57,7 +58,7 @@ func Evolve[S, E any](fn func(S, E) S) Handler[S] {
 func Decide[S, C any](fn func(S, C) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
 	return Handler[S]{kind: kindDecide, msgType: t, apply: func(h *handlers[S]) {
-		h.addDecide(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m)) })
+		h.addDecideAt(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m)) }, fn)
 	}}
 }
 
@@ -174,6 +175,9 @@ type handlers[S any] struct {
 	evolveOrder []reflect.Type
 	before      []func(S, Message) S
 	decide      map[reflect.Type]func(S, Message) ([]any, error)
+	// decideAt names each decide handler's function and where it is
+	// defined (BatchError.Where).
+	decideAt    map[reflect.Type]string
 	decideOrder []reflect.Type
 	react       map[reflect.Type]func(S, Message) []any
 	reactOrder  []reflect.Type
@@ -282,6 +286,31 @@ func (h *handlers[S]) addDecide(t reflect.Type, fn func(S, Message) ([]any, erro
 	}
 	h.decide[t] = fn
 	h.decideOrder = append(h.decideOrder, t)
+}
+
+// addDecideAt is addDecide for the user's function user (whose location
+// a failure names).
+func (h *handlers[S]) addDecideAt(t reflect.Type, fn func(S, Message) ([]any, error), user any) {
+	h.addDecide(t, fn)
+	if h.decideAt == nil {
+		h.decideAt = map[reflect.Type]string{}
+	}
+	h.decideAt[t] = FuncLocation(user)
+}
+
+// FuncLocation names a function and where it is defined: "pkg.Func
+// (file.go:12)"; "" for nil or a value that is not a function.
+func FuncLocation(fn any) string {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	f := runtime.FuncForPC(v.Pointer())
+	if f == nil {
+		return ""
+	}
+	file, line := f.FileLine(v.Pointer())
+	return fmt.Sprintf("%s (%s:%d)", f.Name(), file, line)
 }
 
 func (h *handlers[S]) addReact(t reflect.Type, fn func(S, Message) []any) {

@@ -37,6 +37,12 @@ type Hooks struct {
 	// ErrorStrategy, when set, is the group's error strategy instead of
 	// the router's default.
 	ErrorStrategy *ErrorStrategy
+	// RefusalsFail makes a decider's business refusals in a background
+	// worker fail the batch, as any other error (to its error strategy),
+	// instead of being recorded as CommandRejected while the group goes
+	// on (see CommandRejected): for a decider whose commands are never
+	// expected to be refused, where a refusal means a bug upstream.
+	RefusalsFail bool
 }
 
 // ErrorStrategy decides what happens to a consumer group when a batch
@@ -49,6 +55,12 @@ type Hooks struct {
 // After defaulting to 3 s); when the retries run out it fails (or, with
 // Park, the partition is parked). A group recovers (its retry count back
 // to 0) once the partition that failed is processed.
+//
+// A strategy that decides from the error, its message and the attempt
+// sets Decide (or is made with ErrorStrategyFunc): it returns RetryAt,
+// ParkPartition, FailGroup or SkipMessage, and may defer to the fixed
+// policy above (Fixed) for the failures it has no opinion on. An error
+// marked Permanent is never retried by the fixed policy.
 //
 // Listeners hear about each retry and failure, in the order they were
 // added (OnRetry, OnFail, Report). An ErrorStrategy is a value: adding a
@@ -65,6 +77,11 @@ type ErrorStrategy struct {
 	// it. The retries before that are the group's, as without Park. Off by
 	// default: the manual's behaviour.
 	Park bool
+	// Decide, when set, decides each failure from its error, message and
+	// attempt, instead of the fixed policy of the fields above (see
+	// DecideFailure and ErrorStrategyFunc). It runs in the transaction
+	// that records the decision: keep it quick, with no I/O.
+	Decide func(FailedAttempt) ErrorDecision
 
 	reporters []Reporter
 }
@@ -153,6 +170,9 @@ type FailureReport struct {
 	// Parked is true when the partition was parked (ErrorStrategy.Park)
 	// rather than the group failed.
 	Parked bool
+	// Skipped is true when the strategy skipped the failed message
+	// (SkipMessage): the group went on.
+	Skipped bool
 }
 
 // reporterFuncs adapts OnRetry and OnFail functions to a Reporter.

@@ -174,7 +174,7 @@ func (p Projector[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 	outs := make([]Outcome, 0, len(in.Batch))
 	for i, m := range in.Batch {
 		out := Outcome{Source: m}
-		if !in.Replaying {
+		if !in.Replayed(m) {
 			r, err := p.React(s, m.Message)
 			if err != nil {
 				return outs, &BatchError{Message: m, Index: i, Err: err}

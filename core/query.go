@@ -344,7 +344,7 @@ func (m Message) Envelope() Envelope {
 func DecideEnvelope[S, C any](fn func(S, C, Envelope) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
 	return Handler[S]{apply: func(h *handlers[S]) {
-		h.addDecide(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m), m.Envelope()) })
+		h.addDecideAt(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m), m.Envelope()) }, fn)
 	}}
 }
 

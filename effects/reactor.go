@@ -28,6 +28,13 @@ type Claim struct {
 	// Replaying is true when every claimed message was processed before
 	// the group was reset (see shell.Claim).
 	Replaying bool
+	// ReplayUpto is the highest position of the partition processed before
+	// the group was last reset (see shell.Claim): a message at or below it
+	// is a replay, whose side effects are not made again.
+	ReplayUpto int64
+	// RecordRefusals makes deciders record business refusals instead of
+	// failing (see core.StepInput; the router sets it).
+	RecordRefusals bool
 	// History holds the partition's messages of the reactor's history types
 	// (see Historian), read when the batch was claimed, and HistoryGuard the
 	// guard of that read. Empty for reactors that want no history.
@@ -315,6 +322,7 @@ func step(def core.Definition, c Claim, in core.StepInput) ([]Pair, error) {
 // stepWith is step with the definition's Step given as stepFn.
 func stepWith(stepFn func(core.StepInput) ([]core.Outcome, error), c Claim, in core.StepInput) ([]Pair, error) {
 	in.Partition, in.History, in.Batch, in.Replaying = c.Partition, c.History, c.Messages, c.Replaying
+	in.ReplayUpto, in.RecordRefusals = c.ReplayUpto, c.RecordRefusals
 	in.Queries, in.Index = c.Queries, c.Index
 	outs, err := stepFn(in)
 	pairs := make([]Pair, 0, len(outs))

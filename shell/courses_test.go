@@ -82,6 +82,15 @@ var enrolments = core.Decider[[]string]{Group: "courses.enrolments", PartitionBy
 	}),
 )
 
+// strictEnrolments is enrolments whose business refusals fail the batch
+// (core.Hooks.RefusalsFail) instead of being recorded: the tests and
+// examples of error strategies provoke their failures with it.
+var strictEnrolments = func() core.Decider[[]string] {
+	d := enrolments
+	d.Hooks.RefusalsFail = true
+	return d
+}()
+
 var notifications = core.Decider[int]{Group: "students.notifications", PartitionBy: []string{"student_id"}}.With(
 	core.Decide(func(_ int, c NotifyStudent) ([]any, error) { return []any{StudentNotified(c)}, nil }),
 )

@@ -22,8 +22,24 @@
 //     the group, partition and message. The default fails the group;
 //     ErrorStrategy.Park parks the failing partition instead once its
 //     retries ran out, and the group goes on with its other partitions
-//     (Parking: list, retry, skip the failed message, reset). A strategy's
-//     listeners (OnRetry, OnFail, Report) run in the order they were added.
+//     (Parking: list, retry, skip the failed message, reset). A strategy
+//     may decide from the error, the message and the attempt
+//     (core.ErrorStrategyFunc: retry at a time, park, fail the group, skip
+//     the message); core.Permanent errors are never retried by the fixed
+//     policy. A strategy's listeners (OnRetry, OnFail, Report) run in the
+//     order they were added. A failure records a stack for a returned
+//     error too: where it surfaced and the error's own stack (see
+//     Failure.Stack).
+//   - Business refusals: an error a decider's Decide returns for a command
+//     decided by a background worker is not a failure: it is recorded as
+//     a core.CommandRejected message caused by the command, the group goes
+//     on, and AwaitCommand gives the sender the command's events or its
+//     refusal (a *core.RefusalError matching the decider's sentinel with
+//     errors.Is). core.Hooks.RefusalsFail opts a decider out.
+//   - Replays: after a reset a claim carries its partition's pre-reset
+//     mark (Claim.ReplayUpto), and definitions decide replay per message:
+//     what was processed before the reset is neither decided nor reacted
+//     to again, even in a batch that reaches past the mark.
 //   - Registering: NewRouter takes deciders, projectors, machines,
 //     workflows and hand-written effects.Reactor values; a Bundle (a
 //     machine with its children, a module) expands recursively; the same

@@ -19,7 +19,7 @@ import (
 func ExampleGroupFailedError() {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
-	router, _ := shell.NewRouter(store, shell.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, enrolments)
+	router, _ := shell.NewRouter(store, shell.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, strictEnrolments)
 	_ = router.Setup(ctx)
 	for _, s := range []string{"s1", "s2", "s3"} { // the capacity is 2
 		_, _ = store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: s}), shell.AppendOptions{})

@@ -22,7 +22,7 @@ func ExampleErrorStrategy_park() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{
 		Logger:        quiet,
 		ErrorStrategy: shell.ErrorStrategy{Park: true}, // no retries: park at the first failure
-	}, enrolments)
+	}, strictEnrolments) // a refusal fails the batch (core.Hooks.RefusalsFail)
 	_ = router.Setup(ctx)
 	for _, e := range []EnrolStudent{{"c1", "s1"}, {"c1", "s2"}, {"c1", "s3"}, {"c2", "s4"}} { // c1 is full at s3
 		_, _ = store.Append(ctx, core.Messages(e), shell.AppendOptions{})
@@ -62,7 +62,7 @@ func ExampleErrorStrategy_OnRetry() {
 		OnFail(func(_ context.Context, f shell.FailureReport) {
 			fmt.Printf("%s failed after %d retries in %s\n", f.Group, f.RetryCount, shell.PartitionKey(f.Partition))
 		})
-	router, _ := shell.NewRouter(store, shell.RouterOptions{ErrorStrategy: strategy, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, enrolments)
+	router, _ := shell.NewRouter(store, shell.RouterOptions{ErrorStrategy: strategy, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, strictEnrolments)
 	_ = router.Setup(ctx)
 	for _, s := range []string{"s1", "s2", "s3"} { // the capacity is 2
 		_, _ = store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: s}), shell.AppendOptions{})

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
+	"runtime"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -85,9 +88,9 @@ func failedMessage(claim *Claim, err error, processed int64) core.PositionedMess
 }
 
 // failureOf records a batch's failure: the claim's partition, the message
-// it failed at, the error's type and message, and a panic's stack. A
-// returned error has no stack (Go errors carry none), so Stack stays empty
-// rather than holding the router's own.
+// it failed at, the error's type and message, and a stack: a panic's, or
+// for a returned error where it surfaced and its own stack when it
+// carries one (see returnedStack).
 func failureOf(claim *Claim, err error, processed int64) Failure {
 	m := failedMessage(claim, err, processed)
 	f := Failure{
@@ -104,8 +107,101 @@ func failureOf(claim *Claim, err error, processed int64) Failure {
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		f.Stack = pe.Stack
+	} else {
+		f.Stack = returnedStack(claim.Group, err)
 	}
 	return f
+}
+
+// returnedStack is what a failure records as the stack of a returned
+// error, which Go does not give: where the error surfaced (the decide
+// handler that returned it, named by its function and file:line, when
+// the definition knows it; else the reactor's HandleClaim, or the batch's
+// commit), then the error's own stack when an error of its chain carries
+// one (see errorOwnStack).
+func returnedStack(group string, err error) string {
+	var b strings.Builder
+	var be *core.BatchError
+	var at *atMessage
+	switch {
+	case errors.As(err, &be) && be.Where != "":
+		fmt.Fprintf(&b, "error returned by %s", be.Where)
+	case errors.As(err, &at):
+		fmt.Fprintf(&b, "error returned while committing the batch of %s (its sync work, appends or acknowledgement)", group)
+	default:
+		fmt.Fprintf(&b, "error returned by the reactor of %s (its HandleClaim, or the history or query it read)", group)
+	}
+	if s := errorOwnStack(err); s != "" {
+		b.WriteString("\n\nthe error's own stack:\n")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// errorOwnStack is the stack an error of err's chain carries, formatted:
+// a StackTrace() method (github.com/pkg/errors and the libraries that
+// follow it, formatted with %+v), Callers() []uintptr or StackFrames()
+// (program counters), or Stack() / ErrorStack() giving text or bytes.
+func errorOwnStack(err error) string {
+	for e := err; e != nil; {
+		if s := stackOf(e); s != "" {
+			return s
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if s := errorOwnStack(inner); s != "" {
+					return s
+				}
+			}
+			return ""
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// stackOf is the stack e itself carries (not its chain's), or "".
+func stackOf(e error) string {
+	switch s := e.(type) {
+	case interface{ Callers() []uintptr }:
+		return framesText(s.Callers())
+	case interface{ ErrorStack() string }:
+		return s.ErrorStack()
+	case interface{ Stack() []byte }:
+		return string(s.Stack())
+	case interface{ Stack() string }:
+		return s.Stack()
+	}
+	// StackTrace() returns a type of its library's own (pkg/errors'
+	// errors.StackTrace): called by reflection, formatted with %+v.
+	m := reflect.ValueOf(e).MethodByName("StackTrace")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return ""
+	}
+	out := m.Call(nil)[0]
+	if pcs, ok := out.Interface().([]uintptr); ok {
+		return framesText(pcs)
+	}
+	return strings.TrimLeft(fmt.Sprintf("%+v", out.Interface()), "\n")
+}
+
+// framesText formats program counters as runtime/debug.Stack does.
+func framesText(pcs []uintptr) string {
+	var b strings.Builder
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Function != "" {
+			fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		}
+		if !more {
+			return b.String()
+		}
+	}
 }
 
 // groupFailed describes a failure the error strategy met, for Drain and

@@ -216,6 +216,12 @@ type Claim struct {
 	// far this partition had been acknowledged when the group was last
 	// reset: the messages were processed before.
 	Replaying bool
+	// ReplayUpto is how far this partition had been acknowledged when the
+	// group was last reset (0: never reset, or nothing acknowledged then):
+	// a claimed message at or below it is a replay, even when the claim
+	// reaches past it (Replaying false), and its side effects (reactions,
+	// decisions) are not made again.
+	ReplayUpto int64
 }
 
 // Last is the position of the claim's last message.
@@ -323,8 +329,12 @@ type Failure struct {
 	ErrorType string `json:"error_type,omitempty"`
 	// Error is the error's message.
 	Error string `json:"error,omitempty"`
-	// Stack is where a panic happened. A returned error carries no stack,
-	// so it is empty then (see Panicked).
+	// Stack is where a panic happened; for a returned error (which Go
+	// gives no stack), where it surfaced (the decide handler that
+	// returned it, by function and file:line, else the reactor or the
+	// batch's commit), then the error's own stack when it carries one (a
+	// StackTrace, Callers or Stack method, as github.com/pkg/errors'). See
+	// Panicked.
 	Stack string `json:"stack,omitempty"`
 	// Reason is why an operator stopped the group.
 	Reason string `json:"reason,omitempty"`
@@ -334,8 +344,9 @@ type Failure struct {
 func (f Failure) IsZero() bool { return f == Failure{} }
 
 // Panicked reports whether the failure was a panic (and Stack is where it
-// happened) rather than a returned error.
-func (f Failure) Panicked() bool { return f.Stack != "" }
+// happened) rather than a returned error (whose Stack says where it
+// surfaced, and holds its own stack when it carries one).
+func (f Failure) Panicked() bool { return strings.HasPrefix(f.ErrorType, "panic(") }
 
 // GroupState is a consumer group's status, retry time and error context:
 // what a worker command is decided on (see Groups.ChangeGroup).

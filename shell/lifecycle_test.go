@@ -136,7 +136,7 @@ func TestHookFailureSaysTheCommandStands(t *testing.T) {
 }
 
 // failingNotes is a decider that rejects every notification.
-var failingNotes = core.Decider[int]{Group: "students.failing", PartitionBy: []string{"student_id"}}.With(
+var failingNotes = core.Decider[int]{Group: "students.failing", PartitionBy: []string{"student_id"}, Hooks: core.Hooks{RefusalsFail: true}}.With(
 	core.Decide(func(_ int, c NotifyStudent) ([]any, error) { return nil, fmt.Errorf("no mail for %s", c.StudentID) }),
 )
 

@@ -93,11 +93,14 @@ type Claimed struct {
 // strategy: the group retries at RetryAt (Retrying), its partition was
 // parked (Parked: the group goes on with the others), or it failed.
 type BatchFailed struct {
-	Group      string
-	Partition  map[string]string
-	Err        error
-	Retrying   bool
-	Parked     bool
+	Group     string
+	Partition map[string]string
+	Err       error
+	Retrying  bool
+	Parked    bool
+	// Skipped is true when the error strategy skipped the failed message
+	// (core.SkipMessage): the group went on.
+	Skipped    bool
 	RetryCount int
 	RetryAt    time.Time
 }

@@ -143,7 +143,7 @@ func TestObserverHearsFailures(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
 	rec := &recorder{}
-	broken := core.Decider[int]{Group: "observed.broken", PartitionBy: []string{"student_id"}}.With(
+	broken := core.Decider[int]{Group: "observed.broken", PartitionBy: []string{"student_id"}, Hooks: core.Hooks{RefusalsFail: true}}.With(
 		core.Decide(func(int, NotifyStudent) ([]any, error) { return nil, errors.New("mail server down") }),
 	)
 	router, err := shell.NewRouter(store, shell.RouterOptions{Observer: rec, ErrorStrategy: shell.ErrorStrategy{Retries: 1, After: time.Hour}}, broken)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/samber/lo"
 
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 )
@@ -138,6 +139,10 @@ type Router struct {
 	pendingMu sync.Mutex
 	pending   map[string][]*Claim
 	pendingN  atomic.Int64
+	// recordRefusals is set when the store's registry knows
+	// core.CommandRejected: deciders then record their business refusals
+	// (see core.CommandRejected) instead of failing their group.
+	recordRefusals bool
 }
 
 type reactor struct {
@@ -259,7 +264,25 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	rt.recordRefusals = registerRejections(store.Registry(), opts.Logger)
 	return rt, nil
+}
+
+// registerRejections registers core.CommandRejected in reg (unless it is
+// there already), so that background deciders record their business
+// refusals; it tells whether they can.
+func registerRejections(reg *codec.Registry, logger *slog.Logger) bool {
+	if reg == nil {
+		return false
+	}
+	if t, err := reg.ByGoType(reflect.TypeFor[core.CommandRejected]()); err == nil {
+		return t.Name == core.CommandRejectedType
+	}
+	if err := codec.Register[core.CommandRejected](reg, core.CommandRejectedType); err != nil {
+		logger.Warn("sourced: core.CommandRejected cannot be registered, so a decider's business refusal in a background worker fails its group instead of being recorded", "error", err)
+		return false
+	}
+	return true
 }
 
 // Setup registers every reactor's consumer group with the store.
@@ -947,7 +970,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 			return nil, &core.BatchError{Message: claim.Messages[0], Err: err}, nil
 		}
 	}
-	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying}
+	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying, ReplayUpto: claim.ReplayUpto, RecordRefusals: rt.recordRefusals && !re.hooks.RefusalsFail}
 	cached := states != nil && re.folding != nil && len(re.info.History) > 0
 	var folded func() any // the cached reactor's state, folded from the history read
 	if cached {
@@ -1182,35 +1205,49 @@ func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(cont
 	}
 }
 
-// fail applies the error strategy to a failed batch: the retry count is
-// read and the retry, failure or parking written in one transaction
-// (Groups.ChangeGroup), so that partitions failing at once each count.
-// processed is how far the claim was processed before the failure. The
-// strategy's listeners are called afterwards, in the order they were
-// added; a listener that panics is logged and the others still run.
+// fail applies the error strategy to a failed batch: the strategy's
+// decision (ErrorStrategy.DecideFailure) is made on the retry count read
+// in the transaction that writes the retry, failure or parking
+// (Groups.ChangeGroup), so that partitions failing at once each count. A
+// skip parks the partition, then moves its offset past the failed
+// message (Parking.SkipFailedMessage). processed is how far the claim was
+// processed before the failure. The strategy's listeners are called
+// afterwards, in the order they were added; a listener that panics is
+// logged and the others still run. A skipped message gives no
+// *GroupFailedError: the group goes on.
 func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error, processed int64) (*GroupFailedError, error) {
 	strategy := rt.opts.ErrorStrategy
 	if re.strategy != nil {
 		strategy = *re.strategy
 	}
 	recorded := failureOf(claim, cause, processed)
+	msg := failedMessage(claim, cause, processed)
+	attempt := core.FailedAttempt{Group: re.info.Group, Partition: maps.Clone(claim.Partition), Message: msg, Err: cause, Now: rt.opts.Now()}
 	var (
-		retry bool
-		at    time.Time
-		count int
+		decision core.ErrorDecision
+		count    int
 	)
 	st, err := rt.store.ChangeGroup(ctx, re.info.Group, func(st GroupState) (GroupChange, error) {
-		f := recorded
-		f.RetryCount = st.Failure.RetryCount + 1
-		if retry = f.RetryCount <= strategy.Retries; retry {
-			at = rt.opts.Now().Add(strategy.Delay(f.RetryCount))
-			f.RetryAt = &at
-			count = f.RetryCount
-			return GroupChange{Command: CmdRetry, RetryAt: at, Failure: f}, nil
+		a := attempt
+		a.Retries = st.Failure.RetryCount
+		decision = rt.decideFailure(ctx, re, strategy, a)
+		if decision.Action == core.ActionSkip && !skippable(claim, msg, processed) {
+			decision.Action = core.ActionPark // see core.ActionSkip
 		}
+		f := recorded
 		f.RetryCount = st.Failure.RetryCount
 		count = f.RetryCount
-		if strategy.Park {
+		switch decision.Action {
+		case core.ActionRetry:
+			f.RetryCount++
+			count = f.RetryCount
+			if decision.RetryAt.IsZero() {
+				decision.RetryAt = a.Now
+			}
+			at := decision.RetryAt
+			f.RetryAt = &at
+			return GroupChange{Command: CmdRetry, RetryAt: at, Failure: f}, nil
+		case core.ActionPark, core.ActionSkip:
 			return GroupChange{Command: CmdPark, Failure: f}, nil
 		}
 		return GroupChange{Command: CmdFail, Failure: f}, nil
@@ -1218,9 +1255,21 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 	if err != nil {
 		return nil, errors.Join(cause, err)
 	}
+	retry, at := decision.Action == core.ActionRetry, decision.RetryAt
+	parked, skipped := decision.Action == core.ActionPark, false
+	if decision.Action == core.ActionSkip {
+		if p, ok := rt.store.(Parking); !ok {
+			parked = true
+			rt.opts.Logger.ErrorContext(ctx, "sourced: the error strategy skipped a message, but the store cannot skip one (it does not implement shell.Parking): the partition is parked instead", "group", re.info.Group, "partition", recorded.Partition)
+		} else if _, err := p.SkipFailedMessage(ctx, re.info.Group, claim.Partition); err != nil {
+			parked = true
+			rt.opts.Logger.ErrorContext(ctx, "sourced: the error strategy skipped a message, but the skip failed: the partition stays parked (`sourced partitions skip` skips it)", "group", re.info.Group, "partition", recorded.Partition, "error", err)
+		} else {
+			skipped = true
+		}
+	}
 	failed := groupFailed(re.info.Group, claim, st, cause, processed)
-	msg := failedMessage(claim, cause, processed)
-	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: !retry && strategy.Park, RetryCount: st.Failure.RetryCount, RetryAt: at})
+	observe(ctx, rt.opts.Observer, BatchFailed{Group: re.info.Group, Partition: claim.Partition, Err: cause, Retrying: retry, Parked: parked, Skipped: skipped, RetryCount: st.Failure.RetryCount, RetryAt: at})
 	attrs := []any{"group", re.info.Group, "partition", recorded.Partition, "message_type", recorded.MessageType, "message_id", recorded.MessageID, "position", recorded.Position, "error", cause}
 	reporters := strategy.Reporters()
 	report := func(call func(Reporter)) {
@@ -1236,15 +1285,44 @@ func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause err
 		report(func(r Reporter) { r.ReportRetry(ctx, rr) })
 		return failed, nil
 	}
-	if strategy.Park {
+	switch {
+	case skipped:
+		failed = nil
+		rt.opts.Logger.WarnContext(ctx, "sourced: batch failed, message skipped by the error strategy (the group goes on after it)", append(attrs, "retries", count)...)
+	case parked:
 		failed.Parked = true
 		rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, partition parked (the group goes on with its other partitions; `sourced partitions parked` lists it)", append(attrs, "retries", count)...)
-	} else {
+	default:
 		rt.opts.Logger.ErrorContext(ctx, "sourced: batch failed, group failed", append(attrs, "retries", count)...)
 	}
-	fr := FailureReport{Group: re.info.Group, Partition: maps.Clone(claim.Partition), Message: msg, Err: cause, RetryCount: count, Parked: strategy.Park}
+	fr := FailureReport{Group: re.info.Group, Partition: maps.Clone(claim.Partition), Message: msg, Err: cause, RetryCount: count, Parked: parked, Skipped: skipped}
 	report(func(r Reporter) { r.ReportFailure(ctx, fr) })
 	return failed, nil
+}
+
+// decideFailure is the strategy's decision for a failure; a Decide that
+// panics fails the group (and is logged).
+func (rt *Router) decideFailure(ctx context.Context, re *reactor, strategy ErrorStrategy, a core.FailedAttempt) core.ErrorDecision {
+	var d core.ErrorDecision
+	if err := protect(func() error { d = strategy.DecideFailure(a); return nil }); err != nil {
+		rt.opts.Logger.ErrorContext(ctx, "sourced: the error strategy's Decide panicked: the group fails", "group", re.info.Group, "error", err)
+		return core.FailGroup()
+	}
+	return d
+}
+
+// skippable tells whether msg, the message a claim failed at, is the
+// first of the claim not processed: skipping it then skips nothing else.
+func skippable(claim *Claim, msg core.PositionedMessage, processed int64) bool {
+	if msg.Position <= 0 {
+		return false
+	}
+	for _, m := range claim.Messages {
+		if m.Position > processed && m.Position < msg.Position {
+			return false
+		}
+	}
+	return true
 }
 
 // DrainOptions tune Drain.

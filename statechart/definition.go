@@ -232,13 +232,13 @@ func (m Machine[C]) Step(in core.StepInput) ([]core.Outcome, error) {
 				return outs, &core.BatchError{Message: b, Index: i, Err: err}
 			}
 			inst = next
-			if !in.Replaying {
+			if !in.Replayed(b) {
 				out.Reactions = follow
 			}
 			outs = append(outs, out)
 			continue
 		}
-		if in.Replaying || b.Metadata[core.DecidedByKey] == group {
+		if in.Replayed(b) || b.Metadata[core.DecidedByKey] == group {
 			// Decided before: in a replayed batch, or synchronously
 			// (shell.HandleCommand marks the command, and its events are
 			// already in the history).

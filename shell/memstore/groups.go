@@ -482,13 +482,14 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 	}
 	last := msgs[len(msgs)-1].Position
 	return &shell.Claim{
-		Group:     g.id,
-		WorkerID:  workerID,
-		OffsetID:  off.id,
-		Partition: maps.Clone(off.partition),
-		Messages:  msgs,
-		Guard:     core.Guard{Conditions: core.ConditionsFor(off.partition, g.types...), LastPosition: last},
-		Replaying: last <= g.replay[off.key],
+		Group:      g.id,
+		WorkerID:   workerID,
+		OffsetID:   off.id,
+		Partition:  maps.Clone(off.partition),
+		Messages:   msgs,
+		Guard:      core.Guard{Conditions: core.ConditionsFor(off.partition, g.types...), LastPosition: last},
+		Replaying:  last <= g.replay[off.key],
+		ReplayUpto: g.replay[off.key],
 	}, nil
 }
 

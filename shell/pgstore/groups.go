@@ -859,7 +859,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		return nil, false, t.fail("claim "+group, err)
 	}
 	for i, c := range claims {
-		c.Replaying = c.Last() <= replay[i]
+		c.Replaying, c.ReplayUpto = c.Last() <= replay[i], replay[i]
 	}
 	if unordered && len(claims) > 1 {
 		// One message per offset: order (last position, offset id).

@@ -388,13 +388,14 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 		}
 		lastPos := msgs[len(msgs)-1].Position
 		return &shell.Claim{
-			Group:     g.name,
-			WorkerID:  workerID,
-			OffsetID:  id,
-			Partition: partition,
-			Messages:  msgs,
-			Guard:     core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},
-			Replaying: lastPos <= replay,
+			Group:      g.name,
+			WorkerID:   workerID,
+			OffsetID:   id,
+			Partition:  partition,
+			Messages:   msgs,
+			Guard:      core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},
+			Replaying:  lastPos <= replay,
+			ReplayUpto: replay,
 		}, false, until, nil
 	}
 	return nil, false, until, nil

@@ -158,12 +158,13 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 	}
 	lastPos := msgs[len(msgs)-1].Position
 	return &shell.Claim{
-		Group:     g.name,
-		WorkerID:  workerID,
-		OffsetID:  cd.id,
-		Partition: partition,
-		Messages:  msgs,
-		Guard:     core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},
-		Replaying: lastPos <= cd.replay,
+		Group:      g.name,
+		WorkerID:   workerID,
+		OffsetID:   cd.id,
+		Partition:  partition,
+		Messages:   msgs,
+		Guard:      core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},
+		Replaying:  lastPos <= cd.replay,
+		ReplayUpto: cd.replay,
 	}, nil
 }

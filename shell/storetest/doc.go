@@ -217,7 +217,9 @@
 //     group-wide high-water mark made a first-time claim of a slow
 //     partition report Replaying once a faster partition had acked a
 //     later position, so its reactions were skipped.) A group never reset
-//     never replays. The model pins the rule.
+//     never replays. The model pins the rule. Claim.ReplayUpto is that
+//     mark, so that a claim reaching past it replays its messages up to
+//     the mark only (the router skips their side effects per message).
 //   - AdvanceOffset returns true when the offset is at or past position
 //     afterwards (it moved, or was there already) and false only when an
 //     unprocessed message holds it back. A claimed message not yet acked

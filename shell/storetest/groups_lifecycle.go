@@ -236,6 +236,14 @@ func (s suite) testLifecycle(t *testing.T) {
 		e.expectClaim(got["d1"], part("device_id", "d1"), true, 1, 3)
 		e.expectClaim(got["d2"], part("device_id", "d2"), false, 2, 5) // reaches past the old high-water mark
 		e.expectClaim(got["d3"], part("device_id", "d3"), false, 4)
+		// Replay is per message: a claim reaching past the mark still
+		// names it, so that 2 (processed before the reset) is a replay
+		// and 5 is not; 4 was claimed, never acknowledged.
+		for key, want := range map[string]int64{"d1": 3, "d2": 2, "d3": 0} {
+			if got[key].ReplayUpto != want {
+				t.Fatalf("claim of %s after a reset: ReplayUpto %d, want %d (how far it had been acknowledged)", key, got[key].ReplayUpto, want)
+			}
+		}
 	})
 
 	t.Run("reset leaves a queue as it is", func(t *testing.T) {

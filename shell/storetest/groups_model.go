@@ -277,6 +277,9 @@ func (m *groupModel) claim(t *rapid.T) {
 	if want := c.Last() <= g.replay[key]; c.Replaying != want {
 		t.Fatalf("%s: claim of %s up to %d replaying %v, acknowledged up to %d before the last reset", g.spec.ID, key, c.Last(), c.Replaying, g.replay[key])
 	}
+	if c.ReplayUpto != g.replay[key] {
+		t.Fatalf("%s: claim of %s up to %d: ReplayUpto %d, acknowledged up to %d before the last reset", g.spec.ID, key, c.Last(), c.ReplayUpto, g.replay[key])
+	}
 	wantConds := core.ConditionsFor(c.Partition, e.types(g.spec.Handled...)...)
 	if c.Guard.LastPosition != c.Last() || !sameConds(c.Guard.Conditions, wantConds) {
 		t.Fatalf("%s: claim guard %v at %d, want %v at %d", g.spec.ID, sortedConds(c.Guard.Conditions), c.Guard.LastPosition, sortedConds(wantConds), c.Last())

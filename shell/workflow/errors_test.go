@@ -92,3 +92,15 @@ func TestWaitCancelled(t *testing.T) {
 		t.Fatalf("loaded %+v %v", info, err)
 	}
 }
+
+// workflow.Permanent is core's marker, the one error strategies share.
+func TestPermanentIsCoresMarker(t *testing.T) {
+	base := errors.New("card declined")
+	err := workflow.Permanent(base)
+	if !core.IsPermanent(err) || !errors.Is(err, base) || err.Error() != "card declined" {
+		t.Fatalf("workflow.Permanent(%v) = %v: want core's marker, reading and matching as the error", base, err)
+	}
+	if workflow.Permanent(nil) != nil {
+		t.Fatal("Permanent(nil) is not nil")
+	}
+}

@@ -154,18 +154,10 @@ func Backoff(first, max time.Duration) StepOption {
 func Args(args ...any) StepOption { return func(o *stepOptions) { o.args = args } }
 
 // Permanent marks a step's error as not worth retrying: the step fails at
-// once whatever its Retries.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err}
-}
-
-type permanentError struct{ err error }
-
-func (p *permanentError) Error() string { return p.err.Error() }
-func (p *permanentError) Unwrap() error { return p.err }
+// once whatever its Retries. It is core.Permanent, the marker the error
+// strategies share (core.IsPermanent tells it; the fixed strategy does
+// not retry a batch that failed with it either).
+func Permanent(err error) error { return core.Permanent(err) }
 
 func (o stepOptions) delay(attempt int) time.Duration {
 	d, limit := o.backoff, o.maxWait
@@ -242,9 +234,9 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		w.ctxJSON = persisted
 	}
 	errType := fmt.Sprintf("%T", ferr)
-	var pe *permanentError
+	var pe *core.PermanentError
 	if errors.As(ferr, &pe) {
-		errType = fmt.Sprintf("%T", pe.err)
+		errType = fmt.Sprintf("%T", pe.Err)
 	}
 	if stack != "" {
 		errType = "panic"

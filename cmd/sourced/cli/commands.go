@@ -185,8 +185,10 @@ func failureText(group string, f shell.Failure) string {
 	}
 	if f.Panicked() {
 		fmt.Fprintf(&b, "  panic stack:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(f.Stack), "\n", "\n    "))
+	} else if f.Stack != "" {
+		fmt.Fprintf(&b, "  returned:\n    %s\n", strings.ReplaceAll(strings.TrimSpace(f.Stack), "\n", "\n    "))
 	} else {
-		b.WriteString("  stack: none (a returned error carries no stack; only a panic records one)\n")
+		b.WriteString("  stack: none (a returned error recorded by an older version, which named no place)\n")
 	}
 	return b.String()
 }
