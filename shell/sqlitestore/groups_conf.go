@@ -43,7 +43,15 @@ type groupSet struct {
 	// basis holds how messages of a type are indexed: by message id for
 	// the handled types of an id-partitioned group, else by payload.
 	basis map[string]indexBasis
+	// types is the registry's Len when the set was loaded: the handled
+	// types it resolved are those registered then, so a type registered
+	// since (a workflow's lifecycle events, registered by NewRuntime
+	// after the store opened) makes the set stale (see writer.sync).
+	types int
 }
+
+// stale reports whether types were registered since gs was loaded.
+func (gs *groupSet) stale(s *Store) bool { return gs.types != s.reg.Len() }
 
 func (gs *groupSet) names() []string {
 	out := make([]string, len(gs.list))
@@ -81,7 +89,7 @@ func (w *writer) sync(s *Store) error {
 	if err != nil {
 		return err
 	}
-	if w.groups != nil && !w.groupsStale && dv == w.dataVersion {
+	if w.groups != nil && !w.groupsStale && dv == w.dataVersion && !w.groups.stale(s) {
 		return nil
 	}
 	w.dataVersion = dv
@@ -101,7 +109,7 @@ func (w *writer) sync(s *Store) error {
 		w.reset()
 		w.prunedVersion = pruned
 	}
-	if w.groups == nil || w.groupsStale || groups != w.groupsVersion {
+	if w.groups == nil || w.groupsStale || groups != w.groupsVersion || w.groups.stale(s) {
 		gs, err := loadGroups(w.conn, s)
 		if err != nil {
 			return err
@@ -165,6 +173,7 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 		byRow:  map[int64]*groupConf{},
 		byType: map[string][]*groupConf{},
 		basis:  map[string]indexBasis{},
+		types:  s.reg.Len(), // before the lookups: a registration meanwhile reloads
 	}
 	var perr error
 	err := queryRows(conn, s.q.g.loadGroups, nil, func(stmt *sqlite.Stmt) {
