@@ -402,6 +402,9 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		k = rt.claimsPerTx(re)
 	}
 	claims, err := rt.claimFirst(ctx, re, workerID, k)
+	if failed, ok, ferr := rt.undecodable(ctx, re, err); ok {
+		return true, failed, ferr
+	}
 	if err != nil || len(claims) == 0 {
 		return false, nil, cancelled(ctx, err)
 	}

@@ -808,6 +808,11 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		r.position = *pos
 		m, err := s.decode(&r)
 		if err != nil {
+			var de *shell.DecodeError
+			if errors.As(err, &de) {
+				de.Group, de.OffsetID = group, id
+				de.Partition, _ = parsePartition(key)
+			}
 			return nil, false, err
 		}
 		if k := len(claims); k > 0 && claims[k-1].OffsetID == id {

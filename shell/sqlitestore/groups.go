@@ -384,7 +384,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 		}
 		msgs, err := t.s.decodeRows(rows)
 		if err != nil {
-			return nil, false, until, err
+			return nil, false, until, inClaim(err, g.name, partition, id)
 		}
 		lastPos := msgs[len(msgs)-1].Position
 		return &shell.Claim{

@@ -198,7 +198,7 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 		for _, name := range g.handled {
 			typ, err := s.reg.ByName(name)
 			if err != nil {
-				g.missing = fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)
+				g.missing = &shell.DecodeError{Group: g.name, MessageType: name, Err: fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)}
 				continue
 			}
 			g.types = append(g.types, typ)
