@@ -2,11 +2,15 @@ package workflow_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/workflow"
@@ -66,3 +70,57 @@ func TestWorkflowTypesRegisteredAfterOpen(t *testing.T) {
 		}
 	}
 }
+
+// A step that runs longer than MaxClaimAge finishes, once: the worker
+// renews its claim while the step runs, so the reaper gives the run to no
+// other worker (issue 28, item 2: a 1.5 s step under a 600 ms MaxClaimAge
+// ran again and again, never completing). The workflow declares a timeout
+// above the step's duration (the default is MaxClaimAge).
+func TestStepLongerThanMaxClaimAgeRunsOnce(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int64
+	slow := workflow.Define("slow_report", func(w *workflow.Workflow, n int) (int, error) {
+		return workflow.Step(w, "compile", func(ctx context.Context) (int, error) {
+			runs.Add(1)
+			select {
+			case <-time.After(1500 * time.Millisecond):
+				return n + 1, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		})
+	}, workflow.WithHooks(core.Hooks{Timeout: 10 * time.Second}))
+	store, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "app.db"), sqlitestore.Options{Registry: codec.NewRegistry(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := shell.DefaultConfig()
+	cfg.Logger = quietLogger()
+	cfg.CatchUpInterval = 20 * time.Millisecond
+	cfg.HeartbeatInterval = 100 * time.Millisecond
+	cfg.ClaimTTL = time.Second
+	cfg.MaxClaimAge = 600 * time.Millisecond
+	cfg.Workers = 2
+	rt, err := shell.NewRuntime(store, cfg, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	run, err := workflow.Start(ctx, store, slow, 41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := wait(t, run)
+	if err != nil || out != 42 {
+		t.Fatalf("run = %d, %v; want 42", out, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the step ran %d times, want once", n)
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
