@@ -5,8 +5,11 @@
 //
 //	cd bench && go test -run XXX -bench . -benchmem
 //
-// Its one piece of non-test code, QueueDrain, is the queue drain shared
-// with the bench/peers module (a separate module that measures Sourced
-// against River, so that the library never depends on River); nothing
-// else imports this package.
+// Its non-test code is QueueDrain, the queue drain shared with the
+// bench/peers module (a separate module that measures Sourced against
+// River, so that the library never depends on River), and LatencyProxy, a
+// TCP proxy that adds a delay each way in front of a PostgreSQL server on
+// this machine (ProxyPostgres), so that the benchmarks measure what
+// application servers on other hosts would see (rtt=500us in
+// BenchmarkPostgresAppendParallel); nothing else imports this package.
 package bench

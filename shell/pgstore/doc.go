@@ -84,21 +84,50 @@
 // statement (the log's newest position is read in the same statement as
 // the messages, for the guard), or one REPEATABLE READ snapshot.
 //
-// Update takes its lock lazily, at fn's first operation: a read, an
-// append, an advance or sync work (tx.Context, Conn) takes the exclusive
-// lock, as if Update had taken it at BEGIN; a claim, an ack, a release or
-// a delete takes the shared one, so that a transaction which only settles
-// claims (a delete-on-ack queue's delete and ack, and the next claim)
-// runs beside other workers. Two transactions holding the shared lock
-// cannot both upgrade to the exclusive one (they would deadlock), so a
-// transaction that needs the exclusive lock after the shared one is
-// rolled back and fn runs again holding the exclusive lock from its start
-// (TestUpdateUpgradesByRunningAgain). LastPosition first takes no lock; an
-// append after it checks, under the exclusive lock, that the head has not
-// moved, else fn runs again too (TestUpdateLastPositionOvertaken): what
-// fn was told is the newest position stays true under the lock, as on
-// SQLite. fn therefore may run twice; its writes through the transaction
-// are rolled back in between, anything else it does is not.
+// Appends hold the lock only while the server works. A standalone
+// append (Store.Append) is one pipeline, which PostgreSQL runs as one
+// implicit transaction: the lock, the head, the checks, the inserts, the
+// offsets and the head's advance, committed at the pipeline's end. Its
+// checks are statements that raise (<prefix>_refuse, schema version 6)
+// before anything is written, so a refused append rolls back whole and
+// the raising statement says which check refused it; the group
+// configuration the client built the offsets from is one of them (a
+// process whose cache is stale sends the append again with the
+// configuration read anew). TestAppendNeverHoldsTheLockIdle samples
+// pg_locks while writers append: the lock's holder is never "idle in
+// transaction". A context that ends while the pipeline runs sends a
+// cancel request: the append then fails at the statement it was waiting
+// in and writes nothing, or, had it committed, returns its result.
+//
+// Update takes its lock lazily, at fn's first operation that needs one. A
+// whole read (Read, ReadPartition without Upto or Limit) before any lock
+// takes none: the transaction keeps its guard, and the append that takes
+// the exclusive lock checks under it, in its own round trip, that nothing
+// the read would have returned was appended since (else fn runs again,
+// under the exclusive lock from its start: TestUpdateReadsWithoutTheLock).
+// So a decision (Handle) reads and decides holding nothing, and holds the
+// lock from its append to its commit only: one client round trip. Other
+// reads, an append, an advance or sync work (tx.Context, Conn) take the
+// exclusive lock; a claim, an ack, a release or a delete takes the shared
+// one, so that a transaction which only settles claims (a delete-on-ack
+// queue's delete and ack, and the next claim) runs beside other workers.
+// Two transactions holding the shared lock cannot both upgrade to the
+// exclusive one (they would deadlock), so a transaction that needs the
+// exclusive lock after the shared one is rolled back and fn runs again
+// holding the exclusive lock from its start
+// (TestUpdateUpgradesByRunningAgain). LastPosition first takes no lock;
+// an append after it checks, under the exclusive lock, that the head has
+// not moved, else fn runs again too (TestUpdateLastPositionOvertaken):
+// what fn was told is the newest position stays true under the lock, as
+// on SQLite. fn therefore may run twice; its writes through the
+// transaction are rolled back in between, anything else it does is not.
+//
+// What is left serialised: one append at a time per prefix, for as long
+// as the server takes to check and write it (a standalone append), or
+// from its append to its commit (an Update). Positions are handed out
+// under that lock, which is how they become visible in order; locks on
+// what an append touches, with a gap-safe read horizon, are the way past
+// it, not built yet.
 //
 // # Consumer groups
 //
@@ -122,19 +151,24 @@
 //
 // # Notifications
 //
-// Every appending transaction sends NOTIFY on the store's channel
-// (Store.Channel), which PostgreSQL delivers at the commit and never on
-// rollback. A Listener (Store.Listen) turns the notifications of other
-// processes into calls of Options.Notifier, so workers anywhere wake
-// within milliseconds; its own store's appends it skips (the notifier
-// hears of those directly). When its connection breaks it reconnects with
-// backoff and announces the types of everything appended since the last
-// position it heard of. The runtime's catch-up poll stays the safety net.
+// After each commit that appends, the store sends NOTIFY on its channel
+// (Store.Channel), on a statement of its own, coalescing the commits that
+// follow while one is on its way: inside the appending transaction,
+// NOTIFY would take PostgreSQL's cluster-wide notification lock from the
+// commit's start to its end and serialise every append's commit. A
+// Listener (Store.Listen) turns the notifications of other processes into
+// calls of Options.Notifier, so workers anywhere wake within
+// milliseconds; its own store's appends it skips (the notifier hears of
+// those directly). When its connection breaks it reconnects with backoff
+// and announces the types of everything appended since the last position
+// it heard of. The runtime's catch-up poll stays the safety net, for a
+// notification lost with its process too.
 //
-// Costs, in round trips to the server: a standalone append four (BEGIN
-// with the lock and the head row; the id check, and the guard check when
-// there is a guard; the inserts and offset upserts pipelined; the head,
-// the NOTIFY and COMMIT pipelined), a claim three (the idle probe;
+// Costs, in round trips to the server: a standalone append one, guarded
+// or not (TestAppendIsOneRoundTrip), plus the coalesced notification
+// after it; a decision in an Update three (the read, with BEGIN queued;
+// the lock, the read's check, the append's checks and writes; COMMIT);
+// a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR
 // UPDATE SKIP LOCKED, fetches their messages and claims them (ClaimMany
@@ -155,9 +189,8 @@
 // LastPosition; LastPosition again under the shared lock (then kept for
 // the transaction); the deletes, the acks and the next K claims; COMMIT
 // (TestQueueRoundTrips counts them: under 0.1 per job). An idle poll is
-// the probe alone. Appends are serialised per store prefix, so their
-// rate is bounded by one transaction's round trips at a time; several
-// messages per append amortise them.
+// the probe alone. Appends are serialised per store prefix (see
+// "Ordering and locking"); several messages per append amortise that.
 //
 // Lookups by key pairs go through the GIN index of messages.keys, built
 // without a pending list (fastupdate off, schema version 3), and are

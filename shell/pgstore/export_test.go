@@ -7,3 +7,6 @@ package pgstore
 // is), then wait a little before inserting, so transactions commit in
 // another order than their positions. Tests only.
 func BreakPositionOrder(s *Store) { s.unorderedPositions = true }
+
+// LockKey is the key of s's advisory lock, for tests that watch pg_locks.
+func LockKey(s *Store) int64 { return s.lockKey }

@@ -13,15 +13,15 @@ import (
 
 // Notifications across processes.
 //
-// Every transaction that appends to the log sends, inside the
-// transaction, NOTIFY on the store's channel (see channelFor) with the
-// sending store's origin, the last position it wrote and the distinct
-// types. PostgreSQL delivers a notification to the listeners of every
-// session when, and only when, the transaction commits, in commit order:
-// a listener never hears of an append it cannot read yet, nor of one that
-// rolled back. A Listener turns them into calls of the store's notifier
-// (Options.Notifier) in its own process, skipping its own store's (which
-// that notifier hears of directly after the commit).
+// After every commit that appends to the log, the store sends NOTIFY on
+// its channel (see channelFor) with the sending store's origin, the last
+// position written and the distinct types, coalescing the commits that
+// follow while one notification is on its way (see wakes). It is sent
+// after the commit, never before and never for a rollback: a listener
+// never hears of an append it cannot read yet. A Listener turns them into
+// calls of the store's notifier (Options.Notifier) in its own process,
+// skipping its own store's (which that notifier hears of directly after
+// the commit).
 
 // maxNotifyTypes bounds the notification payload (PostgreSQL's limit is
 // 8000 bytes); a commit with more type names announces "*", every type.
@@ -230,4 +230,84 @@ func (l *Listener) announce(types []string) {
 		}
 	}
 	l.s.notifier.Notify(types)
+}
+
+// wakes sends this store's notifications to other processes after the
+// commits they announce, coalesced: while one NOTIFY is on its way, the
+// commits that follow are gathered into the next (their newest position
+// and the union of their types). Sending NOTIFY inside the appending
+// transaction would take PostgreSQL's cluster-wide notification lock
+// from the commit's start to its end, serialising every append's commit;
+// sent after the commit, by a statement of its own, it serialises only
+// the notifications. A notification that is lost (the process dies
+// between the commit and the send) is made good by the runtime's
+// catch-up poll, as is one lost with a listener's connection.
+type wakes struct {
+	s    *Store
+	mu   sync.Mutex
+	last int64
+	// types are the distinct types gathered since the last send.
+	types   []string
+	pending bool
+	// sending is set while a goroutine sends; kick wakes it.
+	sending bool
+	idle    *sync.Cond
+	closed  bool
+}
+
+func newWakes(s *Store) *wakes {
+	w := &wakes{s: s}
+	w.idle = sync.NewCond(&w.mu)
+	return w
+}
+
+// add gathers a commit's newest position and types, and starts a sender
+// unless one runs.
+func (w *wakes) add(last int64, types []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.last = max(w.last, last)
+	for _, t := range types {
+		w.types = appendDistinct(w.types, t)
+	}
+	w.pending = true
+	if !w.sending {
+		w.sending = true
+		go w.run()
+	}
+}
+
+// run sends what is gathered until nothing is.
+func (w *wakes) run() {
+	for {
+		w.mu.Lock()
+		if !w.pending {
+			w.sending = false
+			w.idle.Broadcast()
+			w.mu.Unlock()
+			return
+		}
+		payload := notification(w.s.origin, w.last, w.types)
+		w.types, w.pending = nil, false
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := w.s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", w.s.channel, payload); err != nil {
+			w.s.log.Debug("pgstore: notification not sent (the catch-up poll makes it good)", "err", err)
+		}
+		cancel()
+	}
+}
+
+// close waits for the notifications gathered so far to be sent, and
+// gathers no more.
+func (w *wakes) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for w.sending {
+		w.idle.Wait()
+	}
 }

@@ -30,13 +30,14 @@ type queries struct {
 	nextScheduled                     string
 	g                                 groupQueries
 	snap                              snapshotSQL
+	a                                 appendQueries
 }
 
 // messageColumns are the columns decodeRow reads, in its order.
 const messageColumns = `position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at`
 
 func newQueries(n names) queries {
-	return queries{
+	q := queries{
 		readHead:       fmt.Sprintf(`SELECT last_position, config_version FROM %s WHERE id = 1`, n.head),
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
@@ -58,6 +59,8 @@ FROM %s WHERE available_at <= $1 ORDER BY id LIMIT $2`, n.scheduled),
 		g:               newGroupQueries(n),
 		snap:            snapshotQueriesFor(n),
 	}
+	q.a = newAppendQueries(n, q)
+	return q
 }
 
 // sqlArgs builds a parameter list alongside SQL text.

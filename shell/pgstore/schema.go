@@ -93,7 +93,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -242,6 +242,18 @@ SELECT gin_clean_pending_list('idx_{p}_offsets_keys'::regclass);`},
 	// the GIN index again.
 	{Version: 5, SQL: `DROP INDEX IF EXISTS idx_{p}_offsets_keys;
 CREATE INDEX IF NOT EXISTS idx_{p}_offsets_keyed ON {p}_offsets USING gin (keys) WITH (fastupdate = off) WHERE message_id IS NULL;`},
+	// 6: {p}_refuse, which a standalone append's pipeline calls to refuse
+	// it (a stale group configuration, a stored id, a guard conflict)
+	// before it writes: an error raised on the server ends the pipeline
+	// and rolls back its implicit transaction, so the append is one round
+	// trip and the store's lock is never held while the server waits for
+	// the client (see append.go).
+	{Version: 6, SQL: `CREATE OR REPLACE FUNCTION {p}_refuse(reason text, detail text) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: ' || reason, DETAIL = detail;
+END
+$$;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -364,6 +376,9 @@ func (s *Store) Uninstall(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+t+" CASCADE"); err != nil {
 			return s.wrap(ctx, "uninstall", err)
 		}
+	}
+	if _, err := tx.Exec(ctx, "DROP FUNCTION IF EXISTS "+s.names.prefix+"_refuse(text, text)"); err != nil {
+		return s.wrap(ctx, "uninstall", err)
 	}
 	return s.wrap(ctx, "uninstall", tx.Commit(ctx))
 }

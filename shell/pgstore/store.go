@@ -80,6 +80,7 @@ type Store struct {
 	// groups is the cached consumer-group configuration, reloaded when
 	// <p>_head.config_version moves.
 	groups    atomic.Pointer[groupSet]
+	wakes     *wakes
 	closeOnce sync.Once
 }
 
@@ -176,6 +177,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 		channel:  channelFor(lockKey(schema, prefix)),
 	}
 	s.q = newQueries(s.names)
+	s.wakes = newWakes(s)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -206,7 +208,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the store's connections. It waits for the connections in
 // use to be released.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { s.pool.Close() })
+	s.closeOnce.Do(func() {
+		s.wakes.close()
+		s.pool.Close()
+	})
 	return nil
 }
 
@@ -250,7 +255,7 @@ const (
 // and the transaction may go on; an error from PostgreSQL aborts it (its
 // further use fails and Update returns that error). After the commit the
 // notifier is told the distinct types appended; other processes are told
-// through NOTIFY, which PostgreSQL delivers at the commit.
+// through NOTIFY, sent after the commit (see Listener).
 //
 // The lock is taken by fn's first operation (see the package doc,
 // "Ordering and locking"): the exclusive one by a read, an append, an
@@ -313,6 +318,9 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 			if len(types) > 0 {
 				s.notifier.Notify(types)
 			}
+			if len(t.types) > 0 {
+				s.wakes.add(t.head, t.types)
+			}
 		}
 	}()
 	err = fn(t)
@@ -348,18 +356,6 @@ func (s *Store) discard(c interface {
 	defer cancel()
 	c.Conn().Close(ctx)
 	c.Release()
-}
-
-// Append appends msgs in a transaction of its own; see shell.Tx.Append.
-func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
-	if len(msgs) == 0 {
-		return shell.AppendResult{}, ctx.Err()
-	}
-	err = s.Update(ctx, func(tx shell.Tx) error {
-		res, err = tx.Append(msgs, opts)
-		return err
-	})
-	return res, err
 }
 
 // Read returns the messages matching any of conds; see shell.Tx.Read.

@@ -71,6 +71,11 @@ type tx struct {
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
 	scheduledTypes []string
+	// reads are the guards of the reads made before the transaction took
+	// a lock: the append that takes the exclusive lock checks, under it,
+	// that no message has since been appended that they would have read
+	// (else fn runs again, under the lock from its start).
+	reads []core.Guard
 }
 
 // queued is a statement waiting in tx.pre; onErr, if set, translates
@@ -236,10 +241,10 @@ func (t *tx) enter(want lockMode, flush bool) error {
 	return nil
 }
 
-// commit writes the head back, sends the notification and commits, in one
-// round trip, after the statements still queued. PostgreSQL delivers the
-// notification to listeners when (and only if) the transaction commits. A
-// transaction that sent nothing (fn did nothing) ends without a word.
+// commit writes the head back and commits, in one round trip, after the
+// statements still queued (the notification to other processes follows
+// the commit, see wakes). A transaction that sent nothing (fn did
+// nothing) ends without a word.
 func (t *tx) commit() error {
 	s := t.s
 	if !t.sent && t.holds == lockNone {
@@ -248,9 +253,6 @@ func (t *tx) commit() error {
 	b, n := t.batch()
 	if t.headDirty {
 		b.Queue(s.q.writeHead, t.head)
-	}
-	if len(t.types) > 0 {
-		b.Queue("SELECT pg_notify($1, $2)", s.channel, notification(s.origin, t.head, t.types))
 	}
 	b.Queue("COMMIT")
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
@@ -371,7 +373,18 @@ func (t *tx) LastPosition() (int64, error) {
 	return last, nil
 }
 
+// Read reads as shell.Tx.Read. Before the transaction takes a lock, a
+// whole read (no Upto, no Limit) takes none: its guard is kept, and the
+// append that takes the exclusive lock checks it under the lock, in its
+// round trip; if an append has since added a message the read would have
+// returned, fn runs again under the exclusive lock from its start. So a
+// decision reads and decides with no lock held, and its transaction holds
+// the lock from its append to its commit only. Other reads take the lock
+// already held, else the exclusive one.
 func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if t.unlockedRead(opts) {
+		return t.keepRead(t.s.read(t.ctx, t.c, conds, opts))
+	}
 	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
@@ -382,7 +395,12 @@ func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadRes
 	return res, err
 }
 
+// ReadPartition reads as shell.Tx.ReadPartition, taking no lock when Read
+// would take none.
 func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	if t.unlockedRead(opts) {
+		return t.keepRead(t.s.readPartition(t.ctx, t.c, partition, types, opts))
+	}
 	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
@@ -391,6 +409,27 @@ func (t *tx) ReadPartition(partition map[string]string, types []string, opts she
 		t.fail("read partition", err)
 	}
 	return res, err
+}
+
+// unlockedRead reports whether a read with opts takes no lock (see Read).
+func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
+	return t.usable() == nil && t.holds == lockNone && opts.Upto == 0 && opts.Limit == 0 && !t.s.unorderedPositions
+}
+
+// keepRead keeps the guard of an unlocked read, for the append that takes
+// the lock to check.
+func (t *tx) keepRead(res shell.ReadResult, err error) (shell.ReadResult, error) {
+	if err != nil {
+		if t.sent && !errors.Is(err, codec.ErrUnregistered) {
+			t.fail("read", err) // inside the transaction: it is aborted
+		}
+		return res, err
+	}
+	if g := res.Guard; len(g.Conditions) > 0 {
+		g.Conditions = slices.Clone(g.Conditions)
+		t.reads = append(t.reads, g)
+	}
+	return res, nil
 }
 
 func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
@@ -416,79 +455,180 @@ type prepared struct {
 
 // Append validates, stamps and encodes every message, checks the guard
 // and that no id is stored yet, all before it writes anything, so an
-// append failing for a documented reason leaves no trace (PostgreSQL
-// aborts a transaction at its first failed statement, so nothing is left
-// for the database to refuse). The guard is checked under the exclusive
-// lock the transaction holds since it began: no other append can come
-// between the check and the commit.
+// append failing for a documented reason leaves no trace: the checks run
+// inside a savepoint, rolled back when one refuses (PostgreSQL aborts a
+// transaction at its first failed statement). The guard is checked under
+// the exclusive lock: no other append can come between the check and the
+// commit.
+//
+// An append that takes the lock sends it, the head, the checks of the
+// transaction's unlocked reads (see Read), its own checks and its writes
+// in one round trip, with positions relative to the head row; one made
+// under the lock already sends its checks and writes in one.
 func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
-	if err := t.enter(lockExclusive, true); err != nil {
+	if err := t.usable(); err != nil {
 		return shell.AppendResult{}, err
 	}
-	if len(msgs) == 0 {
-		return shell.AppendResult{}, nil
-	}
 	s := t.s
+	if len(msgs) == 0 || t.holds == lockShared || s.unorderedPositions {
+		if err := t.enter(lockExclusive, true); err != nil || len(msgs) == 0 {
+			return shell.AppendResult{}, err
+		}
+	}
+	locked := t.holds == lockExclusive
+	gs := t.gs
+	if !locked {
+		var err error
+		if gs, err = s.currentGroups(t.ctx, false); err != nil {
+			return shell.AppendResult{}, t.fail("append", err)
+		}
+	}
 	now := s.now()
+	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
+	if err != nil {
+		return shell.AppendResult{}, err
+	}
+	plan := planAppend(stamped, preps, opts.Guard)
+	if s.unorderedPositions {
+		if err := t.allocateUnordered(preps); err != nil {
+			return shell.AppendResult{}, err
+		}
+	}
+	b, pre := t.batch()
+	if !locked {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
+		b.Queue(s.q.a.head, gs.version)
+		for i := range t.reads {
+			sql, args := s.refuseConflictSQL(&t.reads[i])
+			b.Queue(sql, args...)
+		}
+	}
+	b.Queue("SAVEPOINT sourced_append")
+	checks := s.queueChecks(b, plan)
+	b.Queue("RELEASE SAVEPOINT sourced_append")
+	base := t.head
+	s.queueWrites(b, gs, plan, preps, now, base, !locked)
+	br, err := t.send(b, pre)
+	if err != nil {
+		return shell.AppendResult{}, t.fail("append", err)
+	}
+	if !locked {
+		err = t.lockedByAppend(br, gs, &base)
+		if err != nil {
+			br.Close()
+			return shell.AppendResult{}, err
+		}
+	}
+	if _, err = br.Exec(); err == nil { // SAVEPOINT
+		for range checks {
+			if _, err = br.Exec(); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		br.Close()
+		return t.refusedInTx(err, plan.guard)
+	}
+	for i := 0; i < plan.writes+1 && err == nil; i++ { // RELEASE and the writes
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return shell.AppendResult{}, t.fail("append", err)
+	}
+	res := plan.result(base)
+	for _, typ := range plan.types {
+		t.types = appendDistinct(t.types, typ)
+	}
+	for _, typ := range plan.scheduledTypes {
+		t.scheduledTypes = appendDistinct(t.scheduledTypes, typ)
+	}
+	if plan.n > 0 {
+		t.head = base + plan.n
+		if locked && !s.unorderedPositions {
+			t.headDirty = true // written back at the commit
+		}
+		t.lastPos, t.lastKnown = res.Last, true // the newest, under the exclusive lock
+	}
+	return res, nil
+}
+
+// lockedByAppend reads the results of the lock, the head and the checks
+// of the unlocked reads that an append sent before its own statements,
+// and records that the transaction holds the exclusive lock. A stale group
+// configuration, a read that another append has overtaken since, or a
+// head that moved since an unlocked LastPosition makes fn run again,
+// under the exclusive lock from its start.
+func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, base *int64) error {
+	_, err := br.Exec()
+	if err == nil {
+		var stale *int64
+		err = br.QueryRow().Scan(base, &stale)
+	}
+	for range t.reads {
+		if err != nil {
+			break
+		}
+		_, err = br.Exec()
+	}
+	if isRefusal(err) {
+		t.restart = true
+		return errRestart
+	}
+	if err != nil {
+		return t.fail("append", err)
+	}
+	t.holds, t.headRead, t.head, t.gs, t.reads = lockExclusive, true, *base, gs, nil
+	if t.sawHead && *base != t.seenHead {
+		t.restart = true
+		return errRestart
+	}
+	return nil
+}
+
+// refusedInTx turns a refusal of an append's checks into its error, after
+// rolling back to the savepoint so that the transaction goes on.
+func (t *tx) refusedInTx(err error, guard *core.Guard) (shell.AppendResult, error) {
+	if !isRefusal(err) {
+		return shell.AppendResult{}, t.fail("append", err)
+	}
+	if _, rerr := t.c.Exec(t.ctx, "ROLLBACK TO SAVEPOINT sourced_append"); rerr != nil {
+		return shell.AppendResult{}, t.fail("append", rerr)
+	}
+	_, _, err = t.s.refused(t.ctx, t.c, err, guard)
+	if err != nil && !isRefusalOutcome(err) {
+		t.fail("append: guard check", err)
+	}
+	return shell.AppendResult{}, err
+}
+
+// prepareAll validates, stamps and encodes every message of an append
+// (in the order given, refusing an id given twice) and checks the guard's
+// conditions, before anything is sent to the server.
+func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opts shell.AppendOptions) ([]core.Message, []prepared, error) {
 	stamped := make([]core.Message, len(msgs))
 	preps := make([]prepared, len(msgs))
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	for i, m := range msgs {
-		m, p, err := s.prepare(m, now, t.gs.byID)
+		m, p, err := s.prepare(m, now, gs.byID)
 		if err != nil {
-			return shell.AppendResult{}, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
+			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
 		if _, dup := seen[m.ID]; dup {
-			return shell.AppendResult{}, fmt.Errorf("pgstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
+			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
 		}
 		seen[m.ID] = struct{}{}
 		stamped[i], preps[i] = m, p
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
 		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
-			return shell.AppendResult{}, fmt.Errorf("pgstore: append: guard: %w", err)
-		}
-		conflicts, err := s.conflicts(t.ctx, t.c, g)
-		if err != nil {
-			return shell.AppendResult{}, t.fail("append: guard check", err)
-		}
-		if len(conflicts) > 0 {
-			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+			return nil, nil, fmt.Errorf("pgstore: append: guard: %w", err)
 		}
 	}
-	if err := t.checkIDs(stamped); err != nil {
-		return shell.AppendResult{}, err
-	}
-	if s.unorderedPositions {
-		if err := t.allocateUnordered(preps); err != nil {
-			return shell.AppendResult{}, err
-		}
-	}
-	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
-	b := &pgx.Batch{}
-	ups := newUpserts()
-	for i := range stamped {
-		m, p := &stamped[i], &preps[i]
-		if p.scheduled {
-			t.scheduledTypes = appendDistinct(t.scheduledTypes, m.Type)
-			b.Queue(s.q.insertScheduled, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
-				string(p.payload), jsonArg(p.metadata), m.CreatedAt, now)
-			continue
-		}
-		pos := t.queueInsert(b, ups, m, p)
-		res.Positions[i], res.Last = pos, pos
-	}
-	ups.queue(b, s)
-	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-		return shell.AppendResult{}, t.fail("append", err)
-	}
-	if s.unorderedPositions {
-		t.headDirty = false // handed out already, outside the transaction
-	}
-	if res.Last > 0 {
-		t.lastPos, t.lastKnown = res.Last, true // the newest, under the exclusive lock
-	}
-	return res, nil
+	return stamped, preps, nil
 }
 
 // allocateUnordered is the broken position allocation of
@@ -529,25 +669,6 @@ func (t *tx) queueInsert(b *pgx.Batch, ups *upserts, m *core.Message, p *prepare
 		}
 	}
 	return pos
-}
-
-// checkIDs fails with shell.ErrDuplicateID, before anything is written,
-// if a message's id is already in the log or the schedule.
-func (t *tx) checkIDs(msgs []core.Message) error {
-	ids := make([]uuid.UUID, len(msgs))
-	for i := range msgs {
-		ids[i] = msgs[i].ID
-	}
-	var found uuid.UUID
-	var where string
-	err := t.c.QueryRow(t.ctx, t.s.q.probeIDs, ids).Scan(&found, &where)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil
-	case err != nil:
-		return t.fail("append", err)
-	}
-	return fmt.Errorf("pgstore: append: message id %s is already %s: %w", found, where, shell.ErrDuplicateID)
 }
 
 // jsonArg passes nil JSON as NULL.

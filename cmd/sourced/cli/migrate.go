@@ -83,10 +83,12 @@ func (g *globals) schemaDriver() (Driver, error) {
 }
 
 // objectPattern finds what a migration script creates, alterPattern what
-// it changes and dropPattern what it drops.
+// it changes, funcPattern the functions it defines and dropPattern what
+// it drops.
 var (
 	objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
 	dropPattern   = regexp.MustCompile(`(?i)DROP\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+	funcPattern   = regexp.MustCompile(`(?i)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)`)
 	alterPattern  = regexp.MustCompile(`(?i)ALTER\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)(?:\s+ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(\w+))?`)
 )
 
@@ -105,6 +107,9 @@ func changes(sql string) []string {
 		case "trigger":
 			nTrigger++
 		}
+	}
+	for _, m := range funcPattern.FindAllStringSubmatch(sql, -1) {
+		tables = append(tables, "function "+m[1])
 	}
 	for _, m := range alterPattern.FindAllStringSubmatch(sql, -1) {
 		switch {

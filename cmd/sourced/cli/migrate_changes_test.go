@@ -7,7 +7,7 @@ import (
 
 // TestMigrationChanges: the summary of a migration script names the
 // tables it creates, the columns it adds, the objects it alters and those
-// it drops, and counts its indexes.
+// it drops, the functions it defines, and counts its indexes.
 func TestMigrationChanges(t *testing.T) {
 	for _, c := range []struct {
 		sql  string
@@ -20,6 +20,8 @@ func TestMigrationChanges(t *testing.T) {
 		{`DROP INDEX IF EXISTS idx_p_offsets_keys;
 CREATE INDEX IF NOT EXISTS idx_p_offsets_keyed ON p_offsets USING gin (keys) WHERE message_id IS NULL;`,
 			[]string{"index idx_p_offsets_keys dropped", "1 index"}},
+		{`CREATE OR REPLACE FUNCTION p_refuse(reason text, detail text) RETURNS integer LANGUAGE plpgsql AS $$ BEGIN END $$;`,
+			[]string{"function p_refuse"}},
 	} {
 		if got := changes(c.sql); !slices.Equal(got, c.want) {
 			t.Errorf("changes(%q) = %q, want %q", c.sql, got, c.want)

@@ -1,0 +1,288 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/pgstore"
+	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+// appendTrips counts round trips as roundTrips does, but for the
+// notifications to other processes, which a store sends after its
+// commits, on a connection of its own, coalesced (see TestWakesCoalesce).
+type appendTrips struct{ roundTrips }
+
+func (r *appendTrips) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, "SELECT pg_notify(") {
+		return ctx
+	}
+	return r.roundTrips.TraceQueryStart(ctx, c, d)
+}
+
+// A standalone append, guarded or not, is one round trip to the server:
+// its checks, inserts and commit go in one pipeline.
+func TestAppendIsOneRoundTrip(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	rts := &appendTrips{}
+	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 1})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}
+	appendBoth := func() {
+		t.Helper()
+		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		last, err := s.Read(ctx, []core.Condition{cond}, shell.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := last.Guard
+		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: &g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendBoth() // warms the statement cache and the group configuration
+	before := rts.n.Load()
+	const n = 10
+	for range n {
+		appendBoth()
+	}
+	// Each round: an append, a read, a guarded append.
+	if got := rts.n.Load() - before; got != 3*n {
+		t.Fatalf("%d round trips for %d rounds of append, read, guarded append; want %d (one each)", got, n, 3*n)
+	}
+}
+
+// No append holds the store's lock while its session waits for the
+// client ("idle in transaction"): sampled from pg_locks while writers
+// append, standalone and guarded.
+func TestAppendNeverHoldsTheLockIdle(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	key := pgstore.LockKey(s)
+	var idle, held, samples atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var nIdle, nHeld int64
+			err := s.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE a.state = 'idle in transaction'), count(*)
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+AND ((l.classid::bigint << 32) | l.objid::bigint) = $1`, key).Scan(&nIdle, &nHeld)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			idle.Add(nIdle)
+			held.Add(nHeld)
+			samples.Add(1)
+		}
+	})
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Go(func() {
+			for i := range 100 {
+				id := string(rune('a'+w)) + "-" + time.Now().Format("150405.000000000")
+				cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": id}}
+				opts := shell.AppendOptions{}
+				if i%2 == 1 {
+					opts.Guard = &core.Guard{Conditions: []core.Condition{cond}}
+				}
+				if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: id}), opts); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	writers.Wait()
+	close(stop)
+	wg.Wait()
+	t.Logf("%d samples, lock seen held %d times, by an idle session %d times", samples.Load(), held.Load(), idle.Load())
+	if idle.Load() > 0 {
+		t.Fatalf("the store's lock was held by a session idle in transaction in %d of %d samples", idle.Load(), samples.Load())
+	}
+	if samples.Load() == 0 {
+		t.Fatal("no sample taken")
+	}
+}
+
+// An append from a process whose cached group configuration is stale (a
+// group was registered by another process since) is refused by the
+// server before it writes, and made again with the configuration read
+// anew: the new group gets its offsets.
+func TestAppendWithStaleGroupConfiguration(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	a := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	b, err := pgstore.Open(ctx, pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: a.Prefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err) // a caches the configuration: no group
+	}
+	if err := b.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	if err != nil || res.Last != 2 {
+		t.Fatalf("append: %+v %v, want position 2", res, err)
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		c, err := b.ClaimNext(ctx, "devices", "w", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			break
+		}
+		seen[c.Partition["device_id"]] = true
+		if err := b.Update(ctx, func(tx shell.Tx) error { return tx.Ack(c, c.Last()) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !seen["d0"] || !seen["d1"] {
+		t.Fatalf("claimed partitions %v, want d0 (discovered at registration) and d1 (appended with the stale cache)", seen)
+	}
+}
+
+// A retried append whose first attempt committed (its outcome unknown to
+// the caller, after a network error) is refused whole with
+// shell.ErrDuplicateID, saying the message is already in the log, and
+// writes nothing a second time.
+func TestAppendRetriedAfterCommitIsRefused(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	msgs := core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}, storetest.DeviceRegistered{DeviceID: "d2"})
+	for i := range msgs {
+		msgs[i] = msgs[i].Stamp(uuid.New(), time.Now())
+	}
+	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Append(ctx, msgs, shell.AppendOptions{})
+	if !errors.Is(err, shell.ErrDuplicateID) {
+		t.Fatalf("retry: %v, want shell.ErrDuplicateID", err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.MaxPosition != 2 {
+		t.Fatalf("log ends at %d (%v), want 2", st.MaxPosition, err)
+	}
+}
+
+// A decision in an Update reads without the store's lock: another
+// process appends while fn sits between its read and its append. An
+// append to another partition meanwhile lets fn commit in one run; one to
+// the partition it read makes fn run again (under the lock), and the
+// second run sees it.
+func TestUpdateReadsWithoutTheLock(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	types := []string{"device.registered"}
+	decide := func(other string) (runs int, seen []int) {
+		t.Helper()
+		err := s.Update(ctx, func(tx shell.Tx) error {
+			runs++
+			res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, types, shell.ReadOptions{})
+			if err != nil {
+				return err
+			}
+			seen = append(seen, len(res.Messages))
+			if runs == 1 {
+				// Another process appends between the read and the append;
+				// it would wait for the lock if the read held it.
+				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				if _, err := s.Append(actx, core.Messages(storetest.DeviceRegistered{DeviceID: other}), shell.AppendOptions{}); err != nil {
+					return err
+				}
+			}
+			_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs, seen
+	}
+	if runs, seen := decide("d2"); runs != 1 || seen[0] != 0 {
+		t.Fatalf("an append to another partition: %d runs seeing %v messages, want 1 run seeing 0", runs, seen)
+	}
+	if runs, seen := decide("d1"); runs != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Fatalf("an append to the partition read: %d runs seeing %v messages, want 2 runs seeing 1 then 2", runs, seen)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.MaxPosition != 4 {
+		t.Fatalf("log ends at %d (%v), want 4 (each fn's append once, each other append once)", st.MaxPosition, err)
+	}
+}
+
+// A standalone append that waits for the lock when its context ends
+// fails with the context's error and writes nothing; its connection is
+// not reused with a cancel request in flight, and the store goes on.
+func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	locked, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.Update(ctx, func(tx shell.Tx) error {
+			_ = tx.Context() // sync work: the exclusive lock
+			if _, err := tx.LastPosition(); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	<-locked
+	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err := s.Append(actx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	close(release)
+	wg.Wait()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append: %v, want context.DeadlineExceeded", err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.MaxPosition != 0 {
+		t.Fatalf("log ends at %d (%v), want 0: the cancelled append wrote nothing", st.MaxPosition, err)
+	}
+	for range 10 { // every connection of the pool is clean
+		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
