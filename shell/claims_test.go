@@ -926,4 +926,14 @@ func TestMaxClaimAgeConfig(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "MaxClaimAge") {
 		t.Fatalf("MaxClaimAge at the inline budget: %v, want an error naming MaxClaimAge", err)
 	}
+	// A running batch's claim is renewed once per heartbeat: MaxClaimAge
+	// must be longer (issue 28, item 2).
+	short := shell.Config{MaxClaimAge: 600 * time.Millisecond} // the heartbeat defaults to 30 s
+	if err := short.Validate(); err == nil || !strings.Contains(err.Error(), "longer than HeartbeatInterval") {
+		t.Fatalf("MaxClaimAge under the heartbeat interval: %v, want an error naming HeartbeatInterval", err)
+	}
+	short.HeartbeatInterval = 100 * time.Millisecond
+	if err := short.Validate(); err != nil {
+		t.Fatalf("MaxClaimAge above the heartbeat interval: %v", err)
+	}
 }
