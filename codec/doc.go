@@ -61,7 +61,11 @@
 // its elements under product_id (Field.Nested), so a message is found by a
 // boundary it carries inside a list: one level deep, a scalar attribute of
 // the element, at most MaxNestedKeys elements (Validate refuses longer
-// lists), a name that is not also a top-level attribute. Indexed text must be
+// lists, whatever the element's attribute; Keys never cuts a list
+// short), a name that is not also a top-level attribute. A message is
+// indexed under at most MaxKeyPairs values in all (each scalar attribute
+// counts one, each indexed list its length): Validate refuses more, from
+// the lists' lengths alone, before a store writes anything. Indexed text must be
 // valid UTF-8: Validate refuses a string (or a TextMarshaler's text) that
 // is not, naming the attribute, because encoding/json would store it with
 // U+FFFD in place of the invalid bytes and the message would be indexed

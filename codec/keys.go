@@ -127,8 +127,18 @@ type keyField struct {
 
 // MaxNestedKeys is how many elements of a list a nested index
 // (sourced:"index=name") reads: a longer list fails validation, as an
-// index of unbounded size would make every append of it slow.
+// index of unbounded size would make every append of it slow. Keys never
+// cuts such a list short: an index that silently left out element 1,001
+// would hide the message from the reads and guards that look for it.
 const MaxNestedKeys = 1000
+
+// MaxKeyPairs is how many values the indexed attributes of one message
+// may hold in all (each scalar attribute counts one, each indexed list
+// its length, duplicates included): Validate refuses a payload over it
+// with a *ValidationError, before a store writes anything. Every key pair
+// is a row of the store's index written under its write lock, so an
+// unbounded list would let one request hold every writer up for seconds.
+const MaxKeyPairs = 2000
 
 // compileNestedKey compiles the index of attribute sub of each element of
 // the list attribute f (a slice or array of structs, or of pointers to
@@ -333,7 +343,8 @@ type span struct{ at, lo, hi int32 }
 // of the element (or a pointer to one; nil pointers and nil elements yield
 // nothing), reached without an embedded pointer; its name may not also be
 // a top-level attribute; a list longer than MaxNestedKeys fails
-// validation. Several index options may be given (index=a,index=b). The appended pairs
+// validation (Keys still indexes every element, and Registry.Keys reports
+// the error). Several index options may be given (index=a,index=b). The appended pairs
 // are sorted by (Name, Value), without duplicates. String values share
 // memory with the payload's strings; all other values share one string.
 //
@@ -407,8 +418,8 @@ func (t *Type) appendKeys(base unsafe.Pointer, dst []KeyPair) ([]KeyPair, error)
 		}
 		data, n := kf.elems(p)
 		if kf.nested && n > MaxNestedKeys {
+			// Reported, never cut short (Validate refuses such a payload).
 			firstErr = keyErr(firstErr, t, kf.name, fmt.Errorf("the list holds %d elements: a nested index reads at most %d (codec.MaxNestedKeys)", n, MaxNestedKeys))
-			n = MaxNestedKeys
 		}
 		for j := range n {
 			ep := kf.elem(data, j)

@@ -57,9 +57,14 @@ func (t *Type) Validate(payload any) error {
 // validate adds the required-attribute problems and the Validate method's
 // problems to ve, skipping attributes in failed (already reported).
 func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, failed map[string]bool) {
-	if t.hasText {
+	if t.hasMulti || t.hasText {
 		if base, ok := t.pointer(payload); ok && base != nil {
-			t.checkText(base, ve, failed)
+			if t.hasMulti {
+				t.checkLists(base, ve, failed)
+			}
+			if t.hasText {
+				t.checkText(base, ve, failed)
+			}
 		}
 	}
 	for _, i := range t.required {
@@ -103,13 +108,8 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
 	for i := range t.keys {
 		kf := &t.keys[i]
-		if kf.nested && !failed[kf.name] {
-			if p := kf.locate(base); p != nil {
-				if _, n := kf.elems(p); n > MaxNestedKeys {
-					ve.Fields = append(ve.Fields, FieldError{Field: t.nested[kf.name].Nested, Problem: fmt.Sprintf("holds %d elements, and its %q is indexed (sourced:\"index=%s\"): at most %d (codec.MaxNestedKeys)", n, kf.name, kf.name, MaxNestedKeys)})
-					continue
-				}
-			}
+		if kf.nested && ve.has(t.nested[kf.name].Nested) {
+			continue // too long: reported by checkLists
 		}
 		if kf.kind != kString && kf.kind != kText || failed[kf.name] || asciiText[kf.typ] {
 			continue
@@ -137,6 +137,39 @@ func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[st
 				}
 			}
 		}
+	}
+}
+
+// checkLists adds a problem for every list indexed from inside
+// (sourced:"index=name") that holds more than MaxNestedKeys elements, and
+// one for the whole payload when its indexed attributes hold more than
+// MaxKeyPairs values in all. Both are counted from the lists' lengths
+// alone, so a payload of any size is refused in time proportional to its
+// number of attributes, before a store writes any of it.
+func (t *Type) checkLists(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
+	total := t.keyCount
+	for i := range t.keys {
+		kf := &t.keys[i]
+		if !kf.multi {
+			continue
+		}
+		p := kf.locate(base)
+		if p == nil {
+			continue
+		}
+		_, n := kf.elems(p)
+		total += n
+		if !kf.nested || n <= MaxNestedKeys {
+			continue
+		}
+		list := t.nested[kf.name].Nested
+		if failed[list] || ve.has(list) {
+			continue
+		}
+		ve.Fields = append(ve.Fields, FieldError{Field: list, Problem: fmt.Sprintf("holds %d elements, and its %q is indexed (sourced:\"index=%s\"): at most %d (codec.MaxNestedKeys); split the message, or index fewer elements", n, kf.name, kf.name, MaxNestedKeys)})
+	}
+	if total > MaxKeyPairs {
+		ve.Fields = append(ve.Fields, FieldError{Problem: fmt.Sprintf("its indexed attributes hold %d values: a message is indexed under at most %d (codec.MaxKeyPairs); split the message, or mark long lists sourced:\"noindex\"", total, MaxKeyPairs)})
 	}
 }
 

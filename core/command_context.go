@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/sourced-go/sourced/codec"
 )
@@ -25,6 +27,12 @@ type CommandHook[A any] func(app A, cmd Message) (Message, error)
 //
 // Build a CommandContext once at start-up with NewCommandContext and the
 // With* methods (each returns a new value), then call Build per request.
+//
+// A CommandContext builds commands only: the types the deciders (and
+// machines) given to WithCommandsOf decide, or those WithScope or
+// WithScopeFunc name. Until given one of them it builds nothing, so that
+// raw client input can never become an event or a workflow's internal
+// message; AllowAnyType opts in to every registered type explicitly.
 type CommandContext[A any] struct {
 	reg      *codec.Registry
 	metadata map[string]any
@@ -33,10 +41,39 @@ type CommandContext[A any] struct {
 	any      []CommandHook[A]
 }
 
-// NewCommandContext returns a context that builds commands of any type
-// registered in reg.
+// NewCommandContext returns a context that builds commands of the types
+// registered in reg that it is told are commands (WithCommandsOf,
+// WithScope, WithScopeFunc): none until then, and events or internal
+// types only with AllowAnyType.
 func NewCommandContext[A any](reg *codec.Registry) CommandContext[A] {
 	return CommandContext[A]{reg: reg}
+}
+
+// WithCommandsOf restricts the types that may be built to the commands
+// the definitions decide (their FlowDecide handlers: a Decider's Decide
+// handlers, a machine's command transitions), replacing any other scope.
+// Building any other type, their events included, fails with
+// ErrUnknownMessage.
+func (c CommandContext[A]) WithCommandsOf(defs ...Describer) CommandContext[A] {
+	set := map[reflect.Type]bool{}
+	for _, d := range defs {
+		for _, f := range d.Describe().Flows {
+			if f.Kind == FlowDecide && f.Consumes != nil {
+				set[f.Consumes] = true
+			}
+		}
+	}
+	c.scope = func(t *codec.Type) bool { return set[t.GoType] }
+	return c
+}
+
+// AllowAnyType lets the context build any type registered in its
+// registry, events and internal types (a workflow's own messages)
+// included, replacing any other scope. Only for trusted input: a client
+// able to send a type string could then append any fact.
+func (c CommandContext[A]) AllowAnyType() CommandContext[A] {
+	c.scope = func(*codec.Type) bool { return true }
+	return c
 }
 
 // WithMetadata adds default metadata to every command built.
@@ -94,8 +131,8 @@ func (c CommandContext[A]) Any(hook CommandHook[A]) CommandContext[A] {
 // with a *codec.ValidationError listing every failing field.
 func (c CommandContext[A]) Build(app A, typ string, raw map[string]any) (Message, error) {
 	t, err := c.reg.ByName(typ)
-	if err != nil || (c.scope != nil && !c.scope(t)) {
-		return Message{}, fmt.Errorf("%w: %q cannot be built here", ErrUnknownMessage, typ)
+	if err != nil || !c.allows(t) {
+		return Message{}, fmt.Errorf("%w: %s cannot be built here%s", ErrUnknownMessage, quoteShort(typ), c.noScope())
 	}
 	payload, err := t.FromMap(raw)
 	if err != nil {
@@ -109,13 +146,35 @@ func (c CommandContext[A]) Build(app A, typ string, raw map[string]any) (Message
 func (c CommandContext[A]) BuildPayload(app A, payload any) (Message, error) {
 	m := NewMessage(payload)
 	t, err := c.reg.TypeOf(m.Payload)
-	if err != nil || (c.scope != nil && !c.scope(t)) {
-		return Message{}, fmt.Errorf("%w: %T cannot be built here", ErrUnknownMessage, m.Payload)
+	if err != nil || !c.allows(t) {
+		return Message{}, fmt.Errorf("%w: %T cannot be built here%s", ErrUnknownMessage, m.Payload, c.noScope())
 	}
 	if err := t.Validate(m.Payload); err != nil {
 		return Message{}, err
 	}
 	return c.finish(app, t, m)
+}
+
+// allows reports whether t may be built: never without a scope.
+func (c CommandContext[A]) allows(t *codec.Type) bool {
+	return c.scope != nil && c.scope(t)
+}
+
+// noScope explains a refusal by a context given no scope.
+func (c CommandContext[A]) noScope() string {
+	if c.scope != nil {
+		return ""
+	}
+	return ": this CommandContext builds no type until told its commands (WithCommandsOf the deciders, WithScope or WithScopeFunc; AllowAnyType for trusted input only)"
+}
+
+// quoteShort quotes s for an error message, cut to 100 bytes.
+func quoteShort(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 func (c CommandContext[A]) finish(app A, t *codec.Type, payload any) (Message, error) {

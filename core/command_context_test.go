@@ -15,7 +15,7 @@ type request struct {
 }
 
 func TestCommandContextBuild(t *testing.T) {
-	cc := core.NewCommandContext[request](registry()).
+	cc := core.NewCommandContext[request](registry()).WithCommandsOf(courseDecider, enrolmentDecider).
 		WithMetadata(map[string]any{"source": "web"})
 	cc = core.On[CreateCourse](cc, func(app request, m core.Message) (core.Message, error) {
 		return m.WithMetadata(map[string]any{"created_by": app.User}), nil
@@ -70,5 +70,42 @@ func TestCommandContextRejects(t *testing.T) {
 	cc = cc.Any(func(request, core.Message) (core.Message, error) { return core.Message{}, hookErr })
 	if _, err := cc.BuildPayload(request{}, CreateCourse{CourseID: "c", CourseName: "n"}); !errors.Is(err, hookErr) {
 		t.Fatalf("hook error: %v", err)
+	}
+}
+
+// An unscoped context builds no type at all: raw client input never
+// becomes an event (or a workflow's internal message) unless asked for.
+func TestCommandContextBuildsCommandsOnlyByDefault(t *testing.T) {
+	raw := map[string]any{"course_id": "c1", "course_name": "Algebra"}
+	unscoped := core.NewCommandContext[request](registry())
+	for _, typ := range []string{"courses.created", "courses.create"} {
+		if m, err := unscoped.Build(request{}, typ, raw); !errors.Is(err, core.ErrUnknownMessage) || !strings.Contains(err.Error(), "WithCommandsOf") {
+			t.Errorf("unscoped Build %s: %+v %v, want ErrUnknownMessage saying how to scope", typ, m, err)
+		}
+	}
+	if _, err := unscoped.BuildPayload(request{}, CourseCreated{CourseID: "c1"}); !errors.Is(err, core.ErrUnknownMessage) {
+		t.Errorf("unscoped BuildPayload of an event: %v", err)
+	}
+	cmds := unscoped.WithCommandsOf(courseDecider, enrolmentDecider)
+	if _, err := cmds.Build(request{}, "courses.create", raw); err != nil {
+		t.Errorf("WithCommandsOf builds a decided command: %v", err)
+	}
+	if _, err := cmds.Build(request{}, "courses.enrol_student", map[string]any{"course_id": "c1", "student_id": "s1"}); err != nil {
+		t.Errorf("WithCommandsOf builds the other decider's command: %v", err)
+	}
+	for _, typ := range []string{"courses.created", "courses.student_enrolled", "students.notify"} {
+		if _, err := cmds.Build(request{}, typ, map[string]any{}); !errors.Is(err, core.ErrUnknownMessage) {
+			t.Errorf("WithCommandsOf builds %s, which no decider decides: %v", typ, err)
+		}
+	}
+	if _, err := cmds.BuildPayload(request{}, CourseCreated{CourseID: "c1"}); !errors.Is(err, core.ErrUnknownMessage) {
+		t.Errorf("WithCommandsOf BuildPayload of an event: %v", err)
+	}
+	if m, err := unscoped.AllowAnyType().Build(request{}, "courses.created", raw); err != nil || m.Type != "courses.created" {
+		t.Errorf("AllowAnyType builds an event when asked explicitly: %+v %v", m, err)
+	}
+	long := strings.Repeat("x", 100_000)
+	if _, err := cmds.Build(request{}, long, nil); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("an unknown type of 100 KB: the error is %d bytes", len(err.Error()))
 	}
 }

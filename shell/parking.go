@@ -2,10 +2,12 @@ package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,21 +107,55 @@ func (e *NotParkedError) Is(target error) bool { return target == ErrNotParked }
 
 // ParsePartition reads a partition as PartitionKey renders it
 // ("name:value|name:value") back into its values, for command lines. A
-// value holding ":" keeps it (only the first ":" of a pair separates);
-// a value holding "|" cannot be written this way.
+// value holding ":" keeps it (only the first ":" of a pair separates). A
+// value holding "|" cannot be written that way: give the partition as a
+// JSON object of strings instead ({"course_id":"a|b"}), which is read as
+// such whenever s starts with "{" and is one.
 func ParsePartition(s string) (map[string]string, error) {
+	if strings.HasPrefix(s, "{") {
+		var out map[string]string
+		if err := json.Unmarshal([]byte(s), &out); err == nil && out != nil {
+			for name := range out {
+				if name == "" {
+					return nil, fmt.Errorf("sourced: partition %s: an attribute name is empty", quoteShort(s))
+				}
+			}
+			return out, nil
+		}
+	}
 	out := map[string]string{}
 	for _, pair := range strings.Split(s, "|") {
 		name, value, ok := strings.Cut(pair, ":")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("sourced: partition %q: want name:value pairs joined by | (as `sourced offsets` shows them), e.g. course_id:c1|student_id:s1", s)
+			return nil, fmt.Errorf("sourced: partition %s: want name:value pairs joined by | (as `sourced offsets` shows them), e.g. course_id:c1|student_id:s1, or a JSON object such as {\"course_id\":\"a|b\"} for values holding |", quoteShort(s))
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("sourced: partition %q names %s twice", s, name)
+			return nil, fmt.Errorf("sourced: partition %s names %s twice", quoteShort(s), quoteShort(name))
 		}
 		out[name] = value
 	}
 	return out, nil
+}
+
+// PartitionJSON renders a partition as the JSON object ParsePartition
+// reads back exactly, whatever its values hold (PartitionKey cannot tell
+// a "|" inside a value from one between pairs): for forms and scripts.
+func PartitionJSON(partition map[string]string) string {
+	if partition == nil {
+		partition = map[string]string{}
+	}
+	b, _ := json.Marshal(partition) // map[string]string: cannot fail; keys sorted
+	return string(b)
+}
+
+// quoteShort quotes s for an error message, cut to 100 bytes: an error
+// never repeats unbounded input.
+func quoteShort(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // SortParked orders parked partitions by group id, then offset id (the

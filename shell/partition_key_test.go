@@ -3,6 +3,7 @@ package shell_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -99,6 +100,38 @@ func TestLoadRefusesAnEmptyPartitionKey(t *testing.T) {
 	}
 }
 
+// Once the group is registered, the store refuses a message with an empty
+// value for its partition key (shell.CheckPartitionValues): the group
+// never meets it, and goes on.
+func TestAppendRefusesAnEmptyKeyOfARegisteredGroup(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(looseRegistry())
+	counter := core.Projector[int]{Group: "loose.counter", PartitionBy: []string{"course_id"}}.With(
+		core.Evolve(func(n int, e looseDone) int { return n + 1 }),
+	)
+	router, err := shell.NewRouter(store, shell.RouterOptions{}, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := router.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{})
+	wantKeyError(t, err, "empty")
+	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: "c1"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := router.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := store.Group(ctx, "loose.counter"); err != nil || g.Status != shell.StatusActive || g.HighestPosition != 1 {
+		t.Fatalf("group %+v (%v): want it active, past the one message appended", g, err)
+	}
+}
+
+// A message appended before its group was registered is not refused: the
+// router fails the group on it, naming the empty key, before the reactor
+// runs.
 func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(looseRegistry())
@@ -110,10 +143,10 @@ func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Setup(ctx); err != nil {
+	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: ""}), shell.AppendOptions{}); err != nil {
+	if err := router.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := router.Drain(ctx); err != nil && !errors.Is(err, codec.ErrInvalid) {
@@ -184,5 +217,34 @@ func TestUnknownGroupErrorNamesTheFix(t *testing.T) {
 	var ue *shell.UnknownGroupError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "registered: none") || !strings.Contains(err.Error(), "NewRuntime") || !strings.Contains(err.Error(), "Router.Setup") {
 		t.Fatalf("error %q: want it to say what registers a group", err)
+	}
+}
+
+// A value holding "|" (or ":", or anything) is named exactly by the
+// partition's JSON form, which ParsePartition reads back.
+func TestParsePartitionReadsTheJSONForm(t *testing.T) {
+	for _, p := range []map[string]string{
+		{"course_id": "a|b"},
+		{"course_id": "a|b:c", "student_id": "x|y|"},
+		{"k": "{\"not\":\"json\"}", "q": "<&>"},
+		{"course_id": ""},
+	} {
+		got, err := shell.ParsePartition(shell.PartitionJSON(p))
+		if err != nil || !maps.Equal(got, p) {
+			t.Errorf("ParsePartition(PartitionJSON(%v)) = %v, %v", p, got, err)
+		}
+	}
+	if got, err := shell.ParsePartition("course_id:c1|student_id:s1"); err != nil || len(got) != 2 || got["student_id"] != "s1" {
+		t.Errorf("the name:value form: %v %v", got, err)
+	}
+	if got, err := shell.ParsePartition("{x:1"); err != nil || got["{x"] != "1" {
+		t.Errorf("a name starting with { that is not JSON: %v %v", got, err)
+	}
+	if _, err := shell.ParsePartition(`{"":"x"}`); err == nil {
+		t.Error("an empty attribute name in JSON: no error")
+	}
+	long := strings.Repeat("x", 100_000)
+	if _, err := shell.ParsePartition(long); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("a 100 KB partition without a colon: error of %d bytes", len(err.Error()))
 	}
 }

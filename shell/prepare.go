@@ -66,5 +66,28 @@ func PrepareMessage(reg *codec.Registry, m core.Message, now time.Time) (Prepare
 			return PreparedMessage{}, fmt.Errorf("metadata of %s: %w", typ.Name, err)
 		}
 	}
+	if err := CheckDecodes(typ, p.Payload, p.Metadata); err != nil {
+		return PreparedMessage{}, err
+	}
 	return p, nil
+}
+
+// CheckDecodes reports, wrapping codec.ErrInvalid, a message whose encoded
+// payload does not decode again as its type, or whose encoded metadata is
+// not JSON a read can decode: for example a json.RawMessage (a workflow's
+// input) nested to encoding/json's depth limit, which encodes but, once
+// wrapped in the payload, is one level too deep to decode. Stored, such a
+// message would fail every read of a page holding it. PrepareMessage runs
+// it for every append and schedule; a store that prepares messages its own
+// way must run it too.
+func CheckDecodes(typ *codec.Type, payload, metadata []byte) error {
+	if _, err := typ.Decode(0, payload); err != nil {
+		return fmt.Errorf("%s: the encoded payload (%d bytes) would not decode again: %v: %w", typ.Name, len(payload), err, codec.ErrInvalid)
+	}
+	if metadata != nil && !json.Valid(metadata) {
+		var v any
+		err := json.Unmarshal(metadata, &v)
+		return fmt.Errorf("%s: the encoded metadata (%d bytes) would not decode again: %v: %w", typ.Name, len(metadata), err, codec.ErrInvalid)
+	}
+	return nil
 }

@@ -25,7 +25,8 @@ var (
 	ErrInvalidCondition = errors.New("sourced: condition can never match")
 	// ErrAckBeyondClaim is matched by the error of an ack at a position
 	// after the claim's last message. Nothing changes: the claim is still
-	// held.
+	// held. An ack of a claim the worker does not hold is ErrNotClaimant
+	// whatever its position: every store checks ownership first.
 	ErrAckBeyondClaim = errors.New("sourced: ack beyond the claim's last message")
 	// ErrInvalidPartition is matched by the *InvalidPartitionError of a
 	// partition read (ReadPartition) that would not read what it names: an

@@ -90,10 +90,11 @@ type Tx interface {
 	// carries those messages.
 	//
 	// A payload of an unregistered type, an invalid payload (see
-	// codec.Registry.Validate; indexed text must be valid UTF-8), a guard
-	// condition that could never match (see CheckConditions) or a message
-	// id already in the log or the schedule fails the whole append:
-	// nothing is written.
+	// codec.Registry.Validate; indexed text must be valid UTF-8), an empty
+	// value for a partition key of a registered group handling the
+	// message's type (see CheckPartitionValues), a guard condition that
+	// could never match (see CheckConditions) or a message id already in
+	// the log or the schedule fails the whole append: nothing is written.
 	Append(msgs []core.Message, opts AppendOptions) (AppendResult, error)
 	// Read returns, in position order, the messages matching any of conds
 	// (after opts.After, at most opts.Limit, at most up to opts.Upto), and

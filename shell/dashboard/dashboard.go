@@ -9,8 +9,11 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +58,17 @@ type Options struct {
 	// Logger receives request failures at DEBUG and operator actions at
 	// INFO (nil: slog.Default()).
 	Logger *slog.Logger
+	// Hosts, when not empty, are the only host names a request may name in
+	// its Host header (compared without the port, ignoring case): any
+	// other request is refused with 421 Misdirected Request before it
+	// reaches a page or an action. It defends a dashboard without
+	// authentication (sourced serve on a loopback address) against DNS
+	// rebinding, where a page on the attacker's site resolves its own
+	// name to the loopback address: the browser then sends the attacker's
+	// name as Host (and as Origin). Give the names the server is reached
+	// by, such as "localhost", "127.0.0.1" and "::1". Empty: every Host is
+	// accepted (an application mounting the dashboard checks it itself).
+	Hosts []string
 }
 
 // Dashboard is the web dashboard: an http.Handler serving the pages
@@ -105,10 +119,26 @@ func New(store shell.Store, opts Options) (*Dashboard, error) {
 	return d, nil
 }
 
+// contentSecurityPolicy is every response's Content-Security-Policy: the
+// dashboard's own scripts, styles and images only, never framed, no
+// <base> to re-root its links, forms posted to itself only.
+const contentSecurityPolicy = "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
 // ServeHTTP serves the dashboard's pages, its actions and its assets.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Referrer-Policy", "no-referrer")
+	if !d.hostAllowed(r.Host) {
+		d.fail(w, r, http.StatusMisdirectedRequest, fmt.Errorf("host %s is not one this dashboard serves (dashboard.Options.Hosts)", quoteShort(r.Host)))
+		return
+	}
+	p := r.URL.Path
 	if d.opts.Prefix != "" {
-		p := strings.TrimPrefix(r.URL.Path, d.opts.Prefix)
+		p = strings.TrimPrefix(r.URL.Path, d.opts.Prefix)
 		if p == r.URL.Path {
 			http.NotFound(w, r)
 			return
@@ -116,21 +146,89 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p == "" {
 			p = "/"
 		}
+	}
+	// Clean the path here rather than let the mux redirect to a cleaned
+	// path that has lost the prefix.
+	if c := cleanPath(p); c != p {
+		u := *r.URL
+		u.Path, u.RawPath = d.opts.Prefix+c, ""
+		http.Redirect(w, r, u.RequestURI(), http.StatusTemporaryRedirect)
+		return
+	}
+	if p == "/static" {
+		http.Redirect(w, r, d.opts.Prefix+"/static/", http.StatusTemporaryRedirect)
+		return
+	}
+	if p != r.URL.Path {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = p
 		r2.URL.RawPath = ""
 		r = r2
 	}
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
 	d.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is p as http.ServeMux would clean it: rooted, without . and
+// .. elements or repeated slashes, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	c := path.Clean(p)
+	if p[len(p)-1] == '/' && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// hostAllowed reports whether host (a request's Host header) names one of
+// Options.Hosts; any host when there are none.
+func (d *Dashboard) hostAllowed(host string) bool {
+	if len(d.opts.Hosts) == 0 {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	for _, a := range d.opts.Hosts {
+		a = strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+		if name != "" && strings.EqualFold(name, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteShort quotes s for an error message, cut to 100 bytes: a message
+// never repeats unbounded input.
+func quoteShort(s string) string {
+	const max = 100
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// noListing serves the static assets but no directory listing.
+func noListing(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (d *Dashboard) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.Handle("GET /static/", http.StripPrefix("/static/", noListing(http.FileServerFS(static))))
 	m.HandleFunc("GET /{$}", d.groupsPage)
 	m.HandleFunc("GET /groups/{id}", d.groupPage)
 	m.HandleFunc("POST /groups/{id}/{action}", d.groupAction)
@@ -212,6 +310,11 @@ var nav = []struct{ Section, Path, Name string }{
 func (p page) Nav() any { return nav }
 
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, section, title string, data any) {
+	d.renderStatus(w, r, http.StatusOK, name, section, title, data)
+}
+
+// renderStatus renders page name with the given status.
+func (d *Dashboard) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, section, title string, data any) {
 	p := page{Title: title, App: d.opts.Title, Section: section, ReadOnly: d.opts.ReadOnly, Prefix: d.opts.Prefix, Now: d.store.Now(), Data: data, Flash: r.URL.Query().Get("flash")}
 	if d.opts.Refresh > 0 {
 		p.Refresh = int(d.opts.Refresh / time.Millisecond)
@@ -219,11 +322,13 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, section
 	var b bytes.Buffer
 	if err := d.pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
 		d.log.DebugContext(r.Context(), "dashboard: rendering failed", "page", name, "error", err)
+		w.Header().Set("Cache-Control", "no-store")
 		http.Error(w, "rendering failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
 }
 
@@ -231,8 +336,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, name, section
 // not there, 500 for the store's errors.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
 	d.log.DebugContext(r.Context(), "dashboard: request failed", "path", r.URL.Path, "status", status, "error", err)
-	w.WriteHeader(status)
-	d.render(w, r, "error", "", http.StatusText(status), struct {
+	d.renderStatus(w, r, status, "error", "", http.StatusText(status), struct {
 		Status int
 		Err    string
 	}{status, err.Error()})

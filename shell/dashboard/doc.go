@@ -55,8 +55,16 @@
 // as `sourced serve` does. Options.ReadOnly hides the operator actions and
 // refuses them with 403 for viewers who may look but not act. Actions are
 // POST requests refused when the browser says they come from another
-// site (Sec-Fetch-Site, Origin), and pages forbid framing and run under a
-// strict Content-Security-Policy.
+// site (Sec-Fetch-Site other than same-origin or none; an Origin whose
+// scheme or host is not the request's), and the page an action returns
+// to (back=) must be a path of the dashboard. Options.Hosts lists the
+// host names the dashboard answers to, refusing any other Host with 421
+// (DNS rebinding: `sourced serve` gives the loopback names and its
+// address). Pages forbid framing and run under a strict
+// Content-Security-Policy (frame-ancestors, base-uri and form-action
+// included) with Referrer-Policy: no-referrer; pages and error pages are
+// Cache-Control: no-store; /static/ lists nothing. Paths are cleaned
+// (redirected) under Options.Prefix.
 //
 // The dashboard works on any shell.Store; it reads figures that scan the
 // store (workflow runs, offsets) on each request, so it is for operators,

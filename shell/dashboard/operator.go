@@ -89,7 +89,8 @@ func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 
 // parkedAction runs an operator's action on a parked partition:
 // POST /parked/{retry|skip|reset} with the form's group and partition (as
-// shell.PartitionKey renders it).
+// shell.PartitionJSON renders it, or as shell.PartitionKey does: see
+// shell.ParsePartition).
 func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 	if d.opts.ReadOnly {
 		d.fail(w, r, http.StatusForbidden, errors.New("the dashboard is read-only: operator actions are disabled"))
@@ -126,10 +127,7 @@ func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.InfoContext(ctx, "dashboard: operator action on a parked partition", "group", group, "partition", shell.PartitionKey(partition), "action", act)
-	back := r.FormValue("back")
-	if back == "" || back[0] != '/' || len(back) > 1 && back[1] == '/' {
-		back = "/partitions"
-	}
+	back := safeBack(r.FormValue("back"), "/partitions")
 	http.Redirect(w, r, d.opts.Prefix+back+sep(back)+"flash="+url.QueryEscape(fmt.Sprintf("%s %s: %s done", group, shell.PartitionKey(partition), act)), http.StatusSeeOther)
 }
 
@@ -151,6 +149,7 @@ func parkedConfirm(p shell.ParkedPartition, act string) string {
 type parkedRow struct {
 	shell.ParkedPartition
 	Key     string
+	Form    string // the partition as its forms post it (shell.PartitionJSON)
 	Actions []parkedButton
 }
 
@@ -163,7 +162,7 @@ func (d *Dashboard) parked(ctx context.Context, group string) ([]parkedRow, erro
 	}
 	rows := make([]parkedRow, 0, len(ps))
 	for _, p := range ps {
-		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition)}
+		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition), Form: shell.PartitionJSON(p.Partition)}
 		for _, a := range []string{"retry", "skip", "reset"} {
 			row.Actions = append(row.Actions, parkedButton{a, parkedConfirm(p, a)})
 		}

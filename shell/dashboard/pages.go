@@ -215,10 +215,7 @@ func (d *Dashboard) groupAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.InfoContext(ctx, "dashboard: operator action", "group", id, "action", string(act))
-	back := r.FormValue("back")
-	if back == "" || !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
-		back = "/"
-	}
+	back := safeBack(r.FormValue("back"), "/")
 	http.Redirect(w, r, d.opts.Prefix+back+sep(back)+"flash="+url.QueryEscape(fmt.Sprintf("%s: %s done", id, act)), http.StatusSeeOther)
 }
 
@@ -229,17 +226,57 @@ func sep(u string) string {
 	return "?"
 }
 
+// safeBack returns back, the page an action returns to, when it is a
+// path of this dashboard: rooted, not "//" or "/\" (which browsers read
+// as another host), with no backslash or control character (browsers
+// drop tabs and newlines from URLs, so "/\t/evil.example" would become
+// "//evil.example"); def otherwise.
+func safeBack(back, def string) string {
+	if back == "" || back[0] != '/' || len(back) > 2048 {
+		return def
+	}
+	for _, c := range back {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return def
+		}
+	}
+	if strings.HasPrefix(back, "//") {
+		return def
+	}
+	u, err := url.Parse(back)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return def
+	}
+	return back
+}
+
 // sameOrigin refuses form posts from other sites (a browser sends Origin
-// or Sec-Fetch-Site with them).
+// or Sec-Fetch-Site with them). Origin, when sent, must be this server
+// (its scheme and Host), whatever Sec-Fetch-Site says; Sec-Fetch-Site,
+// when sent, must be same-origin or none (typed in by the user).
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
-		return site == "same-origin" || site == "none"
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		return err == nil && u.Host == r.Host
+		if err != nil || u.Host != r.Host || u.Scheme != requestScheme(r) {
+			return false
+		}
 	}
 	return true
+}
+
+// requestScheme is the scheme the request came by: https under TLS, or
+// behind a proxy that says so in X-Forwarded-Proto; http otherwise.
+func requestScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		return p
+	}
+	return "http"
 }
 
 func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {

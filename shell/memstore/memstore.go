@@ -601,6 +601,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	batch := make(map[uuid.UUID]struct{}, len(msgs))
 	for i, m := range msgs {
 		r, sm, err := s.prepare(m, now)
+		if err == nil {
+			err = shell.CheckPartitionValues(r.typ, r.keys, s.partitionKeys(r.typ))
+		}
 		if err != nil {
 			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
@@ -651,6 +654,18 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	return res, nil
 }
 
+// partitionKeys yields the id and partition keys of each group handling
+// typ, for shell.CheckPartitionValues.
+func (s *Store) partitionKeys(typ string) iter.Seq2[string, []string] {
+	return func(yield func(string, []string) bool) {
+		for _, g := range s.groupList {
+			if g.handles(typ) && !yield(g.id, g.partitionBy) {
+				return
+			}
+		}
+	}
+}
+
 // prepare validates, stamps and encodes one message.
 func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, error) {
 	if err := m.Err(); err != nil {
@@ -684,6 +699,9 @@ func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, er
 		if md, err = json.Marshal(m.Metadata); err != nil {
 			return record{}, m, fmt.Errorf("metadata of %s: %w", typ.Name, err)
 		}
+	}
+	if err := shell.CheckDecodes(typ, data, md); err != nil {
+		return record{}, m, err
 	}
 	return record{
 		id:          m.ID,

@@ -73,12 +73,34 @@ func newAppendQueries(n names, q queries) appendQueries {
 	}
 }
 
+// guardWindow is how many messages after a guard's position its check
+// scans in position order before it looks further through the key
+// pairs' index (see refuseConflictSQL).
+const guardWindow = 1000
+
 // refuseConflictSQL is the guard's check as a statement that refuses when
-// a message matching the guard follows its position.
+// a message matching the guard follows its position. It runs under the
+// lock, so its cost is every append's: found through the key pairs' GIN
+// index, the messages of the guard's boundary are all visited, however
+// few follow the guard (1.7 ms and 893 buffers for a boundary of 2,500
+// messages, against 0.03 ms and 3 buffers in position order). So it reads
+// the next guardWindow messages after the guard's position in position
+// order (a guard's position is nearly always recent: the read it comes
+// from), and only when there are more does it look past them through the
+// index, a branch PostgreSQL skips whole otherwise (a one-time filter).
 func (s *Store) refuseConflictSQL(g *core.Guard) (string, []any) {
 	var args sqlArgs
-	sql := fmt.Sprintf(`SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (SELECT position FROM %[3]s WHERE %[4]s > %[5]s AND %[6]s LIMIT 1) c`,
-		s.names.prefix, refuseConflict, s.names.messages, positionFor(g.Conditions), args.add(g.LastPosition), condSQL(g.Conditions, &args))
+	after := args.add(g.LastPosition)
+	window := args.add(int64(guardWindow))
+	near := condSQL(g.Conditions, &args)
+	far := condSQL(g.Conditions, &args)
+	m := s.names.messages
+	sql := fmt.Sprintf(`SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
+	(SELECT r.position FROM (SELECT position, message_type, keys FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s) r WHERE %[6]s LIMIT 1)
+	UNION ALL
+	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM (SELECT 1 FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s) n) = %[5]s
+		AND (position + 0) > %[4]s AND %[7]s LIMIT 1)
+) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, near, far)
 	return sql, args
 }
 

@@ -286,3 +286,49 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 		}
 	}
 }
+
+// A guard's check reads the messages after the guard's position in
+// position order up to a window, and looks further through the key pairs'
+// index only past it: a conflict inside the window and one past it are
+// both found, by a standalone append and by one in an Update.
+func TestGuardCheckLooksPastItsWindow(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}
+	guard := &core.Guard{Conditions: []core.Condition{cond}}
+	msg := func() []core.Message { return core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}) }
+	check := func(what string, after int64, wantConflict bool) {
+		t.Helper()
+		guard.LastPosition = after
+		var ce *core.ConflictError
+		res, err := s.Append(ctx, msg(), shell.AppendOptions{Guard: guard})
+		if got := errors.As(err, &ce); got != wantConflict || (!got && err != nil) {
+			t.Fatalf("%s, standalone: %v, want a conflict: %v", what, err, wantConflict)
+		}
+		if !wantConflict {
+			guard.LastPosition = res.Last // past its own message
+		}
+		err = s.Update(ctx, func(tx shell.Tx) error {
+			_, err := tx.Append(msg(), shell.AppendOptions{Guard: guard})
+			return err
+		})
+		if got := errors.As(err, &ce); got != wantConflict || (!got && err != nil) {
+			t.Fatalf("%s, in an Update: %v, want a conflict: %v", what, err, wantConflict)
+		}
+	}
+	others := make([]any, 1200)
+	for i := range others {
+		others[i] = storetest.DeviceRegistered{DeviceID: "other"}
+	}
+	if _, err := s.Append(ctx, core.Messages(others...), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing matches, neither in the window of 1,000 after position 0
+	// nor past it: both appends go (positions 1201, 1202).
+	check("no match", 0, false)
+	// From position 0, the matches are past the window.
+	check("a match past the window", 0, true)
+	// From position 1200, inside it.
+	check("a match inside the window", 1200, true)
+}

@@ -31,6 +31,7 @@ type groupQueries struct {
 	loadGroups, bumpConfig                   string
 	insertGroup, updateConfig, updateLabel   string
 	groupRow, groupNames, probe              string
+	groupRowLocked                           string
 	upsertOffset, ensureOffset, offsetByKey  string
 	remark, held, release, moveTo            string
 	claimMany, claimQueue, ackMany           string
@@ -64,7 +65,11 @@ func newGroupQueries(n names) groupQueries {
 		updateConfig: f(`UPDATE %s SET label = $2, partition_by = $3, exclusive = $4, handled = $5, updated_at = $6 WHERE id = $1`, n.groups),
 		updateLabel:  f(`UPDATE %s SET label = $2, updated_at = $3 WHERE id = $1 AND label <> $2`, n.groups),
 		groupRow:     f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1`, n.groups),
-		groupNames:   f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
+		// A status change reads the row it writes locked, so that two
+		// changes at once (two workers failing) each see the other's,
+		// whatever other lock the transaction holds.
+		groupRowLocked: f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1 FOR UPDATE`, n.groups),
+		groupNames:     f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
 		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
 FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
 		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
@@ -244,6 +249,23 @@ type groupSet struct {
 	// byID holds the handled types of id-partitioned groups: messages of
 	// these types are indexed under core.IDKey only.
 	byID map[string]bool
+}
+
+// checkValues refuses a message holding an empty value for a partition
+// key of a group that handles its type (shell.CheckPartitionValues),
+// scheduled or not.
+func (gs *groupSet) checkValues(m core.Message, p prepared) error {
+	keys := p.keys
+	if p.scheduled {
+		keys = p.typ.Keys(m.Payload, nil)
+	}
+	return shell.CheckPartitionValues(p.typ.Name, keys, func(yield func(string, []string) bool) {
+		for _, g := range gs.byType[p.typ.Name] {
+			if !yield(g.name, g.partitionBy) {
+				return
+			}
+		}
+	})
 }
 
 // loadGroups reads the configuration of every group.
@@ -648,9 +670,20 @@ type groupState struct {
 
 // state reads a group's row, or returns an *UnknownGroupError.
 func (t *tx) state(group string) (groupState, error) {
+	return t.readState(group, t.s.q.g.groupRow)
+}
+
+// lockState is state, locking the group's row until the transaction ends:
+// for a read-modify-write of the group's status and failure (its retry
+// count).
+func (t *tx) lockState(group string) (groupState, error) {
+	return t.readState(group, t.s.q.g.groupRowLocked)
+}
+
+func (t *tx) readState(group, query string) (groupState, error) {
 	var st groupState
 	var retryAt *time.Time
-	err := t.c.QueryRow(t.ctx, t.s.q.g.groupRow, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
+	err := t.c.QueryRow(t.ctx, query, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if uerr := t.s.unknownGroup(t.ctx, t.c, group); errors.As(uerr, new(*shell.UnknownGroupError)) {
 			return st, uerr
@@ -935,7 +968,8 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // transaction: the Update fails with an error matching
 // shell.ErrNotClaimant and writes nothing (the router then commits each
 // batch on its own). A position beyond the claim is refused at once
-// (shell.ErrAckBeyondClaim), as is a claim the transaction already
+// (shell.ErrAckBeyondClaim, or ErrNotClaimant when the worker does not
+// hold the claim either), as is a claim the transaction already
 // acknowledged or released (it is checked at once: ErrNotClaimant), and
 // the acknowledgement of a group this process does not know is checked at
 // once too (an *UnknownGroupError).
@@ -947,6 +981,12 @@ func (t *tx) Ack(c *shell.Claim, position int64) error {
 		return errors.New("pgstore: ack a nil claim")
 	}
 	if err := shell.CheckAck(c, position); err != nil {
+		// A claim the worker does not hold is refused as such, whatever
+		// the position (the contract of every store): checked only here,
+		// on the way to an error.
+		if herr := t.held(c, "ack"); herr != nil {
+			return herr
+		}
 		return err
 	}
 	if !t.eager && !t.settled[c.OffsetID] {
@@ -1200,7 +1240,7 @@ func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, er
 // accept the command.
 func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, change func(t *tx, st *groupState, f *shell.Failure) error) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
@@ -1315,7 +1355,7 @@ func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failu
 // accept the command is no error (the group stays as it is).
 func (s *Store) work(ctx context.Context, group string, cmd shell.Command, change func(st *groupState) shell.Failure) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
@@ -1332,7 +1372,7 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.Command, chang
 // it, in one transaction under the exclusive lock; see shell.Groups.
 func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
-		st, err := t.state(group)
+		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}

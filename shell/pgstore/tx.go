@@ -614,6 +614,9 @@ func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opt
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	for i, m := range msgs {
 		m, p, err := s.prepare(m, now, gs.byID)
+		if err == nil {
+			err = gs.checkValues(m, p)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}

@@ -170,7 +170,9 @@ func ctxErr(ctx context.Context, err error) error {
 
 // busyOr marks an error caused by a lock SQLite could not take within the
 // busy timeout (SQLITE_BUSY, SQLITE_LOCKED and their extended codes) as
-// shell.ErrBusy, so callers can tell a transient failure from a real one.
+// shell.ErrBusy, and one caused by a full disk (SQLITE_FULL) as a
+// *DiskFullError (matching ErrDiskFull and shell.ErrBusy), so callers can
+// tell a transient failure from a real one.
 func busyOr(err error) error {
 	if err == nil || errors.Is(err, shell.ErrBusy) {
 		return err
@@ -178,6 +180,37 @@ func busyOr(err error) error {
 	switch sqlite.ErrCode(err).ToPrimary() {
 	case sqlite.ResultBusy, sqlite.ResultLocked:
 		return fmt.Errorf("%w: %w", shell.ErrBusy, err)
+	case sqlite.ResultFull:
+		return &DiskFullError{Err: err}
 	}
 	return err
 }
+
+// ErrDiskFull is matched by the error of a write SQLite refused because
+// the disk (or the database's page limit) is full.
+var ErrDiskFull = errors.New("sqlitestore: database or disk is full")
+
+// DiskFullError is the error of a write refused for want of space
+// (SQLITE_FULL). The write's transaction was rolled back whole: nothing of
+// it was written, and it may be tried again once space is freed. It matches
+// ErrDiskFull and shell.ErrBusy: routers and runtimes treat it as
+// transient, as they do a busy store (the worker releases its claims,
+// backs off and tries again; no group fails for it), so workers carry on
+// once space returns.
+type DiskFullError struct {
+	// Err is SQLite's error.
+	Err error
+}
+
+func (e *DiskFullError) Error() string {
+	return "sqlitestore: the database or disk is full, so the write was refused whole (free space, or raise the file's size limit; it may be retried): " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrDiskFull) and errors.Is(err, shell.ErrBusy)
+// true.
+func (e *DiskFullError) Is(target error) bool {
+	return target == ErrDiskFull || target == shell.ErrBusy
+}
+
+// Unwrap returns SQLite's error.
+func (e *DiskFullError) Unwrap() error { return e.Err }

@@ -71,7 +71,11 @@
 // sleeps of up to 100 ms let a process whose peers commit back to back
 // wait out its whole timeout. A lock not taken within the busy timeout is
 // an error matching shell.ErrBusy: the operation wrote nothing and may be
-// retried (the router and the runtime do).
+// retried (the router and the runtime do). A write refused for want of
+// space (a full disk, SQLITE_FULL) is a *DiskFullError, matching
+// ErrDiskFull and shell.ErrBusy too: it wrote nothing, its workers release
+// their claims and back off instead of failing their groups, and they
+// carry on once space is freed.
 //
 // Every connection gets its settings when it is opened: foreign_keys=ON,
 // busy_timeout, temp_store=MEMORY (savepoint journals stay in memory
@@ -96,7 +100,10 @@
 // Stats.WALBytes reports its size (and `sourced stats`). The planner
 // statistics are refreshed by Install, by Open when they are missing or
 // the log grew more than twice since, and by the runtime when it starts
-// and then every OptimizeInterval.
+// and then every OptimizeInterval. The statistics of a table holding fewer
+// than 10,000 rows are not kept (Optimize): the planner then treats it as a
+// large table, so the statistics of a near-empty log, which stay loaded in
+// open connections, never make a partition read scan the log as it grows.
 //
 // Every call whose context ends returns an error matching the context's
 // error (errors.Is(err, context.Canceled) or context.DeadlineExceeded),

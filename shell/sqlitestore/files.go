@@ -107,8 +107,8 @@ const (
 // refresh that cannot take the write lock in time is logged and skipped.
 func (s *Store) optimizeIfStale(ctx context.Context, conn *sqlite.Conn) error {
 	last, err := lastPosition(conn, s.q)
-	if err != nil || last == 0 {
-		return err
+	if err != nil || last < s.statsFloor {
+		return err // an empty or small log runs without statistics (see Optimize)
 	}
 	rows, found, err := analyzedRows(conn, s.names.messages)
 	if err != nil {

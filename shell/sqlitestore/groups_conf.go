@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -59,6 +60,18 @@ func (gs *groupSet) names() []string {
 		out[i] = g.name
 	}
 	return out
+}
+
+// partitionKeys yields the id and partition keys of each group handling
+// typ, for shell.CheckPartitionValues.
+func (gs *groupSet) partitionKeys(typ string) iter.Seq2[string, []string] {
+	return func(yield func(string, []string) bool) {
+		for _, g := range gs.byType[typ] {
+			if !yield(g.name, g.partitionBy) {
+				return
+			}
+		}
+	}
 }
 
 // lookup returns a registered group, or an *UnknownGroupError naming the

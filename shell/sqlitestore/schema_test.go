@@ -259,10 +259,10 @@ func TestOpenRefreshesMissingOrStaleStatistics(t *testing.T) {
 	path := dbPath(t)
 	s := install(t, path, sqlitestore.Options{})
 	appendOK(t, s, courseCreated{"Algebra"})
-	if err := s.Install(t.Context()); err != nil { // statistics for one message
+	if err := s.Install(t.Context()); err != nil { // no statistics kept for one message
 		t.Fatal(err)
 	}
-	batch := make([]any, 3000)
+	batch := make([]any, 12_000) // past the 10,000 rows below which none are kept
 	for i := range batch {
 		batch[i] = userJoined{"Algebra", uuid.NewString()}
 	}
@@ -280,8 +280,8 @@ func TestOpenRefreshesMissingOrStaleStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Close()
-	if n := analyzed(); n < 1000 {
-		t.Fatalf("after open: statistics record %d messages, want the log's ~3001", n)
+	if n := analyzed(); n < 10_000 {
+		t.Fatalf("after open: statistics record %d messages, want the log's ~12001", n)
 	}
 	// Missing: refreshed.
 	rawExec(t, path, `DELETE FROM sqlite_stat1`)
@@ -290,7 +290,7 @@ func TestOpenRefreshesMissingOrStaleStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3.Close()
-	if n := analyzed(); n < 1000 {
+	if n := analyzed(); n < 10_000 {
 		t.Fatalf("after open with no statistics: they record %d messages", n)
 	}
 }

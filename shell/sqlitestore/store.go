@@ -112,6 +112,9 @@ type Store struct {
 	waiting atomic.Int64
 	// noIdleCache turns the idle-claim cache off (benchmarks of the latch).
 	noIdleCache bool
+	// statsFloor is the fewest rows a table must have for Optimize to
+	// keep its statistics (statsFloor; tests lower it).
+	statsFloor int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -196,13 +199,14 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		reg:      opts.Registry,
-		raw:      opts.RawPayloads,
-		names:    namesFor(prefix),
-		now:      opts.Now,
-		notifier: opts.Notifier,
-		log:      opts.Logger,
-		writer:   make(chan *writer, 1),
+		statsFloor: statsFloor,
+		reg:        opts.Registry,
+		raw:        opts.RawPayloads,
+		names:      namesFor(prefix),
+		now:        opts.Now,
+		notifier:   opts.Notifier,
+		log:        opts.Logger,
+		writer:     make(chan *writer, 1),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -455,6 +459,14 @@ func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
 // (PRAGMA analysis_limit = 400, then ANALYZE, on the writer connection:
 // analysis_limit is per connection). Run it after install (Install does)
 // and periodically as the log grows.
+//
+// The statistics of a table with fewer than 10,000 rows are not kept:
+// the planner then assumes a large table, as on a new store, and every hot
+// query keeps its index plan however much the table grows. (Statistics of
+// a near-empty log, taken when a runtime starts on a new store, made the
+// planner scan the whole log for every message of a partition read once
+// the log had grown; and a connection keeps the statistics it loaded when
+// it opened.)
 func (s *Store) Optimize(ctx context.Context) (err error) {
 	defer func() { err = ctxErr(ctx, busyOr(err)) }()
 	if s.readOnly {
@@ -468,18 +480,83 @@ func (s *Store) Optimize(ctx context.Context) (err error) {
 	return s.optimize(ctx, w.conn)
 }
 
-func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) error {
+// statsFloor is the fewest rows a table must hold for Optimize to keep
+// the statistics ANALYZE took of it (see Optimize).
+const statsFloor = 10_000
+
+func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) (err error) {
 	start := time.Now()
 	if err := sqlitex.ExecuteTransient(conn, "PRAGMA analysis_limit = 400", nil); err != nil {
 		return fmt.Errorf("sqlitestore: optimize: %w", err)
 	}
-	for _, t := range s.names.requiredTables() {
+	// One transaction: no connection opening meanwhile loads statistics
+	// of small tables (a connection keeps what it loaded at open).
+	if err := sqlitex.ExecuteTransient(conn, "BEGIN IMMEDIATE", nil); err != nil {
+		return fmt.Errorf("sqlitestore: optimize: %w", err)
+	}
+	defer func() {
+		end := "COMMIT"
+		if err != nil {
+			end = "ROLLBACK"
+		}
+		if eerr := sqlitex.ExecuteTransient(conn, end, nil); err == nil && eerr != nil {
+			err = fmt.Errorf("sqlitestore: optimize: %w", eerr)
+		}
+	}()
+	tables := s.names.requiredTables()
+	for _, t := range tables {
 		if err := sqlitex.ExecuteTransient(conn, "ANALYZE "+t, nil); err != nil {
 			return fmt.Errorf("sqlitestore: optimize: %w", err)
 		}
 	}
-	s.log.Debug("sqlitestore: analyzed", "prefix", s.names.prefix, "took", time.Since(start))
+	dropped, err := dropSmallStats(conn, tables, s.statsFloor)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: optimize: %w", err)
+	}
+	if dropped > 0 {
+		// ANALYZE of a schema table gathers nothing and reloads the
+		// statistics of this connection (and expires its statements).
+		if err := sqlitex.ExecuteTransient(conn, "ANALYZE sqlite_schema", nil); err != nil {
+			return fmt.Errorf("sqlitestore: optimize: %w", err)
+		}
+	}
+	s.log.Debug("sqlitestore: analyzed", "prefix", s.names.prefix, "took", time.Since(start), "small_tables", dropped)
 	return ctx.Err()
+}
+
+// dropSmallStats deletes the statistics (sqlite_stat1, sqlite_stat4) of
+// those of tables that hold fewer than floor rows, and returns how many
+// tables it dropped. The planner treats a table without statistics as
+// large, which is what the hot queries are written for: statistics of a
+// small table would tell it to scan the table, and stay loaded in open
+// connections while the table grows.
+func dropSmallStats(conn *sqlite.Conn, tables []string, floor int64) (int, error) {
+	small := make([]string, 0, len(tables))
+	for _, t := range tables {
+		rows, found, err := analyzedRows(conn, t)
+		if err != nil {
+			return 0, err
+		}
+		if found && rows < floor {
+			small = append(small, t)
+		}
+	}
+	stat4, err := queryInt(conn, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_stat4'`)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range small {
+		if err := sqlitex.Execute(conn, `DELETE FROM sqlite_stat1 WHERE tbl = ?`, &sqlitex.ExecOptions{Args: []any{t}}); err != nil {
+			return 0, err
+		}
+		if stat4 == 0 {
+			continue
+		}
+		if err := sqlitex.Execute(conn, `DELETE FROM sqlite_stat4 WHERE tbl = ?`, &sqlitex.ExecOptions{Args: []any{t}}); err != nil {
+			return 0, err
+		}
+	}
+	return len(small), nil
 }
 
 // withSnapshot runs fn on a reader connection inside one read transaction,

@@ -151,7 +151,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	keyBuf := make([]codec.KeyPair, 0, 2*len(msgs)) // shared by the messages' key lists
 	for i, m := range msgs {
-		m, p, err := s.prepare(m, now, keyBuf, t.gs.basis)
+		m, p, err := s.prepare(m, now, keyBuf, t.gs)
 		if err != nil {
 			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
@@ -463,15 +463,23 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 
 // prepare validates, stamps and encodes one message, and extracts the key
 // pairs it is indexed under (appended to keyBuf).
-func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, basis map[string]indexBasis) (core.Message, prepared, error) {
+//
+// A message holding an empty value for a partition key of a group that
+// handles its type is refused (shell.CheckPartitionValues), scheduled or
+// not.
+func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, gs *groupSet) (core.Message, prepared, error) {
 	pm, err := shell.PrepareMessage(s.reg, m, now)
 	if err != nil {
 		return m, prepared{}, err
 	}
 	m, typ := pm.Message, pm.Type
 	p := prepared{typ: typ, version: typ.Version, payload: pm.Payload, metadata: pm.Metadata, scheduled: pm.Scheduled}
+	keys := keysOf(typ, &m, keyBuf, gs.basis)
+	if err := shell.CheckPartitionValues(typ.Name, keys, gs.partitionKeys(typ.Name)); err != nil {
+		return m, prepared{}, err
+	}
 	if !p.scheduled {
-		p.keys = keysOf(typ, &m, keyBuf, basis)
+		p.keys = keys
 	}
 	return m, p, nil
 }

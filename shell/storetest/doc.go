@@ -161,10 +161,20 @@
 //     partition reads, pages and guards on their attributes see them, and
 //     the queue still hands each message out alone.
 //   - GroupRefusals: an ack past the claim's last message
-//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), a
+//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), an
+//     ack of a claim the worker does not hold (released, another worker's,
+//     forged) at any position, past the claim's last message included
+//     (shell.ErrNotClaimant: ownership is checked before the position;
+//     nothing changed), a
 //     negative ttl for ReleaseStaleClaims, a partition key that no handled
 //     type indexes (a misspelling, or a `sourced:"noindex"` tag: the error
 //     says which).
+//   - EmptyPartitionValues: an append (or Tx.Append) of a message holding
+//     an empty value for a partition key of a registered group handling
+//     its type is refused with a *codec.ValidationError naming the
+//     attribute (shell.CheckPartitionValues), scheduled or not, anywhere
+//     in the batch, nothing written; empty attributes no such group
+//     partitions by, and optional keys left out, are appended.
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
 //     deletes and advances.
 //   - ChangeGroup: a worker command decided on the group's state and

@@ -33,6 +33,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("Queue", s.testQueue)
 	t.Run("QueueIndex", s.testQueueIndex)
 	t.Run("GroupRefusals", s.testGroupRefusals)
+	t.Run("EmptyPartitionValues", s.testEmptyPartitionValues)
 	t.Run("GroupTx", s.testGroupTx)
 	t.Run("ClaimUpdate", s.testClaimUpdate)
 	t.Run("ClaimMany", s.testClaimMany)

@@ -52,6 +52,7 @@ func (s suite) testRefusals(t *testing.T) {
 	t.Run("indexed text that is not valid UTF-8", s.testInvalidUTF8)
 	t.Run("conditions that can never match", s.testImpossibleConditions)
 	t.Run("partitions no type read declares", s.testImpossiblePartitions)
+	t.Run("hostile input", s.testHostileInput)
 	t.Run("ReadAll with an unknown order", func(t *testing.T) {
 		e := s.env(t)
 		e.append(CourseCreated{"Algebra"})

@@ -36,6 +36,42 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 2)
 	})
 
+	t.Run("an ack of a claim the worker does not hold", func(t *testing.T) {
+		// Whoever holds the partition now, and whatever the position: a
+		// worker acking a claim it does not hold gets ErrNotClaimant (its
+		// work was superseded), never ErrAckBeyondClaim, and nothing
+		// changes; the holder's claim is untouched.
+		e := s.genv(t, devices)
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		lost := e.claim(devices, "w1", 1)
+		if got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, e.clock.Now()); err != nil || len(got) != 1 {
+			t.Fatalf("release the claim: %+v, %v", got, err)
+		}
+		holder := e.claim(devices, "w2", 2)
+		e.expectClaim(holder, part("device_id", "d1"), false, 1, 2)
+		forged := *holder
+		forged.WorkerID = "w9"
+		empty := *holder
+		empty.WorkerID, empty.Messages = "w9", nil
+		for _, tc := range []struct {
+			what  string
+			claim *shell.Claim
+			at    int64
+		}{
+			{"a released claim, at its last message", lost, 1},
+			{"a released claim, past its last message", lost, 2},
+			{"another worker's claim", &forged, 2},
+			{"another worker's claim, past its last message", &forged, 3},
+			{"a claim with no messages", &empty, 2},
+		} {
+			notClaimant(t, e.gs.Ack(e.ctx, tc.claim, tc.at), tc.what)
+			notClaimant(t, e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Ack(tc.claim, tc.at) }), tc.what+", in a transaction")
+		}
+		e.lastAt(devices, part("device_id", "d1"), 0)
+		e.ack(holder, 2)
+		e.lastAt(devices, part("device_id", "d1"), 2)
+	})
+
 	t.Run("a negative claim ttl", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(DeviceRegistered{"d1", "a"})

@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -93,14 +96,18 @@ func Main(drivers ...Driver) {
 // opens it), writing to stdout and stderr, and returns the exit code: 0
 // on success, 1 when the command failed, 2 on bad usage.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, drivers ...Driver) int {
-	g := &globals{out: stdout, errOut: stderr, drivers: drivers, progress: isTerminal(stderr)}
+	// Stored data reaches the terminal only with its control characters
+	// escaped (see escWriter).
+	progress := isTerminal(stderr)
+	stdout, stderr = escWriter{stdout}, escWriter{stderr}
+	g := &globals{out: stdout, errOut: stderr, drivers: drivers, progress: progress}
 	err := g.run(ctx, args)
 	if err == nil {
 		return 0
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "sourced: %s\n", strip(ue.msg))
+		fmt.Fprintf(stderr, "sourced: %s\n", scrub(strip(ue.msg), g.db))
 		switch {
 		case ue.full:
 			fmt.Fprint(stderr, "\n"+usage)
@@ -109,7 +116,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, drivers .
 		}
 		return 2
 	}
-	fmt.Fprintf(stderr, "sourced: %s\n", strip(err.Error()))
+	fmt.Fprintf(stderr, "sourced: %s\n", scrub(strip(err.Error()), g.db))
 	return 1
 }
 
@@ -333,20 +340,71 @@ func isPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// redact hides the password of a URL in messages.
+// redact hides the passwords of a database name in messages, whatever
+// its form: a URL's user information (up to its last "@", so that a
+// password holding an unescaped "@" is hidden whole), and every password
+// or sslpassword parameter, in a URL's query (?password=) or in a
+// key=value connection string (password='it”s'). What it cannot tell
+// apart it hides: a host is hidden rather than a password shown.
 func redact(db string) string {
-	scheme, rest, ok := strings.Cut(db, "://")
-	if !ok {
-		return db
+	if scheme, rest, ok := strings.Cut(db, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if user, _, ok := strings.Cut(rest[:at], ":"); ok {
+				rest = user + ":xxxxx" + rest[at:]
+			}
+		}
+		db = scheme + "://" + rest
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return db
+	return passwordParam.ReplaceAllString(db, "${1}xxxxx")
+}
+
+// passwordParam matches a password parameter and its value: in a URL
+// query (up to the next &) or a key=value string (a quoted value up to
+// its closing quote, or a bare one up to a space).
+var passwordParam = regexp.MustCompile(`(?i)((?:^|[\s?&;])(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)`)
+
+// secrets are the passwords db holds, as written and decoded, for
+// scrubbing them from messages that did not come through redact (a
+// driver's error naming the file or URL it was given).
+func secrets(db string) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= 3 && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+		if u, err := url.PathUnescape(s); err == nil && u != s && len(u) >= 3 {
+			out = append(out, u)
+		}
 	}
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return scheme + "://" + user + ":xxxxx@" + host
+	if _, rest, ok := strings.Cut(db, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				add(pw)
+			}
+		}
 	}
-	return db
+	for _, m := range passwordParam.FindAllStringSubmatch(db, -1) {
+		v := m[2]
+		add(v)
+		if len(v) >= 2 && v[0] == '\'' {
+			add(strings.Trim(v, "'"))
+		}
+	}
+	// Longest first, so that a secret holding another is hidden whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// scrub hides in msg the database name and every password it holds.
+func scrub(msg, db string) string {
+	if db == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, db, redact(db))
+	for _, s := range secrets(db) {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+	}
+	return msg
 }
 
 // open opens the store -db names.

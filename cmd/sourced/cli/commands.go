@@ -131,7 +131,7 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "wal size\t%s\n", byteSize(st.WALBytes))
 		}
 		if out.ReadOnly {
-			fmt.Fprintf(w, "opened\tread-only (%s is not writable)\n", g.db)
+			fmt.Fprintf(w, "opened\tread-only (%s is not writable)\n", redact(g.db))
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "GROUP\tSTATUS\tPARTITIONS\tBEHIND\tLAG\tPARKED\tOLDEST\tNEWEST\tRETRY AT\tERROR")

@@ -26,7 +26,7 @@ type Reminder struct {
 }
 
 // emptyStore installs a store of the fixture types in a new file.
-func emptyStore(t *testing.T) (string, *sqlitestore.Store) {
+func emptyStore(t testing.TB) (string, *sqlitestore.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
 	s, err := sqlitestore.Install(context.Background(), path, sqlitestore.Options{Registry: registryForTest(t)})
@@ -37,7 +37,7 @@ func emptyStore(t *testing.T) (string, *sqlitestore.Store) {
 }
 
 // registryForTest registers the fixture types.
-func registryForTest(t *testing.T) *codec.Registry {
+func registryForTest(t testing.TB) *codec.Registry {
 	reg := codec.NewRegistry()
 	codec.MustRegister[CourseCreated](reg, "courses.created")
 	codec.MustRegister[Reminder](reg, "courses.reminder")
@@ -46,7 +46,7 @@ func registryForTest(t *testing.T) *codec.Registry {
 
 // fixture installs a store with a few messages, a consumer group that
 // processed some of them, and a scheduled message.
-func fixture(t *testing.T) string {
+func fixture(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
 	path, s := emptyStore(t)

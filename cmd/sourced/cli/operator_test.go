@@ -587,6 +587,13 @@ func TestPartitions(t *testing.T) {
 	}
 	p = park()
 	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", p}, "unparked and reset")
+	// The JSON form names a partition whatever its values hold ("|" too).
+	parked, err := shell.ParsePartition(park())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", shell.PartitionJSON(parked)}, "unparked and reset")
+	want(t, 1, []string{"-db", db, "partitions", "reset", "courses.catalog", `{"course_id":"a|b"}`}, "course_id:a|b", "not parked")
 	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog"}, "want GROUP PARTITION")
 	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog", "c1"}, "want name:value pairs")
 	want(t, 2, []string{"-db", db, "partitions", "drop"}, `unknown operation "drop"`)

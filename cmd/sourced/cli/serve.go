@@ -37,7 +37,11 @@ func (g *globals) serve(ctx context.Context, args []string) error {
 	}
 	defer s.Close()
 	reg, reactors := g.reactors() // a tool built with WithReactors: topology, machines
-	dash, err := dashboard.New(s, dashboard.Options{ReadOnly: *readOnly, Refresh: *refresh, Logger: quiet, Reactors: reactors, Registry: reg})
+	// Only the loopback names and the address served are accepted as Host:
+	// a page of another site resolving its own name to the loopback
+	// address (DNS rebinding) is refused.
+	hosts := []string{"localhost", "127.0.0.1", "::1", host}
+	dash, err := dashboard.New(s, dashboard.Options{ReadOnly: *readOnly, Refresh: *refresh, Logger: quiet, Reactors: reactors, Registry: reg, Hosts: hosts})
 	if err != nil {
 		return err
 	}

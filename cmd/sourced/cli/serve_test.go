@@ -92,3 +92,55 @@ func TestServeStopsWithALiveStreamOpen(t *testing.T) {
 		t.Fatal("serve did not stop within 4 s of its context")
 	}
 }
+
+// DNS rebinding: a page of another site whose name resolves to the
+// loopback address reaches serve with its own name as Host (and Origin):
+// serve answers only to the loopback names and the address it serves.
+func TestServeRefusesAForeignHost(t *testing.T) {
+	db := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"-db", db, "serve", "-addr", "127.0.0.1:0"}, &out, &errOut, SQLite())
+	}()
+	defer func() { cancel(); <-done }()
+	var base string
+	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		base = regexp.MustCompile(`http://[0-9.:]+/`).FindString(out.String())
+	}
+	if base == "" {
+		t.Fatalf("no address printed: %q", out.String())
+	}
+	port := regexp.MustCompile(`:(\d+)/$`).FindStringSubmatch(base)[1]
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path, host string) int {
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Host = host
+		if method == "POST" {
+			req.Header.Set("Origin", "http://"+host)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port} {
+		if code := send("GET", "", host); code != http.StatusOK {
+			t.Errorf("GET / with Host %s: %d, want 200", host, code)
+		}
+	}
+	for _, host := range []string{"evil.example:" + port, "rebind.evil.example"} {
+		if code := send("GET", "", host); code != http.StatusMisdirectedRequest {
+			t.Errorf("GET / with Host %s: %d, want 421", host, code)
+		}
+		if code := send("POST", "groups/courses.catalog/stop", host); code != http.StatusMisdirectedRequest {
+			t.Errorf("POST stop with Host and Origin %s: %d, want 421", host, code)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +157,56 @@ func TestCommandsOnPostgres(t *testing.T) {
 	if strings.Contains(out, "hunter2") || strings.Contains(out, "sourced: sourced:") {
 		t.Errorf("a connection error prints the password or a doubled prefix: %s", out)
 	}
+}
+
+// A password given in the URL's query (?password=) is printed by neither
+// migrate status nor the serve banner (the test server trusts local
+// connections, so the password is accepted and ignored).
+func TestNoPasswordPrinted(t *testing.T) {
+	base := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	url := base + sep + "password=s3cretpw"
+	prefix := pgtest.Prefix()
+	db := []string{"-db", url, "-prefix", prefix}
+	for _, args := range [][]string{{"migrate", "status"}, {"migrate"}, {"migrate", "status"}} {
+		var out, errOut bytes.Buffer
+		cli.Run(context.Background(), append(db, args...), &out, &errOut, cli.SQLite(), pgcli.Driver())
+		if all := out.String() + errOut.String(); strings.Contains(all, "s3cretpw") || !strings.Contains(all, "xxxxx") {
+			t.Errorf("sourced %s printed the password or no redacted URL:\n%s", strings.Join(args, " "), all)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuf
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, append(db, "serve", "-addr", "127.0.0.1:0"), &out, &errOut, cli.SQLite(), pgcli.Driver())
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "serving") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	cancel()
+	<-done
+	if banner := out.String() + errOut.String(); strings.Contains(banner, "s3cretpw") || !strings.Contains(banner, "serving") {
+		t.Errorf("serve printed the password or no banner:\n%s", banner)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

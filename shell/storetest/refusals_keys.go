@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
+)
+
+// testEmptyPartitionValues: a message holding an empty value for a
+// partition key of a registered group handling its type is refused at
+// append (it would open a partition no worker can load, and stop the
+// group), with a *codec.ValidationError naming the attribute and nothing
+// written; an empty value no such group partitions by, and an optional key
+// left out, are appended.
+func (s suite) testEmptyPartitionValues(t *testing.T) {
+	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{TypeCourseCreated, TypeCourseReviewed}}
+	empty := ""
+
+	refused := func(e *genv, field string, payloads ...any) {
+		e.t.Helper()
+		e.notes.take()
+		before := e.snapshot()
+		check := func(how string, err error) {
+			e.t.Helper()
+			var ve *codec.ValidationError
+			if !errors.Is(err, codec.ErrInvalid) || !errors.As(err, &ve) {
+				e.t.Fatalf("%s %v: error %v, want a *codec.ValidationError", how, payloads, err)
+			}
+			if len(ve.Fields) != 1 || ve.Fields[0].Field != field {
+				e.t.Fatalf("%s %v: error %v, want one problem, with %s", how, payloads, err, field)
+			}
+			e.unchanged(before)
+		}
+		_, err := e.store.Append(e.ctx, msgs(payloads...), shell.AppendOptions{})
+		check("append", err)
+		check("append in a transaction", e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			_, err := tx.Append(msgs(payloads...), shell.AppendOptions{})
+			return err
+		}))
+	}
+
+	t.Run("refused for a handled type", func(t *testing.T) {
+		e := s.genv(t, devices, enrolments, accounts)
+		e.append(DeviceRegistered{"d1", "a"})
+		refused(e, "device_id", DeviceRegistered{"", "b"})
+		// Anywhere in a batch: nothing of it is written.
+		refused(e, "device_id", DeviceRegistered{"d2", "b"}, DeviceRegistered{"", "c"})
+		// A key of a group partitioned by two attributes, carried alone.
+		refused(e, "course_name", CourseCreated{""})
+		refused(e, "user_id", UserJoinedCourse{"Algebra", ""})
+		// One empty value of a list attribute.
+		refused(e, "accounts", Transfer{Accounts: []string{"a1", ""}, Amount: 1})
+		// Dated in the future: refused now, not when it falls due.
+		refused(e, "device_id", core.NewMessage(DeviceRegistered{"", "d"}).At(epoch.Add(time.Hour)))
+		// The group still claims what was appended before.
+		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 1)
+	})
+
+	t.Run("appended when no group handling the type partitions by it", func(t *testing.T) {
+		e := s.genv(t, devices, bindings)
+		e.register(reviews)
+		res := e.append(
+			DeviceRegistered{"d1", ""},                  // name is no partition key
+			DeviceBound{"d1", ""},                       // nor is asset_id, for bindings
+			AssetRegistered{"", "no group"},             // no group handles it
+			UserRegistered{"", "no group"},              // enrolments is not registered here
+			CourseReviewed{"Algebra", nil},              // an optional key left out
+			Transfer{Accounts: []string{""}, Amount: 1}, // accounts is not registered here
+		)
+		if len(res.Positions) != 6 || res.Last != 6 {
+			t.Fatalf("appended %v, want six positions", res.Positions)
+		}
+		refused(e, "user_id", CourseReviewed{"Algebra", &empty})
+	})
+}
