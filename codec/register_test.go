@@ -447,3 +447,29 @@ func TestNames(t *testing.T) {
 		t.Fatalf("an unregistered type: %v", err)
 	}
 }
+
+// Len counts the registered types and grows with every registration, a
+// refused one excepted: stores compare it to know a cache of handled types
+// is stale.
+func TestRegistryLen(t *testing.T) {
+	type a struct{ X string }
+	type b struct{ Y string }
+	reg := codec.NewRegistry()
+	if n := reg.Len(); n != 0 {
+		t.Fatalf("empty registry: Len = %d", n)
+	}
+	codec.MustRegister[a](reg, "test.a")
+	if err := codec.Register[a](reg, "test.a"); err == nil {
+		t.Fatal("registered test.a twice")
+	}
+	if n := reg.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1", n)
+	}
+	codec.MustRegister[b](reg, "test.b")
+	if n := reg.Len(); n != 2 {
+		t.Fatalf("Len = %d, want 2", n)
+	}
+	if n := (&codec.Registry{}).Len(); n != 0 {
+		t.Fatalf("zero registry: Len = %d", n)
+	}
+}

@@ -171,6 +171,12 @@ func (r *Registry) Names(ts ...reflect.Type) ([]string, error) {
 // Types returns every registered type, sorted by Name.
 func (r *Registry) Types() []*Type { return slices.Clone(r.load().sorted) }
 
+// Len returns how many types are registered. Types are only ever added,
+// so Len grows with every registration: a cache built from the registry
+// (a store's view of which types its consumer groups handle) is stale
+// when Len changed since it was built. It takes no lock.
+func (r *Registry) Len() int { return len(r.load().sorted) }
+
 // Encode returns the type of payload (a registered struct value or a
 // non-nil pointer to one) and its JSON encoding, at the type's current
 // Version. It does not validate: see Validate. NaN and infinite floats,

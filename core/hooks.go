@@ -43,6 +43,17 @@ type Hooks struct {
 	// on (see CommandRejected): for a decider whose commands are never
 	// expected to be refused, where a refusal means a bug upstream.
 	RefusalsFail bool
+	// Timeout is how long one batch of the group may run (a workflow's
+	// run of steps, a hand-written reactor's batch). While it runs, the
+	// worker's heartbeat renews its claim, so no other worker takes the
+	// partition over however long it runs; past Timeout the batch's
+	// context is cancelled, and a batch that then fails goes to the
+	// group's error strategy (shell.BatchTimeoutError). 0: the router's
+	// default (in a shell.Runtime, Config.MaxClaimAge: 10 minutes unless
+	// set); negative: no timeout. It applies to reactors that do I/O, not
+	// to pure ones (deciders, event-sourced projectors), which are handled
+	// inside their write transaction.
+	Timeout time.Duration
 }
 
 // ErrorStrategy decides what happens to a consumer group when a batch

@@ -41,12 +41,21 @@ type Config struct {
 	// ClaimTTL is how long a worker may go without heartbeating before its
 	// claims are released to others.
 	ClaimTTL time.Duration
-	// MaxClaimAge is how old a claim may grow, whoever holds it, before
-	// the reaper releases it to others with a warning naming the group,
-	// partition and worker: a claim leaked, or held by a batch stuck for
-	// that long, comes back. Well above InlineBudget and any batch's
-	// honest duration (an impure reactor's batch that outlives it is
-	// abandoned when it acks, and may be processed twice).
+	// MaxClaimAge bounds two things. It is how old a claim nobody renews
+	// may grow, whoever holds it, before the reaper releases it to others
+	// with a warning naming the group, partition and worker: a leaked
+	// claim comes back. The claims of the batches a runtime's workers are
+	// running are renewed on every heartbeat (on a store that is a
+	// ClaimRenewer: memstore, sqlitestore, pgstore), so a running batch
+	// keeps its partition however long it runs, and no other worker runs
+	// it again meanwhile. And it is the default batch timeout
+	// (RouterOptions.BatchTimeout) of the impure reactors that declare
+	// none (core.Hooks.Timeout, TimeoutProvider): past it the batch's
+	// context is cancelled and, if the batch then fails, the failure (a
+	// *BatchTimeoutError) goes to the group's error strategy. A reactor
+	// whose batches honestly run longer (a slow workflow step, a report)
+	// declares its own Timeout, or a negative one for none. Must be longer
+	// than HeartbeatInterval and well above InlineBudget.
 	MaxClaimAge time.Duration
 	// OptimizeInterval is how often the planner statistics are refreshed.
 	OptimizeInterval time.Duration
@@ -235,6 +244,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatInterval > 0 && c.ClaimTTL > 0 && c.ClaimTTL <= c.HeartbeatInterval {
 		bad("ClaimTTL", c.ClaimTTL, fmt.Sprintf("must be longer than HeartbeatInterval (%v), or live workers lose their claims", c.HeartbeatInterval))
+	}
+	if c.HeartbeatInterval > 0 && c.MaxClaimAge > 0 && c.MaxClaimAge <= c.HeartbeatInterval {
+		bad("MaxClaimAge", c.MaxClaimAge, fmt.Sprintf("must be longer than HeartbeatInterval (%v): a running batch's claim is renewed once per heartbeat, and released once older than MaxClaimAge", c.HeartbeatInterval))
 	}
 	if c.InlineBudget > 0 && c.MaxClaimAge > 0 && c.MaxClaimAge <= c.InlineBudget {
 		bad("MaxClaimAge", c.MaxClaimAge, fmt.Sprintf("must be well above InlineBudget (%v), or claims are released while their batch runs", c.InlineBudget))

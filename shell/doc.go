@@ -49,9 +49,22 @@
 //     core.Hooks (OnStart, OnStop, OnReset, its own ErrorStrategy) are
 //     called by Router.Start, Stop and Reset, whatever its kind.
 //   - Runtime runs workers and the periodic tasks (catch-up poll,
-//     stale-claim reaper, which also releases claims older than
-//     MaxClaimAge, scheduled-message promotion, statistics) in the
-//     background; Supervise runs it until SIGINT/SIGTERM (or, with
+//     stale-claim reaper, scheduled-message promotion, statistics) in the
+//     background. On every heartbeat the reaper renews the claims of the
+//     batches this process's workers are running (ClaimRenewer), then
+//     releases the claims of workers gone silent (ClaimTTL) and the
+//     claims nobody renewed for MaxClaimAge (leaked): a batch that runs
+//     long keeps its partition, and no other worker runs it again
+//     meanwhile. A batch of an impure reactor runs at most its timeout
+//     (core.Hooks.Timeout, TimeoutProvider; default Config.MaxClaimAge,
+//     10 minutes; negative: none): past it its context is cancelled, and
+//     a batch that then fails fails with a *BatchTimeoutError that goes
+//     to the group's error strategy, not to another worker. A claim that
+//     meets a message the store cannot decode (an unregistered type, a
+//     payload that no longer fits its struct) is a *DecodeError that
+//     fails the group the same way, naming the type: never an idle
+//     group. Types registered after the store opened (a workflow's
+//     events, registered by NewRuntime) are known to the store at once; Supervise runs it until SIGINT/SIGTERM (or, with
 //     SuperviseOptions.NoSignals, until its context ends). Stop waits for
 //     running batches, StopAndCancel cancels them after a grace period,
 //     and Start after a stop that timed out returns ErrStillRunning until

@@ -77,6 +77,13 @@ type RouterOptions struct {
 	// CacheStates chooses the reactors whose states StateCache keeps
 	// (default CacheValueStates).
 	CacheStates CachePolicy
+	// BatchTimeout is how long one batch of an impure reactor may run
+	// when the reactor declares no timeout of its own (core.Hooks.Timeout,
+	// TimeoutProvider): past it the batch's context is cancelled and, if
+	// the batch then fails, it fails with a *BatchTimeoutError that goes
+	// to the group's error strategy. 0 (the default of a bare Router): no
+	// timeout; a Runtime sets it to Config.MaxClaimAge.
+	BatchTimeout time.Duration
 }
 
 // Defaults of RouterOptions (and Config).
@@ -143,6 +150,8 @@ type Router struct {
 	// core.CommandRejected: deciders then record their business refusals
 	// (see core.CommandRejected) instead of failing their group.
 	recordRefusals bool
+	// holding is what each worker is handling (see ClaimRenewer).
+	holding holding
 }
 
 type reactor struct {
@@ -425,10 +434,15 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		k = rt.claimsPerTx(re)
 	}
 	claims, err := rt.claimFirst(ctx, re, workerID, k)
+	if failed, ok, ferr := rt.undecodable(ctx, re, err); ok {
+		return true, failed, ferr
+	}
 	if err != nil || len(claims) == 0 {
 		return false, nil, cancelled(ctx, err)
 	}
+	defer rt.holding.hold(workerID, nil)
 	for round := 1; ; round++ {
+		rt.holding.hold(workerID, claims)
 		// Handle the claims one after another, outside any transaction,
 		// up to the first that fails.
 		items := make([]handledClaim, 0, len(claims))
@@ -442,7 +456,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 				observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
 			}
 			it := handledClaim{claim: claim, started: time.Now()}
-			it.pairs, it.handleErr, it.err = rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
+			it.pairs, it.handleErr, it.err = rt.handleTimed(ctx, re, claim, storeReader{ctx, rt.store})
 			items = append(items, it)
 			if it.err != nil || it.handleErr != nil {
 				break
@@ -1409,6 +1423,9 @@ func hooksOf(re *reactor) core.Hooks {
 	}
 	if s, ok := re.r.(Resetter); ok && h.OnReset == nil {
 		h.OnReset = s.OnReset
+	}
+	if tp, ok := re.r.(TimeoutProvider); ok && h.Timeout == 0 {
+		h.Timeout = tp.BatchTimeout()
 	}
 	if sp, ok := re.r.(StrategyProvider); ok && h.ErrorStrategy == nil {
 		s := sp.ErrorStrategy()

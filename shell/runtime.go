@@ -87,7 +87,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer, StateCache: cfg.StateCache, CacheStates: cfg.CacheStates}, reactors...)
+	router, err := NewRouter(store, RouterOptions{BatchSize: cfg.BatchSize, BatchesPerHandle: cfg.BatchesPerHandle, InlineBudget: cfg.InlineBudget, ErrorStrategy: cfg.ErrorStrategy, Now: cfg.Clock.Now, Logger: cfg.Logger, Observer: cfg.Observer, StateCache: cfg.StateCache, CacheStates: cfg.CacheStates, BatchTimeout: cfg.MaxClaimAge}, reactors...)
 	if err != nil {
 		return nil, err
 	}
@@ -431,13 +431,21 @@ func (rt *Runtime) heartbeat(ctx context.Context) error {
 }
 
 // reap heartbeats this process's workers (one write for all of them),
-// releases the claims of workers gone silent and the claims older than
-// MaxClaimAge whoever holds them, and reaps drained offsets.
+// renews the claims of the batches they are running, releases the claims
+// of workers gone silent and the claims older than MaxClaimAge (leaked:
+// nobody renews them), and reaps drained offsets.
 func (rt *Runtime) reap(ctx context.Context) error {
 	if err := rt.heartbeat(ctx); err != nil {
 		return err
 	}
 	now := rt.cfg.Clock.Now()
+	if r, ok := rt.store.(ClaimRenewer); ok {
+		if held := rt.router.holding.held(); len(held) > 0 {
+			if _, err := r.RenewClaims(ctx, held, now); err != nil {
+				return err
+			}
+		}
+	}
 	n, err := rt.store.ReleaseStaleClaims(ctx, now, rt.cfg.ClaimTTL)
 	if err != nil {
 		return err
@@ -450,7 +458,7 @@ func (rt *Runtime) reap(ctx context.Context) error {
 		return err
 	}
 	for _, o := range old {
-		rt.log.Warn("sourced: released a claim older than MaxClaimAge (leaked, or its batch is stuck): another worker processes the partition",
+		rt.log.Warn("sourced: released a claim older than MaxClaimAge that no running batch renewed (leaked, or its process stopped renewing it): another worker processes the partition",
 			"group", o.Group, "partition", PartitionKey(o.Partition), "worker", o.ClaimedBy, "claimed_at", o.ClaimedAt, "max_claim_age", rt.cfg.MaxClaimAge)
 	}
 	if n > 0 || len(old) > 0 {

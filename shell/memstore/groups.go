@@ -980,6 +980,29 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([
 	return out, nil
 }
 
+// RenewClaims sets the claim time of each claim its worker still holds to
+// at; see shell.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (int, error) {
+	n := 0
+	err := s.write(ctx, func(t *tx) error {
+		n = 0
+		for _, c := range claims {
+			off, err := t.held(c, "renew")
+			if errors.Is(err, shell.ErrNotClaimant) || errors.As(err, new(*shell.UnknownGroupError)) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			t.saveOffset(off)
+			off.claimedAt = at
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // RemoveWorkers deletes the workers' heartbeats.
 func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
 	return s.write(ctx, func(t *tx) error {

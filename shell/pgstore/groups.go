@@ -44,6 +44,7 @@ type groupQueries struct {
 	drainIDs, drainKeyed, clearDrain         string
 	releaseStale, heartbeat                  string
 	oldClaims, releaseOld, removeWorkers     string
+	renew                                    string
 	groupInfo, countOffsets, readOffsets     string
 	park, parked, parkedOne, unpark          string
 	resetOffset                              string
@@ -197,6 +198,8 @@ WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claime
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.claimed AND o.claimed_at <= $1 ORDER BY o.id`, n.offsets, n.groups),
 		releaseOld:    f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE claimed AND claimed_at <= $1`, n.offsets),
 		removeWorkers: f(`DELETE FROM %s WHERE id = ANY($1::text[])`, n.workers),
+		renew: f(`UPDATE %s o SET claimed_at = $3 FROM unnest($1::bigint[], $2::text[]) AS c(id, worker)
+WHERE o.id = c.id AND o.claimed AND o.claimed_by = c.worker`, n.offsets),
 		heartbeat: f(`INSERT INTO %s (id, last_seen) SELECT unnest($1::text[]), $2
 ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		// groupInfo reports a group's highest position as the greater
@@ -841,6 +844,11 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		r.position = *pos
 		m, err := s.decode(&r)
 		if err != nil {
+			var de *shell.DecodeError
+			if errors.As(err, &de) {
+				de.Group, de.OffsetID = group, id
+				de.Partition, _ = parsePartition(key)
+			}
 			return nil, false, err
 		}
 		if k := len(claims); k > 0 && claims[k-1].OffsetID == id {
@@ -1431,6 +1439,26 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 		return t.check("release old claims", err)
 	})
 	return out, err
+}
+
+// RenewClaims sets the claim time of each claim its worker still holds to
+// at, in one statement; see shell.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (int, error) {
+	if len(claims) == 0 {
+		return 0, ctx.Err()
+	}
+	ids, workers := make([]int64, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		if c == nil {
+			return 0, errors.New("pgstore: renew a nil claim")
+		}
+		ids[i], workers[i] = c.OffsetID, c.WorkerID
+	}
+	tag, err := s.pool.Exec(ctx, s.q.g.renew, ids, workers, at)
+	if err != nil {
+		return 0, s.wrap(ctx, "renew claims", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // RemoveWorkers deletes the workers' heartbeat rows.

@@ -214,12 +214,14 @@ func (s *Store) decode(r *msgRow) (core.PositionedMessage, error) {
 	if s.raw {
 		payload = json.RawMessage(slices.Clone(r.payload))
 	} else if payload, err = s.reg.Decode(*r.typ, *r.version, r.payload); err != nil {
-		return core.PositionedMessage{}, fmt.Errorf("pgstore: decode message %s at position %d: %w", r.id, r.position, err)
+		return core.PositionedMessage{}, &shell.DecodeError{MessageType: *r.typ, MessageID: *r.id, Position: r.position,
+			Err: fmt.Errorf("pgstore: decode message %s at position %d: %w", r.id, r.position, err)}
 	}
 	var md map[string]any
 	if r.metadata != nil {
 		if err := json.Unmarshal(r.metadata, &md); err != nil {
-			return core.PositionedMessage{}, fmt.Errorf("pgstore: decode metadata of message %s: %w", r.id, err)
+			return core.PositionedMessage{}, &shell.DecodeError{MessageType: *r.typ, MessageID: *r.id, Position: r.position,
+				Err: fmt.Errorf("pgstore: decode metadata of message %s: %w", r.id, err)}
 		}
 	}
 	m := core.Message{ID: *r.id, Type: *r.typ, Payload: payload, Metadata: md, CreatedAt: r.created.UTC()}

@@ -384,7 +384,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 		}
 		msgs, err := t.s.decodeRows(rows)
 		if err != nil {
-			return nil, false, until, err
+			return nil, false, until, inClaim(err, g.name, partition, id)
 		}
 		lastPos := msgs[len(msgs)-1].Position
 		return &shell.Claim{
@@ -784,6 +784,35 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 		return nil, fmt.Errorf("sqlitestore: release claims older than %s: %w", at, err)
 	}
 	return out, nil
+}
+
+// RenewClaims sets the claim time of each claim its worker still holds to
+// at, in one transaction; see shell.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (n int, err error) {
+	ts := formatTime(at)
+	err = s.update(ctx, false, func(stx shell.Tx) error {
+		t := stx.(*tx)
+		n = 0
+		for _, c := range claims {
+			if c == nil {
+				return errors.New("sqlitestore: renew a nil claim")
+			}
+			k, err := exec(t.conn, s.q.g.renew, func(stmt *sqlite.Stmt) {
+				stmt.BindInt64(1, c.OffsetID)
+				stmt.BindText(2, c.WorkerID)
+				stmt.BindText(3, ts)
+			})
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: renew claims: %w", err)
+	}
+	return n, nil
 }
 
 // RemoveWorkers deletes the workers' heartbeat rows.

@@ -44,7 +44,15 @@ type groupSet struct {
 	// basis holds how messages of a type are indexed: by message id for
 	// the handled types of an id-partitioned group, else by payload.
 	basis map[string]indexBasis
+	// types is the registry's Len when the set was loaded: the handled
+	// types it resolved are those registered then, so a type registered
+	// since (a workflow's lifecycle events, registered by NewRuntime
+	// after the store opened) makes the set stale (see writer.sync).
+	types int
 }
+
+// stale reports whether types were registered since gs was loaded.
+func (gs *groupSet) stale(s *Store) bool { return gs.types != s.reg.Len() }
 
 func (gs *groupSet) names() []string {
 	out := make([]string, len(gs.list))
@@ -94,7 +102,7 @@ func (w *writer) sync(s *Store) error {
 	if err != nil {
 		return err
 	}
-	if w.groups != nil && !w.groupsStale && dv == w.dataVersion {
+	if w.groups != nil && !w.groupsStale && dv == w.dataVersion && !w.groups.stale(s) {
 		return nil
 	}
 	w.dataVersion = dv
@@ -114,7 +122,7 @@ func (w *writer) sync(s *Store) error {
 		w.reset()
 		w.prunedVersion = pruned
 	}
-	if w.groups == nil || w.groupsStale || groups != w.groupsVersion {
+	if w.groups == nil || w.groupsStale || groups != w.groupsVersion || w.groups.stale(s) {
 		gs, err := loadGroups(w.conn, s)
 		if err != nil {
 			return err
@@ -178,6 +186,7 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 		byRow:  map[int64]*groupConf{},
 		byType: map[string][]*groupConf{},
 		basis:  map[string]indexBasis{},
+		types:  s.reg.Len(), // before the lookups: a registration meanwhile reloads
 	}
 	var perr error
 	err := queryRows(conn, s.q.g.loadGroups, nil, func(stmt *sqlite.Stmt) {
@@ -202,7 +211,7 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 		for _, name := range g.handled {
 			typ, err := s.reg.ByName(name)
 			if err != nil {
-				g.missing = fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)
+				g.missing = &shell.DecodeError{Group: g.name, MessageType: name, Err: fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)}
 				continue
 			}
 			g.types = append(g.types, typ)

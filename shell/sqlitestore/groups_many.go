@@ -154,7 +154,7 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 	}
 	msgs, err := t.s.decodeRows(rows)
 	if err != nil {
-		return nil, err
+		return nil, inClaim(err, g.name, partition, cd.id)
 	}
 	lastPos := msgs[len(msgs)-1].Position
 	return &shell.Claim{
@@ -167,4 +167,14 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 		Replaying:  lastPos <= cd.replay,
 		ReplayUpto: cd.replay,
 	}, nil
+}
+
+// inClaim names the claim that met a message it cannot decode (a
+// *shell.DecodeError) in the error.
+func inClaim(err error, group string, partition map[string]string, offset int64) error {
+	var de *shell.DecodeError
+	if errors.As(err, &de) {
+		de.Group, de.Partition, de.OffsetID = group, partition, offset
+	}
+	return err
 }

@@ -64,6 +64,7 @@ type groupQueries struct {
 	oldClaims    string
 	releaseOld   string
 	removeWorker string
+	renew        string
 
 	readOffsets      string
 	readGroupOffsets string
@@ -191,6 +192,8 @@ WHERE claimed = 1 AND coalesce((SELECT w.last_seen FROM %[2]s w WHERE w.id = %[1
 WHERE o.claimed = 1 AND o.claimed_at <= ?1`, offsetCols, o, g),
 		releaseOld:   fmt.Sprintf(`UPDATE %s SET claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE claimed = 1 AND claimed_at <= ?1`, o),
 		removeWorker: fmt.Sprintf(`DELETE FROM %s WHERE id = ?1`, n.workers),
+		// A running batch's claim, renewed by its live worker.
+		renew: fmt.Sprintf(`UPDATE %s SET claimed_at = ?3 WHERE id = ?1 AND claimed = 1 AND claimed_by = ?2`, o),
 
 		readOffsets: fmt.Sprintf(`SELECT %s FROM %s o CROSS JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id >= +?1 ORDER BY o.id LIMIT +?2`, offsetCols, o, g),

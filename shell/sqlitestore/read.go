@@ -203,10 +203,12 @@ func decodeTime(b *[timeWidth]byte) (time.Time, bool) {
 // registry (upcasting old versions).
 func (s *Store) decode(r *row) (core.PositionedMessage, error) {
 	fail := func(what string, err error) (core.PositionedMessage, error) {
-		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)
+		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
+			Err: fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)}
 	}
 	if r.bad != nil {
-		return core.PositionedMessage{}, fmt.Errorf("sqlitestore: decode %s %q of the message at position %d: %w", r.bad.what, r.bad.text, r.pos, r.bad.err)
+		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
+			Err: fmt.Errorf("sqlitestore: decode %s %q of the message at position %d: %w", r.bad.what, r.bad.text, r.pos, r.bad.err)}
 	}
 	var payload any
 	var err error

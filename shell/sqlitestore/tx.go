@@ -136,6 +136,15 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		return shell.AppendResult{}, nil
 	}
 	s := t.s
+	if t.gs.stale(s) {
+		// A type was registered since the transaction began: the groups
+		// handling it must see this append (their eager offsets).
+		gs, err := loadGroups(t.conn, s)
+		if err != nil {
+			return shell.AppendResult{}, err
+		}
+		t.gs, t.w.groups = gs, gs
+	}
 	now := s.now()
 	stamped := make([]core.Message, len(msgs))
 	preps := make([]prepared, len(msgs))

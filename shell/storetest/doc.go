@@ -183,7 +183,9 @@
 //     concurrent changes each see the others, so no retry count is lost.
 //   - ClaimAge: ReleaseClaimsOlderThan releases a live worker's old claim
 //     (returning the offset as it was: group, partition, worker, claim
-//     time) and leaves younger ones; a worker removed by RemoveWorkers is
+//     time) and leaves younger ones; a claim renewed by its worker
+//     (shell.ClaimRenewer, which every store implements) is younger, and
+//     a claim another worker holds, or released, is not renewed; a worker removed by RemoveWorkers is
 //     stale by its claim's age; GroupTx.Release commits or rolls back with
 //     its transaction and only the claimant may release.
 //   - GroupConcurrency: four goroutine workers and an appender, 200

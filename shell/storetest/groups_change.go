@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -173,6 +174,47 @@ func (s suite) testClaimAge(t *testing.T) {
 		e.ack(again, again.Last())
 		if got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, e.clock.Now()); err != nil || len(got) != 0 {
 			t.Fatalf("release claims older than now with none held: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("a renewed claim is kept by its age; a claim not held is not renewed", func(t *testing.T) {
+		e := s.genv(t, devices)
+		r, ok := e.gs.(shell.ClaimRenewer)
+		if !ok {
+			t.Fatalf("%T is not a shell.ClaimRenewer: a running batch's claim would be released at MaxClaimAge", e.gs)
+		}
+		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		running := e.claim(devices, "w1", 10)
+		leaked := e.claim(devices, "w1", 10)
+		other := e.claim(devices, "w2", 10)
+		now := e.clock.Advance(5 * time.Minute)
+		// A claim another worker holds, and one whose worker id is wrong,
+		// are not renewed.
+		forged := *other
+		forged.WorkerID = "w1"
+		n, err := r.RenewClaims(e.ctx, []*shell.Claim{running, &forged}, now)
+		if err != nil || n != 1 {
+			t.Fatalf("RenewClaims = %d, %v; want 1 (the running claim only)", n, err)
+		}
+		got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, now.Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var released []int64
+		for _, o := range got {
+			released = append(released, o.ID)
+		}
+		slices.Sort(released)
+		want := []int64{leaked.OffsetID, other.OffsetID}
+		slices.Sort(want)
+		if !slices.Equal(released, want) {
+			t.Fatalf("released offsets %v, want %v (the claims nobody renewed)", released, want)
+		}
+		e.ack(running, running.Last())
+		notClaimant(t, e.gs.Ack(e.ctx, leaked, leaked.Last()), "the ack of a claim released by its age")
+		// A released claim is not renewed.
+		if n, err := r.RenewClaims(e.ctx, []*shell.Claim{leaked}, e.clock.Now()); err != nil || n != 0 {
+			t.Fatalf("RenewClaims of a released claim = %d, %v; want 0", n, err)
 		}
 	})
 
