@@ -52,7 +52,8 @@ func ExampleErrorStrategyFunc() {
 			return core.RetryAt(a.Now.Add(time.Duration(a.Retries+1) * time.Minute))
 		}
 		return core.ParkPartition()
-	}).OnFail(func(_ context.Context, f core.FailureReport) {
+	})
+	strategy = strategy.OnFail(func(_ context.Context, f core.FailureReport) {
 		fmt.Printf("%s at position %d: %v (skipped %v, parked %v)\n", shell.PartitionKey(f.Partition), f.Message.Position, f.Err, f.Skipped, f.Parked)
 	})
 	router, _ := shell.NewRouter(store, shell.RouterOptions{ErrorStrategy: strategy, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, mailer{})
