@@ -109,9 +109,10 @@ func New() *App {
 		}).Emits(SendWelcome{}),
 	)
 	// Welcomes parks a student's partition when its mail bounces, and
-	// goes on with the others.
+	// goes on with the others: its refusals are failures (RefusalsFail),
+	// not outcomes recorded as core.CommandRejected.
 	a.Welcomes = core.Decider[bool]{Group: "courses.welcomes", Label: "Welcomes", PartitionBy: []string{"student_id"},
-		Hooks: core.Hooks{ErrorStrategy: &core.ErrorStrategy{Park: true}}}.With(
+		Hooks: core.Hooks{ErrorStrategy: &core.ErrorStrategy{Park: true}, RefusalsFail: true}}.With(
 		core.Evolve(func(bool, WelcomeSent) bool { return true }),
 		core.Decide(func(_ bool, c SendWelcome) ([]any, error) {
 			if c.StudentID == "grace" {
