@@ -131,7 +131,9 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with a form post, which sameOrigin must refuse.
+	h.Set("Referrer-Policy", "same-origin")
 	if !d.hostAllowed(r.Host) {
 		d.fail(w, r, http.StatusMisdirectedRequest, fmt.Errorf("host %s is not one this dashboard serves (dashboard.Options.Hosts)", quoteShort(r.Host)))
 		return

@@ -62,7 +62,9 @@
 // (DNS rebinding: `sourced serve` gives the loopback names and its
 // address). Pages forbid framing and run under a strict
 // Content-Security-Policy (frame-ancestors, base-uri and form-action
-// included) with Referrer-Policy: no-referrer; pages and error pages are
+// included) with Referrer-Policy: same-origin (no referrer leaves for
+// another site; no-referrer would make browsers post "Origin: null",
+// which the same-origin check refuses); pages and error pages are
 // Cache-Control: no-store; /static/ lists nothing. Paths are cleaned
 // (redirected) under Options.Prefix.
 //

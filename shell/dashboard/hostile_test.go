@@ -154,7 +154,7 @@ func TestSecurityHeaders(t *testing.T) {
 			t.Errorf("CSP %q lacks %q", csp, want)
 		}
 	}
-	if rp := rec.Header().Get("Referrer-Policy"); rp != "no-referrer" {
+	if rp := rec.Header().Get("Referrer-Policy"); rp != "same-origin" {
 		t.Errorf("Referrer-Policy %q", rp)
 	}
 	if rec := do(d, "GET", "/static/", nil); rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "app.js") {

@@ -51,7 +51,9 @@ var orders = core.Decider[bool]{Group: "orders", PartitionBy: []string{"order_id
 	core.React(func(_ bool, e OrderPlaced) []any { return []any{ShipOrder(e)} }),
 )
 
-var shipping = core.Decider[int]{Group: "shipping", PartitionBy: []string{"order_id"}}.With(
+// shipping's refusal ("no courier") is a failure of its group here
+// (RefusalsFail), for the failure metrics and spans to count.
+var shipping = core.Decider[int]{Group: "shipping", PartitionBy: []string{"order_id"}, Hooks: core.Hooks{RefusalsFail: true}}.With(
 	core.Decide(func(_ int, c ShipOrder) ([]any, error) {
 		if c.OrderID == "broken" {
 			return nil, errors.New("no courier")

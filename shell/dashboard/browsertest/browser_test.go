@@ -82,6 +82,22 @@ func newBrowser(t *testing.T, width, height int64, refresh ...time.Duration) *br
 	srv := httptest.NewServer(dash)
 	t.Cleanup(srv.Close)
 
+	// Chromium's profile: a directory of its own, removed after the
+	// browser is stopped (this cleanup runs after the one below), again
+	// for a while, since helper processes may write into it a moment
+	// after the browser exits (t.TempDir would fail the test then).
+	profile, err := os.MkdirTemp("", "sourced-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -94,7 +110,7 @@ func newBrowser(t *testing.T, width, height int64, refresh ...time.Duration) *br
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(int(width), int(height)),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
