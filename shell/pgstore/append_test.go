@@ -332,3 +332,34 @@ func TestGuardCheckLooksPastItsWindow(t *testing.T) {
 	// From position 1200, inside it.
 	check("a match inside the window", 1200, true)
 }
+
+// The unlocked reads of an Update are checked by whatever takes the
+// exclusive lock after them, not only by an append: sync work (tx.Context)
+// after a read that another append has overtaken makes fn run again, so
+// what it writes beside the append is decided on what is there.
+func TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	runs := 0
+	var seen []int
+	err := s.Update(ctx, func(tx shell.Tx) error {
+		runs++
+		res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, []string{"device.registered"}, shell.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		seen = append(seen, len(res.Messages))
+		if runs == 1 {
+			if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+		}
+		_ = tx.Context() // sync work: the exclusive lock
+		_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+		return err
+	})
+	if err != nil || runs != 2 || seen[1] != 1 {
+		t.Fatalf("update: %v after %d runs seeing %v messages, want 2 runs, the second seeing 1", err, runs, seen)
+	}
+}

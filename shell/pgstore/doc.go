@@ -100,10 +100,12 @@
 //
 // Update takes its lock lazily, at fn's first operation that needs one. A
 // whole read (Read, ReadPartition without Upto or Limit) before any lock
-// takes none: the transaction keeps its guard, and the append that takes
-// the exclusive lock checks under it, in its own round trip, that nothing
-// the read would have returned was appended since (else fn runs again,
-// under the exclusive lock from its start: TestUpdateReadsWithoutTheLock).
+// takes none: the transaction keeps its guard, and whatever takes the
+// exclusive lock next (the append, in its own round trip; sync work; a
+// locking read) checks under it that nothing the read would have returned
+// was appended since (else fn runs again, under the exclusive lock from
+// its start: TestUpdateReadsWithoutTheLock,
+// TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock).
 // So a decision (Handle) reads and decides holding nothing, and holds the
 // lock from its append to its commit only: one client round trip. Other
 // reads, an append, an advance or sync work (tx.Context, Conn) take the

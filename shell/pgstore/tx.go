@@ -72,9 +72,9 @@ type tx struct {
 	types          []string
 	scheduledTypes []string
 	// reads are the guards of the reads made before the transaction took
-	// a lock: the append that takes the exclusive lock checks, under it,
-	// that no message has since been appended that they would have read
-	// (else fn runs again, under the lock from its start).
+	// a lock: whatever takes the exclusive lock checks, under it, that no
+	// message has since been appended that they would have read (else fn
+	// runs again, under the lock from its start).
 	reads []core.Guard
 }
 
@@ -193,20 +193,34 @@ func (t *tx) acquire(want lockMode) error {
 	}
 	b.Queue(lock, s.lockKey)
 	b.Queue(s.q.readHead)
+	for i := range t.reads { // the unlocked reads' checks (see Read)
+		sql, args := s.refuseConflictSQL(&t.reads[i])
+		b.Queue(sql, args...)
+	}
 	br, err := t.send(b, n)
 	var version int64
 	if err == nil {
 		if _, err = br.Exec(); err == nil {
 			err = br.QueryRow().Scan(&t.head, &version)
 		}
+		for range t.reads {
+			if err != nil {
+				break
+			}
+			_, err = br.Exec()
+		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 	}
+	if isRefusal(err) {
+		t.restart = true
+		return errRestart
+	}
 	if err != nil {
 		return t.fail("begin", err)
 	}
-	t.holds, t.headRead = lockExclusive, true
+	t.holds, t.headRead, t.reads = lockExclusive, true, nil
 	if gs := s.groups.Load(); gs != nil && gs.version == version {
 		t.gs = gs
 	} else if t.gs, err = s.loadGroups(t.ctx, t.c, version); err != nil {
@@ -374,10 +388,11 @@ func (t *tx) LastPosition() (int64, error) {
 }
 
 // Read reads as shell.Tx.Read. Before the transaction takes a lock, a
-// whole read (no Upto, no Limit) takes none: its guard is kept, and the
-// append that takes the exclusive lock checks it under the lock, in its
-// round trip; if an append has since added a message the read would have
-// returned, fn runs again under the exclusive lock from its start. So a
+// whole read (no Upto, no Limit) takes none: its guard is kept, and
+// whatever takes the exclusive lock next (an append, in its round trip;
+// sync work; a locking read) checks it under the lock; if an append has
+// since added a message the read would have returned, fn runs again under
+// the exclusive lock from its start. So a
 // decision reads and decides with no lock held, and its transaction holds
 // the lock from its append to its commit only. Other reads take the lock
 // already held, else the exclusive one.
