@@ -392,10 +392,10 @@ func (t *tx) LastPosition() (int64, error) {
 // whatever takes the exclusive lock next (an append, in its round trip;
 // sync work; a locking read) checks it under the lock; if an append has
 // since added a message the read would have returned, fn runs again under
-// the exclusive lock from its start. So a
-// decision reads and decides with no lock held, and its transaction holds
-// the lock from its append to its commit only. Other reads take the lock
-// already held, else the exclusive one.
+// the exclusive lock from its start. So a decision reads and decides with
+// no lock held, and its transaction holds the lock from its append to its
+// commit only. Other reads take the lock already held, else the exclusive
+// one.
 func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if t.unlockedRead(opts) {
 		return t.keepRead(t.s.read(t.ctx, t.c, conds, opts))
@@ -431,8 +431,8 @@ func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
 	return t.usable() == nil && t.holds == lockNone && opts.Upto == 0 && opts.Limit == 0 && !t.s.unorderedPositions
 }
 
-// keepRead keeps the guard of an unlocked read, for the append that takes
-// the lock to check.
+// keepRead keeps the guard of an unlocked read, for whatever takes the
+// exclusive lock next to check.
 func (t *tx) keepRead(res shell.ReadResult, err error) (shell.ReadResult, error) {
 	if err != nil {
 		if t.sent && !errors.Is(err, codec.ErrUnregistered) {
