@@ -193,21 +193,15 @@ func (t *tx) acquire(want lockMode) error {
 	}
 	b.Queue(lock, s.lockKey)
 	b.Queue(s.q.readHead)
-	for i := range t.reads { // the unlocked reads' checks (see Read)
-		sql, args := s.refuseConflictSQL(&t.reads[i])
-		b.Queue(sql, args...)
-	}
+	t.queueReadChecks(b)
 	br, err := t.send(b, n)
 	var version int64
 	if err == nil {
 		if _, err = br.Exec(); err == nil {
 			err = br.QueryRow().Scan(&t.head, &version)
 		}
-		for range t.reads {
-			if err != nil {
-				break
-			}
-			_, err = br.Exec()
+		if err == nil {
+			err = t.readChecks(br)
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -426,6 +420,26 @@ func (t *tx) ReadPartition(partition map[string]string, types []string, opts she
 	return res, err
 }
 
+// queueReadChecks queues the checks of the transaction's unlocked reads
+// (see Read), for the statement that takes the exclusive lock.
+func (t *tx) queueReadChecks(b *pgx.Batch) {
+	for i := range t.reads {
+		sql, args := t.s.refuseConflictSQL(&t.reads[i])
+		b.Queue(sql, args...)
+	}
+}
+
+// readChecks reads the results of queueReadChecks' statements: a refusal
+// (isRefusal) says a read was overtaken.
+func (t *tx) readChecks(br pgx.BatchResults) error {
+	for range t.reads {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // unlockedRead reports whether a read with opts takes no lock (see Read).
 func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
 	return t.usable() == nil && t.holds == lockNone && opts.Upto == 0 && opts.Limit == 0 && !t.s.unorderedPositions
@@ -513,10 +527,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	if !locked {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
 		b.Queue(s.q.a.head, gs.version)
-		for i := range t.reads {
-			sql, args := s.refuseConflictSQL(&t.reads[i])
-			b.Queue(sql, args...)
-		}
+		t.queueReadChecks(b)
 	}
 	b.Queue("SAVEPOINT sourced_append")
 	checks := s.queueChecks(b, plan)
@@ -583,11 +594,8 @@ func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, base *int64) erro
 		var stale *int64
 		err = br.QueryRow().Scan(base, &stale)
 	}
-	for range t.reads {
-		if err != nil {
-			break
-		}
-		_, err = br.Exec()
+	if err == nil {
+		err = t.readChecks(br)
 	}
 	if isRefusal(err) {
 		t.restart = true
