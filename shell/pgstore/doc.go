@@ -153,8 +153,8 @@
 // # Notifications
 //
 // After each commit that appends, the store sends NOTIFY on its channel
-// (Store.Channel), on a statement of its own, coalescing the commits that
-// follow while one is on its way: inside the appending transaction,
+// (Store.Channel), on a statement of its own, a millisecond later,
+// coalescing the commits that follow until it goes: inside the appending transaction,
 // NOTIFY would take PostgreSQL's cluster-wide notification lock from the
 // commit's start to its end and serialise every append's commit. A
 // Listener (Store.Listen) turns the notifications of other processes into
