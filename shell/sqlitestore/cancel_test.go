@@ -97,3 +97,47 @@ func TestHousekeep(t *testing.T) {
 		t.Fatalf("after the truncation: %d messages, %v", len(page.Messages), err)
 	}
 }
+
+// An Optimize cancelled while it runs ends its transaction: the writer goes
+// back to the pool outside any transaction, so the next write begins. It
+// did not when the context ended between ANALYZE and the ROLLBACK (which
+// the ended context interrupted too): every later write failed with
+// "cannot start a transaction within a transaction" (seen as a runtime's
+// clean stop leaving its heartbeat rows behind: Stop cancels the
+// planner-statistics task).
+func TestOptimizeCancelledLeavesTheWriterClean(t *testing.T) {
+	ctx := t.Context()
+	s := install(t, dbPath(t), sqlitestore.Options{})
+	var batch []core.Message
+	for i := range 2000 {
+		batch = append(batch, core.NewMessage(tick{Counter: "c", Seq: i}))
+	}
+	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := 2*time.Since(start) + 50*time.Microsecond
+	cancelled := 0
+	for i := range 200 {
+		cctx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(rand.N(d), cancel)
+		err := s.Optimize(cctx)
+		timer.Stop()
+		cancel()
+		switch {
+		case errors.Is(err, context.Canceled):
+			cancelled++
+		case err != nil:
+			t.Fatalf("Optimize %d, cancelled while it runs: %v, want nil or context.Canceled", i, err)
+		}
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(tick{Counter: "after", Seq: i})}, shell.AppendOptions{}); err != nil {
+			t.Fatalf("append after Optimize %d: %v", i, err)
+		}
+	}
+	if cancelled == 0 {
+		t.Fatal("no Optimize was cancelled while it ran: the test tried nothing")
+	}
+}

@@ -499,7 +499,23 @@ func (s *Store) optimize(ctx context.Context, conn *sqlite.Conn) (err error) {
 		if err != nil {
 			end = "ROLLBACK"
 		}
-		if eerr := sqlitex.ExecuteTransient(conn, end, nil); err == nil && eerr != nil {
+		// An ended context interrupts every statement, ROLLBACK included:
+		// the transaction must end whatever ctx did, or the writer goes
+		// back to the pool inside it and every later write fails with
+		// "cannot start a transaction within a transaction".
+		old := conn.SetInterrupt(nil)
+		defer conn.SetInterrupt(old)
+		if conn.AutocommitEnabled() {
+			return // SQLite rolled back already
+		}
+		eerr := sqlitex.ExecuteTransient(conn, end, nil)
+		if eerr != nil && end == "COMMIT" {
+			eerr = errors.Join(eerr, sqlitex.ExecuteTransient(conn, "ROLLBACK", nil))
+		}
+		if eerr != nil && !conn.AutocommitEnabled() {
+			panic("sqlitestore: optimize: ending the transaction failed: " + eerr.Error())
+		}
+		if err == nil && eerr != nil {
 			err = fmt.Errorf("sqlitestore: optimize: %w", eerr)
 		}
 	}()
