@@ -364,6 +364,12 @@ func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
 
 func (s *Store) putWriter(w *writer) {
 	w.conn.SetInterrupt(nil)
+	if w.group == nil && !w.conn.AutocommitEnabled() {
+		// A transaction no group owns: a path that failed to end its
+		// own. Ended here, so the next write can begin.
+		s.log.Error("sqlitestore: the writer came back inside a transaction; rolled back")
+		w.rollback()
+	}
 	s.writer <- w
 }
 
