@@ -343,8 +343,19 @@ func (m Message) Envelope() Envelope {
 // time (kept by EvolveEnvelope) with env.CreatedAt, with no clock.
 func DecideEnvelope[S, C any](fn func(S, C, Envelope) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindDecide, msgType: t, apply: func(h *handlers[S]) {
 		h.addDecideAt(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m), m.Envelope()) }, fn)
+	}}
+}
+
+// ReactEnvelope is React for a handler that also needs the event's
+// envelope: "remind a day before the check-in" compares the check-in with
+// env.CreatedAt (the event's time, the same on every replay) to choose
+// between core.At and a reminder now, with no clock.
+func ReactEnvelope[S, E any](fn func(S, E, Envelope) []any) Handler[S] {
+	t := reflect.TypeFor[E]()
+	return Handler[S]{kind: kindReact, msgType: t, apply: func(h *handlers[S]) {
+		h.addReact(t, func(s S, m Message) []any { return fn(s, payloadAs[E](m), m.Envelope()) })
 	}}
 }
 
