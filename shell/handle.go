@@ -198,6 +198,11 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
 	res := CommandResult{Command: msg}
+	if tr, ok := d.(TypeRegisterer); ok {
+		if err := tr.Register(reg); err != nil {
+			return res, err
+		}
+	}
 	if err := reg.Validate(msg.Payload); err != nil {
 		return res, err
 	}
