@@ -34,7 +34,7 @@ type settable struct {
 	t  time.Time
 }
 
-func (c *settable) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *settable) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *settable) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 var errReserved = errors.New("username released less than 3 days ago: still reserved")

@@ -447,8 +447,8 @@ type loaded[S any] struct {
 	state S
 	guard core.Guard
 	// plan and read are a query decision's plan and what its union read.
-	plan    *core.Plan
-	read    []core.Message
+	plan *core.Plan
+	read []core.Message
 }
 
 func loadDecision[S any](ctx context.Context, store Store, d core.Decider[S], msg core.Message, o ReadOptions) (loaded[S], error) {
