@@ -116,6 +116,10 @@ type (
 		ErrorType  string `json:"error_type" sourced:"noindex"`
 		Error      string `json:"error" sourced:"noindex"`
 		Stack      string `json:"stack,omitempty" sourced:"noindex"`
+		// NonDeterminism is the mismatch of a run failed because its
+		// function no longer matches its history (absent for others, and
+		// in events written before it was recorded).
+		NonDeterminism *NonDeterminismError `json:"non_determinism,omitempty" sourced:"noindex"`
 	}
 )
 

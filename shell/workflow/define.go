@@ -71,7 +71,9 @@ type contextSpec struct {
 // ContextUpdated after the step, and replayed from there on re-entry
 // instead of re-running the step; changes made by the workflow function
 // itself between steps are re-made by the replay and persisted with the
-// next step's, or at the end.
+// next step's, or at the end. The changes of a step's failed attempt are
+// dropped: the next attempt starts from the context as it was before the
+// step (see the package doc).
 func WithContext[C any](seed func() C) Option {
 	return func(o *options) {
 		if seed == nil {
@@ -224,8 +226,15 @@ func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now
 
 func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now time.Time) *Workflow {
 	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now}
-	fail := func(step string, f durable.Failure) *Workflow {
-		w.emit(d.types.WorkflowFailed, durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack})
+	fail := func(step string, f durable.Failure, errs ...error) *Workflow {
+		failed := durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack}
+		for _, err := range errs {
+			var nd *durable.NonDeterminismError
+			if errors.As(err, &nd) {
+				failed.NonDeterminism = nd
+			}
+		}
+		w.emit(d.types.WorkflowFailed, failed)
 		return w
 	}
 	var in In
@@ -263,14 +272,14 @@ func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now 
 	}()
 	switch {
 	case w.fatal != nil:
-		return fail("", failureOf(w.fatal, ""))
+		return fail("", failureOf(w.fatal, ""), w.fatal)
 	case w.suspended:
 		return w
 	case panicked != nil:
 		return fail("", *panicked)
 	}
 	if derr := w.cur.Done(); derr != nil {
-		return fail("", failureOf(derr, ""))
+		return fail("", failureOf(derr, ""), derr)
 	}
 	if err != nil {
 		step := ""

@@ -297,6 +297,11 @@ func TestNonDeterminism(t *testing.T) {
 	if !errors.As(err, &re) || re.Failure.Type != "*durable.NonDeterminismError" || !strings.Contains(re.Failure.Message, `step "reserve" (key reserve#1)`) || !strings.Contains(re.Failure.Message, `step "reserve_stock"`) {
 		t.Fatalf("error %v", err)
 	}
+	// The mismatch itself, rebuilt from the log, for errors.As.
+	var nd *durable.NonDeterminismError
+	if !errors.As(err, &nd) || nd.Seq != 0 || nd.RunID != run.ID || nd.Recorded.Name != "reserve" || nd.Called.Name != "reserve_stock" || nd.Called.Kind != durable.KindStep {
+		t.Fatalf("errors.As(%v, *durable.NonDeterminismError): %+v", err, nd)
+	}
 	if ran.Load() != 0 {
 		t.Fatal("the renamed step ran")
 	}
