@@ -193,4 +193,3 @@ func TestAFailedAttemptsContextChangesAreDropped(t *testing.T) {
 		t.Fatalf("persisted context %s, %v", info.Context, err)
 	}
 }
-
