@@ -51,8 +51,11 @@ func WithHooks(h core.Hooks) Option {
 	return func(o *options) { o.hooks = h }
 }
 
-// Clock sets the clock that dates sleeps and retries (default time.Now):
-// use the store's (store.Now) when it runs on a simulated clock.
+// Clock sets the clock that dates sleeps and retries. Without it they
+// are dated by the clock of the router that handles the run (the
+// runtime's Config.Clock, or the store's for a bare router; time.Now when
+// the claim carries no time), so one simulated clock, given to the store
+// and the runtime, drives workflows too.
 func Clock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -111,9 +114,6 @@ func Define[In, Out any](name string, fn func(w *Workflow, in In) (Out, error), 
 		}
 	}
 	d.ctx, d.now, d.hooks = o.ctx, o.now, o.hooks
-	if d.now == nil {
-		d.now = time.Now
-	}
 	switch {
 	case o.err != nil:
 		d.err = o.err
@@ -192,7 +192,13 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 	if run.Status != durable.Running {
 		return pairs, nil
 	}
-	events, delivered := d.advance(ctx, run, d.now())
+	now := c.Now
+	if d.now != nil {
+		now = d.now()
+	} else if now.IsZero() {
+		now = time.Now()
+	}
+	events, delivered := d.advance(ctx, run, now)
 	if len(events) == 0 {
 		return pairs, nil
 	}

@@ -74,6 +74,10 @@
 //     the schedule until due (the store cannot withdraw a scheduled
 //     message); promoted then, the timeout is ignored (the wait ended), and
 //     conflicts with no step's outcome.
+//   - One clock: sleeps and retries are dated by the clock of the router
+//     that handles the run (effects.Claim.Now: the runtime's Config.Clock),
+//     so a simulation gives its clock to the store and the runtime and the
+//     workflows follow; the Clock option still overrides it.
 //
 // # Compared with the manual, DBOS and Temporal
 //

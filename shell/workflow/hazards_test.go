@@ -12,6 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core/durable"
+	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
@@ -191,5 +192,61 @@ func TestAFailedAttemptsContextChangesAreDropped(t *testing.T) {
 	info, err := run.Load(context.Background())
 	if err != nil || string(info.Context) != `{"seen":["attempt 2"]}` {
 		t.Fatalf("persisted context %s, %v", info.Context, err)
+	}
+}
+
+// One clock: without workflow.Clock, a workflow dates its retries and
+// sleeps by the clock of the runtime that handles it, so a simulated clock
+// given to the store and the runtime drives the workflow too.
+func TestWorkflowTakesTheRuntimesClock(t *testing.T) {
+	ctx := context.Background()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	store := memstore.New(codec.NewRegistry(), memstore.WithClock(clk.Now))
+	var attempts atomic.Int64
+	wf := workflow.Define("sim_clock", func(w *workflow.Workflow, _ int) (int, error) {
+		n, err := workflow.Step(w, "call", func(context.Context) (int, error) {
+			if attempts.Add(1) < 2 {
+				return 0, errors.New("flaky")
+			}
+			return 2, nil
+		}, workflow.Retries(1), workflow.Backoff(time.Minute, time.Hour))
+		if err != nil {
+			return 0, err
+		}
+		workflow.Sleep(w, time.Hour)
+		return n, nil
+	})
+	cfg := shell.DefaultConfig()
+	cfg.Clock = clk
+	rt, err := shell.NewRuntime(store, cfg, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	run, err := workflow.Start(ctx, store, wf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle := func() {
+		t.Helper()
+		if err := rt.WaitIdle(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle()
+	if next, ok, _ := store.NextScheduled(ctx); !ok || !next.Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("the retry is scheduled for %v (%v), want %v: the runtime's clock plus the back-off", next, ok, clk.Now().Add(time.Minute))
+	}
+	clk.Advance(time.Minute)
+	settle()
+	if next, ok, _ := store.NextScheduled(ctx); !ok || !next.Equal(clk.Now().Add(time.Hour)) {
+		t.Fatalf("the sleep ends at %v (%v), want %v", next, ok, clk.Now().Add(time.Hour))
+	}
+	clk.Advance(time.Hour)
+	if out, err := wait(t, run); err != nil || out != 2 {
+		t.Fatalf("output %d, %v", out, err)
 	}
 }
