@@ -60,6 +60,10 @@ type Failure struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
 	Stack   string `json:"stack,omitempty"`
+	// DataType and Data are a step's error value, when its type was
+	// registered with the workflow: the type's name and its JSON.
+	DataType string          `json:"data_type,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
 }
 
 // Op is one operation of a run (a step, a sleep or a receive), in the
@@ -177,7 +181,7 @@ func (r *Run) Apply(m core.PositionedMessage) {
 		}
 	case StepFailed:
 		if op := r.existing(e.Seq, e.Key); op != nil && op.Status != OpComplete && op.Status != OpFailed {
-			op.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack}
+			op.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack, DataType: e.ErrorDataType, Data: e.ErrorData}
 			op.Attempts = max(op.Attempts, e.Attempt)
 			if e.RetryAt != nil {
 				op.Status, op.RetryAt = OpRetrying, *e.RetryAt

@@ -172,6 +172,8 @@ type Info[Out any] struct {
 	// Current is the operation the run is at (nil before the first).
 	Current            *durable.Op
 	StartedAt, EndedAt time.Time
+
+	errTypes errTypes // the workflow's, to rebuild a step's error value
 }
 
 // Err returns a failed or cancelled run's *RunError, nil otherwise.
@@ -185,7 +187,7 @@ func (i Info[Out]) Err() error {
 		case i.FailedStep != "":
 			for _, op := range slices.Backward(i.Steps) {
 				if op.Kind == durable.KindStep && op.Name == i.FailedStep && op.Status == durable.OpFailed {
-					e.cause = stepError(&op)
+					e.cause = stepError(&op, i.errTypes)
 					break
 				}
 			}
@@ -200,7 +202,7 @@ func (i Info[Out]) Err() error {
 // Load reads the run id of wf from the log: its status, output, error,
 // context and steps.
 func Load[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id string) (Info[Out], error) {
-	info := Info[Out]{ID: id, Workflow: wf.name}
+	info := Info[Out]{ID: id, Workflow: wf.name, errTypes: wf.errTypes}
 	if err := wf.Register(store.Registry()); err != nil {
 		return info, err
 	}

@@ -24,23 +24,92 @@ import (
 // partition key is the run id (workflow_id), it handles and reads as
 // history its own lifecycle events, and it is not pure (steps do I/O).
 type Definition[In, Out any] struct {
-	name  string
-	fn    func(w *Workflow, in In) (Out, error)
-	types durable.Types
-	ctx   *contextSpec
-	now   func() time.Time
-	hooks core.Hooks
-	err   error
+	name     string
+	fn       func(w *Workflow, in In) (Out, error)
+	types    durable.Types
+	ctx      *contextSpec
+	now      func() time.Time
+	hooks    core.Hooks
+	errTypes errTypes
+	err      error
 }
 
 // Option configures a Definition.
 type Option func(*options)
 
 type options struct {
-	ctx   *contextSpec
-	now   func() time.Time
-	hooks core.Hooks
-	err   error
+	ctx      *contextSpec
+	now      func() time.Time
+	hooks    core.Hooks
+	err      error
+	errTypes errTypes
+}
+
+// WithStepError registers E, an error type with a JSON encoding (exported
+// fields), as one a step may fail with: a failed attempt whose error is,
+// or wraps, an E records the E's JSON with the failure, and the
+// *StepError of that step unwraps to an E decoded from it, live and on
+// replay alike, so that errors.As(err, &declined) works on Step's error
+// and on the *RunError Wait returns. Errors of types not registered are
+// kept as their Go type's name and message (StepError.Type, .Message).
+func WithStepError[E error]() Option {
+	return func(o *options) {
+		name := reflect.TypeFor[E]().String()
+		o.errTypes = append(o.errTypes, errType{
+			name: name,
+			find: func(err error) ([]byte, bool) {
+				var target E
+				if !errors.As(err, &target) {
+					return nil, false
+				}
+				data, merr := json.Marshal(target)
+				return data, merr == nil
+			},
+			decode: func(data []byte) (error, bool) {
+				var v E
+				if err := json.Unmarshal(data, &v); err != nil {
+					return nil, false
+				}
+				return v, true
+			},
+		})
+	}
+}
+
+// errType is an error type registered with WithStepError.
+type errType struct {
+	name   string
+	find   func(err error) ([]byte, bool)
+	decode func(data []byte) (error, bool)
+}
+
+type errTypes []errType
+
+// encode returns the type name and JSON of the first registered type err
+// is, or wraps.
+func (ts errTypes) encode(err error) (string, []byte) {
+	for _, t := range ts {
+		if data, ok := t.find(err); ok {
+			return t.name, data
+		}
+	}
+	return "", nil
+}
+
+// decode rebuilds a recorded error value; nil when its type is not
+// registered (any more) or its JSON does not decode.
+func (ts errTypes) decode(f *durable.Failure) error {
+	if f == nil || f.DataType == "" {
+		return nil
+	}
+	for _, t := range ts {
+		if t.name == f.DataType {
+			if v, ok := t.decode(f.Data); ok {
+				return v
+			}
+		}
+	}
+	return nil
 }
 
 // WithHooks gives the workflow's consumer group lifecycle hooks (OnStop,
@@ -113,7 +182,7 @@ func Define[In, Out any](name string, fn func(w *Workflow, in In) (Out, error), 
 			opt(&o)
 		}
 	}
-	d.ctx, d.now, d.hooks = o.ctx, o.now, o.hooks
+	d.ctx, d.now, d.hooks, d.errTypes = o.ctx, o.now, o.hooks, o.errTypes
 	switch {
 	case o.err != nil:
 		d.err = o.err
@@ -231,7 +300,7 @@ func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now
 }
 
 func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now time.Time) *Workflow {
-	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now}
+	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now, errTypes: d.errTypes}
 	fail := func(step string, f durable.Failure, errs ...error) *Workflow {
 		failed := durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack}
 		for _, err := range errs {

@@ -61,8 +61,11 @@
 //     the operation recorded and the one called) for a run whose function
 //     no longer matches its history, and to the *StepError of the step
 //     whose failure failed the run (its name, attempts, and its error's Go
-//     type and message: the error value itself is not kept, so that a
-//     function branching on it behaves the same live and replayed).
+//     type and message). The error value itself is kept only for the types
+//     registered with WithStepError (their JSON is recorded with the
+//     failure): the *StepError, in the function and from Wait, unwraps to
+//     the value decoded from the log, so that a function branching on it
+//     behaves the same live and replayed.
 //   - A failed attempt's changes to the context are dropped (the original
 //     persisted them): the next attempt, or the function when the step
 //     fails for good, sees the context as it was before the step, and only

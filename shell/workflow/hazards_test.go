@@ -250,3 +250,51 @@ func TestWorkflowTakesTheRuntimesClock(t *testing.T) {
 		t.Fatalf("output %d, %v", out, err)
 	}
 }
+
+// A step's error of a type registered with WithStepError comes back as
+// that type (errors.As), rebuilt from the log: in the workflow function,
+// live and on replay, and from the *RunError Wait returns.
+func TestRegisteredStepErrorTypes(t *testing.T) {
+	store := memstore.New(codec.NewRegistry())
+	charge := func(w *workflow.Workflow) error {
+		_, err := workflow.Step(w, "charge", func(context.Context) (int, error) {
+			return 0, workflow.Permanent(fmt.Errorf("gateway: %w", &cardDeclined{Code: "51"}))
+		})
+		return err
+	}
+	compensates := workflow.Define("compensates", func(w *workflow.Workflow, _ int) (string, error) {
+		err := charge(w)
+		var cd *cardDeclined
+		if !errors.As(err, &cd) {
+			return "", fmt.Errorf("not a *cardDeclined: %w", err)
+		}
+		// A later step: the next handling replays the failed charge, and
+		// must rebuild the same error to reach it.
+		if _, err := workflow.Step(w, "notify", func(context.Context) (int, error) { return 1, nil }); err != nil {
+			return "", err
+		}
+		return "declined " + cd.Code, nil
+	}, workflow.WithStepError[*cardDeclined]())
+	fails := workflow.Define("fails_typed", func(w *workflow.Workflow, _ int) (int, error) {
+		return 0, charge(w)
+	}, workflow.WithStepError[*cardDeclined]())
+	runtime(t, store, compensates, fails)
+	ctx := context.Background()
+	run, err := workflow.Start(ctx, store, compensates, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := wait(t, run); err != nil || out != "declined 51" {
+		t.Fatalf("output %q, %v", out, err)
+	}
+	frun, err := workflow.Start(ctx, store, fails, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = wait(t, frun)
+	var cd *cardDeclined
+	var se *workflow.StepError
+	if !errors.As(err, &cd) || cd.Code != "51" || !errors.As(err, &se) || se.Step != "charge" || se.Message != "gateway: card declined: 51" {
+		t.Fatalf("errors.As(%v): %+v %+v", err, cd, se)
+	}
+}

@@ -31,6 +31,7 @@ type Workflow struct {
 	fatal     error
 	delivered bool   // a signal was delivered to a receive waiting before this handling
 	inStep    string // the step whose function is running, if any
+	errTypes  errTypes
 }
 
 // ErrStepInStep is matched by the error of a run whose step called Step,
@@ -130,17 +131,26 @@ func Context[C any](w *Workflow) *C {
 // on replay, so it carries the error's type and message, not the error
 // value itself: a workflow function branching on it behaves the same live
 // and replayed.
+//
+// For an error of a type registered with WithStepError, the value itself
+// is recorded too: the StepError unwraps to it (errors.As).
 type StepError struct {
 	Step     string
 	Attempts int
 	// Type is the Go type of the step's error ("*net.OpError"), or "panic".
 	Type    string
 	Message string
+
+	err error // the recorded value of a registered error type
 }
 
 func (e *StepError) Error() string {
 	return fmt.Sprintf("workflow step %s failed after %d attempt(s): %s", e.Step, e.Attempts, e.Message)
 }
+
+// Unwrap returns the step's error value, rebuilt from the log, when its
+// type was registered with WithStepError; nil otherwise.
+func (e *StepError) Unwrap() error { return e.err }
 
 // StepOption configures one call of Step.
 type StepOption func(*stepOptions)
@@ -264,6 +274,9 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		errType = "panic"
 	}
 	failed := durable.StepFailed{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt, ErrorType: errType, Error: ferr.Error(), Stack: stack}
+	if stack == "" {
+		failed.ErrorDataType, failed.ErrorData = w.errTypes.encode(ferr)
+	}
 	if attempt <= o.retries && pe == nil {
 		at := w.now.Add(o.delay(attempt))
 		failed.RetryAt = &at
@@ -272,7 +285,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		w.suspend()
 	}
 	w.emit(w.types.StepFailed, failed)
-	return zero, stepError(&w.cur.Run().Ops[seq])
+	return zero, stepError(&w.cur.Run().Ops[seq], w.errTypes)
 }
 
 // runStep runs a step's function, turning its panic into a failure; the
@@ -298,7 +311,7 @@ func runStep[T any](w *Workflow, name string, fn func(context.Context) (T, error
 func replayStep[T any](w *Workflow, op *durable.Op, reached bool) (T, error) {
 	var v T
 	if op.Status == durable.OpFailed {
-		return v, stepError(op)
+		return v, stepError(op, w.errTypes)
 	}
 	if len(op.Result) > 0 {
 		if err := json.Unmarshal(op.Result, &v); err != nil {
@@ -311,10 +324,11 @@ func replayStep[T any](w *Workflow, op *durable.Op, reached bool) (T, error) {
 	return v, nil
 }
 
-func stepError(op *durable.Op) *StepError {
+func stepError(op *durable.Op, types errTypes) *StepError {
 	e := &StepError{Step: op.Name, Attempts: op.Attempts}
 	if op.Failure != nil {
 		e.Type, e.Message = op.Failure.Type, op.Failure.Message
+		e.err = types.decode(op.Failure)
 	}
 	return e
 }
