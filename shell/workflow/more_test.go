@@ -328,6 +328,12 @@ func TestLateTimeoutDoesNotRerunAStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The signal comes while the receive waits (one there when it begins
+	// is taken at once, and schedules no timeout).
+	waitFor(t, func() bool {
+		info, err := run.Load(ctx)
+		return err == nil && info.Current != nil && info.Current.Status == durable.OpWaiting
+	})
 	if err := run.Send(ctx, "go", 1); err != nil {
 		t.Fatal(err)
 	}
