@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,10 +43,11 @@ var (
 // RunError is the error Wait returns for a run that failed or was
 // cancelled (errors.Is ErrCancelled): what its WorkflowFailed recorded.
 //
-// Its cause is rebuilt from the log, for errors.As: a
+// Its cause is rebuilt from the log, for errors.Is and errors.As: a
 // *durable.NonDeterminismError for a run whose function no longer matched
-// its history, a *StepError (the step's name, attempts, and its error's
-// Go type and message) for a run failed by a step's failure.
+// its history; a *StepError (the step's name, attempts, and its error's Go
+// type and message) for a run failed by a step's failure; ErrStepInStep
+// or ErrNilStep for a run failed by those programming errors.
 type RunError struct {
 	Workflow, RunID string
 	Status          Status
@@ -184,6 +186,10 @@ func (i Info[Out]) Err() error {
 		switch {
 		case i.NonDeterminism != nil:
 			e.cause = i.NonDeterminism
+		case strings.HasPrefix(i.Failure.Message, ErrStepInStep.Error()+":"):
+			e.cause = ErrStepInStep
+		case strings.HasPrefix(i.Failure.Message, ErrNilStep.Error()+":"):
+			e.cause = ErrNilStep
 		case i.FailedStep != "":
 			for _, op := range slices.Backward(i.Steps) {
 				if op.Kind == durable.KindStep && op.Name == i.FailedStep && op.Status == durable.OpFailed {

@@ -51,6 +51,9 @@ func TestAStepCannotContainSteps(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "a step cannot contain steps") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one saying a step cannot contain steps (%s)", err, c.want)
 			}
+			if !errors.Is(err, workflow.ErrStepInStep) {
+				t.Fatalf("errors.Is(%v, ErrStepInStep) is false", err)
+			}
 			var nd *durable.NonDeterminismError
 			if errors.As(err, &nd) || strings.Contains(err.Error(), "deterministic") {
 				t.Fatalf("reported as non-determinism: %v", err)
@@ -77,7 +80,7 @@ func TestNilStepFunctionFailsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wait(t, run); err == nil || !strings.Contains(err.Error(), "a step with a nil function") || !strings.Contains(err.Error(), `step "charge"`) {
+	if _, err := wait(t, run); !errors.Is(err, workflow.ErrNilStep) || !strings.Contains(err.Error(), `step "charge"`) {
 		t.Fatalf("error %v", err)
 	}
 	sameEvents(t, events(t, store, "nil_step", run.ID),
