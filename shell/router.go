@@ -999,7 +999,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 			return nil, &core.BatchError{Message: claim.Messages[0], Err: err}, nil
 		}
 	}
-	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying, ReplayUpto: claim.ReplayUpto, RecordRefusals: rt.recordRefusals && !re.hooks.RefusalsFail}
+	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying, ReplayUpto: claim.ReplayUpto, Now: rt.opts.Now(), RecordRefusals: rt.recordRefusals && !re.hooks.RefusalsFail}
 	cached := states != nil && re.folding != nil && len(re.info.History) > 0
 	var folded func() any // the cached reactor's state, folded from the history read
 	if cached {
