@@ -199,7 +199,7 @@ func (p Part[S]) conditions(reg *codec.Registry) ([]Condition, error) {
 		types := p.types
 		if f.only != nil {
 			if !slices.Contains(p.types, f.only) {
-				return nil, fmt.Errorf("Only[%v]: the projection does not evolve %v", f.only, f.only)
+				return nil, fmt.Errorf("core.Only[%v]: the projection does not evolve %v", f.only, f.only)
 			}
 			types = []reflect.Type{f.only}
 		}

@@ -320,7 +320,7 @@ func TestSnapshotThatDoesNotDecode(t *testing.T) {
 // faithfully is refused when the decider is built (Err) and checked.
 func TestSnapshotDefinitionErrors(t *testing.T) {
 	type withFunc struct{ F func() }
-	type hidden struct{ n int }
+	type hidden struct{ n int } //lint:ignore U1000 an unexported field is what the test refuses
 	type skipped struct {
 		N int `json:"-"`
 	}

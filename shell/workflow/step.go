@@ -291,6 +291,8 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 // runStep runs a step's function, turning its panic into a failure; the
 // unwinding of the run itself (an operation called inside the step fails
 // the run) goes on past it.
+//
+//lint:ignore ST1008 the stack goes with the error it explains
 func runStep[T any](w *Workflow, name string, fn func(context.Context) (T, error)) (res T, err error, stack string) {
 	w.inStep = name
 	defer func() {
