@@ -64,6 +64,11 @@ type Node struct {
 // Graph is the message-flow graph of a set of reactors.
 type Graph struct {
 	Nodes []Node `json:"nodes"`
+	// Observed is the window of the log the graph was compared with, and
+	// Flows the declared and observed edges of its handlers; both set by
+	// WithObservation (nil without it).
+	Observed *Observation `json:"observed,omitempty"`
+	Flows    []Flow       `json:"flows,omitempty"`
 }
 
 // Node returns the node with the given id.
