@@ -122,6 +122,15 @@
 // that form no configuration an error matching ErrInvalidConfiguration.
 // Machine.At decides against stored paths and a context without history.
 //
+// A configuration is matched by state (In: a state is active, ancestors
+// included), by path (InPath), or by region name, as the manual's Hash
+// patterns: Config.RegionAt tells where the active region of a name is
+// (its state, or InitialPosition), and Config.MatchRegions matches several
+// at once (map[string]State{"payment": paid, "shipping": InitialPosition};
+// the root region is "root"). A region that is not active does not match.
+// A part mounted twice brings two regions of one name: naming one is an
+// *AmbiguousRegionError (match those by path).
+//
 // # Semantics: W3C SCXML, and where they differ
 //
 // The reference semantics are SCXML 1.0's algorithm (Appendix D). Each
