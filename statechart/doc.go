@@ -183,16 +183,25 @@
 //   - Starts. A compound state starts at its Started sub-state or its
 //     region's Initial position; StartsAt is SCXML's <initial> with a
 //     transition to any states below the state: a nested state, several
-//     states at once in a parallel descendant (All), or the state's own
-//     history, shallow or deep (entered as when last left, else at the
-//     history's defaults, else at the regions' own starts).
+//     states at once in a parallel descendant (All), or a history, shallow
+//     or deep, of the state or of a state below it (entered as when last
+//     left, else at the history's defaults, else at the regions' own
+//     starts).
 //   - History (SCXML's <history>): History(s, defaults...) and
 //     DeepHistory(s, defaults...) target s's memory; with none yet, the
 //     defaults are entered (SCXML's history default transition: a shallow
 //     history's are sub-states of s, a deep history's any states below s;
 //     several must be in different regions), and with no defaults s is
 //     entered by default. Histories are targets, not placed states: they
-//     have no name or path of their own.
+//     have no name or path of their own. As SCXML's history is a child of
+//     its state, a transition to the history of a state holding its
+//     source (or of its source, unless External) has that state as its
+//     domain: the state stays active, neither exited nor entered (its exit
+//     and entry actions do not run, its timers go on), what is active in
+//     it is left, and the memory entered is the one recorded when the
+//     state was last left (else the defaults, else its start). External()
+//     on a handler of the state exits and re-enters it instead, entering
+//     the configuration it just left.
 //   - Several handlers of one message type in one state are tried in
 //     document order, each guarded with When (SCXML's cond): the first whose
 //     guards pass is taken; guards are evaluated on the context and

@@ -485,6 +485,16 @@ func transitionDomain(ch *chart, t *transition, o *option) *node {
 	if src == ch.root {
 		return src
 	}
+	// A history of a state holding the source (or of the source itself,
+	// unless External): SCXML's history is a child of its state, so the
+	// state is the domain. It stays active (no exit, no entry) while what
+	// is active in it is left, and its memory is the one recorded when it
+	// was last left.
+	if len(targets) == 1 && o.spec.parts[0].hist != histNone {
+		if x := targets[0]; x.kind == kState && (x.contains(src) || x == src && !t.external) {
+			return x
+		}
+	}
 	if src.kind == kState && !t.external {
 		inside := true
 		for _, x := range targets {
@@ -555,17 +565,24 @@ func (r *run) addDesc(set bitset, n *node) {
 	}
 }
 
-// startAt enters state n's StartsAt target below it.
+// startAt enters state n's StartsAt target below it: states, or
+// histories (n's own, or a state's below n: its memory, else its
+// defaults, else the state by default, as a transition to it would).
 func (r *run) startAt(set bitset, n *node) {
 	o := &n.startAt.options[0]
 	for i, x := range o.nodes {
+		hist := o.spec.parts[i].hist
+		var defaults []*node
+		if i < len(o.defaults) {
+			defaults = o.defaults[i]
+		}
 		if x == n {
-			if hist := o.spec.parts[i].hist; r.hasMemory(n, hist) || len(o.defaults[i]) > 0 {
-				r.enterPart(set, n, hist, o.defaults[i])
+			if r.hasMemory(n, hist) || len(defaults) > 0 {
+				r.enterPart(set, n, hist, defaults)
 			}
 			continue
 		}
-		r.addDesc(set, x)
+		r.enterPart(set, x, hist, defaults)
 	}
 	for _, x := range o.nodes {
 		if x != n {
@@ -608,6 +625,9 @@ func (r *run) entrySet(tk *take) bitset {
 		r.addAnc(set, x, tk.domain)
 	}
 	r.fillDomain(set, tk.domain)
+	if tk.domain.kind == kState {
+		set.unset(tk.domain.id) // the domain stays active: it is not entered again
+	}
 	return set
 }
 
