@@ -181,6 +181,8 @@
 //
 // [Message.At] dates a message (a future time schedules it); a message
 // cannot be dated before its creation time: it then carries a
-// [PastMessageDateError] ([Message.Err]) that fails its append, and a
-// reaction's [At] or [After] before its event fails the reaction.
+// [PastMessageDateError] ([Message.Err]) that fails its append. A
+// reaction's [At] or [After] whose time falls before its event is due at
+// once: dated at the event's time and appended with the reaction's other
+// messages (see [Delayed.Dated]).
 package core
