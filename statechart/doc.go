@@ -193,15 +193,13 @@
 //     history's are sub-states of s, a deep history's any states below s;
 //     several must be in different regions), and with no defaults s is
 //     entered by default. Histories are targets, not placed states: they
-//     have no name or path of their own. As SCXML's history is a child of
-//     its state, a transition to the history of a state holding its
-//     source (or of its source, unless External) has that state as its
-//     domain: the state stays active, neither exited nor entered (its exit
-//     and entry actions do not run, its timers go on), what is active in
-//     it is left, and the memory entered is the one recorded when the
-//     state was last left (else the defaults, else its start). External()
-//     on a handler of the state exits and re-enters it instead, entering
-//     the configuration it just left.
+//     have no name or path of their own. Deliberately unlike SCXML, a
+//     transition to the history of a state holding its source, or of its
+//     source, exits the state and enters it again (exit and entry actions
+//     run, timers restart), and the history recorded at that exit is the
+//     configuration just left: the state comes back as it was. (SCXML's
+//     history is a child of its state, so there the state stays active and
+//     the memory of its last exit is entered.)
 //   - Several handlers of one message type in one state are tried in
 //     document order, each guarded with When (SCXML's cond): the first whose
 //     guards pass is taken; guards are evaluated on the context and

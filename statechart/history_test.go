@@ -150,14 +150,15 @@ func TestMultiTargetHistories(t *testing.T) {
 	}
 }
 
-// SCXML's history is a child of its state: a transition from inside the
-// state (or from the state itself, unless External) to its history has the
-// state as its domain. The state stays active, neither exited nor entered
-// (its entry and exit actions do not run), what is active in it is left,
-// and the history entered is the one recorded when the state was last
-// left (else its defaults, else the state's start). The state used to be
-// exited and re-entered, entering the configuration just left.
-func TestHistoryOfAnEnclosingStateKeepsItActive(t *testing.T) {
+// Deliberate, and unlike SCXML (whose history is a child of its state, so
+// a transition from inside the state to its history keeps the state
+// active and enters the memory of its last exit): a transition to the
+// history of a state holding its source, or of the source itself, exits
+// the state and enters it again, its exit and entry actions running, and
+// the history recorded at that exit is the configuration just left, so
+// the state comes back as it was (a restart of its actions and timers).
+// The package doc says so.
+func TestHistoryOfAnEnclosingStateExitsAndReentersIt(t *testing.T) {
 	var entries, exits int
 	count := func(n *int) func(tctx, statechart.Move) []any {
 		return func(tctx, statechart.Move) []any { *n++; return nil }
@@ -169,39 +170,24 @@ func TestHistoryOfAnEnclosingStateKeepsItActive(t *testing.T) {
 			statechart.Exit(count(&exits)),
 			statechart.Command[Leave](hO),
 			statechart.Command[Z](statechart.History(hH)),
-			statechart.Command[Deep](statechart.History(hH)).External(),
-			statechart.Started(hH1, statechart.Command[X](hH2), statechart.Command[Back](statechart.History(hH))),
+			statechart.Started(hH1, statechart.Command[X](hH2)),
 			statechart.Place(hH2, statechart.Command[Back](statechart.History(hH))),
 		),
 		statechart.Place(hO, statechart.Command[Y](hH)),
 	)
-	// Never left: no memory, so the history enters hh's start.
-	entries, exits = 0, 0
-	in, d, log := runLog(t, m, Go{}, X{}, Back{})
-	if mv := moves(d.Messages); len(mv) != 1 || !slices.Equal(mv[0].Exited, []string{"hh.hh2"}) || !slices.Equal(mv[0].Entered, []string{"hh.hh1"}) || mv[0].Target != "hh" {
-		t.Fatalf("from inside, never left: %+v", mv)
-	}
-	if entries != 1 || exits != 0 {
-		t.Errorf("hh entered %d times and exited %d times, want 1 and 0", entries, exits)
-	}
-	replays(t, m, log, []string{"hh", "hh.hh1"})
-	// Left at hh2, entered again at hh1: the history is hh2, where hh was
-	// left last, from inside hh and from hh itself.
 	for _, last := range []any{Back{}, Z{}} {
+		// Left at hh2 once, entered again at hh1, then moved to hh2: the
+		// history entered is hh2 as just left, not the memory of the
+		// earlier exit.
 		entries, exits = 0, 0
-		in, d, log = runLog(t, m, Go{}, X{}, Leave{}, Y{}, last)
-		if mv := moves(d.Messages); len(mv) != 1 || !slices.Equal(mv[0].Exited, []string{"hh.hh1"}) || !slices.Equal(mv[0].Entered, []string{"hh.hh2"}) || !slices.Equal(in.Paths(), []string{"hh", "hh.hh2"}) {
+		in, d, log := runLog(t, m, Go{}, X{}, Leave{}, Y{}, X{}, last)
+		mv := moves(d.Messages)
+		if len(mv) != 1 || mv[0].Target != "hh" || !slices.Equal(mv[0].Exited, []string{"hh.hh2", "hh"}) || !slices.Equal(mv[0].Entered, []string{"hh", "hh.hh2"}) || !slices.Equal(in.Paths(), []string{"hh", "hh.hh2"}) {
 			t.Fatalf("%T: %+v, %v", last, mv, in.Paths())
 		}
-		if entries != 2 || exits != 1 {
-			t.Errorf("%T: hh entered %d times and exited %d times, want 2 and 1", last, entries, exits)
+		if entries != 3 || exits != 2 {
+			t.Errorf("%T: hh entered %d times and exited %d times, want 3 and 2", last, entries, exits)
 		}
 		replays(t, m, log, []string{"hh", "hh.hh2"})
-	}
-	// External: hh is exited and re-entered, so its history is the
-	// configuration just left.
-	in, d, _ = runLog(t, m, Go{}, Deep{})
-	if mv := moves(d.Messages); !slices.Equal(mv[0].Exited, []string{"hh.hh1", "hh"}) || !slices.Equal(mv[0].Entered, []string{"hh", "hh.hh1"}) {
-		t.Fatalf("External: %+v", mv)
 	}
 }

@@ -485,16 +485,6 @@ func transitionDomain(ch *chart, t *transition, o *option) *node {
 	if src == ch.root {
 		return src
 	}
-	// A history of a state holding the source (or of the source itself,
-	// unless External): SCXML's history is a child of its state, so the
-	// state is the domain. It stays active (no exit, no entry) while what
-	// is active in it is left, and its memory is the one recorded when it
-	// was last left.
-	if len(targets) == 1 && o.spec.parts[0].hist != histNone {
-		if x := targets[0]; x.kind == kState && (x.contains(src) || x == src && !t.external) {
-			return x
-		}
-	}
 	if src.kind == kState && !t.external {
 		inside := true
 		for _, x := range targets {
@@ -625,9 +615,6 @@ func (r *run) entrySet(tk *take) bitset {
 		r.addAnc(set, x, tk.domain)
 	}
 	r.fillDomain(set, tk.domain)
-	if tk.domain.kind == kState {
-		set.unset(tk.domain.id) // the domain stays active: it is not entered again
-	}
 	return set
 }
 
