@@ -41,7 +41,13 @@
 // nanosecond; the zone comes back as a fixed UTC offset, so compare times
 // with Equal), slices, maps, nested structs, pointers (nil kept) and any
 // json.Marshaler or encoding.TextMarshaler with its unmarshaler. Fields of
-// type any carry free-form JSON data (numbers come back as float64).
+// type any carry free-form JSON data (numbers come back as float64): nil,
+// bools, strings, numbers, json.Number, json.RawMessage, and slices and
+// string-keyed maps of those. Validate (so every append) refuses anything
+// else in them, naming the attribute and the path inside it: a time.Time
+// or another marshaler (stored as its string), a struct (it would come
+// back as a map[string]any), a []byte (a base64 string), a map with other
+// keys; give such a value a typed field.
 // url.URL has no string form in encoding/json; use URL. Decode returns the
 // struct value, not a pointer, and ignores attributes the struct no longer
 // declares.

@@ -54,7 +54,8 @@ func (r *Registry) load() *snapshot {
 // strings, integers or TextMarshalers, structs with no exported fields,
 // url.URL (use URL), marshalers without the matching unmarshaler, an
 // attribute named with the reserved prefix "__", or an upcaster chain
-// with a missing link. Fields of type any hold free-form JSON data.
+// with a missing link. Fields of type any hold free-form JSON data only
+// (Validate refuses a time, a struct or bytes in them; see the package doc).
 //
 // Struct tags: `json:"..."` names attributes as encoding/json does;
 // `sourced:"required"` marks a required attribute (see Validate);

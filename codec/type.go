@@ -50,8 +50,9 @@ type Type struct {
 	keys      []keyField       // indexed fields, sorted by name
 	keyCount  int              // key pairs produced by non-Multi fields, at most
 	hasMulti  bool
-	hasText   bool  // some indexed field holds strings or TextMarshaler text
-	required  []int // indexes into Fields
+	hasText   bool                         // some indexed field holds strings or TextMarshaler text
+	freeForm  map[reflect.Type][]jsonField // the struct types that may hold an any field (nil: none)
+	required  []int                        // indexes into Fields
 	decode    func(data []byte) (any, error)
 	upcasters []func(map[string]any) (map[string]any, error) // upcasters[v] turns v into v+1
 	validator validatorKind
@@ -165,6 +166,7 @@ func compileType(gt reflect.Type, name string, opts []Option) (*Type, error) {
 	if err := checkEncodable(gt, "", map[reflect.Type]bool{}); err != nil {
 		return nil, fail("%v", err)
 	}
+	t.freeForm = freeFormPlan(gt)
 	for _, jf := range jsonFields(gt) {
 		if strings.HasPrefix(jf.name, ReservedPrefix) {
 			return nil, fail("attribute %q: names starting with %q are reserved for the store (the message id is indexed as __id); rename it with a json tag", jf.name, ReservedPrefix)

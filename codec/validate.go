@@ -23,8 +23,9 @@ type Validator interface{ Validate() error }
 
 // Validate checks a payload (a registered struct value or a pointer to
 // one): every `sourced:"required"` attribute must hold a non-zero value
-// (use a pointer to require presence while allowing zero), then the
-// payload's Validate method, if any, runs. All problems are returned
+// (use a pointer to require presence while allowing zero), every any
+// attribute JSON data only (see the package doc), then the payload's
+// Validate method, if any, runs. All problems are returned
 // together in a *ValidationError (errors.Is(err, ErrInvalid)); an
 // unregistered payload is an error wrapping ErrUnregistered.
 func (r *Registry) Validate(payload any) error {
@@ -66,6 +67,9 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 				t.checkText(base, ve, failed)
 			}
 		}
+	}
+	if t.freeForm != nil {
+		t.checkFreeForm(rv, ve, failed)
 	}
 	for _, i := range t.required {
 		f := t.Fields[i]

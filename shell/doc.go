@@ -42,7 +42,9 @@
 //     to again, even in a batch that reaches past the mark.
 //   - Registering: NewRouter takes deciders, projectors, machines,
 //     workflows and hand-written effects.Reactor values; a Bundle (a
-//     machine with its children, a module) expands recursively; the same
+//     machine with its children: core definitions only) and a
+//     ReactorSet (a Module: reactors of any kind, workflows and
+//     hand-written reactors included) expand recursively (Expand); the same
 //     reactor twice is registered once, two different reactors with one
 //     group id are a *DuplicateGroupError, and a machine whose children are
 //     not registered a *MissingReactorsError. Every definition's

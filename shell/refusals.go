@@ -293,12 +293,27 @@ func declares(t *codec.Type, name string) int {
 	}
 }
 
+// ErrInvalidCursor is matched by the error of a ReadAll given cursors it
+// cannot honour (see ReadAllOptions): two of From, After and Before, After
+// with Descending, Before with Ascending, or a negative After or Before.
+var ErrInvalidCursor = errors.New("sourced: invalid read all cursor")
+
 // CheckReadAll refuses ReadAll options no page could honour: an order
-// other than Ascending and Descending, or conditions CheckConditions
-// refuses.
+// other than Ascending and Descending, cursors ReadAllOptions does not
+// allow (ErrInvalidCursor), or conditions CheckConditions refuses.
 func CheckReadAll(reg *codec.Registry, opts ReadAllOptions) error {
 	if opts.Order != Ascending && opts.Order != Descending {
 		return fmt.Errorf("sourced: read all: unknown order %d: use shell.Ascending or shell.Descending", opts.Order)
+	}
+	switch {
+	case opts.After < 0 || opts.Before < 0:
+		return fmt.Errorf("%w: After %d, Before %d: positions are positive (0: no cursor)", ErrInvalidCursor, opts.After, opts.Before)
+	case opts.After > 0 && opts.Order == Descending:
+		return fmt.Errorf("%w: After %d with Descending: a descending read goes back from a cursor, give Before (exclusive) or From (inclusive)", ErrInvalidCursor, opts.After)
+	case opts.Before > 0 && opts.Order == Ascending:
+		return fmt.Errorf("%w: Before %d with Ascending: an ascending read goes on from a cursor, give After (exclusive) or From (inclusive)", ErrInvalidCursor, opts.Before)
+	case opts.From > 0 && (opts.After > 0 || opts.Before > 0):
+		return fmt.Errorf("%w: From %d with After %d or Before %d: give one cursor (From includes its position, After and Before do not)", ErrInvalidCursor, opts.From, opts.After, opts.Before)
 	}
 	return CheckConditions(reg, opts.Conditions)
 }

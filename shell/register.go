@@ -15,12 +15,43 @@ import (
 // definition Reactors returns, and a definition that is itself a Bundle
 // (a module's machine) brings its own: a module registers its machines'
 // children too. The same reactor reached twice is registered once.
+//
+// A Bundle holds core definitions only; a set of reactors of any kind
+// (workflows and hand-written effects.Reactor values too) is a
+// ReactorSet, such as a Module.
 type Bundle interface {
 	Reactors() []core.Definition
 }
 
-// expand replaces bundles by their reactors, recursively, and drops a
-// reactor registered twice (the same value, or a copy of it).
+// ReactorSet is implemented by values that stand for several reactors of
+// any kind NewRouter takes: core definitions, workflows (shell/workflow),
+// hand-written effects.Reactor values, Bundles and other sets. Registering
+// a ReactorSet registers every member, expanded as NewRouter expands its
+// arguments (recursively, the same reactor once).
+type ReactorSet interface {
+	Members() []any
+}
+
+// Module is a ReactorSet of the reactors listed: a bounded context's
+// deciders, projectors, machines, workflows and hand-written reactors,
+// registered together.
+//
+//	var Courses = shell.Module{courseDecider, catalog, lifecycle, paymentWorkflow, mailer}
+//	rt, err := shell.NewRuntime(store, shell.DefaultConfig(), Courses, Billing)
+type Module []any
+
+// Members returns the module's reactors.
+func (m Module) Members() []any { return m }
+
+// Expand returns the reactors NewRouter registers for reactors: Bundles
+// and ReactorSets replaced by their members, recursively, and a reactor
+// reached twice (the same value, or a copy of it) kept once, in the
+// order first reached. Tools that list an application's reactors
+// (shell/topology, shell/dashboard) expand them with it.
+func Expand(reactors ...any) []any { return expand(reactors) }
+
+// expand replaces bundles and sets by their reactors, recursively, and
+// drops a reactor registered twice (the same value, or a copy of it).
 func expand(xs []any) []any {
 	var out []any
 	var visited []any // the bundles expanded so far
@@ -34,8 +65,17 @@ func expand(xs []any) []any {
 	}
 	var walk func(x any)
 	walk = func(x any) {
-		b, ok := x.(Bundle)
-		if !ok || x == nil {
+		var members []any
+		switch b := x.(type) {
+		case ReactorSet:
+			members = b.Members()
+		case Bundle:
+			for _, d := range b.Reactors() {
+				if d != nil {
+					members = append(members, d)
+				}
+			}
+		default:
 			add(x)
 			return
 		}
@@ -46,10 +86,8 @@ func expand(xs []any) []any {
 			}
 		}
 		visited = append(visited, x)
-		for _, d := range b.Reactors() {
-			if d != nil {
-				walk(d)
-			}
+		for _, m := range members {
+			walk(m)
 		}
 	}
 	for _, x := range xs {

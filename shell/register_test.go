@@ -53,6 +53,24 @@ func TestRegistering(t *testing.T) {
 		}
 	})
 
+	t.Run("a module holds hand-written reactors and bundles", func(t *testing.T) {
+		inner := shell.Module{unpositioned{pure: true}, courseNames}
+		rt, err := shell.NewRouter(store, shell.RouterOptions{}, shell.Module{unpositioned{}, module{p}, inner, courseNames})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"shell_test.unpositioned_false", "students.notifications", "courses.enrolments", "shell_test.unpositioned_true", "courses.course_names"}
+		if got := groupsOf(rt); !slices.Equal(got, want) {
+			t.Fatalf("registered %v, want %v", got, want)
+		}
+		if got := shell.Expand(shell.Module{unpositioned{}, module{p}, inner, courseNames}); len(got) != len(want) {
+			t.Fatalf("Expand gives %d reactors, want %d: %v", len(got), len(want), got)
+		}
+		if _, err := shell.NewRouter(store, shell.RouterOptions{}, shell.Module{courseNames, nil}); err == nil || !strings.Contains(err.Error(), "is not a reactor") {
+			t.Fatalf("a module holding nil: %v", err)
+		}
+	})
+
 	t.Run("a machine registered without its children is refused", func(t *testing.T) {
 		adapted, err := effects.FromDefinition(store.Registry(), p)
 		if err != nil {

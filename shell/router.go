@@ -182,8 +182,9 @@ type TypeRegisterer interface {
 }
 
 // NewRouter validates reactors together and returns a router for them.
-// Each reactor is an effects.Reactor or a core.Definition (a Decider or a
-// Projector). Definition errors, two reactors with one group id, and an
+// Each reactor is an effects.Reactor (a workflow, a hand-written reactor)
+// or a core.Definition (a Decider, a Projector, a machine), or a Bundle or
+// ReactorSet (a Module) of them, expanded recursively (see Expand). Definition errors, two reactors with one group id, and an
 // exclusive reactor sharing a type with another are reported here, all at
 // once. Call Setup to register the groups with the store.
 func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error) {

@@ -177,10 +177,31 @@ const (
 )
 
 // ReadAllOptions page the whole log.
+//
+// A page starts at one of three cursors, at most one of them given:
+//
+//   - From is INCLUSIVE: Ascending returns positions >= From, Descending
+//     positions <= From (0: from the start, or from the newest). Passing
+//     the position of the last message of a page repeats that message
+//     on the next page; Page.Next gives the cursor of the next page.
+//   - After is exclusive, for Ascending: positions > After. Pass the
+//     position of the last message of the previous page, as the
+//     manual's from_position.
+//   - Before is exclusive, for Descending: positions < Before. Pass the
+//     position of the last (oldest) message of the previous page.
+//
+// Giving two of them, After with Descending, Before with Ascending or a
+// negative After or Before is refused with an error matching ErrInvalidCursor.
 type ReadAllOptions struct {
 	// From is the inclusive cursor: Ascending returns positions >= From,
 	// Descending positions <= From (0: from the start, or from the newest).
 	From int64
+	// After is the exclusive cursor of an Ascending read: positions > After
+	// (0: from the start).
+	After int64
+	// Before is the exclusive cursor of a Descending read: positions <
+	// Before (0: from the newest; 1: nothing).
+	Before int64
 	// Conditions, when given, restrict the page to matching messages.
 	Conditions []core.Condition
 	// Limit is the page size (0: DefaultPageSize).
@@ -200,8 +221,26 @@ type Page struct {
 	LastPosition int64
 }
 
+// Cursor returns the inclusive position a read of opts starts at (0: the
+// start, or the newest for Descending), whichever of From, After and
+// Before opts gives, and false when the read returns nothing whatever the
+// log holds (Before 1). Stores read from it; CheckReadAll refuses the
+// options first.
+func (o ReadAllOptions) Cursor() (from int64, ok bool) {
+	switch {
+	case o.After > 0:
+		return o.After + 1, true
+	case o.Before == 1:
+		return 0, false
+	case o.Before > 1:
+		return o.Before - 1, true
+	}
+	return o.From, true
+}
+
 // Next returns the options that fetch the page after p (the same order,
-// limit and conditions), and false when p was the last page.
+// limit and conditions, and the same kind of cursor: From, After or
+// Before), and false when p was the last page.
 func (p Page) Next(opts ReadAllOptions) (ReadAllOptions, bool) {
 	limit := opts.Limit
 	if limit <= 0 {
@@ -215,12 +254,20 @@ func (p Page) Next(opts ReadAllOptions) (ReadAllOptions, bool) {
 		if last <= 1 {
 			return opts, false
 		}
-		opts.From = last - 1
+		if opts.Before > 0 {
+			opts.Before = last
+		} else {
+			opts.From = last - 1
+		}
 	} else {
 		if last >= p.LastPosition {
 			return opts, false
 		}
-		opts.From = last + 1
+		if opts.After > 0 {
+			opts.After = last
+		} else {
+			opts.From = last + 1
+		}
 	}
 	return opts, true
 }

@@ -122,6 +122,15 @@
 // that form no configuration an error matching ErrInvalidConfiguration.
 // Machine.At decides against stored paths and a context without history.
 //
+// A configuration is matched by state (In: a state is active, ancestors
+// included), by path (InPath), or by region name, as the manual's Hash
+// patterns: Config.RegionAt tells where the active region of a name is
+// (its state, or InitialPosition), and Config.MatchRegions matches several
+// at once (map[string]State{"payment": paid, "shipping": InitialPosition};
+// the root region is "root"). A region that is not active does not match.
+// A part mounted twice brings two regions of one name: naming one is an
+// *AmbiguousRegionError (match those by path).
+//
 // # Semantics: W3C SCXML, and where they differ
 //
 // The reference semantics are SCXML 1.0's algorithm (Appendix D). Each
@@ -174,16 +183,23 @@
 //   - Starts. A compound state starts at its Started sub-state or its
 //     region's Initial position; StartsAt is SCXML's <initial> with a
 //     transition to any states below the state: a nested state, several
-//     states at once in a parallel descendant (All), or the state's own
-//     history, shallow or deep (entered as when last left, else at the
-//     history's defaults, else at the regions' own starts).
+//     states at once in a parallel descendant (All), or a history, shallow
+//     or deep, of the state or of a state below it (entered as when last
+//     left, else at the history's defaults, else at the regions' own
+//     starts).
 //   - History (SCXML's <history>): History(s, defaults...) and
 //     DeepHistory(s, defaults...) target s's memory; with none yet, the
 //     defaults are entered (SCXML's history default transition: a shallow
 //     history's are sub-states of s, a deep history's any states below s;
 //     several must be in different regions), and with no defaults s is
 //     entered by default. Histories are targets, not placed states: they
-//     have no name or path of their own.
+//     have no name or path of their own. Deliberately unlike SCXML, a
+//     transition to the history of a state holding its source, or of its
+//     source, exits the state and enters it again (exit and entry actions
+//     run, timers restart), and the history recorded at that exit is the
+//     configuration just left: the state comes back as it was. (SCXML's
+//     history is a child of its state, so there the state stays active and
+//     the memory of its last exit is entered.)
 //   - Several handlers of one message type in one state are tried in
 //     document order, each guarded with When (SCXML's cond): the first whose
 //     guards pass is taken; guards are evaluated on the context and

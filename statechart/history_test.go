@@ -149,3 +149,45 @@ func TestMultiTargetHistories(t *testing.T) {
 		t.Fatalf("deep memory: %v, want %v", in.Paths(), want)
 	}
 }
+
+// Deliberate, and unlike SCXML (whose history is a child of its state, so
+// a transition from inside the state to its history keeps the state
+// active and enters the memory of its last exit): a transition to the
+// history of a state holding its source, or of the source itself, exits
+// the state and enters it again, its exit and entry actions running, and
+// the history recorded at that exit is the configuration just left, so
+// the state comes back as it was (a restart of its actions and timers).
+// The package doc says so.
+func TestHistoryOfAnEnclosingStateExitsAndReentersIt(t *testing.T) {
+	var entries, exits int
+	count := func(n *int) func(tctx, statechart.Move) []any {
+		return func(tctx, statechart.Move) []any { *n++; return nil }
+	}
+	m := tm(t,
+		statechart.Initial(statechart.Command[Go](hH)),
+		statechart.Place(hH,
+			statechart.Entry(count(&entries)),
+			statechart.Exit(count(&exits)),
+			statechart.Command[Leave](hO),
+			statechart.Command[Z](statechart.History(hH)),
+			statechart.Started(hH1, statechart.Command[X](hH2)),
+			statechart.Place(hH2, statechart.Command[Back](statechart.History(hH))),
+		),
+		statechart.Place(hO, statechart.Command[Y](hH)),
+	)
+	for _, last := range []any{Back{}, Z{}} {
+		// Left at hh2 once, entered again at hh1, then moved to hh2: the
+		// history entered is hh2 as just left, not the memory of the
+		// earlier exit.
+		entries, exits = 0, 0
+		in, d, log := runLog(t, m, Go{}, X{}, Leave{}, Y{}, X{}, last)
+		mv := moves(d.Messages)
+		if len(mv) != 1 || mv[0].Target != "hh" || !slices.Equal(mv[0].Exited, []string{"hh.hh2", "hh"}) || !slices.Equal(mv[0].Entered, []string{"hh", "hh.hh2"}) || !slices.Equal(in.Paths(), []string{"hh", "hh.hh2"}) {
+			t.Fatalf("%T: %+v, %v", last, mv, in.Paths())
+		}
+		if entries != 3 || exits != 2 {
+			t.Errorf("%T: hh entered %d times and exited %d times, want 3 and 2", last, entries, exits)
+		}
+		replays(t, m, log, []string{"hh", "hh.hh2"})
+	}
+}

@@ -118,3 +118,39 @@ func TestStartsAtDefinitionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SCXML 3.6 and 3.10: a state's <initial> may target the history of a
+// state below it; the history's memory is entered, else its default, as
+// a transition to it would. (The history was ignored: the state below
+// was entered at its own start.)
+func TestStartsAtHistoryBelowTheState(t *testing.T) {
+	m := tm(t,
+		statechart.Initial(statechart.Command[Go](kS)),
+		statechart.Place(kS,
+			statechart.StartsAt(statechart.History(kS2, kS22)),
+			statechart.Command[Leave](kO),
+			statechart.Place(kS1),
+			statechart.Place(kS2,
+				statechart.Started(kS21, statechart.Command[Y](kS22)),
+				statechart.Place(kS22, statechart.Command[Y](kS21)),
+			),
+		),
+		statechart.Place(kO, statechart.Command[Back](kS)),
+	)
+	cases := []struct {
+		name     string
+		payloads []any
+		want     []string
+	}{
+		{"first entry: the history's default, not the state's start", []any{Go{}}, []string{"ks", "ks.ks2", "ks.ks2.ks22"}},
+		{"entered again: as the state below was left", []any{Go{}, Y{}, Leave{}, Back{}}, []string{"ks", "ks.ks2", "ks.ks2.ks21"}},
+		{"left at the default, entered at it", []any{Go{}, Y{}, Y{}, Leave{}, Back{}}, []string{"ks", "ks.ks2", "ks.ks2.ks22"}},
+	}
+	for _, c := range cases {
+		in, _, log := runLog(t, m, c.payloads...)
+		if !slices.Equal(in.Paths(), c.want) {
+			t.Errorf("%s: %v, want %v", c.name, in.Paths(), c.want)
+		}
+		replays(t, m, log, c.want)
+	}
+}

@@ -555,17 +555,24 @@ func (r *run) addDesc(set bitset, n *node) {
 	}
 }
 
-// startAt enters state n's StartsAt target below it.
+// startAt enters state n's StartsAt target below it: states, or
+// histories (n's own, or a state's below n: its memory, else its
+// defaults, else the state by default, as a transition to it would).
 func (r *run) startAt(set bitset, n *node) {
 	o := &n.startAt.options[0]
 	for i, x := range o.nodes {
+		hist := o.spec.parts[i].hist
+		var defaults []*node
+		if i < len(o.defaults) {
+			defaults = o.defaults[i]
+		}
 		if x == n {
-			if hist := o.spec.parts[i].hist; r.hasMemory(n, hist) || len(o.defaults[i]) > 0 {
-				r.enterPart(set, n, hist, o.defaults[i])
+			if r.hasMemory(n, hist) || len(defaults) > 0 {
+				r.enterPart(set, n, hist, defaults)
 			}
 			continue
 		}
-		r.addDesc(set, x)
+		r.enterPart(set, x, hist, defaults)
 	}
 	for _, x := range o.nodes {
 		if x != n {

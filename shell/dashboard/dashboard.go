@@ -53,6 +53,13 @@ type Options struct {
 	// (Router.Stop, Start, Reset), so that the reactors' OnStop, OnStart
 	// and OnReset hooks run; without it they go to the store directly.
 	Router *shell.Router
+	// ObserveLast is how many of the log's newest messages the topology
+	// page (and its SVG and JSON) reads to set the edges the log shows
+	// beside the declared ones, flagging a declared edge the window never
+	// shows and an observed one no handler declares (see
+	// topology.Observe). 0: 1000; negative: the topology is not compared
+	// with the log. Each view of the page reads that many messages.
+	ObserveLast int
 	// Title is shown in the header (default "Sourced").
 	Title string
 	// Logger receives request failures at DEBUG and operator actions at

@@ -109,7 +109,7 @@ func TestPagesRenderWithData(t *testing.T) {
 				"/partitions":                   {"courses.welcomes", "student_id:grace"},
 				"/log":                          {`data-type="courses.create_course"`, `data-type="courses.welcome_sent"`},
 				"/scheduled":                    {`data-type="courses.close_course"`},
-				"/topology":                     {`class="em-node em-command"`, `data-id="event:courses.student_enrolled"`, "Events: Enrolments"},
+				"/topology":                     {`class="em-node em-command"`, `data-id="event:courses.student_enrolled"`, "Events: Enrolments", "Declared and observed", `<tr data-flow-status="confirmed"><td>confirmed</td><td>command:courses.enrolment_decider:courses.enrol_student</td><td>courses.enrol_student</td><td>courses.student_enrolled</td>`, `class="em-edge em-confirmed"`},
 				"/machines":                     {"Course lifecycle"},
 				"/machines/courses.lifecycle":   {`data-path="draft"`, `data-path="open"`, "course_id:algebra"},
 				"/workflows":                    {`data-workflow="greeting"`, "greet-ada", `data-status="complete"`},

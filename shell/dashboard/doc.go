@@ -36,7 +36,10 @@
 //     instance's configuration highlighted (?partition=key:value), replayed
 //     from its state events' moves.
 //   - Topology (/topology): the Event Modeling board of package
-//     shell/topology as SVG, its Mermaid source and JSON.
+//     shell/topology as SVG, its Mermaid source and JSON, compared with
+//     the log's newest messages (Options.ObserveLast): each handler's
+//     declared edges confirmed or unobserved, and the edges the log shows
+//     that no handler declares.
 //   - Workflows (/workflows): runs of every shell/workflow definition with
 //     their status; a run's page shows its steps, input, output and error.
 //

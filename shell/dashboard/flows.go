@@ -14,7 +14,32 @@ import (
 	"github.com/sourced-go/sourced/shell/workflow"
 )
 
+// defaultObserveLast is the window of Options.ObserveLast 0.
+const defaultObserveLast = 1000
+
+// observedGraph is the graph with the newest messages of the log set
+// beside its declared edges (Options.ObserveLast), or the graph alone.
+func (d *Dashboard) observedGraph(ctx context.Context) (topology.Graph, error) {
+	if d.opts.ObserveLast < 0 || len(d.opts.Reactors) == 0 {
+		return d.graph, nil
+	}
+	last := d.opts.ObserveLast
+	if last == 0 {
+		last = defaultObserveLast
+	}
+	obs, err := topology.Observe(ctx, d.store, topology.ObserveOptions{Last: last})
+	if err != nil {
+		return topology.Graph{}, err
+	}
+	return d.graph.WithObservation(obs), nil
+}
+
 func (d *Dashboard) topologyPage(w http.ResponseWriter, r *http.Request) {
+	g, err := d.observedGraph(r.Context())
+	if err != nil {
+		d.fail(w, r, statusOf(err), err)
+		return
+	}
 	counts := map[string]int{}
 	for _, n := range d.graph.Nodes {
 		counts[string(n.Type)]++
@@ -31,16 +56,28 @@ func (d *Dashboard) topologyPage(w http.ResponseWriter, r *http.Request) {
 		Mermaid    string
 		Counts     map[string]int
 		Incomplete []topology.Node
-	}{len(d.opts.Reactors) > 0, template.HTML(d.graph.SVG()), d.graph.Mermaid(), counts, incomplete})
+		Observed   *topology.Observation
+		Flows      []topology.Flow
+	}{len(d.opts.Reactors) > 0, template.HTML(g.SVG()), g.Mermaid(), counts, incomplete, g.Observed, g.Flows})
 }
 
 func (d *Dashboard) topologySVG(w http.ResponseWriter, r *http.Request) {
+	g, err := d.observedGraph(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "image/svg+xml")
-	_, _ = w.Write(d.graph.SVG())
+	_, _ = w.Write(g.SVG())
 }
 
 func (d *Dashboard) topologyJSON(w http.ResponseWriter, r *http.Request) {
-	js, err := d.graph.JSON()
+	g, err := d.observedGraph(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	js, err := g.JSON()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -33,10 +33,8 @@ type machineInfo struct {
 // start), by group.
 func (d *Dashboard) machines() []machineInfo {
 	var defs []core.Definition
-	for _, r := range d.opts.Reactors {
-		if e, ok := r.(interface{ Reactors() []core.Definition }); ok {
-			defs = append(defs, e.Reactors()...)
-		} else if def, ok := r.(core.Definition); ok {
+	for _, r := range shell.Expand(d.opts.Reactors...) {
+		if def, ok := r.(core.Definition); ok {
 			defs = append(defs, def)
 		}
 	}

@@ -435,6 +435,10 @@ func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
 		limit = shell.DefaultPageSize
 	}
 	page := shell.Page{LastPosition: s.lastPosition()}
+	cursor, ok := opts.Cursor()
+	if !ok {
+		return page, nil
+	}
 	take := func(r *record) (bool, error) {
 		if len(opts.Conditions) > 0 && !core.MatchAny(opts.Conditions, r.typ, r.keys) {
 			return true, nil
@@ -447,7 +451,7 @@ func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
 		return len(page.Messages) < limit, nil
 	}
 	if opts.Order == shell.Descending {
-		from := opts.From
+		from := cursor
 		if from <= 0 {
 			from = page.LastPosition
 		}
@@ -458,7 +462,7 @@ func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
 		}
 		return page, nil
 	}
-	for i := s.indexAfter(opts.From - 1); i < len(s.log); i++ {
+	for i := s.indexAfter(cursor - 1); i < len(s.log); i++ {
 		if more, err := take(&s.log[i]); err != nil || !more {
 			return page, err
 		}

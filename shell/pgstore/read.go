@@ -371,14 +371,14 @@ func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOption
 	}
 	var args sqlArgs
 	var where, order string
+	from, ok := opts.Cursor()
 	if opts.Order == shell.Descending {
-		from := opts.From
-		if from <= 0 {
+		if from <= 0 && ok {
 			from = math.MaxInt64
-		}
+		} // !ok (Before 1): position <= 0 reads nothing, and the newest position still
 		where, order = "position <= "+args.add(from), "DESC"
 	} else {
-		where, order = "position >= "+args.add(opts.From), "ASC"
+		where, order = "position >= "+args.add(from), "ASC"
 	}
 	if len(opts.Conditions) > 0 {
 		where += " AND " + condSQL(opts.Conditions, &args)

@@ -666,12 +666,16 @@ func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts shell.ReadAllOptions)
 		limit = shell.DefaultPageSize
 	}
 	desc := opts.Order == shell.Descending
-	b := bound{lo: max(opts.From, 1) - 1, hi: last}
+	from, ok := opts.Cursor()
+	b := bound{lo: max(from, 1) - 1, hi: last}
 	if desc {
 		b.lo = 0
-		if opts.From > 0 && opts.From < last {
-			b.hi = opts.From
+		if from > 0 && from < last {
+			b.hi = from
 		}
+	}
+	if !ok {
+		return page, nil // nothing comes before position 1
 	}
 	var rows []row
 	if len(opts.Conditions) > 0 {

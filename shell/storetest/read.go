@@ -252,6 +252,14 @@ func (s suite) testReadAll(t *testing.T) {
 		{"ascending with conditions from a cursor", shell.ReadAllOptions{Conditions: joe, From: 6, Limit: 3}, [][]int64{{6, 10}}},
 		{"default page size", shell.ReadAllOptions{}, [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}},
 		{"cursor past the newest", shell.ReadAllOptions{From: 11}, [][]int64{{}}},
+		// The manual's cursor: the last position of the previous page,
+		// excluded.
+		{"ascending after an exclusive cursor", shell.ReadAllOptions{After: 4, Limit: 3}, [][]int64{{5, 6, 7}, {8, 9, 10}}},
+		{"descending before an exclusive cursor", shell.ReadAllOptions{Before: 5, Limit: 3, Order: shell.Descending}, [][]int64{{4, 3, 2}, {1}}},
+		{"ascending with conditions after a cursor", shell.ReadAllOptions{Conditions: joe, After: 3, Limit: 2}, [][]int64{{6, 10}}},
+		{"descending with conditions before a cursor", shell.ReadAllOptions{Conditions: joe, Before: 10, Limit: 2, Order: shell.Descending}, [][]int64{{6, 3}, {2}}},
+		{"after the newest", shell.ReadAllOptions{After: 10}, [][]int64{{}}},
+		{"before the first", shell.ReadAllOptions{Before: 1, Order: shell.Descending}, [][]int64{{}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -297,6 +305,8 @@ func (s suite) testReadAll(t *testing.T) {
 			{"with conditions", shell.ReadAllOptions{Limit: 1, Conditions: joe}, []core.PositionedMessage{all[1], all[2], all[5], all[9]}},
 			{"descending with conditions", shell.ReadAllOptions{Limit: 3, Conditions: joe, Order: shell.Descending}, []core.PositionedMessage{all[9], all[5], all[2], all[1]}},
 			{"from a cursor", shell.ReadAllOptions{Limit: 4, From: 8}, all[7:]},
+			{"after a cursor", shell.ReadAllOptions{Limit: 4, After: 7}, all[7:]},
+			{"before a cursor", shell.ReadAllOptions{Limit: 2, Before: 4, Order: shell.Descending}, reversed(all[:3])},
 		} {
 			var got []core.PositionedMessage
 			for m, err := range e.store.All(e.ctx, c.opts) {

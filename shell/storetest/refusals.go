@@ -62,6 +62,22 @@ func (s suite) testRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ReadAll with cursors it cannot honour", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		for _, opts := range []shell.ReadAllOptions{
+			{After: 1, Order: shell.Descending},
+			{Before: 2},
+			{From: 1, After: 1},
+			{From: 2, Before: 2, Order: shell.Descending},
+			{After: -1},
+			{Before: -1, Order: shell.Descending},
+		} {
+			if page, err := e.store.ReadAll(e.ctx, opts); !errors.Is(err, shell.ErrInvalidCursor) {
+				t.Fatalf("ReadAll %+v: %v, %s; want an error matching shell.ErrInvalidCursor", opts, err, describe(page.Messages))
+			}
+		}
+	})
 }
 
 func (s suite) testInvalidUTF8(t *testing.T) {

@@ -49,4 +49,32 @@
 //
 // Edges are derived: from a node to the command and event nodes of what it
 // produces, and from an event node to every node that consumes its type.
+//
+// # Declared and observed
+//
+// What the definitions declare can be compared with what the log shows:
+//
+//	obs, err := topology.Observe(ctx, store, topology.ObserveOptions{Last: 10_000})
+//	g = g.WithObservation(obs)
+//	for _, f := range g.Flagged() { ... } // unobserved and undeclared flows
+//
+// Observe reads the log's newest Last messages (DefaultObserveLast when 0)
+// in descending pages of PageSize, never more, however long the log, and
+// pairs every message with the type of the message its causation id
+// names (when that message is in the window; an effect whose cause is
+// older is counted as Unresolved). The handling group is taken from the
+// log where it says: the sourced_decided_by metadata of a command decided
+// by Handle, the "producer" metadata of a reaction's dispatch.
+//
+// WithObservation gives each declared edge of a command or automation node
+// a Flow: Confirmed with how often the window shows it, or Unobserved
+// (CauseSeen says whether the window held its cause at all: a command never
+// sent, or sent and never producing that event); and every observed pair
+// that no node consuming the cause declares a Flow of status Undeclared.
+// JSON carries the window and the flows ("observed", "flows"); Mermaid
+// labels a confirmed edge "N seen", draws an unobserved one dashed and
+// grey and an undeclared one as a thick red arrow; the SVG gives the edges
+// the classes em-confirmed, em-unobserved and em-undeclared (dashed grey,
+// red). 'sourced topology -observe N' and the dashboard's topology page
+// (dashboard.Options.ObserveLast) show the same.
 package topology

@@ -59,6 +59,66 @@ func (g Graph) Edges() []Edge {
 	return out
 }
 
+// ObservedEdge is an edge the log shows and no handler declares (a Flow
+// of status Undeclared), between nodes of the graph.
+type ObservedEdge struct {
+	From, To string // node ids
+	Message  string // the effect's message type
+	Observed int    // how many times the window shows it
+}
+
+// UndeclaredEdges returns the Undeclared flows of a graph compared with
+// the log as edges: from the flow's node (or, when the log cannot say
+// which node handled the cause, from the cause's command or event node)
+// to the effect's command or event node.
+func (g Graph) UndeclaredEdges() []ObservedEdge {
+	byName := map[string][]string{}
+	for _, n := range g.Nodes {
+		if n.Type == Command || n.Type == Event {
+			byName[n.Name] = append(byName[n.Name], n.ID)
+		}
+	}
+	var out []ObservedEdge
+	for _, f := range g.Flows {
+		if f.Status != Undeclared {
+			continue
+		}
+		froms := []string{f.From}
+		if f.From == "" {
+			froms = byName[f.Cause]
+		}
+		for _, from := range froms {
+			for _, to := range byName[f.Effect] {
+				if from != to {
+					out = append(out, ObservedEdge{From: from, To: to, Message: f.Effect, Observed: f.Observed})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// declaredFlow returns the flow of a declared edge from a handler node to
+// what it produces (summed over the node's consumed types), if the graph
+// was compared with the log.
+func (g Graph) declaredFlow(e Edge) (Flow, bool) {
+	var out Flow
+	found := false
+	for _, f := range g.Flows {
+		if f.Declared && f.From == e.From && f.Effect == e.Message {
+			if !found {
+				out, found = f, true
+				continue
+			}
+			out.Observed += f.Observed
+			if f.Status == Confirmed {
+				out.Status = Confirmed
+			}
+		}
+	}
+	return out, found
+}
+
 // Format is a rendering of a graph.
 type Format string
 
@@ -106,6 +166,12 @@ func mermaidText(s string) string { return strings.ReplaceAll(s, `"`, "#quot;") 
 // class per node type, and an arrow per Edge. Machines are left out (draw
 // one with statechart.Machine.Mermaid, kept in its node's Mermaid); their
 // commands and actions are in the graph as commands and automations.
+//
+// A graph compared with the log (WithObservation) labels each declared
+// edge of a handler with how often the window shows it ("3 seen"), draws a
+// declared edge the window never shows dashed and grey ("unobserved"), and
+// adds every observed edge no handler declares as a thick red arrow
+// ("undeclared, 3 seen"; see UndeclaredEdges).
 func (g Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
@@ -122,8 +188,32 @@ func (g Graph) Mermaid() string {
 			fmt.Fprintf(&b, "  %s{{\"%s\"}}:::%s\n", id, text, n.Type)
 		}
 	}
+	link := 0
+	var unobserved, undeclared []string
 	for _, e := range g.Edges() {
-		fmt.Fprintf(&b, "  %s --> %s\n", mermaidID(e.From), mermaidID(e.To))
+		arrow := "-->"
+		if f, ok := g.declaredFlow(e); ok {
+			switch f.Status {
+			case Confirmed:
+				arrow = fmt.Sprintf(`-->|"%d seen"|`, f.Observed)
+			case Unobserved:
+				arrow = `-.->|"unobserved"|`
+				unobserved = append(unobserved, fmt.Sprint(link))
+			}
+		}
+		fmt.Fprintf(&b, "  %s %s %s\n", mermaidID(e.From), arrow, mermaidID(e.To))
+		link++
+	}
+	for _, e := range g.UndeclaredEdges() {
+		fmt.Fprintf(&b, "  %s ==>|\"undeclared, %d seen\"| %s\n", mermaidID(e.From), e.Observed, mermaidID(e.To))
+		undeclared = append(undeclared, fmt.Sprint(link))
+		link++
+	}
+	if len(unobserved) > 0 {
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#999999,stroke-dasharray:4\n", strings.Join(unobserved, ","))
+	}
+	if len(undeclared) > 0 {
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#d00000\n", strings.Join(undeclared, ","))
 	}
 	b.WriteString("  classDef command fill:#8ecae6,stroke:#1d3557\n")
 	b.WriteString("  classDef event fill:#ffb703,stroke:#9c6500\n")
@@ -300,7 +390,23 @@ func (g Graph) SVG() []byte {
 		}
 		b.WriteString(`</g>`)
 	}
+	type drawn struct {
+		Edge
+		status   FlowStatus
+		observed int
+	}
+	var edges []drawn
 	for _, e := range g.Edges() {
+		d := drawn{Edge: e}
+		if f, ok := g.declaredFlow(e); ok {
+			d.status, d.observed = f.Status, f.Observed
+		}
+		edges = append(edges, d)
+	}
+	for _, e := range g.UndeclaredEdges() {
+		edges = append(edges, drawn{Edge: Edge{From: e.From, To: e.To, Message: e.Message}, status: Undeclared, observed: e.Observed})
+	}
+	for _, e := range edges {
 		from, ok1 := pos[e.From]
 		to, ok2 := pos[e.To]
 		if !ok1 || !ok2 {
@@ -317,8 +423,18 @@ func (g Graph) SVG() []byte {
 			}
 		}
 		mx := (x1 + x2) / 2
-		fmt.Fprintf(&b, `<path class="em-edge" data-from="%s" data-to="%s" d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#555" stroke-width="1.2" marker-end="url(#em-arrow)"/>`,
-			html.EscapeString(e.From), html.EscapeString(e.To), x1, y1, mx, y1, mx, y2, x2, y2)
+		class, stroke, dash, extra := "em-edge", "#555", "none", ""
+		switch e.status {
+		case Confirmed:
+			class += " em-confirmed"
+			extra = fmt.Sprintf(`<title>%d seen</title>`, e.observed)
+		case Unobserved:
+			class, stroke, dash, extra = class+" em-unobserved", "#999", "5,4", `<title>declared, unobserved</title>`
+		case Undeclared:
+			class, stroke, extra = class+" em-undeclared", "#d00000", fmt.Sprintf(`<title>undeclared, %d seen</title>`, e.observed)
+		}
+		fmt.Fprintf(&b, `<path class="%s" data-from="%s" data-to="%s" d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="%s" stroke-dasharray="%s" stroke-width="1.2" marker-end="url(#em-arrow)">%s</path>`,
+			class, html.EscapeString(e.From), html.EscapeString(e.To), x1, y1, mx, y1, mx, y2, x2, y2, stroke, dash, extra)
 	}
 	for _, l := range lanes {
 		for _, p := range l.Nodes {

@@ -12,6 +12,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // NodeType is the kind of a topology node.
@@ -64,6 +65,11 @@ type Node struct {
 // Graph is the message-flow graph of a set of reactors.
 type Graph struct {
 	Nodes []Node `json:"nodes"`
+	// Observed is the window of the log the graph was compared with, and
+	// Flows the declared and observed edges of its handlers; both set by
+	// WithObservation (nil without it).
+	Observed *Observation `json:"observed,omitempty"`
+	Flows    []Flow       `json:"flows,omitempty"`
 }
 
 // Node returns the node with the given id.
@@ -96,20 +102,16 @@ type charted interface {
 	Mermaid() string
 }
 
-// expander is a definition that brings others with it (a machine and the
-// children it starts).
-type expander interface {
-	Reactors() []core.Definition
-}
-
 // ErrNotReactor is matched by the error of Of given something that is
 // neither a core.Definition nor an effects.Reactor.
 var ErrNotReactor = fmt.Errorf("topology: not a reactor")
 
 // Of builds the message-flow graph of reactors: core definitions
 // (core.Decider, core.Projector, statechart.Machine, with the child
-// machines a machine starts), workflows (shell/workflow) and any
-// effects.Reactor. reg names the Go types of definitions (nil: Go type
+// machines a machine starts), workflows (shell/workflow), any
+// effects.Reactor, and shell.Bundle and shell.ReactorSet values (a
+// shell.Module) holding them, expanded as the router expands them
+// (shell.Expand). reg names the Go types of definitions (nil: Go type
 // names); register the types first (Machine.Register registers state
 // events). Something that is not a reactor is refused with an error
 // matching ErrNotReactor, and nothing is returned.
@@ -119,16 +121,7 @@ var ErrNotReactor = fmt.Errorf("topology: not a reactor")
 // after every reactor when none does.
 func Of(reg *codec.Registry, reactors ...any) (Graph, error) {
 	b := &builder{reg: reg, seen: map[string]bool{}}
-	var items []any
-	for _, r := range reactors {
-		if e, ok := r.(expander); ok {
-			for _, d := range e.Reactors() {
-				items = append(items, d)
-			}
-			continue
-		}
-		items = append(items, r)
-	}
+	items := shell.Expand(reactors...)
 	for i, r := range items {
 		switch v := r.(type) {
 		case core.Definition:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/topology"
 )
 
@@ -207,5 +208,18 @@ func TestRenderFormats(t *testing.T) {
 	b.Reset()
 	if err := topology.Render(&b, g, "dot"); !errors.Is(err, topology.ErrUnknownFormat) || b.Len() != 0 {
 		t.Fatalf("unknown format: %v, wrote %d bytes", err, b.Len())
+	}
+}
+
+// A shell.Module holding definitions, a workflow and a bundle (a machine
+// and its children) gives the graph of its members.
+func TestOfExpandsModules(t *testing.T) {
+	f := newFixture()
+	g, err := topology.Of(f.reg, shell.Module{f.courses, shell.Module{f.greeting, f.lifecycle}}, f.catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"command:courses.course_decider:courses.create_course", "workflow:greeting", "machine:courses.lifecycle", "readmodel:courses.catalog"} {
+		node(t, g, id)
 	}
 }

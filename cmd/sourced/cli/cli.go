@@ -173,7 +173,7 @@ func init() {
 		{"workflows", "workflows [-workflow W] [-status S] [-limit N]", "durable workflow runs: counts per workflow, each run's status and current step", (*globals).workflows},
 		{"workflow", "workflow [-workflow W] ID", "one workflow run with its steps", (*globals).workflowRun},
 		{"serve", "serve [-addr 127.0.0.1:8080] [-read-only] [-refresh D]", "the web dashboard of the store, on a loopback address (it has no authentication), until Ctrl-C", (*globals).serve},
-		{"topology", "topology [-format json|mermaid|svg]", "the message-flow graph of the application's reactors (a tool built with cli.WithReactors)", (*globals).topology},
+		{"topology", "topology [-format json|mermaid|svg] [-observe N]", "the message-flow graph of the application's reactors (a tool built with cli.WithReactors); -observe N compares its declared edges with what the log's N newest messages caused, and flags the differences", (*globals).topology},
 		{"version", "version", "this program's version and the schema versions it reads and writes", (*globals).version},
 		{"help", "help [COMMAND]", "this help, or one command's", (*globals).help},
 	}

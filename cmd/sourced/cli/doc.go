@@ -17,6 +17,13 @@
 //
 //	func main() { cli.Main(cli.WithReactors(cli.SQLite(), app.Registry, app.Reactors()...)) }
 //
+// 'sourced topology -observe N' reads the log's N newest messages (in
+// pages, never more) and shows, beside each handler's declared edges, how
+// often the log shows them; a declared edge the log never shows and an
+// edge the log shows that no handler declares are flagged in the output
+// (and listed on stderr for the mermaid and svg formats); see
+// topology.Observe.
+//
 // Every command prints a readable table, or JSON with -json (snake_case
 // names throughout). Payloads are shown as stored (JSON): the tool needs
 // none of the application's types. Flags go before or after the command

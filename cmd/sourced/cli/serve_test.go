@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // catalog is a projector of the fixture's courses, for the topology.
@@ -142,5 +143,48 @@ func TestServeRefusesAForeignHost(t *testing.T) {
 		if code := send("POST", "groups/courses.catalog/stop", host); code != http.StatusMisdirectedRequest {
 			t.Errorf("POST stop with Host and Origin %s: %d, want 421", host, code)
 		}
+	}
+}
+
+// 'topology -observe N' sets what the log caused beside what the handlers
+// declare, and flags the differences.
+func TestTopologyObservesTheLog(t *testing.T) {
+	ctx := context.Background()
+	db, s := emptyStore(t)
+	created := core.NewMessage(CourseCreated{CourseID: "c1", CourseName: "Algebra"})
+	res, err := s.Append(ctx, []core.Message{created}, shell.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reminder := core.NewMessage(Reminder{CourseID: "c1"}).Correlate(res.Messages[0]).WithMetadata(map[string]any{"producer": "courses.catalog"})
+	res, err = s.Append(ctx, []core.Message{reminder}, shell.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing declares that a reminder causes a course.
+	odd := core.NewMessage(CourseCreated{CourseID: "c2", CourseName: "History"}).Correlate(res.Messages[0])
+	if _, err := s.Append(ctx, []core.Message{odd}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	drv := WithReactors(SQLite(), registryForTest(t), catalog)
+	var out, stderr bytes.Buffer
+	if code := Run(ctx, []string{"-db", db, "topology", "-format", "mermaid", "-observe", "100"}, &out, &stderr, drv); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{`automation_courses_catalog_reaction_courses_created_ -->|"1 seen"| event_courses_reminder`, `event_courses_reminder ==>|"undeclared, 1 seen"| event_courses_created`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "undeclared: courses.reminder -> courses.created") {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+	out.Reset()
+	if code := Run(ctx, []string{"-db", db, "topology", "-observe", "100"}, &out, &stderr, drv); code != 0 || !strings.Contains(out.String(), `"status": "undeclared"`) || !strings.Contains(out.String(), `"observed": {`) {
+		t.Errorf("json: exit %d\n%s", code, out.String())
+	}
+	if code := Run(ctx, []string{"-db", db, "topology", "-observe", "-1"}, &out, &stderr, drv); code != 2 {
+		t.Errorf("-observe -1: exit %d", code)
 	}
 }

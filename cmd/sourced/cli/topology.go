@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/shell/topology"
@@ -60,6 +62,7 @@ var errNoReactors = errors.New("this sourced binary knows no reactors: the topol
 func (g *globals) topology(ctx context.Context, args []string) error {
 	fs := g.flags("topology")
 	format := fs.String("format", "json", "")
+	observe := fs.Int("observe", 0, "")
 	if _, err := g.parse(fs, args, 0, 0, ""); err != nil {
 		return g.helpOr(err)
 	}
@@ -71,6 +74,9 @@ func (g *globals) topology(ctx context.Context, args []string) error {
 	default:
 		return g.usagef("-format %q: want json, mermaid or svg", *format)
 	}
+	if *observe < 0 {
+		return g.usagef("-observe %d: give how many of the log's newest messages to compare the graph with", *observe)
+	}
 	reg, reactors := g.reactors()
 	if len(reactors) == 0 {
 		return errNoReactors
@@ -78,6 +84,25 @@ func (g *globals) topology(ctx context.Context, args []string) error {
 	graph, err := topology.Of(reg, reactors...)
 	if err != nil {
 		return err
+	}
+	if *observe > 0 {
+		// The edges the log shows beside the declared ones, from the
+		// newest messages only: the cost is bounded by -observe.
+		s, err := g.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		obs, err := topology.Observe(ctx, s, topology.ObserveOptions{Last: *observe})
+		if err != nil {
+			return err
+		}
+		graph = graph.WithObservation(obs)
+		if *format != string(topology.FormatJSON) {
+			for _, f := range graph.Flagged() {
+				fmt.Fprintf(g.errOut, "%s: %s -> %s (%s, cause seen %d times in positions %d-%d)\n", f.Status, f.Cause, f.Effect, cmp.Or(f.From, "no single node"), f.CauseSeen, obs.From, obs.To)
+			}
+		}
 	}
 	return topology.Render(g.out, graph, topology.Format(*format))
 }
