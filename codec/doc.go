@@ -65,11 +65,19 @@
 // short), a name that is not also a top-level attribute. A message is
 // indexed under at most MaxKeyPairs values in all (each scalar attribute
 // counts one, each indexed list its length): Validate refuses more, from
-// the lists' lengths alone, before a store writes anything. Indexed text must be
-// valid UTF-8: Validate refuses a string (or a TextMarshaler's text) that
-// is not, naming the attribute, because encoding/json would store it with
-// U+FFFD in place of the invalid bytes and the message would be indexed
-// under a value it is not stored with. Attribute names starting with "__"
+// the lists' lengths alone, before a store writes anything.
+//
+// Every store indexes the same values: an indexed string (or a
+// TextMarshaler's text, each element of a list included) is at most
+// MaxIndexedValueBytes (1,024) bytes long, holds no NUL byte and is valid
+// UTF-8. Validate refuses any other, naming the attribute, before a store
+// writes anything, and CheckIndexedValue refuses it in the conditions and
+// partitions of reads (both as ErrInvalid). PostgreSQL cannot index a longer
+// value (its index entries stop at about 2.7 KB) nor store a NUL in text,
+// and encoding/json would store invalid UTF-8 with U+FFFD in place of the
+// invalid bytes, so the message would be indexed under a value it is not
+// stored with. An attribute that is not indexed (sourced:"noindex") takes
+// text of any length, NUL included. Attribute names starting with "__"
 // are reserved for the store: the messages of a type that a delete-on-ack
 // queue (an id-partitioned consumer group) handles are indexed under their
 // id as "__id" as well as under their payload.
