@@ -53,7 +53,7 @@ UNION ALL SELECT message_id, 'scheduled' FROM %s WHERE message_id = ANY($1::uuid
 		correlation: fmt.Sprintf(`SELECT %s FROM %s WHERE correlation_id = (SELECT correlation_id FROM %s WHERE message_id = $1) ORDER BY position`,
 			messageColumns, n.messages, n.messages),
 		dueScheduled: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
-FROM %s WHERE available_at <= $1 ORDER BY id LIMIT $2`, n.scheduled),
+FROM %s WHERE available_at <= $1 AND id > $3 ORDER BY id LIMIT $2`, n.scheduled),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ANY($1::bigint[])`, n.scheduled),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		g:               newGroupQueries(n),
