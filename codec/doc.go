@@ -41,7 +41,15 @@
 // nanosecond; the zone comes back as a fixed UTC offset, so compare times
 // with Equal), slices, maps, nested structs, pointers (nil kept) and any
 // json.Marshaler or encoding.TextMarshaler with its unmarshaler. Fields of
-// type any carry free-form JSON data (numbers come back as float64).
+// type any carry free-form JSON data, decoded as encoding/json decodes into
+// an any: numbers come back as float64, which holds integers exactly only
+// up to 2^53 (9,007,199,254,740,992), so a larger one (a 64-bit id, a
+// count of nanoseconds) comes back rounded, without an error. This is a
+// choice, kept so that free-form values compare as plain Go numbers: give
+// such a field its Go type (int64, uint64: every digit kept), or declare
+// it json.Number or json.RawMessage to keep the digits as written.
+// Message metadata (core.Message.Metadata) decodes the same way.
+// Upcasters, which see the raw object, get numbers as json.Number.
 // url.URL has no string form in encoding/json; use URL. Decode returns the
 // struct value, not a pointer, and ignores attributes the struct no longer
 // declares.

@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -53,5 +54,39 @@ func TestIndexedValueLimits(t *testing.T) {
 	}
 	if err := codec.CheckIndexedValue(long[:len(long)-1]); err != nil {
 		t.Errorf("CheckIndexedValue at the limit: %v", err)
+	}
+}
+
+// TestFreeFormNumbersDecodeAsFloat64 pins the choice the package doc
+// states: a field of type any decodes JSON numbers as float64, which holds
+// integers exactly only up to 2^53, so a larger one comes back rounded;
+// a typed integer field, or a json.Number, keeps every digit.
+func TestFreeFormNumbersDecodeAsFloat64(t *testing.T) {
+	type counted struct {
+		Exact  int64       `json:"exact"`
+		Free   any         `json:"free" sourced:"noindex"`
+		Digits json.Number `json:"digits" sourced:"noindex"`
+	}
+	reg := codec.NewRegistry()
+	codec.MustRegister[counted](reg, "limits.counted")
+	typ, err := reg.ByName("limits.counted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const big = 1<<53 + 1 // 9007199254740993: no float64 holds it
+	data, err := typ.Encode(counted{Exact: big, Free: int64(big), Digits: json.Number("9007199254740993")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := typ.Decode(typ.Version, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.(counted)
+	if got.Exact != big || got.Digits.String() != "9007199254740993" {
+		t.Fatalf("typed fields: %+v, want every digit kept", got)
+	}
+	if f, ok := got.Free.(float64); !ok || f != float64(1<<53) {
+		t.Fatalf("a number in a field of type any came back as %T %v, want float64 %v (rounded, as the package doc says)", got.Free, got.Free, float64(1<<53))
 	}
 }

@@ -332,12 +332,40 @@ func declares(t *codec.Type, name string) int {
 	}
 }
 
+// ErrInvalidLimit is matched by the error of a read whose Limit no store
+// honours: a negative one (Read, ReadPartition, ReadAll, All), or a page
+// of ReadAll or All over MaxPageSize.
+var ErrInvalidLimit = errors.New("sourced: invalid read limit")
+
+// MaxPageSize is the largest page ReadAll (and All) returns: a Limit over
+// it is refused (ErrInvalidLimit), so one call never holds a store's
+// reader, and the caller's memory, for a whole log. Page through a long
+// log with All or Page.Next instead.
+//
+// Read and ReadPartition have no such cap: with Limit 0 they return every
+// message matching their conditions, as a decision or a fold needs all of
+// its history; their cost is bounded by what the conditions select.
+const MaxPageSize = 10_000
+
+// CheckReadOptions refuses ReadOptions no store honours: a negative Limit
+// (0 is "no cap"; a negative one used to read everything on some stores).
+// Every store runs it on Read and ReadPartition, in a transaction or not.
+func CheckReadOptions(opts ReadOptions) error {
+	if opts.Limit < 0 {
+		return fmt.Errorf("sourced: read with limit %d: give a positive limit, or 0 for every matching message: %w", opts.Limit, ErrInvalidLimit)
+	}
+	return nil
+}
+
 // CheckReadAll refuses ReadAll options no page could honour: an order
-// other than Ascending and Descending, or conditions CheckConditions
-// refuses.
+// other than Ascending and Descending, a negative Limit or one over
+// MaxPageSize (ErrInvalidLimit), or conditions CheckConditions refuses.
 func CheckReadAll(reg *codec.Registry, opts ReadAllOptions) error {
 	if opts.Order != Ascending && opts.Order != Descending {
 		return fmt.Errorf("sourced: read all: unknown order %d: use shell.Ascending or shell.Descending", opts.Order)
+	}
+	if opts.Limit < 0 || opts.Limit > MaxPageSize {
+		return fmt.Errorf("sourced: read all with a page of %d messages: give a page size from 1 to %d (shell.MaxPageSize), or 0 for %d, and page on with Page.Next or All: %w", opts.Limit, MaxPageSize, DefaultPageSize, ErrInvalidLimit)
 	}
 	return CheckConditions(reg, opts.Conditions)
 }

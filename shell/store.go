@@ -161,7 +161,8 @@ type ReadOptions struct {
 	// Upto skips messages after this position (0: no bound), for
 	// point-in-time loads.
 	Upto int64
-	// Limit caps the number of messages returned (0: no cap).
+	// Limit caps the number of messages returned (0: no cap; negative:
+	// refused, see CheckReadOptions).
 	Limit int
 }
 
@@ -188,7 +189,8 @@ type ReadAllOptions struct {
 	From int64
 	// Conditions, when given, restrict the page to matching messages.
 	Conditions []core.Condition
-	// Limit is the page size (0: DefaultPageSize).
+	// Limit is the page size (0: DefaultPageSize; at most MaxPageSize, and
+	// not negative: see CheckReadAll).
 	Limit int
 	// Order is the direction: Ascending or Descending (anything else is
 	// refused, see CheckReadAll).

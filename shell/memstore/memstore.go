@@ -387,6 +387,9 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 	if err := shell.CheckConditions(s.reg, conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("memstore: read: %w", err)
 	}
+	if err := shell.CheckReadOptions(opts); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	}
 	match := func(r *record) bool { return core.MatchAny(conds, r.typ, r.keys) }
 	if len(conds) == 0 {
 		match = func(*record) bool { return false }
@@ -397,6 +400,9 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 // readPartition implements ReadPartition with the lock held.
 func (s *Store) readPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.reg, partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	}
+	if err := shell.CheckReadOptions(opts); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
 	typs := make([]*codec.Type, 0, len(types))

@@ -299,6 +299,9 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	if err := shell.CheckConditions(s.typed(), conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
 	}
+	if err := shell.CheckReadOptions(opts); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	}
 	if len(conds) == 0 {
 		var last int64
 		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
@@ -331,6 +334,9 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 
 func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := shell.CheckReadOptions(opts); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	typs, err := s.handledTypes(types)

@@ -160,3 +160,47 @@ func varied(n int) string {
 	}
 	return b.String()[:n]
 }
+
+// testReadLimits holds every store to the same read limits: a negative
+// Limit is refused (it used to read everything), and so is a ReadAll page
+// over shell.MaxPageSize, with an error matching shell.ErrInvalidLimit.
+func (s suite) testReadLimits(t *testing.T) {
+	e := s.env(t)
+	e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+	e.notes.take()
+	refused := func(how string, err error) {
+		t.Helper()
+		if !errors.Is(err, shell.ErrInvalidLimit) {
+			t.Fatalf("%s: %v, want shell.ErrInvalidLimit", how, err)
+		}
+	}
+	conds := []core.Condition{cond(TypeCourseCreated)}
+	_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{Limit: -1})
+	refused("read with limit -1", err)
+	_, err = e.store.ReadPartition(e.ctx, part("course_name", "Algebra"), []string{TypeCourseCreated}, shell.ReadOptions{Limit: -1})
+	refused("read partition with limit -1", err)
+	refused("in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
+		_, err := tx.Read(conds, shell.ReadOptions{Limit: -1})
+		return err
+	}))
+	refused("read partition in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
+		_, err := tx.ReadPartition(part("course_name", "Algebra"), []string{TypeCourseCreated}, shell.ReadOptions{Limit: -1})
+		return err
+	}))
+	for _, limit := range []int{-1, shell.MaxPageSize + 1} {
+		for _, order := range []shell.Order{shell.Ascending, shell.Descending} {
+			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Limit: limit, Order: order})
+			refused(fmt.Sprintf("read all with limit %d", limit), err)
+		}
+		for _, err := range e.store.All(e.ctx, shell.ReadAllOptions{Limit: limit}) {
+			refused(fmt.Sprintf("all with limit %d", limit), err)
+			break
+		}
+	}
+	if page := e.readAll(shell.ReadAllOptions{Limit: shell.MaxPageSize}); len(page.Messages) != 2 {
+		t.Fatalf("read all with the largest page: %s", describe(page.Messages))
+	}
+	if res := e.read(conds, shell.ReadOptions{}); len(res.Messages) != 2 {
+		t.Fatalf("read with no limit: %s", describe(res.Messages))
+	}
+}
