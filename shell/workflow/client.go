@@ -108,23 +108,11 @@ func Start[In, Out any](ctx context.Context, store shell.Store, wf *Definition[I
 			opt(&o)
 		}
 	}
-	if o.id == "" {
-		u, err := uuid.NewV7()
-		if err != nil {
-			return nil, err
-		}
-		o.id = "workflow-" + u.String()
-	}
-	data, err := json.Marshal(input)
+	start, err := starting(wf, input, o.id)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: encoding the input %T: %w", wf.name, input, err)
+		return nil, err
 	}
-	started := durable.WorkflowStarted{WorkflowID: o.id, Input: data}
-	if wf.ctx != nil {
-		if started.Context, err = json.Marshal(wf.ctx.seed()); err != nil {
-			return nil, fmt.Errorf("workflow %s: encoding the seeded context: %w", wf.name, err)
-		}
-	}
+	o.id = start.Payload.(durable.WorkflowStarted).WorkflowID
 	run := &Run[In, Out]{ID: o.id, store: store, wf: wf}
 	for {
 		res, err := store.ReadPartition(ctx, partition(o.id), []string{wf.types.WorkflowStarted}, shell.ReadOptions{Limit: 1})
@@ -134,7 +122,7 @@ func Start[In, Out any](ctx context.Context, store shell.Store, wf *Definition[I
 		if len(res.Messages) > 0 {
 			return run, nil // started already
 		}
-		_, err = store.Append(ctx, []core.Message{{Type: wf.types.WorkflowStarted, Payload: started}}, shell.AppendOptions{Guard: &res.Guard})
+		_, err = store.Append(ctx, []core.Message{start}, shell.AppendOptions{Guard: &res.Guard})
 		if errors.Is(err, core.ErrConcurrentAppend) {
 			continue // someone else started it: read it
 		}
@@ -143,6 +131,58 @@ func Start[In, Out any](ctx context.Context, store shell.Store, wf *Definition[I
 		}
 		return run, nil
 	}
+}
+
+// starting returns the WorkflowStarted message of a run of wf with input
+// and id (a fresh "workflow-<uuid>" when empty), the seeded context with
+// it.
+func starting[In, Out any](wf *Definition[In, Out], input In, id string) (core.Message, error) {
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return core.Message{}, err
+		}
+		id = "workflow-" + u.String()
+	}
+	data, err := json.Marshal(input)
+	if err != nil {
+		return core.Message{}, fmt.Errorf("workflow %s: encoding the input %T: %w", wf.name, input, err)
+	}
+	started := durable.WorkflowStarted{WorkflowID: id, Input: data}
+	if wf.ctx != nil {
+		if started.Context, err = json.Marshal(wf.ctx.seed()); err != nil {
+			return core.Message{}, fmt.Errorf("workflow %s: encoding the seeded context: %w", wf.name, err)
+		}
+	}
+	return core.Message{Type: wf.types.WorkflowStarted, Payload: started}, nil
+}
+
+// Starting returns the message that starts a run of wf with input, for a
+// decider or a reaction to return among its messages: the run then starts
+// in the transaction that stores the decision (both are stored, or
+// neither), instead of a Start after it with a gap between the two. The
+// run's id is WithID's, else a fresh "workflow-<uuid>"; derive it from the
+// decision (an order's id) to find the run again with Handle. Unlike
+// Start, Starting does not look for a run with that id: the decision's own
+// guard is what makes it happen once, so an id must not be reused. wf
+// must be among the runtime's reactors (which registers its types) for
+// the run to be driven.
+//
+//	core.Decide(func(s Booking, c Book) ([]any, error) {
+//		pay, err := workflow.Starting(payment, Charge{Booking: c.ID}, workflow.WithID("payment-"+c.ID))
+//		if err != nil {
+//			return nil, err
+//		}
+//		return []any{Booked{ID: c.ID}, pay}, nil
+//	})
+func Starting[In, Out any](wf *Definition[In, Out], input In, opts ...StartOption) (core.Message, error) {
+	var o startOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return starting(wf, input, o.id)
 }
 
 func partition(id string) map[string]string { return map[string]string{durable.PartitionKey: id} }

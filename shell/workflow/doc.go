@@ -17,6 +17,11 @@
 //	run, _ := workflow.Start(ctx, store, greeting, "Ada")
 //	out, err := run.Wait(ctx)
 //
+// A decision (or a reaction) starts a run as one of its messages with
+// Starting: the run's start is stored in the decision's transaction, so a
+// booking and its payment run are both stored or neither, with no gap
+// between two writes.
+//
 // # How a run moves
 //
 // A Definition is a reactor (effects.Reactor) with its own consumer group
