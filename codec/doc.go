@@ -41,13 +41,21 @@
 // nanosecond; the zone comes back as a fixed UTC offset, so compare times
 // with Equal), slices, maps, nested structs, pointers (nil kept) and any
 // json.Marshaler or encoding.TextMarshaler with its unmarshaler. Fields of
-// type any carry free-form JSON data (numbers come back as float64): nil,
-// bools, strings, numbers, json.Number, json.RawMessage, and slices and
-// string-keyed maps of those. Validate (so every append) refuses anything
-// else in them, naming the attribute and the path inside it: a time.Time
-// or another marshaler (stored as its string), a struct (it would come
-// back as a map[string]any), a []byte (a base64 string), a map with other
-// keys; give such a value a typed field.
+// type any carry free-form JSON data: nil, bools, strings, numbers,
+// json.Number, json.RawMessage, and slices and string-keyed maps of those.
+// Validate (so every append) refuses anything else in them, naming the
+// attribute and the path inside it: a time.Time or another marshaler
+// (stored as its string), a struct (it would come back as a
+// map[string]any), a []byte (a base64 string), a map with other keys; give
+// such a value a typed field. They are decoded as encoding/json decodes
+// into an any: numbers come back as float64, which holds integers exactly
+// only up to 2^53 (9,007,199,254,740,992), so a larger one (a 64-bit id, a
+// count of nanoseconds) comes back rounded, without an error. This is a
+// choice, kept so that free-form values compare as plain Go numbers: give
+// such a field its Go type (int64, uint64: every digit kept), or declare
+// it json.Number or json.RawMessage to keep the digits as written.
+// Message metadata (core.Message.Metadata) decodes the same way.
+// Upcasters, which see the raw object, get numbers as json.Number.
 // url.URL has no string form in encoding/json; use URL. Decode returns the
 // struct value, not a pointer, and ignores attributes the struct no longer
 // declares.
@@ -71,11 +79,19 @@
 // short), a name that is not also a top-level attribute. A message is
 // indexed under at most MaxKeyPairs values in all (each scalar attribute
 // counts one, each indexed list its length): Validate refuses more, from
-// the lists' lengths alone, before a store writes anything. Indexed text must be
-// valid UTF-8: Validate refuses a string (or a TextMarshaler's text) that
-// is not, naming the attribute, because encoding/json would store it with
-// U+FFFD in place of the invalid bytes and the message would be indexed
-// under a value it is not stored with. Attribute names starting with "__"
+// the lists' lengths alone, before a store writes anything.
+//
+// Every store indexes the same values: an indexed string (or a
+// TextMarshaler's text, each element of a list included) is at most
+// MaxIndexedValueBytes (1,024) bytes long, holds no NUL byte and is valid
+// UTF-8. Validate refuses any other, naming the attribute, before a store
+// writes anything, and CheckIndexedValue refuses it in the conditions and
+// partitions of reads (both as ErrInvalid). PostgreSQL cannot index a longer
+// value (its index entries stop at about 2.7 KB) nor store a NUL in text,
+// and encoding/json would store invalid UTF-8 with U+FFFD in place of the
+// invalid bytes, so the message would be indexed under a value it is not
+// stored with. An attribute that is not indexed (sourced:"noindex") takes
+// text of any length, NUL included. Attribute names starting with "__"
 // are reserved for the store: the messages of a type that a delete-on-ack
 // queue (an id-partitioned consumer group) handles are indexed under their
 // id as "__id" as well as under their payload.

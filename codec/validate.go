@@ -104,11 +104,14 @@ func (t *Type) validate(rv reflect.Value, payload any, ve *ValidationError, fail
 }
 
 // checkText adds a problem for every indexed text value (a string, or a
-// TextMarshaler's text) that is not valid UTF-8. encoding/json stores such
-// a value with U+FFFD in place of the invalid bytes, so the message would
-// be indexed under a value it is not stored with (and re-indexing the
-// stored payload, as promoting a scheduled message does, would index it
-// under another one).
+// TextMarshaler's text) no store can be indexed under the same way (see
+// CheckIndexedValue): one longer than MaxIndexedValueBytes, one holding a
+// NUL byte, one that is not valid UTF-8. encoding/json stores invalid
+// UTF-8 with U+FFFD in place of the invalid bytes, so the message would be
+// indexed under a value it is not stored with (and re-indexing the stored
+// payload, as promoting a scheduled message does, would index it under
+// another one); PostgreSQL refuses a NUL in text and an index entry over
+// about 2.7 KB, where SQLite takes both.
 func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[string]bool) {
 	for i := range t.keys {
 		kf := &t.keys[i]
@@ -123,8 +126,8 @@ func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[st
 			continue
 		}
 		if !kf.multi {
-			if at, bad := invalidText(kf, p); bad {
-				ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: utf8Problem(at)})
+			if problem := textProblem(kf, p); problem != "" {
+				ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: problem})
 			}
 			continue
 		}
@@ -135,8 +138,8 @@ func (t *Type) checkText(base unsafe.Pointer, ve *ValidationError, failed map[st
 				ep = kf.sub(ep)
 			}
 			if ep != nil {
-				if at, bad := invalidText(kf, ep); bad {
-					ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: fmt.Sprintf("element %d %s", j, utf8Problem(at))})
+				if problem := textProblem(kf, ep); problem != "" {
+					ve.Fields = append(ve.Fields, FieldError{Field: kf.name, Problem: fmt.Sprintf("element %d %s", j, problem)})
 					break
 				}
 			}
@@ -185,22 +188,18 @@ func utf8Problem(at int) string {
 	return fmt.Sprintf("is not valid UTF-8 (at byte %d): indexed values must be text, which JSON would store with U+FFFD in place of the invalid bytes; fix the input, or use []byte for binary data", at)
 }
 
-// invalidText reports whether the string or text at p is not valid UTF-8,
-// and the offset of the first invalid byte.
-func invalidText(kf *keyField, p unsafe.Pointer) (int, bool) {
+// textProblem says what is wrong with the string or text at p as an
+// indexed value ("" when nothing is; see CheckIndexedValue).
+func textProblem(kf *keyField, p unsafe.Pointer) string {
 	if kf.kind == kString {
-		s := *(*string)(p)
-		if utf8.ValidString(s) {
-			return 0, false
-		}
-		return firstInvalid([]byte(s)), true
+		return indexedValueProblem(*(*string)(p))
 	}
 	var buf [64]byte
 	text, err := appendScalar(buf[:0], kf.kind, kf.typ, p)
-	if err != nil || utf8.Valid(text) {
-		return 0, false // a failing marshaler is Encode's to report
+	if err != nil {
+		return "" // a failing marshaler is Encode's to report
 	}
-	return firstInvalid(text), true
+	return indexedValueProblem(unsafe.String(unsafe.SliceData(text), len(text)))
 }
 
 // firstInvalid returns the offset of the first byte of b that is not

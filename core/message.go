@@ -24,7 +24,9 @@ type Message struct {
 	// Payload is the message's data: a registered struct value.
 	Payload any
 	// Metadata holds JSON-native values (strings, numbers, bools, nested
-	// maps and slices of those). It is not typed by the codec.
+	// maps and slices of those). It is not typed by the codec: read back,
+	// numbers are float64, exact for integers up to 2^53 only (a larger
+	// one comes back rounded; store it as a string).
 	Metadata map[string]any
 	// CausationID is the id of the message that caused this one; it defaults
 	// to the message's own id.

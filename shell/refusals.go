@@ -50,11 +50,18 @@ type InvalidPartitionError struct {
 	Attribute string
 	// Problem says what is wrong and what to do.
 	Problem string
+	// Err is the cause when a value is one no message can be indexed
+	// under (see codec.CheckIndexedValue): it wraps codec.ErrInvalid, so
+	// errors.Is(err, codec.ErrInvalid) holds too. Nil otherwise.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *InvalidPartitionError) Unwrap() error { return e.Err }
 
 func (e *InvalidPartitionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sourced: read partition %s of %s", PartitionKey(e.Partition), strings.Join(e.Types, ", "))
+	fmt.Fprintf(&b, "sourced: read partition %s of %s", clip(PartitionKey(e.Partition)), strings.Join(e.Types, ", "))
 	if e.Attribute != "" {
 		fmt.Fprintf(&b, ", attribute %q", e.Attribute)
 	}
@@ -78,7 +85,9 @@ func (e *InvalidPartitionError) Is(target error) bool { return target == ErrInva
 //     be empty, and its guard would guard nothing);
 //   - an attribute reserved for the store, core.IDKey beside other
 //     attributes or with a value that is not a message id, a value that is
-//     not valid UTF-8.
+//     no message can be indexed under (codec.CheckIndexedValue: longer
+//     than codec.MaxIndexedValueBytes, holding a NUL, not valid UTF-8;
+//     the error then wraps codec.ErrInvalid too).
 //
 // An attribute that some registered type indexes need not be declared by
 // every type read, nor by any: a message is matched on the partition
@@ -114,6 +123,9 @@ func CheckReadPartition(reg *codec.Registry, partition map[string]string, types 
 	// the error to name the first at fault) only when one is.
 	bad, carried := false, !typed // carried: some type read declares some attribute
 	for name, value := range partition {
+		if err := codec.CheckIndexedValue(value); err != nil {
+			return &InvalidPartitionError{Partition: partition, Types: types, Attribute: name, Problem: valueProblem(err), Err: err}
+		}
 		indexed, problem := partitionAttribute(reg, types, typed, name, value)
 		carried = carried || indexed
 		bad = bad || problem != ""
@@ -136,9 +148,6 @@ func CheckReadPartition(reg *codec.Registry, partition map[string]string, types 
 func partitionAttribute(reg *codec.Registry, types []string, typed bool, name, value string) (indexed bool, problem string) {
 	if strings.HasPrefix(name, codec.ReservedPrefix) {
 		return false, fmt.Sprintf("attributes starting with %q are reserved for the store (only %s, alone, names a partition)", codec.ReservedPrefix, core.IDKey)
-	}
-	if !utf8.ValidString(value) {
-		return false, fmt.Sprintf("the value %q is not valid UTF-8, and no indexed value is", value)
 	}
 	if !typed {
 		return false, ""
@@ -180,12 +189,19 @@ type InvalidConditionError struct {
 	Attribute string
 	// Problem says what is wrong and what to do.
 	Problem string
+	// Err is the cause when the value is one no message can be indexed
+	// under (see codec.CheckIndexedValue): it wraps codec.ErrInvalid, so
+	// errors.Is(err, codec.ErrInvalid) holds too. Nil otherwise.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *InvalidConditionError) Unwrap() error { return e.Err }
 
 func (e *InvalidConditionError) Error() string {
 	var b strings.Builder
 	b.WriteString("sourced: condition ")
-	b.WriteString(e.Condition.String())
+	b.WriteString(clip(e.Condition.String()))
 	if e.Condition.Type != "" {
 		fmt.Fprintf(&b, " on type %q", e.Condition.Type)
 	}
@@ -204,13 +220,14 @@ func (e *InvalidConditionError) Is(target error) bool { return target == ErrInva
 // that could never match a message stored with reg: an empty type, a type
 // reg does not know, an attribute the type does not declare or does not
 // index (a nested struct, a map, a field tagged `sourced:"noindex"`), an
-// attribute reserved for the store (core.IDKey), or a value that is not
-// valid UTF-8 (no indexed value is). A condition with no attributes selects
-// every message of its type and is valid.
+// attribute reserved for the store (core.IDKey), or a value no message
+// can be indexed under (see codec.CheckIndexedValue; the error then wraps
+// codec.ErrInvalid too). A condition with no attributes selects every
+// message of its type and is valid.
 //
 // With a nil registry (a store reading payloads raw, such as the sourced
 // command's, knows no types) only what needs no type is checked: an empty
-// type, a reserved attribute, a value that is not UTF-8.
+// type, a reserved attribute, a value no message is indexed under.
 func CheckConditions(reg *codec.Registry, conds []core.Condition) error {
 	for _, c := range conds {
 		if err := checkCondition(reg, c); err != nil {
@@ -238,8 +255,8 @@ func checkCondition(reg *codec.Registry, c core.Condition) error {
 		if strings.HasPrefix(name, codec.ReservedPrefix) {
 			return fail(name, "attributes starting with %q are reserved for the store and cannot be queried", codec.ReservedPrefix)
 		}
-		if !utf8.ValidString(value) {
-			return fail(name, "the value %q is not valid UTF-8, and no indexed value is", value)
+		if err := codec.CheckIndexedValue(value); err != nil {
+			return &InvalidConditionError{Condition: c, Attribute: name, Problem: valueProblem(err), Err: err}
 		}
 		if t == nil {
 			continue
@@ -257,6 +274,28 @@ func checkCondition(reg *codec.Registry, c core.Condition) error {
 		}
 	}
 	return nil
+}
+
+// maxQuoted is how many bytes of a caller's input an error message quotes.
+const maxQuoted = 200
+
+// clip cuts s to about maxQuoted bytes (on a character boundary), saying
+// how long it was, so that an error never repeats unbounded input.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// valueProblem is the problem codec.CheckIndexedValue found, for a
+// refusal that names the attribute itself.
+func valueProblem(err error) string {
+	return strings.TrimPrefix(err.Error(), "codec: ") + "; no message is indexed under such a value"
 }
 
 func fieldNames(t *codec.Type) string {
@@ -298,9 +337,35 @@ func declares(t *codec.Type, name string) int {
 // with Descending, Before with Ascending, or a negative After or Before.
 var ErrInvalidCursor = errors.New("sourced: invalid read all cursor")
 
+// ErrInvalidLimit is matched by the error of a read whose Limit no store
+// honours: a negative one (Read, ReadPartition, ReadAll, All), or a page
+// of ReadAll or All over MaxPageSize.
+var ErrInvalidLimit = errors.New("sourced: invalid read limit")
+
+// MaxPageSize is the largest page ReadAll (and All) returns: a Limit over
+// it is refused (ErrInvalidLimit), so one call never holds a store's
+// reader, and the caller's memory, for a whole log. Page through a long
+// log with All or Page.Next instead.
+//
+// Read and ReadPartition have no such cap: with Limit 0 they return every
+// message matching their conditions, as a decision or a fold needs all of
+// its history; their cost is bounded by what the conditions select.
+const MaxPageSize = 10_000
+
+// CheckReadOptions refuses ReadOptions no store honours: a negative Limit
+// (0 is "no cap"; a negative one used to read everything on some stores).
+// Every store runs it on Read and ReadPartition, in a transaction or not.
+func CheckReadOptions(opts ReadOptions) error {
+	if opts.Limit < 0 {
+		return fmt.Errorf("sourced: read with limit %d: give a positive limit, or 0 for every matching message: %w", opts.Limit, ErrInvalidLimit)
+	}
+	return nil
+}
+
 // CheckReadAll refuses ReadAll options no page could honour: an order
 // other than Ascending and Descending, cursors ReadAllOptions does not
-// allow (ErrInvalidCursor), or conditions CheckConditions refuses.
+// allow (ErrInvalidCursor), a negative Limit or one over MaxPageSize
+// (ErrInvalidLimit), or conditions CheckConditions refuses.
 func CheckReadAll(reg *codec.Registry, opts ReadAllOptions) error {
 	if opts.Order != Ascending && opts.Order != Descending {
 		return fmt.Errorf("sourced: read all: unknown order %d: use shell.Ascending or shell.Descending", opts.Order)
@@ -314,6 +379,8 @@ func CheckReadAll(reg *codec.Registry, opts ReadAllOptions) error {
 		return fmt.Errorf("%w: Before %d with Ascending: an ascending read goes on from a cursor, give After (exclusive) or From (inclusive)", ErrInvalidCursor, opts.Before)
 	case opts.From > 0 && (opts.After > 0 || opts.Before > 0):
 		return fmt.Errorf("%w: From %d with After %d or Before %d: give one cursor (From includes its position, After and Before do not)", ErrInvalidCursor, opts.From, opts.After, opts.Before)
+	case opts.Limit < 0 || opts.Limit > MaxPageSize:
+		return fmt.Errorf("sourced: read all with a page of %d messages: give a page size from 1 to %d (shell.MaxPageSize), or 0 for %d, and page on with Page.Next or All: %w", opts.Limit, MaxPageSize, DefaultPageSize, ErrInvalidLimit)
 	}
 	return CheckConditions(reg, opts.Conditions)
 }

@@ -84,12 +84,25 @@ type RouterOptions struct {
 	// to the group's error strategy. 0 (the default of a bare Router): no
 	// timeout; a Runtime sets it to Config.MaxClaimAge.
 	BatchTimeout time.Duration
+	// SyncTimeout is how long the sync work (effects.Sync) of one batch
+	// may run, inside the batch's write transaction, when the reactor
+	// declares no timeout of its own (core.Hooks.Timeout,
+	// TimeoutProvider): past it the work's context is cancelled and, if
+	// the work then fails, the batch fails with a *BatchTimeoutError that
+	// goes to the group's error strategy. Every other write of the process
+	// waits for that transaction meanwhile (on SQLite until its busy
+	// timeout, then fails with ErrBusy), so sync work that blocks must not
+	// hold it for long. Default DefaultSyncTimeout; negative: none.
+	SyncTimeout time.Duration
 }
 
 // Defaults of RouterOptions (and Config).
 const (
 	DefaultBatchesPerHandle = 32
 	DefaultInlineBudget     = 20 * time.Millisecond
+	// DefaultSyncTimeout bounds the sync work of one batch (see
+	// RouterOptions.SyncTimeout): as long as SQLite's default busy timeout.
+	DefaultSyncTimeout = 5 * time.Second
 	// DefaultStateCacheSize is how many partitions' states the router's
 	// own StateCache holds.
 	DefaultStateCacheSize = 10_000
@@ -199,6 +212,9 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	}
 	if opts.InlineBudget <= 0 {
 		opts.InlineBudget = DefaultInlineBudget
+	}
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
 	}
 	if opts.MaxConflictRetries <= 0 {
 		opts.MaxConflictRetries = 3
@@ -1135,8 +1151,21 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		deletes []int64
 		wrote   bool
 	)
+	// The batch's sync work runs under its limit (it holds the write
+	// transaction every other write waits for).
+	sctx, limit := ctx, time.Duration(0)
+	if hasSync(pairs) {
+		if limit = rt.syncLimit(re); limit > 0 {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+		}
+	}
 	for _, p := range pairs {
-		if err := rt.signals(ctx, tx, p, start, &wrote, &afters, &deletes); err != nil {
+		if err := rt.signals(sctx, tx, p, start, &wrote, &afters, &deletes); err != nil {
+			if limit > 0 && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+				err = &BatchTimeoutError{Group: re.info.Group, Timeout: limit, Err: err}
+			}
 			if p.Source.Position > 0 {
 				err = &atMessage{msg: p.Source, err: err}
 			}
@@ -1155,6 +1184,27 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim,
 		return afters, false, tx.Release(claim)
 	}
 	return afters, true, tx.Ack(claim, last)
+}
+
+// hasSync tells whether any of the pairs has sync work.
+func hasSync(pairs []effects.Pair) bool {
+	for _, p := range pairs {
+		for _, s := range p.Signals {
+			if _, ok := s.(effects.Sync); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// syncLimit is how long the sync work of one batch of re may run: its
+// own timeout, else RouterOptions.SyncTimeout; 0 (or negative) means none.
+func (rt *Router) syncLimit(re *reactor) time.Duration {
+	if re.hooks.Timeout != 0 {
+		return re.hooks.Timeout
+	}
+	return rt.opts.SyncTimeout
 }
 
 // guardedAppends tells whether any of the pairs appends with a guard.

@@ -725,10 +725,16 @@ func (t *Task) Ticks() int64 { return t.ticks.Load() }
 
 // newScheduler promotes scheduled messages: it sleeps until the next one is
 // due (not a fixed tick, so a message due in 1 s is not 5 s late), waking
-// early when an append may have scheduled an earlier one.
+// early when an append may have scheduled an earlier one. While the store
+// keeps due messages set aside (an *UnpromotedError: they cannot be
+// appended as they are), the earliest due time is in the past for good:
+// the scheduler then ticks once per Interval, reporting them each time,
+// instead of spinning.
 func newScheduler(rt *Runtime) *Task {
+	var aside atomic.Bool // the last promotion set messages aside
 	t := newTask("scheduled messages", rt.cfg.CatchUpInterval, rt.cfg.Clock, func(ctx context.Context) error {
 		n, err := rt.store.PromoteScheduled(ctx, rt.cfg.Clock.Now())
+		aside.Store(errors.Is(err, ErrUnpromoted))
 		if n > 0 {
 			rt.log.DebugContext(ctx, "sourced: promoted scheduled messages", "count", n)
 			observe(ctx, rt.cfg.Observer, ScheduledPromoted{Count: n})
@@ -741,7 +747,11 @@ func newScheduler(rt *Runtime) *Task {
 		if err != nil || !ok {
 			return t.Interval
 		}
-		return min(max(next.Sub(rt.cfg.Clock.Now()), 0), t.Interval)
+		d := next.Sub(rt.cfg.Clock.Now())
+		if d <= 0 && aside.Load() {
+			return t.Interval // what is due may be what was set aside
+		}
+		return min(max(d, 0), t.Interval)
 	}
 	return t
 }

@@ -57,7 +57,12 @@ type Store interface {
 	All(ctx context.Context, opts ReadAllOptions) iter.Seq2[core.PositionedMessage, error]
 
 	// PromoteScheduled moves scheduled messages due at or before now into
-	// the log, in the order they were scheduled, and returns how many.
+	// the log, in the order they were scheduled, and returns how many. A
+	// due message that cannot be appended as it is (its type unregistered,
+	// its payload no longer decoding or validating: see CheckPromotable)
+	// is set aside, left in the schedule, while every other due message is
+	// promoted: the error is then an *UnpromotedError listing it, beside
+	// the count of those promoted.
 	PromoteScheduled(ctx context.Context, now time.Time) (int, error)
 	// NextScheduled returns when the earliest scheduled message is due, and
 	// false when none is scheduled.
@@ -156,7 +161,8 @@ type ReadOptions struct {
 	// Upto skips messages after this position (0: no bound), for
 	// point-in-time loads.
 	Upto int64
-	// Limit caps the number of messages returned (0: no cap).
+	// Limit caps the number of messages returned (0: no cap; negative:
+	// refused, see CheckReadOptions).
 	Limit int
 }
 
@@ -204,7 +210,8 @@ type ReadAllOptions struct {
 	Before int64
 	// Conditions, when given, restrict the page to matching messages.
 	Conditions []core.Condition
-	// Limit is the page size (0: DefaultPageSize).
+	// Limit is the page size (0: DefaultPageSize; at most MaxPageSize, and
+	// not negative: see CheckReadAll).
 	Limit int
 	// Order is the direction: Ascending or Descending (anything else is
 	// refused, see CheckReadAll).

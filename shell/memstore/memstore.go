@@ -218,14 +218,24 @@ func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[co
 // PromoteScheduled moves the scheduled messages due at or before now into
 // the log, in the order they were scheduled, keeping their ids and times,
 // and returns how many it moved. Promoted messages are appended like any
-// other: they create the offsets of the consumer groups handling them.
+// other: they create the offsets of the consumer groups handling them. A
+// due message that cannot be appended as it is (shell.CheckPromotable) is
+// set aside, left in the schedule, while the others are promoted; the
+// error is then a *shell.UnpromotedError listing it.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
 	n := 0
+	var aside []shell.UnpromotedMessage
 	err := s.write(ctx, func(t *tx) error {
+		n, aside = 0, nil
 		old := s.schedule
 		kept := make([]record, 0, len(old))
 		for _, r := range old {
 			if r.createdAt.After(now) {
+				kept = append(kept, r)
+				continue
+			}
+			if why := s.promotable(&r); why != nil {
+				aside = append(aside, shell.UnpromotedMessage{ID: r.id, Type: r.typ, DueAt: r.createdAt, Err: why})
 				kept = append(kept, r)
 				continue
 			}
@@ -239,7 +249,24 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 	if err != nil {
 		return 0, err
 	}
+	if len(aside) > 0 {
+		return n, &shell.UnpromotedError{Messages: aside}
+	}
 	return n, nil
+}
+
+// promotable reports why a due scheduled record cannot be promoted (nil
+// when it can).
+func (s *Store) promotable(r *record) error {
+	typ, err := s.reg.ByName(r.typ)
+	if err != nil {
+		return err
+	}
+	m, err := s.decode(r)
+	if err != nil {
+		return err
+	}
+	return shell.CheckPromotable(typ, m.Message)
 }
 
 // NextScheduled returns when the earliest scheduled message is due, and
@@ -360,6 +387,9 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 	if err := shell.CheckConditions(s.reg, conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("memstore: read: %w", err)
 	}
+	if err := shell.CheckReadOptions(opts); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	}
 	match := func(r *record) bool { return core.MatchAny(conds, r.typ, r.keys) }
 	if len(conds) == 0 {
 		match = func(*record) bool { return false }
@@ -370,6 +400,9 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 // readPartition implements ReadPartition with the lock held.
 func (s *Store) readPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.reg, partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	}
+	if err := shell.CheckReadOptions(opts); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
 	typs := make([]*codec.Type, 0, len(types))

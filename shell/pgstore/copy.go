@@ -2,7 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/sourced-go/sourced/codec"
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
@@ -20,6 +26,13 @@ const copyBatch = 500
 // (shell.ErrDuplicateID) after the batches before it committed, so a
 // failed copy is resumed by copying into a fresh store again.
 //
+// A message dst would refuse (codec.ErrInvalid: one another store took,
+// such as SQLite, that breaks the limits every store now holds to, e.g.
+// an indexed value over codec.MaxIndexedValueBytes or holding a NUL, or
+// one that no longer validates) is left out, and the copy goes on with
+// the others: Copy then returns, beside the count copied, a *CopyError
+// listing each message left out with its position in src and why.
+//
 // Copy does not move scheduled messages (promote them, or let them fire,
 // first) nor consumer groups: register the app's groups on dst after the
 // copy and they discover the copied log and process it from the start,
@@ -27,6 +40,7 @@ const copyBatch = 500
 // advanced first (see shell.GroupTx.AdvanceOffset).
 func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 	n := 0
+	var left []NotCopied
 	batch := make([]core.Message, 0, copyBatch)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -43,6 +57,17 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("pgstore: copy: read the source: %w", err)
 		}
+		if !dst.raw {
+			// Checked as dst's append would, without writing: one message
+			// refused would fail its whole batch.
+			if _, err := shell.PrepareMessage(dst.reg, m.Message, m.CreatedAt); err != nil {
+				if !errors.Is(err, codec.ErrInvalid) {
+					return n, fmt.Errorf("pgstore: copy: message %s at position %d: %w", m.ID, m.Position, err)
+				}
+				left = append(left, NotCopied{Position: m.Position, ID: m.ID, Type: m.Type, Err: err})
+				continue
+			}
+		}
 		batch = append(batch, m.Message)
 		if len(batch) == copyBatch {
 			if err := flush(); err != nil {
@@ -50,5 +75,50 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 			}
 		}
 	}
-	return n, flush()
+	if err := flush(); err != nil {
+		return n, err
+	}
+	if len(left) > 0 {
+		return n, &CopyError{Copied: n, NotCopied: left}
+	}
+	return n, nil
 }
+
+// NotCopied is a message of the source that Copy left out.
+type NotCopied struct {
+	// Position is the message's position in the source.
+	Position int64
+	// ID is its id.
+	ID uuid.UUID
+	// Type is its type string.
+	Type string
+	// Err says why dst refuses it (it matches codec.ErrInvalid).
+	Err error
+}
+
+// CopyError reports the messages Copy left out because dst refuses them;
+// every other message was copied (Copied of them). It matches
+// errors.Is(err, codec.ErrInvalid). Fix or drop the listed messages in the
+// source and copy into a fresh store again, or accept the copy without
+// them.
+type CopyError struct {
+	Copied    int
+	NotCopied []NotCopied
+}
+
+func (e *CopyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pgstore: copy: %d messages copied, %d left out that PostgreSQL's store refuses", e.Copied, len(e.NotCopied))
+	const shown = 5
+	for i, m := range e.NotCopied {
+		if i == shown {
+			fmt.Fprintf(&b, "; and %d more", len(e.NotCopied)-shown)
+			break
+		}
+		fmt.Fprintf(&b, "; position %d (%s %s): %v", m.Position, m.Type, m.ID, m.Err)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, codec.ErrInvalid) true.
+func (e *CopyError) Is(target error) bool { return target == codec.ErrInvalid }

@@ -1,9 +1,15 @@
 package pgstore_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"iter"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
@@ -71,5 +77,101 @@ func TestCopyFromSQLite(t *testing.T) {
 	// The copy again: every id is there already.
 	if _, err := pgstore.Copy(ctx, lite, pg); err == nil {
 		t.Fatal("a second copy into the same store succeeded")
+	}
+}
+
+type looseNote struct {
+	Topic string `json:"topic"`
+	Body  string `json:"body" sourced:"noindex"`
+}
+
+type strictNote struct {
+	Topic string `json:"topic"`
+	Body  string `json:"body"`
+}
+
+// oldLog is a source log written before the limits on indexed values:
+// its notes are read as strictNote, whose body is indexed, whatever they
+// hold.
+type oldLog struct{ shell.Store }
+
+func (o oldLog) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return func(yield func(core.PositionedMessage, error) bool) {
+		for m, err := range o.Store.All(ctx, opts) {
+			if n, ok := m.Payload.(looseNote); ok {
+				m.Type, m.Payload = "copy.note", strictNote(n)
+			}
+			if !yield(m, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestCopyReportsWhatItCannotCopy: messages the source took that the
+// PostgreSQL store refuses (indexed values over codec.MaxIndexedValueBytes
+// or holding a NUL, which SQLite took before the limits) no longer stop
+// the copy at the first: every other message is copied, and a
+// *pgstore.CopyError lists the ones left out by their source positions.
+func TestCopyReportsWhatItCannotCopy(t *testing.T) {
+	ctx := t.Context()
+	srcReg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstReg, _ := storetest.NewRegistry()
+	codec.MustRegister[strictNote](dstReg, "copy.note")
+	codec.MustRegister[looseNote](srcReg, "copy.loose_note")
+	lite, err := sqlitestore.Install(ctx, ":memory:", sqlitestore.Options{Registry: srcReg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	var batch []core.Message
+	for i := range 1100 {
+		var p any = storetest.UserJoinedCourse{CourseName: "c", UserID: fmt.Sprint("u", i)}
+		switch i {
+		case 3:
+			p = looseNote{Topic: "t", Body: "a\x00b"}
+		case 600:
+			p = looseNote{Topic: "t", Body: strings.Repeat("x", 4000)}
+		case 601:
+			p = looseNote{Topic: "t", Body: "fine"}
+		}
+		batch = append(batch, core.NewMessage(p))
+	}
+	if _, err := lite.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pg := open(t, pgstore.Options{Registry: dstReg})
+	n, err := pgstore.Copy(ctx, oldLog{lite}, pg)
+	var ce *pgstore.CopyError
+	if !errors.As(err, &ce) || !errors.Is(err, codec.ErrInvalid) || n != 1098 || ce.Copied != 1098 {
+		t.Fatalf("copy: %d, %v; want 1098 copied and a *pgstore.CopyError", n, err)
+	}
+	var got []int64
+	for _, m := range ce.NotCopied {
+		got = append(got, m.Position)
+		if m.Type != "copy.note" || !errors.Is(m.Err, codec.ErrInvalid) {
+			t.Fatalf("left out %+v, want a copy.note refused as codec.ErrInvalid", m)
+		}
+	}
+	if !slices.Equal(got, []int64{4, 601}) {
+		t.Fatalf("left out positions %v, want [4 601]", got)
+	}
+	if len(err.Error()) > 2000 {
+		t.Fatalf("the error is %d bytes long", len(err.Error()))
+	}
+	var notes []strictNote
+	for m, err := range pg.All(ctx, shell.ReadAllOptions{Limit: 500}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := m.Payload.(strictNote); ok {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) != 1 || notes[0].Body != "fine" {
+		t.Fatalf("notes copied: %v, want the fine one alone", notes)
 	}
 }

@@ -53,7 +53,7 @@ UNION ALL SELECT message_id, 'scheduled' FROM %s WHERE message_id = ANY($1::uuid
 		correlation: fmt.Sprintf(`SELECT %s FROM %s WHERE correlation_id = (SELECT correlation_id FROM %s WHERE message_id = $1) ORDER BY position`,
 			messageColumns, n.messages, n.messages),
 		dueScheduled: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
-FROM %s WHERE available_at <= $1 ORDER BY id LIMIT $2`, n.scheduled),
+FROM %s WHERE available_at <= $1 AND id > $3 ORDER BY id LIMIT $2`, n.scheduled),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ANY($1::bigint[])`, n.scheduled),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		g:               newGroupQueries(n),
@@ -299,6 +299,9 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	if err := shell.CheckConditions(s.typed(), conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
 	}
+	if err := shell.CheckReadOptions(opts); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	}
 	if len(conds) == 0 {
 		var last int64
 		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
@@ -331,6 +334,9 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 
 func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := shell.CheckReadOptions(opts); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	typs, err := s.handledTypes(types)

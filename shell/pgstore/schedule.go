@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // promotionBatch is how many scheduled messages one transaction of
@@ -20,30 +24,51 @@ const promotionBatch = 500
 // many processes promote at once (the second finds the rows gone).
 // Promoted messages are appended like any other: indexed, creating and
 // waking the offsets of the groups that handle them, announced.
+//
+// A due message that cannot be appended as it is (shell.CheckPromotable:
+// its type unregistered, its payload no longer decoding or validating, an
+// indexed value over codec.MaxIndexedValueBytes or holding a NUL, which
+// PostgreSQL would refuse and fail the whole batch with) is set aside: left
+// in the schedule as it is, while the others are promoted; the error is
+// then a *shell.UnpromotedError listing it, beside the count.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
 	total := 0
+	var aside []shell.UnpromotedMessage
+	var after int64 // the last row read: set-aside rows stay behind it
 	for {
-		n := 0
+		var n, read int
+		var set []shell.UnpromotedMessage
+		last := after
 		err := s.update(ctx, lockExclusive, func(t *tx) error {
 			var err error
-			n, err = t.promote(now)
+			n, read, last, set, err = t.promote(now, after)
 			return err
 		})
 		if err != nil {
 			return total, err
 		}
 		total += n
-		if n < promotionBatch {
-			return total, nil
+		aside = append(aside, set...)
+		after = last
+		if read < promotionBatch {
+			break
 		}
 	}
+	if len(aside) > 0 {
+		return total, &shell.UnpromotedError{Messages: aside}
+	}
+	return total, nil
 }
 
-func (t *tx) promote(now time.Time) (int, error) {
+// promote promotes the due rows after the row id after, one batch: it
+// returns how many it promoted, how many it read, the last row id read,
+// and the messages it set aside.
+func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside []shell.UnpromotedMessage, err error) {
 	s := t.s
-	rows, err := t.c.Query(t.ctx, s.q.dueScheduled, now, promotionBatch)
+	last = after
+	rows, err := t.c.Query(t.ctx, s.q.dueScheduled, now, promotionBatch, after)
 	if err != nil {
-		return 0, t.fail("promote", err)
+		return 0, 0, last, nil, t.fail("promote", err)
 	}
 	type due struct {
 		id  int64
@@ -55,42 +80,60 @@ func (t *tx) promote(now time.Time) (int, error) {
 		r := &d.row
 		if err := rows.Scan(&d.id, &r.id, &r.typ, &r.version, &r.causation, &r.correlation, &r.payload, &r.metadata, &r.created); err != nil {
 			rows.Close()
-			return 0, t.fail("promote", err)
+			return 0, 0, last, nil, t.fail("promote", err)
 		}
 		dues = append(dues, d)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, t.fail("promote", err)
+		return 0, 0, last, nil, t.fail("promote", err)
 	}
 	if len(dues) == 0 {
-		return 0, nil
+		return 0, 0, last, nil, nil
 	}
+	last = dues[len(dues)-1].id
 	b := &pgx.Batch{}
 	ups := newUpserts()
-	ids := make([]int64, len(dues))
+	ids := make([]int64, 0, len(dues))
 	for i := range dues {
 		d := &dues[i]
-		ids[i] = d.id
-		pm, err := s.decode(&d.row)
-		if err != nil {
-			return 0, err
+		m, typ, why := s.promotable(&d.row)
+		if why != nil {
+			aside = append(aside, shell.UnpromotedMessage{ID: *d.row.id, Type: *d.row.typ, DueAt: d.row.created.UTC(), Err: why})
+			continue
 		}
-		m := pm.Message
-		typ, err := s.reg.ByName(m.Type)
-		if err != nil {
-			return 0, fmt.Errorf("pgstore: promote %s: %w", m.ID, err)
-		}
+		ids = append(ids, d.id)
 		p := prepared{typ: typ, version: *d.row.version, payload: d.row.payload, metadata: d.row.metadata}
 		p.keys = indexKeys(typ, &m, t.gs.byID)
 		t.queueInsert(b, ups, &m, &p)
 	}
+	if len(ids) == 0 {
+		return 0, len(dues), last, aside, nil
+	}
 	b.Queue(s.q.deleteScheduled, ids)
 	ups.queue(b, s)
 	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-		return 0, t.fail("promote", err)
+		return 0, 0, after, nil, t.fail("promote", err)
 	}
-	return len(dues), nil
+	return len(ids), len(dues), last, aside, nil
+}
+
+// promotable decodes a due row and reports why it cannot be promoted (nil
+// when it can): see shell.CheckPromotable.
+func (s *Store) promotable(r *msgRow) (core.Message, *codec.Type, error) {
+	pm, err := s.decode(r)
+	if err != nil {
+		return core.Message{}, nil, err
+	}
+	m := pm.Message
+	typ, err := s.reg.ByName(m.Type)
+	if err != nil {
+		return m, nil, fmt.Errorf("pgstore: promote %s: %w", m.ID, err)
+	}
+	if s.raw {
+		return m, typ, nil // the payload is raw JSON: nothing to validate
+	}
+	return m, typ, shell.CheckPromotable(typ, m)
 }
 
 // NextScheduled returns when the earliest scheduled message is due, and

@@ -225,7 +225,7 @@ func (s *Store) endGroup(w *writer, err error) {
 // first.
 func (s *Store) takeIdleWriter(ctx context.Context) (*writer, error) {
 	for {
-		w, err := s.takeWriter(ctx)
+		w, err := s.takeWriterWithin(ctx, 0) // until ctx ends: Close must get it
 		if err != nil || w.group == nil {
 			return w, err
 		}

@@ -46,7 +46,11 @@
 // A Store holds one writer connection and a pool of reader connections.
 // Every write (Update, Append, PromoteScheduled, Optimize, and the
 // consumer-group operations) takes the writer,
-// so writes of one process are serialised in Go, and runs in one BEGIN
+// so writes of one process are serialised in Go (a write waits for the
+// writer up to Options.BusyTimeout too, then fails with shell.ErrBusy: one
+// transaction that runs long, such as sync work that blocks, does not wedge
+// the others; Optimize and Close wait as long as their context lets them),
+// and runs in one BEGIN
 // IMMEDIATE transaction, so writes of several processes are serialised by
 // SQLite's write lock, waited for up to Options.BusyTimeout: a read-then-
 // write transaction never fails with SQLITE_BUSY_SNAPSHOT, and a guard

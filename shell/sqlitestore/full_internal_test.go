@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -63,7 +64,11 @@ func TestAFullDiskFailsNoGroup(t *testing.T) {
 	}
 
 	limitPages(t, s, 1)
-	_, err = s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "big", Ref: string(make([]byte, 20_000))})}, shell.AppendOptions{})
+	var big []core.Message // 40 KB of indexed values, each within codec.MaxIndexedValueBytes
+	for i := range 40 {
+		big = append(big, core.NewMessage(ev{Account: "big", Ref: strings.Repeat(strconv.Itoa(i%10), 1000)}))
+	}
+	_, err = s.Append(ctx, big, shell.AppendOptions{})
 	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, shell.ErrBusy) {
 		t.Fatalf("append to a full database: %v, want ErrDiskFull and shell.ErrBusy", err)
 	}

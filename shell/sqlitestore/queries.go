@@ -91,7 +91,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`, n.scheduled),
 		// Due rows come from the available_at index (then sorted by id):
 		// scanning by id to skip the sort reads every row not yet due.
 		selectDue: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
-FROM %s INDEXED BY idx_%s_scheduled_messages_available WHERE available_at <= +?1 ORDER BY id LIMIT +?2`, n.scheduled, n.prefix),
+FROM %s INDEXED BY idx_%s_scheduled_messages_available WHERE available_at <= +?1 AND id > +?3 ORDER BY id LIMIT +?2`, n.scheduled, n.prefix),
 		listScheduled: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
 FROM %s INDEXED BY idx_%s_scheduled_messages_available ORDER BY available_at, id LIMIT +?1`, n.scheduled, n.prefix),
 		readAllAsc: fmt.Sprintf(`SELECT %s FROM %s m WHERE m.position >= +?1 AND m.position <= +?2 ORDER BY m.position LIMIT +?3`,

@@ -515,6 +515,9 @@ func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts 
 	if err := shell.CheckConditions(s.typed(), conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
 	}
+	if err := shell.CheckReadOptions(opts); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+	}
 	_, b, err := readBound(conn, s.q, opts)
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
@@ -531,6 +534,9 @@ func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts 
 // readPartition implements ReadPartition.
 func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+	}
+	if err := shell.CheckReadOptions(opts); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	typs := make([]*codec.Type, 0, len(types))

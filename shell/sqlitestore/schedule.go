@@ -23,21 +23,35 @@ const promoteBatch = 100
 // indexed like any appended message. Promoters in several processes are
 // safe: the write lock serialises them, and each deletes the rows it
 // promotes, so a message is promoted once.
+//
+// A due message that cannot be appended as it is (shell.CheckPromotable:
+// its type unregistered, its payload no longer decoding or validating) is
+// set aside: left in the schedule as it is, while the others are promoted
+// and committed; the error is then a *shell.UnpromotedError listing it.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err error) {
+	var aside []shell.UnpromotedMessage
 	err = s.Update(ctx, func(stx shell.Tx) error {
 		t := stx.(*tx)
+		n, aside = 0, aside[:0] // (a retried transaction starts over)
 		due := appendTime(nil, now)
+		var after int64 // the last row read: set-aside rows stay behind it
 		for {
-			batch, err := t.dueRows(due)
+			batch, err := t.dueRows(due, after)
 			if err != nil {
 				return err
 			}
 			for i := range batch {
-				if err := t.promote(&batch[i]); err != nil {
+				r := &batch[i]
+				after = r.id
+				if m, why := t.promotable(r); why != nil {
+					aside = append(aside, shell.UnpromotedMessage{ID: m.ID, Type: r.typ, DueAt: m.CreatedAt, Err: why})
+					continue
+				}
+				if err := t.promote(r); err != nil {
 					return err
 				}
+				n++
 			}
-			n += len(batch)
 			if len(batch) < promoteBatch {
 				return nil
 			}
@@ -46,6 +60,9 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err
 	if err != nil {
 		return 0, err
 	}
+	if len(aside) > 0 {
+		return n, &shell.UnpromotedError{Messages: aside}
+	}
 	return n, nil
 }
 
@@ -53,15 +70,17 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err
 type scheduledRow struct {
 	id int64
 	row
+	decoded *core.Message // set by promotable
 }
 
-func (t *tx) dueRows(due []byte) ([]scheduledRow, error) {
+func (t *tx) dueRows(due []byte, after int64) ([]scheduledRow, error) {
 	stmt, err := t.conn.Prepare(t.s.q.selectDue)
 	if err != nil {
 		return nil, err
 	}
 	stmt.BindText(1, bytesText(due))
 	stmt.BindInt64(2, promoteBatch)
+	stmt.BindInt64(3, after)
 	var out []scheduledRow
 	var sc scanner
 	for {
@@ -82,7 +101,24 @@ func (t *tx) dueRows(due []byte) ([]scheduledRow, error) {
 	return out, stmt.Reset()
 }
 
-// promote moves one scheduled row into the log.
+// promotable decodes a due row and reports why it cannot be promoted (nil
+// when it can): an unregistered type, a payload that no longer decodes or
+// validates. m carries what could be read of the message.
+func (t *tx) promotable(r *scheduledRow) (m core.Message, why error) {
+	m = core.Message{ID: r.row.id, Type: r.typ, CreatedAt: r.created}
+	typ, err := t.s.reg.ByName(r.typ)
+	if err != nil {
+		return m, err
+	}
+	pm, err := t.s.decode(&r.row)
+	if err != nil {
+		return m, err
+	}
+	r.decoded = &pm.Message
+	return pm.Message, shell.CheckPromotable(typ, pm.Message)
+}
+
+// promote moves one scheduled row, which promotable passed, into the log.
 func (t *tx) promote(r *scheduledRow) error {
 	s := t.s
 	stmt, err := t.conn.Prepare(s.q.deleteScheduled)
@@ -97,16 +133,13 @@ func (t *tx) promote(r *scheduledRow) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: promote: %w", err)
 	}
-	// Decode to index the payload as the current code sees it (upcast).
-	pm, err := s.decode(&r.row)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: promote: %w", err)
-	}
+	// Index the payload as the current code sees it (decoded, upcast, by
+	// promotable).
 	typ, err := s.reg.ByName(r.typ)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: promote: %w", err)
 	}
-	m := pm.Message
+	m := *r.decoded
 	// Keep the stored payload and its version as they are.
 	p := prepared{typ: typ, version: r.version, payload: r.payload, metadata: r.metadata}
 	p.keys = keysOf(typ, &m, nil, t.gs.basis)

@@ -37,8 +37,14 @@ type Options struct {
 	// PoolSize is the number of reader connections. Default
 	// max(4, GOMAXPROCS).
 	PoolSize int
-	// BusyTimeout is how long a connection waits for a lock held by another
-	// connection or process before failing with SQLITE_BUSY. Default 5s.
+	// BusyTimeout is how long a write waits for the write lock before
+	// failing with an error matching shell.ErrBusy, whoever holds it:
+	// another process (SQLite's lock), or another write of this process
+	// (the store's one writer connection: a write transaction running long,
+	// such as a sync handler that blocks, fails the others waiting behind
+	// it after BusyTimeout rather than wedging them; the wait ends sooner
+	// when the write's context does). A reader waits as long for a lock
+	// held by another connection. Default 5s.
 	BusyTimeout time.Duration
 	// Logger receives the store's rare diagnostics (installs, optimizes).
 	// Default slog.Default().
@@ -110,6 +116,8 @@ type Store struct {
 	// an open commit group hands the transaction over to them rather than
 	// committing (see update).
 	waiting atomic.Int64
+	// busy is Options.BusyTimeout: how long takeWriter waits.
+	busy time.Duration
 	// noIdleCache turns the idle-claim cache off (benchmarks of the latch).
 	noIdleCache bool
 	// statsFloor is the fewest rows a table must have for Optimize to
@@ -228,6 +236,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
+	s.busy = busy
 	size := opts.PoolSize
 	if size <= 0 {
 		size = max(4, runtime.GOMAXPROCS(0))
@@ -344,12 +353,19 @@ func (s *Store) Close() error {
 
 var errClosed = errors.New("sqlitestore: store is closed")
 
+// takeWriter takes the writer connection, waiting at most the busy
+// timeout (as SQLite waits for another process's lock) or until ctx ends:
+// past it, an error matching shell.ErrBusy.
 func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
+	return s.takeWriterWithin(ctx, s.busy)
+}
+
+// takeWriterWithin is takeWriter waiting at most wait (0: until ctx ends).
+func (s *Store) takeWriterWithin(ctx context.Context, wait time.Duration) (*writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not left to select's choice when both are ready
 	}
-	select {
-	case w, ok := <-s.writer:
+	take := func(w *writer, ok bool) (*writer, error) {
 		if !ok {
 			return nil, errClosed
 		}
@@ -357,8 +373,25 @@ func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
 			w.conn.SetInterrupt(ctx.Done())
 		}
 		return w, nil
+	}
+	select { // the common case: no timer
+	case w, ok := <-s.writer:
+		return take(w, ok)
+	default:
+	}
+	var expired <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case w, ok := <-s.writer:
+		return take(w, ok)
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-expired:
+		return nil, fmt.Errorf("%w: sqlitestore: another write of this process held the writer connection for over %v (Options.BusyTimeout), for instance a sync handler that blocks: try again, or find what holds it", shell.ErrBusy, wait)
 	}
 }
 

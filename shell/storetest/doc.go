@@ -54,7 +54,13 @@
 //     attribute, core.IDKey beside others or with a value that is no
 //     message id, a value that is not UTF-8: a *shell.InvalidPartitionError,
 //     errors.Is shell.ErrInvalidPartition, nothing written); ReadAll with
-//     an order that is neither Ascending nor Descending.
+//     an order that is neither Ascending nor Descending; the limits on
+//     indexed values every store holds to (codec.MaxIndexedValueBytes, no
+//     NUL: a *codec.ValidationError before anything is written, an append
+//     inside Update failing alone; conditions and partitions naming such a
+//     value refused as codec.ErrInvalid too; values at the limit stored
+//     and found); read limits (a negative Limit, a ReadAll page over
+//     shell.MaxPageSize: shell.ErrInvalidLimit).
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
 //     (ScheduleReader), so that tests written against one store run on
 //     another.
@@ -87,7 +93,10 @@
 //     (hazard H12).
 //   - Schedule: future-dated messages, NextScheduled, PromoteScheduled in
 //     scheduling order, promoted messages indexed and guarded, times compared
-//     as instants across zones and below a second (hazard H10).
+//     as instants across zones and below a second (hazard H10); a due
+//     message that cannot be appended as it is set aside, reported in a
+//     *shell.UnpromotedError and left scheduled, while the rest is
+//     promoted.
 //   - Update: commits together, reads see own writes, errors and panics
 //     roll everything back, subscribers are told after the commit only
 //     (hazard H11), other readers never see half a transaction.

@@ -53,6 +53,8 @@ func (s suite) testRefusals(t *testing.T) {
 	t.Run("conditions that can never match", s.testImpossibleConditions)
 	t.Run("partitions no type read declares", s.testImpossiblePartitions)
 	t.Run("hostile input", s.testHostileInput)
+	t.Run("indexed value limits", s.testIndexedValueLimits)
+	t.Run("read limits", s.testReadLimits)
 	t.Run("ReadAll with an unknown order", func(t *testing.T) {
 		e := s.env(t)
 		e.append(CourseCreated{"Algebra"})
