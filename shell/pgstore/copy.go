@@ -33,10 +33,16 @@ const copyBatch = 500
 // the others: Copy then returns, beside the count copied, a *CopyError
 // listing each message left out with its position in src and why.
 //
-// Copy does not move scheduled messages (promote them, or let them fire,
-// first) nor consumer groups: register the app's groups on dst after the
-// copy and they discover the copied log and process it from the start,
-// so reactors with side effects run again unless their groups are
+// The schedule is copied after the log when src can list it
+// (ScheduleReader: sqlitestore, pgstore and memstore can): each
+// scheduled message keeps its id and due time, so a reminder due in two
+// days fires from dst in two days (one that fell due during the copy is
+// appended to the log at once, as dst's Append does with a past date).
+// The count returned includes them.
+//
+// Copy does not move consumer groups: register the app's groups on dst
+// after the copy and they discover the copied log and process it from the
+// start, so reactors with side effects run again unless their groups are
 // advanced first (see shell.GroupTx.AdvanceOffset).
 func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 	n := 0
@@ -78,15 +84,49 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 	if err := flush(); err != nil {
 		return n, err
 	}
+	if sr, ok := src.(ScheduleReader); ok {
+		scheduled, err := sr.ReadScheduled(ctx, 0)
+		if err != nil {
+			return n, fmt.Errorf("pgstore: copy: read the source's schedule: %w", err)
+		}
+		for _, m := range scheduled {
+			if !dst.raw {
+				if _, err := shell.PrepareMessage(dst.reg, m, m.CreatedAt); err != nil {
+					if !errors.Is(err, codec.ErrInvalid) {
+						return n, fmt.Errorf("pgstore: copy: scheduled message %s: %w", m.ID, err)
+					}
+					left = append(left, NotCopied{ID: m.ID, Type: m.Type, Err: err})
+					continue
+				}
+			}
+			batch = append(batch, m)
+			if len(batch) == copyBatch {
+				if err := flush(); err != nil {
+					return n, err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return n, err
+		}
+	}
 	if len(left) > 0 {
 		return n, &CopyError{Copied: n, NotCopied: left}
 	}
 	return n, nil
 }
 
+// ScheduleReader is a store whose scheduled messages Copy copies: each
+// with its id and its due time as CreatedAt, the soonest first, all of
+// them when limit is 0.
+type ScheduleReader interface {
+	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
+}
+
 // NotCopied is a message of the source that Copy left out.
 type NotCopied struct {
-	// Position is the message's position in the source.
+	// Position is the message's position in the source (0 for a
+	// scheduled message).
 	Position int64
 	// ID is its id.
 	ID uuid.UUID

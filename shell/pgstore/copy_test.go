@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -173,5 +174,46 @@ func TestCopyReportsWhatItCannotCopy(t *testing.T) {
 	}
 	if len(notes) != 1 || notes[0].Body != "fine" {
 		t.Fatalf("notes copied: %v, want the fine one alone", notes)
+	}
+}
+
+// TestCopyCopiesTheSchedule: scheduled messages are copied with their ids
+// and due times, so reminders days ahead fire from the copy instead of
+// being lost (before, Copy left the schedule behind, and reactions re-run
+// on the copied log scheduled them again).
+func TestCopyCopiesTheSchedule(t *testing.T) {
+	ctx := t.Context()
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lite, err := sqlitestore.Install(ctx, ":memory:", sqlitestore.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	soon := core.NewMessage(storetest.CourseCreated{CourseName: "soon"}).At(now.Add(time.Hour))
+	later := core.NewMessage(storetest.CourseCreated{CourseName: "later"}).At(now.Add(48 * time.Hour))
+	res, err := lite.Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "now"}), later, soon}, shell.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := open(t, pgstore.Options{Registry: reg})
+	n, err := pgstore.Copy(ctx, lite, pg)
+	if err != nil || n != 3 {
+		t.Fatalf("copied %d, %v; want the log's message and the two scheduled", n, err)
+	}
+	got, err := pg.ReadScheduled(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != res.Messages[2].ID || got[1].ID != res.Messages[1].ID ||
+		!got[0].CreatedAt.Equal(now.Add(time.Hour)) || !got[1].CreatedAt.Equal(now.Add(48*time.Hour)) {
+		t.Fatalf("the copy's schedule: %+v, want soon (in an hour) then later (in two days) with their ids", got)
+	}
+	all, err := pg.ReadAll(ctx, shell.ReadAllOptions{})
+	if err != nil || len(all.Messages) != 1 {
+		t.Fatalf("the copy's log: %d messages, %v; want 1", len(all.Messages), err)
 	}
 }
