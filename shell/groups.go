@@ -34,8 +34,9 @@ type Groups interface {
 	// offset is furthest behind, if any, for workerID, and returns up to
 	// batchSize of its messages. It returns nil and no error when there is
 	// nothing to claim: the group is stopped or failed, retrying and its
-	// retry time has not come, or no partition has pending work that no
-	// other worker holds. An idle group answers in O(1) (the claim-scan
+	// retry time has not come, operator transitions of it wait for their
+	// lifecycle hooks (GroupSpec.Hooks), or no partition has pending work
+	// that no other worker holds. An idle group answers in O(1) (the claim-scan
 	// latch).
 	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*Claim, error)
 	// ClaimUpdate claims like ClaimNext and, when there is a claim, calls
@@ -54,7 +55,11 @@ type Groups interface {
 	// StartGroup starts it again and ResetGroup clears its offsets so that
 	// it replays the log once started. Each is one transaction; a status
 	// that does not accept the command returns an *InvalidTransitionError
-	// and writes nothing; an unknown group an *UnknownGroupError.
+	// and writes nothing; an unknown group an *UnknownGroupError. For a
+	// group registered with GroupSpec.Hooks, each also records its
+	// transition, in the same transaction, as pending until its lifecycle
+	// hook ran (see ClaimTransition): the group's work is not claimed
+	// meanwhile.
 	StopGroup(ctx context.Context, group, reason string) error
 	StartGroup(ctx context.Context, group string) error
 	ResetGroup(ctx context.Context, group string) error
