@@ -1515,13 +1515,28 @@ func (rt *Router) runHooks(ctx context.Context, re *reactor) (ran bool, err erro
 			return ran, err
 		}
 		herr := rt.runHook(ctx, re, tr, lease)
-		if ferr := rt.store.FinishTransition(context.WithoutCancel(ctx), tr, herr == nil); ferr != nil {
+		if ferr := rt.finishTransition(ctx, tr, herr == nil); ferr != nil {
 			return ran, errors.Join(herr, ferr)
 		}
 		if herr != nil {
 			return ran, herr
 		}
 		ran = true
+	}
+}
+
+// finishTransition marks a claimed transition run (or releases it),
+// trying again while the store is busy (a busy store must not leave a hook
+// that ran to be run again after its lease), up to 50 tries (about a
+// second), even when ctx ended: the hook ran.
+func (rt *Router) finishTransition(ctx context.Context, tr *GroupTransition, ran bool) error {
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		err := rt.store.FinishTransition(ctx, tr, ran)
+		if !errors.Is(err, ErrBusy) || try == 50 {
+			return err
+		}
+		time.Sleep(busyBackoff/2 + rand.N(busyBackoff))
 	}
 }
 
