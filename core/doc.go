@@ -152,9 +152,10 @@
 // # Lifecycle hooks and error strategies
 //
 // Beside its handlers, every definition has a [Hooks] field: OnStart,
-// OnStop and OnReset, which the shell's router calls after an operator
-// command moved the definition's consumer group (a projector clearing its
-// read model on reset), and an [ErrorStrategy] of its own (retries,
+// OnStop and OnReset, which the shell calls once after an operator command
+// moved the definition's consumer group, whoever gave the command, before
+// the group's work goes on (a projector clearing its read model on reset),
+// and an [ErrorStrategy] of its own (retries,
 // back-off, parking a poisoned partition, listeners). They are copied
 // into the [Spec], so the shell treats every kind of definition alike.
 //

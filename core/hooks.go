@@ -7,10 +7,11 @@ import (
 )
 
 // Hooks are what a definition declares about how the shell runs its
-// consumer group, beside its handlers: lifecycle hooks, which the router
-// calls after an operator command moved the group (shell.Router's Stop,
-// Start and Reset, for every kind of reactor), and an error strategy of
-// its own. Every definition kind has a Hooks field (Decider, Projector,
+// consumer group, beside its handlers: lifecycle hooks, which the shell
+// calls after an operator command moved the group (whoever gave it:
+// shell.Router's Stop, Start and Reset, `sourced groups`, the dashboard,
+// a store call; for every kind of reactor), and an error strategy of its
+// own. Every definition kind has a Hooks field (Decider, Projector,
 // statechart.Machine; workflow.WithHooks for workflows), copied into its
 // Spec. Zero fields do nothing.
 //
@@ -21,9 +22,12 @@ import (
 //		Hooks: core.Hooks{OnReset: func(ctx context.Context) error { return db.ClearBoards(ctx) }},
 //	}
 //
-// The hooks run in the process that issues the command through the
-// router; a command given to the store directly (Groups.StopGroup, or
-// `sourced groups` in another process) runs none.
+// The hooks run in the application's processes, once per command across
+// them: in the process that issues the command through the router, else
+// in a runtime running the group's reactor, which observes the command in
+// the store at its next catch-up poll. The group's work waits for them: a
+// reset replays nothing before OnReset ran. A hook that fails runs again
+// (see the shell package doc, "Lifecycle hooks").
 type Hooks struct {
 	// OnStart runs after the group was started (from stopped or failed,
 	// or a retrying group retried now).

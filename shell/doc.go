@@ -48,8 +48,31 @@
 //     reactor twice is registered once, two different reactors with one
 //     group id are a *DuplicateGroupError, and a machine whose children are
 //     not registered a *MissingReactorsError. Every definition's
-//     core.Hooks (OnStart, OnStop, OnReset, its own ErrorStrategy) are
-//     called by Router.Start, Stop and Reset, whatever its kind.
+//     core.Hooks (OnStart, OnStop, OnReset, its own ErrorStrategy) apply
+//     whatever its kind.
+//   - Lifecycle hooks run whoever moved the group: Router.Stop, Start and
+//     Reset, `sourced groups stop|start|reset`, the dashboard without
+//     Options.Router, or a store call. A group whose reactor has hooks is
+//     registered with GroupSpec.Hooks, and the store then records each
+//     operator transition as pending (GroupInfo.HooksPending) and claims
+//     none of the group's work until its hooks ran: a reset's replay
+//     never lands on a read model its OnReset has not cleared. The router
+//     runs the hooks of its own commands before returning; a runtime
+//     runs those of the others at its catch-up poll (at once when it
+//     starts, then every CatchUpInterval), WaitIdle and Router.Drain
+//     before they claim. Each transition is claimed by one process first
+//     (Groups.ClaimTransition) and marked run afterwards, in order: a
+//     hook runs once per transition across processes. A hook that fails
+//     (or panics) is logged, its transition released, and it runs again
+//     at the next poll, before later transitions' hooks, while the
+//     group's work waits; Router's commands return its error. A hook runs
+//     at most the lease (Config.MaxClaimAge; DefaultHookLease for a bare
+//     router), its context cancelled past it; a process that dies while a
+//     hook runs leaves its claim to expire after the lease, and another
+//     process runs the hook again: exactly once, at least once when a
+//     process dies in the hook (make hooks idempotent, as clearing a
+//     table is). Registering the group without hooks forgets its pending
+//     transitions.
 //   - Runtime runs workers and the periodic tasks (catch-up poll,
 //     stale-claim reaper, scheduled-message promotion, statistics) in the
 //     background. On every heartbeat the reaper renews the claims of the

@@ -34,8 +34,9 @@ type Groups interface {
 	// offset is furthest behind, if any, for workerID, and returns up to
 	// batchSize of its messages. It returns nil and no error when there is
 	// nothing to claim: the group is stopped or failed, retrying and its
-	// retry time has not come, or no partition has pending work that no
-	// other worker holds. An idle group answers in O(1) (the claim-scan
+	// retry time has not come, operator transitions of it wait for their
+	// lifecycle hooks (GroupSpec.Hooks), or no partition has pending work
+	// that no other worker holds. An idle group answers in O(1) (the claim-scan
 	// latch).
 	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*Claim, error)
 	// ClaimUpdate claims like ClaimNext and, when there is a claim, calls
@@ -54,7 +55,11 @@ type Groups interface {
 	// StartGroup starts it again and ResetGroup clears its offsets so that
 	// it replays the log once started. Each is one transaction; a status
 	// that does not accept the command returns an *InvalidTransitionError
-	// and writes nothing; an unknown group an *UnknownGroupError.
+	// and writes nothing; an unknown group an *UnknownGroupError. For a
+	// group registered with GroupSpec.Hooks, each also records its
+	// transition, in the same transaction, as pending until its lifecycle
+	// hook ran (see ClaimTransition): the group's work is not claimed
+	// meanwhile.
 	StopGroup(ctx context.Context, group, reason string) error
 	StartGroup(ctx context.Context, group string) error
 	ResetGroup(ctx context.Context, group string) error
@@ -79,6 +84,28 @@ type Groups interface {
 	ChangeGroup(ctx context.Context, group string, decide func(GroupState) (GroupChange, error)) (GroupState, error)
 	// Group returns a group's status and figures.
 	Group(ctx context.Context, group string) (GroupInfo, error)
+
+	// ClaimTransition claims, for claimant, the oldest operator transition
+	// of group whose lifecycle hook has not run (a group registered with
+	// GroupSpec.Hooks records each StopGroup, StartGroup and ResetGroup,
+	// whoever calls it), so that exactly one process runs its hook. It
+	// returns nil and no error when none is pending (always, for a group
+	// registered without Hooks) or when the oldest is claimed already,
+	// by any claimant (claimant included), after now-lease; a claim made
+	// at or before now-lease is taken over (its claimant died or overran
+	// its lease). The claim records claimant and now, in one write
+	// transaction: of two claimants at once, exactly one gets it. An
+	// unknown group is an *UnknownGroupError; a lease that is not
+	// positive or an empty claimant is refused.
+	ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*GroupTransition, error)
+	// FinishTransition ends the claim of t (from ClaimTransition). ran
+	// true records that its hook ran: the group's hooks-ran marker moves
+	// to t.Seq and the transition is no longer pending (once none is,
+	// the group's work is claimed again); false releases it, to be
+	// claimed again (its hook failed). A claim t.Claimant no longer holds
+	// (taken over after its lease, or finished) is refused with an error
+	// matching ErrNotClaimant, and nothing changes.
+	FinishTransition(ctx context.Context, t *GroupTransition, ran bool) error
 
 	// Heartbeat records that the workers are alive at at.
 	Heartbeat(ctx context.Context, workerIDs []string, at time.Time) error
@@ -178,6 +205,16 @@ type GroupSpec struct {
 	Exclusive bool
 	// Handled are the type strings the group claims.
 	Handled []string
+	// Hooks marks a group whose reactor has lifecycle hooks (OnStop,
+	// OnStart or OnReset; see core.Hooks). The store then records every
+	// operator transition of the group (StopGroup, StartGroup,
+	// ResetGroup: a router's, the CLI's, the dashboard's) as pending,
+	// numbered, until a process ran its hook (ClaimTransition,
+	// FinishTransition), and claims none of the group's work while one
+	// is pending: a reset's replay never lands on a read model its
+	// OnReset has not cleared yet. Registering the group without Hooks
+	// forgets its pending transitions (no process would run them).
+	Hooks bool
 }
 
 // Validate checks a spec on its own (the store checks it against the other
@@ -365,6 +402,39 @@ type GroupChange struct {
 	Failure Failure
 }
 
+// GroupTransition is an operator transition of a consumer group
+// registered with GroupSpec.Hooks (StopGroup, StartGroup, ResetGroup)
+// whose lifecycle hook has not run yet, as ClaimTransition hands it to the
+// process that runs the hook.
+type GroupTransition struct {
+	// Group is the group's id.
+	Group string `json:"-"`
+	// Seq numbers the group's transitions, from 1, in the order they were
+	// made.
+	Seq int64 `json:"seq"`
+	// Command is CmdStop, CmdStart or CmdReset.
+	Command Command `json:"command"`
+	// Reason is a stop's reason.
+	Reason string `json:"reason,omitempty"`
+	// At is when the store recorded the transition (its clock).
+	At time.Time `json:"at"`
+	// Claimant and ClaimedAt are the claim ClaimTransition made.
+	Claimant  string    `json:"-"`
+	ClaimedAt time.Time `json:"-"`
+}
+
+// CheckClaimTransition validates ClaimTransition's arguments (shared by
+// the stores).
+func CheckClaimTransition(claimant string, lease time.Duration) error {
+	if claimant == "" {
+		return errors.New("sourced: claim a group transition with no claimant: name the process claiming it")
+	}
+	if lease <= 0 {
+		return fmt.Errorf("sourced: claim a group transition with a lease of %v: the lease must be positive (how long a hook may run before another process may run it)", lease)
+	}
+	return nil
+}
+
 // GroupInfo is a consumer group's status and figures.
 type GroupInfo struct {
 	ID      string
@@ -381,6 +451,12 @@ type GroupInfo struct {
 	HighestPosition int64
 	PartitionBy     []string
 	Exclusive       bool
+	// HooksPending counts the operator transitions whose lifecycle hooks
+	// have not run yet (see GroupSpec.Hooks): the group's work is not
+	// claimed while it is not 0. A count that stays up means no process
+	// running the group's reactor is up, or its hook keeps failing (the
+	// runtime logs each failure).
+	HooksPending int64
 }
 
 // OffsetQuery selects offsets to page through.

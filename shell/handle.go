@@ -363,7 +363,7 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 	if err != nil {
 		return err
 	}
-	return store.RegisterGroup(ctx, GroupSpec{ID: spec.Group, Label: spec.Label, PartitionBy: spec.PartitionBy, Exclusive: spec.Exclusive, Handled: handled})
+	return store.RegisterGroup(ctx, GroupSpec{ID: spec.Group, Label: spec.Label, PartitionBy: spec.PartitionBy, Exclusive: spec.Exclusive, Handled: handled, Hooks: hasLifecycleHooks(spec.Hooks)})
 }
 
 // Load reads a decider's, projector's or projection's state for a

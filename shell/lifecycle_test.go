@@ -109,13 +109,22 @@ func TestHooksOnEveryKindOfDefinition(t *testing.T) {
 }
 
 // TestHookFailureSaysTheCommandStands: a hook's error (or panic) is
-// returned, wrapped, after the command took effect.
+// returned, wrapped, after the command took effect; the failed hook's
+// transition stays pending (the group's work waits) and runs again, before
+// the hooks of later transitions, until it succeeds.
 func TestHookFailureSaysTheCommandStands(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("cache unreachable")
+	stops := 0
 	d := notifications
 	d.Hooks = core.Hooks{
-		OnStop:  func(context.Context, string) error { return boom },
+		OnStop: func(context.Context, string) error {
+			stops++
+			if stops == 1 {
+				return boom
+			}
+			return nil
+		},
 		OnStart: func(context.Context) error { panic("start hook") },
 	}
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, d)
@@ -123,15 +132,18 @@ func TestHookFailureSaysTheCommandStands(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "OnStop") {
 		t.Fatalf("stop: %v, want the hook's error naming OnStop", err)
 	}
-	if info, _ := store.Group(ctx, "students.notifications"); info.Status != shell.StatusStopped {
-		t.Fatalf("group %s, want stopped: the command stands", info.Status)
+	if info, _ := store.Group(ctx, "students.notifications"); info.Status != shell.StatusStopped || info.HooksPending != 1 {
+		t.Fatalf("group %s with %d hooks pending, want stopped (the command stands) with its OnStop pending", info.Status, info.HooksPending)
 	}
 	var pe *shell.PanicError
 	if err := rt.Start(ctx, d); !errors.As(err, &pe) {
 		t.Fatalf("start: %v, want the hook's panic as a *PanicError", err)
 	}
-	if info, _ := store.Group(ctx, "students.notifications"); info.Status != shell.StatusActive {
-		t.Fatalf("group %s, want active", info.Status)
+	if stops != 2 {
+		t.Fatalf("OnStop ran %d times, want 2: it failed, then ran again before OnStart", stops)
+	}
+	if info, _ := store.Group(ctx, "students.notifications"); info.Status != shell.StatusActive || info.HooksPending != 1 {
+		t.Fatalf("group %s with %d hooks pending, want active with its OnStart pending", info.Status, info.HooksPending)
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/samber/lo"
 
 	"github.com/sourced-go/sourced/codec"
@@ -165,6 +167,9 @@ type Router struct {
 	recordRefusals bool
 	// holding is what each worker is handling (see ClaimRenewer).
 	holding holding
+	// claimant names the router in the claims of operator transitions
+	// whose lifecycle hooks it runs (see runHooks): unique per router.
+	claimant string
 }
 
 type reactor struct {
@@ -231,7 +236,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 	if opts.StateCache == nil && opts.CacheStates != CacheNoStates && cacheable(store) {
 		opts.StateCache = NewStateCache(DefaultStateCacheSize)
 	}
-	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}}
+	rt := &Router{store: store, opts: opts, byGroup: map[string]*reactor{}, claimant: hookClaimant(opts.WorkerID)}
 	reg := store.Registry()
 	var errs []error
 	if opts.CacheStates < CacheValueStates || opts.CacheStates > CacheNoStates {
@@ -329,7 +334,7 @@ func registerRejections(reg *codec.Registry, logger *slog.Logger) bool {
 // Setup registers every reactor's consumer group with the store.
 func (rt *Router) Setup(ctx context.Context) error {
 	for _, re := range rt.reactors {
-		spec := GroupSpec{ID: re.info.Group, Label: re.info.Label, PartitionBy: re.info.PartitionBy, Exclusive: re.info.Exclusive, Handled: re.info.Handled}
+		spec := GroupSpec{ID: re.info.Group, Label: re.info.Label, PartitionBy: re.info.PartitionBy, Exclusive: re.info.Exclusive, Handled: re.info.Handled, Hooks: hasLifecycleHooks(re.hooks)}
 		if err := rt.store.RegisterGroup(ctx, spec); err != nil {
 			return fmt.Errorf("sourced: registering %s: %w", re.info.Group, err)
 		}
@@ -1426,6 +1431,13 @@ func (rt *Router) Drain(ctx context.Context, opts ...DrainOptions) error {
 		o = opts[0]
 	}
 	var failures []error
+	// The hooks of operator transitions made elsewhere (the CLI, the
+	// dashboard) first: their groups' work waits for them.
+	for _, re := range rt.reactors {
+		if _, err := rt.runHooks(ctx, re); err != nil {
+			failures = append(failures, err)
+		}
+	}
 	for {
 		worked := false
 		for _, re := range rt.reactors {
@@ -1504,18 +1516,133 @@ func hooksOf(re *reactor) core.Hooks {
 	return h
 }
 
+// hasLifecycleHooks reports whether h has a hook an operator command
+// runs: its group is then registered with GroupSpec.Hooks.
+func hasLifecycleHooks(h core.Hooks) bool {
+	return h.OnStop != nil || h.OnStart != nil || h.OnReset != nil
+}
+
 // hookFailed wraps the error of a lifecycle hook that failed after its
 // command took effect.
 func hookFailed(group, cmd, hook string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("sourced: consumer group %s was %s, but its %s hook failed (the command stands; run the hook's work again by hand): %w", group, cmd, hook, err)
+	return fmt.Errorf("sourced: consumer group %s was %s, but its %s hook failed (the command stands; the hook runs again at the next catch-up poll of a runtime running the group, and the group's work waits until it succeeds): %w", group, cmd, hook, err)
+}
+
+// hookClaimant names a router in the claims of the transitions whose
+// hooks it runs: the host, the process and a random suffix (two routers
+// of one process are two claimants).
+func hookClaimant(worker string) string {
+	host, _ := os.Hostname()
+	if worker == "" {
+		worker = "router"
+	}
+	return fmt.Sprintf("%s-%d-%s-%s", host, os.Getpid(), worker, uuid.NewString()[:8])
+}
+
+// DefaultHookLease is how long a lifecycle hook may run when the router
+// has no BatchTimeout (a Runtime's is Config.MaxClaimAge): past it the
+// hook's context is cancelled, and another process may claim its
+// transition and run it again.
+const DefaultHookLease = 10 * time.Minute
+
+// hookLease is how long a hook of the router may run (see
+// DefaultHookLease).
+func (rt *Router) hookLease() time.Duration {
+	if rt.opts.BatchTimeout > 0 {
+		return rt.opts.BatchTimeout
+	}
+	return DefaultHookLease
+}
+
+// runHooks runs the lifecycle hooks of the operator transitions of re's
+// group that no process has run yet, oldest first, whoever made them (the
+// router's Stop, Start and Reset, the CLI, the dashboard, a raw store
+// call): each is claimed first (Groups.ClaimTransition), so that exactly
+// one process runs it, and marked run afterwards (FinishTransition). A
+// transition whose reactor has no hook for it is marked at once. A hook
+// that fails (or panics, or overruns the lease and is cancelled) releases
+// its transition, to run again at the next poll of this process or
+// another's, and runHooks returns its error; the group's work waits
+// meanwhile. A process that dies while a hook runs leaves its claim to
+// expire after the lease; then another process runs the hook again: a
+// hook runs exactly once per transition, at least once when a process
+// dies in it. ran reports whether a transition was marked run.
+func (rt *Router) runHooks(ctx context.Context, re *reactor) (ran bool, err error) {
+	if !hasLifecycleHooks(re.hooks) {
+		return false, nil
+	}
+	lease := rt.hookLease()
+	for {
+		tr, err := rt.store.ClaimTransition(ctx, re.info.Group, rt.claimant, rt.opts.Now(), lease)
+		if err != nil || tr == nil {
+			return ran, err
+		}
+		herr := rt.runHook(ctx, re, tr, lease)
+		if ferr := rt.finishTransition(ctx, tr, herr == nil); ferr != nil {
+			return ran, errors.Join(herr, ferr)
+		}
+		if herr != nil {
+			return ran, herr
+		}
+		ran = true
+	}
+}
+
+// finishTransition marks a claimed transition run (or releases it),
+// trying again while the store is busy (a busy store must not leave a hook
+// that ran to be run again after its lease), up to 50 tries (about a
+// second), even when ctx ended: the hook ran.
+func (rt *Router) finishTransition(ctx context.Context, tr *GroupTransition, ran bool) error {
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		err := rt.store.FinishTransition(ctx, tr, ran)
+		if !errors.Is(err, ErrBusy) || try == 50 {
+			return err
+		}
+		time.Sleep(busyBackoff/2 + rand.N(busyBackoff))
+	}
+}
+
+// runHook runs the hook of one claimed transition, within the lease.
+func (rt *Router) runHook(ctx context.Context, re *reactor, tr *GroupTransition, lease time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, lease)
+	defer cancel()
+	var run func() error
+	var done, name string
+	switch tr.Command {
+	case CmdStop:
+		if h := re.hooks.OnStop; h != nil {
+			run = func() error { return h(ctx, tr.Reason) }
+		}
+		done, name = "stopped", "OnStop"
+	case CmdStart:
+		if h := re.hooks.OnStart; h != nil {
+			run = func() error { return h(ctx) }
+		}
+		done, name = "started", "OnStart"
+	case CmdReset:
+		if rt.opts.StateCache != nil {
+			rt.opts.StateCache.Drop(re.info.Group)
+		}
+		if h := re.hooks.OnReset; h != nil {
+			run = func() error { return h(ctx) }
+		}
+		done, name = "reset", "OnReset"
+	}
+	if run == nil {
+		return nil
+	}
+	rt.opts.Logger.Debug("sourced: running a lifecycle hook", "group", re.info.Group, "hook", name, "transition", tr.Seq, "made_at", tr.At)
+	return hookFailed(re.info.Group, done, name, protect(run))
 }
 
 // Stop stops the group of the reactor named by target, then calls its
-// OnStop hook (see core.Hooks). A status that does not accept the command
-// (an *InvalidTransitionError) runs no hook.
+// OnStop hook (see core.Hooks), here unless another process claimed it
+// first (see the package doc, "Lifecycle hooks"). A status that does not
+// accept the command (an *InvalidTransitionError) runs no hook.
 func (rt *Router) Stop(ctx context.Context, target any, reason string) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -1524,14 +1651,12 @@ func (rt *Router) Stop(ctx context.Context, target any, reason string) error {
 	if err := rt.store.StopGroup(ctx, re.info.Group, reason); err != nil {
 		return err
 	}
-	if h := re.hooks.OnStop; h != nil {
-		return hookFailed(re.info.Group, "stopped", "OnStop", protect(func() error { return h(ctx, reason) }))
-	}
-	return nil
+	_, err = rt.runHooks(ctx, re)
+	return err
 }
 
 // Start starts the group of the reactor named by target again, then calls
-// its OnStart hook (see core.Hooks).
+// its OnStart hook (see core.Hooks and Stop).
 func (rt *Router) Start(ctx context.Context, target any) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -1540,15 +1665,13 @@ func (rt *Router) Start(ctx context.Context, target any) error {
 	if err := rt.store.StartGroup(ctx, re.info.Group); err != nil {
 		return err
 	}
-	if h := re.hooks.OnStart; h != nil {
-		return hookFailed(re.info.Group, "started", "OnStart", protect(func() error { return h(ctx) }))
-	}
-	return nil
+	_, err = rt.runHooks(ctx, re)
+	return err
 }
 
 // Reset clears the offsets of the group of the reactor named by target,
-// then calls its OnReset hook (see core.Hooks). The group replays the log
-// once started.
+// then calls its OnReset hook (see core.Hooks and Stop). The group replays
+// the log once started, and not before its OnReset ran.
 func (rt *Router) Reset(ctx context.Context, target any) error {
 	re, err := rt.lookup(target)
 	if err != nil {
@@ -1562,8 +1685,6 @@ func (rt *Router) Reset(ctx context.Context, target any) error {
 		// definition or upcasters: fold the group's partitions again.
 		rt.opts.StateCache.Drop(re.info.Group)
 	}
-	if h := re.hooks.OnReset; h != nil {
-		return hookFailed(re.info.Group, "reset", "OnReset", protect(func() error { return h(ctx) }))
-	}
-	return nil
+	_, err = rt.runHooks(ctx, re)
+	return err
 }

@@ -68,8 +68,10 @@ type Runtime struct {
 	unsub     func()
 	batches   atomic.Int64
 	busy      atomic.Int64
-	schedule  chan struct{}
-	ids       []string
+	// started makes the catch-up poll's first tick of a run come at once.
+	started  atomic.Bool
+	schedule chan struct{}
+	ids      []string
 }
 
 // NewRuntime validates cfg and the reactors (see NewRouter) and returns a
@@ -102,6 +104,13 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 		rt.ids = append(rt.ids, fmt.Sprintf("%s-worker-%d", cfg.ProcessID, i+1))
 	}
 	rt.Tasks.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
+	rt.Tasks.CatchUp.next = func(t *Task) time.Duration {
+		if rt.started.Swap(false) {
+			return 0 // at once: the hooks of transitions made while no runtime ran
+		}
+		return t.Interval
+	}
+	router.claimant = hookClaimant(cfg.ProcessID)
 	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
 	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
 	rt.Tasks.Optimizer.next = firstTickNow
@@ -167,6 +176,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		rt.workers.Add(1)
 		go rt.work(id, rt.quit, rt.runCtx)
 	}
+	rt.started.Store(true)
 	for _, t := range rt.tasks() {
 		t.Start()
 	}
@@ -407,9 +417,14 @@ func (rt *Runtime) backoff(quit <-chan struct{}) {
 // busyBackoff is the mean wait of a worker that found the store busy.
 const busyBackoff = 20 * time.Millisecond
 
-// catchUp polls every reactor: cheap for idle groups (the claim-scan
-// latch), and skipped when the store tells nothing changed.
+// catchUp runs the lifecycle hooks of operator transitions no process
+// ran yet (see runHooks), then polls every reactor: cheap for idle groups
+// (the claim-scan latch), and skipped when the store tells nothing
+// changed.
 func (rt *Runtime) catchUp(ctx context.Context) error {
+	if rt.runHooks(ctx) {
+		rt.enqueueAll()
+	}
 	if cd, ok := rt.store.(ChangeDetector); ok {
 		changed, err := cd.Changed(ctx)
 		if err != nil {
@@ -421,6 +436,29 @@ func (rt *Runtime) catchUp(ctx context.Context) error {
 	}
 	rt.enqueueAll()
 	return nil
+}
+
+// runHooks runs, for every reactor with lifecycle hooks, the hooks of
+// its group's operator transitions that no process ran yet, whoever made
+// them (the CLI, the dashboard, another process's router): the runtime
+// observes the transitions (see Router.runHooks and the package doc,
+// "Lifecycle hooks"). A hook that fails is logged, and runs again at the
+// next catch-up poll. It reports whether a hook ran (their groups' work
+// may be claimed again).
+func (rt *Runtime) runHooks(ctx context.Context) bool {
+	ran := false
+	for _, re := range rt.router.reactors {
+		did, err := rt.router.runHooks(ctx, re)
+		ran = ran || did
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, ErrBusy):
+			rt.log.Debug("sourced: store busy while running lifecycle hooks; they run at the next catch-up poll", "group", re.info.Group, "error", err)
+		default:
+			rt.log.Error("sourced: a lifecycle hook failed; it runs again at the next catch-up poll, and its group's work waits for it", "group", re.info.Group, "error", err)
+		}
+	}
+	return ran
 }
 
 func (rt *Runtime) heartbeat(ctx context.Context) error {
@@ -550,9 +588,10 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 	}
 }
 
-// drainOnce asks every reactor for one batch, as a worker would.
+// drainOnce runs the lifecycle hooks owed (see runHooks), then asks every
+// reactor for one batch, as a worker would.
 func (rt *Runtime) drainOnce(ctx context.Context) (bool, error) {
-	worked := false
+	worked := rt.runHooks(ctx)
 	for _, re := range rt.router.reactors {
 		did, failed, err := rt.router.handleNext(ctx, re, rt.cfg.ProcessID+"-settle")
 		rt.failed(failed)

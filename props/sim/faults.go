@@ -267,6 +267,21 @@ func (f *faultStore) StartGroup(ctx context.Context, group string) error {
 	return f.after(f.inner.StartGroup(ctx, group))
 }
 
+func (f *faultStore) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
+	if err := f.call("ClaimTransition", true); err != nil {
+		return nil, err
+	}
+	out, err := f.inner.ClaimTransition(ctx, group, claimant, now, lease)
+	return out, f.after(err)
+}
+
+func (f *faultStore) FinishTransition(ctx context.Context, t *shell.GroupTransition, ran bool) error {
+	if err := f.call("FinishTransition", true); err != nil {
+		return err
+	}
+	return f.after(f.inner.FinishTransition(ctx, t, ran))
+}
+
 func (f *faultStore) ResetGroup(ctx context.Context, group string) error {
 	if err := f.call("ResetGroup", true); err != nil {
 		return err

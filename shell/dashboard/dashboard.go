@@ -51,7 +51,11 @@ type Options struct {
 	Prefix string
 	// Router, when given, runs the operator actions stop, start and reset
 	// (Router.Stop, Start, Reset), so that the reactors' OnStop, OnStart
-	// and OnReset hooks run; without it they go to the store directly.
+	// and OnReset hooks run in this process before the action returns
+	// (and their errors show); without it they go to the store directly,
+	// and a runtime running the group's reactor runs the hooks at its next
+	// catch-up poll (the group's work waits for them; see the shell
+	// package doc, "Lifecycle hooks").
 	Router *shell.Router
 	// ObserveLast is how many of the log's newest messages the topology
 	// page (and its SVG and JSON) reads to set the edges the log shows

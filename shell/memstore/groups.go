@@ -54,6 +54,17 @@ type groupState struct {
 	// < 0 means a scan found nothing at version -scan-1 and nothing
 	// changed since (clean). Appends and releases bump it to |scan|+1.
 	scan int64
+	// hooks is set when the group was registered with GroupSpec.Hooks:
+	// transitions counts its operator transitions since, hooked is the
+	// Seq up to which their hooks ran, pending holds those whose hooks
+	// have not (copied on write), and hookBy and hookAt are the claim on
+	// the oldest of them. The group's work is not claimed while pending
+	// holds any.
+	hooks               bool
+	transitions, hooked int64
+	pending             []shell.GroupTransition
+	hookBy              string
+	hookAt              time.Time
 }
 
 // offset is one partition of a group: its cursor and its claim.
@@ -397,6 +408,11 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 		t.saveGroup(g)
 		changed := !ok || !slices.Equal(g.partitionBy, partitionBy) || !slices.Equal(g.handled, handled) || g.exclusive != spec.Exclusive
 		g.label, g.partitionBy, g.exclusive, g.handled = label, partitionBy, spec.Exclusive, handled
+		if !spec.Hooks {
+			// No process runs the hooks of a group without any.
+			g.pending, g.hooked, g.hookBy, g.hookAt = nil, g.transitions, "", time.Time{}
+		}
+		g.hooks = spec.Hooks
 		oldTypes := g.types
 		g.types = types
 		t.undo = append(t.undo, func() { g.types = oldTypes })
@@ -454,7 +470,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		return nil, err
 	}
 	now := s.now()
-	if !shell.Claimable(g.status, g.retryAt, now) {
+	if !shell.Claimable(g.status, g.retryAt, now) || len(g.pending) > 0 {
 		return nil, nil
 	}
 	if g.scan < 0 {
@@ -727,6 +743,65 @@ func (s *Store) operate(ctx context.Context, id string, cmd shell.Command, chang
 		t.saveGroup(g)
 		g.status = next
 		change(t, g)
+		if g.hooks {
+			g.transitions++
+			reason := ""
+			if cmd == shell.CmdStop {
+				reason = g.failure.Reason
+			}
+			g.pending = append(slices.Clone(g.pending), shell.GroupTransition{Seq: g.transitions, Command: cmd, Reason: reason, At: s.now()})
+		}
+		return nil
+	})
+}
+
+// ClaimTransition claims the oldest transition of the group whose hook has
+// not run; see shell.Groups.
+func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
+	if err := shell.CheckClaimTransition(claimant, lease); err != nil {
+		return nil, err
+	}
+	var out *shell.GroupTransition
+	err := s.write(ctx, func(t *tx) error {
+		g, err := s.group(group)
+		if err != nil {
+			return err
+		}
+		if len(g.pending) == 0 || g.hookBy != "" && g.hookAt.After(now.Add(-lease)) {
+			return nil
+		}
+		t.saveGroup(g)
+		g.hookBy, g.hookAt = claimant, now
+		tr := g.pending[0]
+		tr.Group, tr.Claimant, tr.ClaimedAt = g.id, claimant, now
+		out = &tr
+		return nil
+	})
+	return out, err
+}
+
+// FinishTransition records that the hook of a claimed transition ran, or
+// releases it; see shell.Groups.
+func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition, ran bool) error {
+	return s.write(ctx, func(t *tx) error {
+		g, err := s.group(tr.Group)
+		if err != nil {
+			return err
+		}
+		if len(g.pending) == 0 || g.pending[0].Seq != tr.Seq || g.hookBy != tr.Claimant {
+			return fmt.Errorf("memstore: finish transition %d of consumer group %s: %w", tr.Seq, g.id, shell.ErrNotClaimant)
+		}
+		t.saveGroup(g)
+		g.hookBy, g.hookAt = "", time.Time{}
+		if ran {
+			g.hooked = tr.Seq
+			g.pending = slices.Clone(g.pending[1:])
+			if len(g.pending) == 0 {
+				// The group's work may be claimed again: wake its workers.
+				g.scan = 0
+				t.announce(g)
+			}
+		}
 		return nil
 	})
 }
@@ -906,6 +981,7 @@ func (g *group) info() shell.GroupInfo {
 		HighestPosition: g.highest,
 		PartitionBy:     slices.Clone(g.partitionBy),
 		Exclusive:       g.exclusive,
+		HooksPending:    int64(len(g.pending)),
 	}
 	if f := g.failure.RetryAt; f != nil {
 		at := *f

@@ -49,6 +49,8 @@ type groupQueries struct {
 	groupInfo, countOffsets, readOffsets     string
 	park, parked, parkedOne, unpark          string
 	resetOffset                              string
+	hooksOn, hooksOff, hooksPending, hookRow string
+	hookRecord, hookClaim, hookFinish        string
 }
 
 func newGroupQueries(n names) groupQueries {
@@ -71,8 +73,19 @@ func newGroupQueries(n names) groupQueries {
 		// whatever other lock the transaction holds.
 		groupRowLocked: f(`SELECT id, status, retry_at, failure, handled, partition_by, exclusive FROM %s WHERE group_id = $1 FOR UPDATE`, n.groups),
 		groupNames:     f(`SELECT group_id FROM %s ORDER BY group_id`, n.groups),
+		// The probe: the status, and whether the group has claimable
+		// offsets and no operator transition waiting for its lifecycle
+		// hook (see ClaimTransition).
 		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
-FROM %s g WHERE g.group_id = $1`, n.offsets, n.groups),
+	AND NOT EXISTS (SELECT 1 FROM %s h WHERE h.consumer_group_id = g.id AND h.transitions > h.hooked)
+FROM %s g WHERE g.group_id = $1`, n.offsets, n.hooks, n.groups),
+		hooksOn:      f(`INSERT INTO %s (consumer_group_id) VALUES ($1) ON CONFLICT DO NOTHING`, n.hooks),
+		hooksOff:     f(`DELETE FROM %s WHERE consumer_group_id = $1`, n.hooks),
+		hooksPending: f(`SELECT coalesce(h.transitions > h.hooked, false) FROM %s g LEFT JOIN %s h ON h.consumer_group_id = g.id WHERE g.group_id = $1`, n.groups, n.hooks),
+		hookRow:      f(`SELECT transitions, hooked, pending, coalesce(claimed_by, ''), claimed_at FROM %s WHERE consumer_group_id = $1 FOR UPDATE`, n.hooks),
+		hookRecord:   f(`UPDATE %s SET transitions = $2, pending = $3 WHERE consumer_group_id = $1`, n.hooks),
+		hookClaim:    f(`UPDATE %s SET claimed_by = $2, claimed_at = $3 WHERE consumer_group_id = $1`, n.hooks),
+		hookFinish:   f(`UPDATE %s SET hooked = $2, pending = $3, claimed_by = NULL, claimed_at = NULL WHERE consumer_group_id = $1`, n.hooks),
 		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN coalesce(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets),
@@ -92,8 +105,9 @@ SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_
 		// message): one statement, one snapshot. A stopped or failed
 		// group, or a retrying one before its retry time, has nothing to
 		// claim.
-		claimMany: f(`WITH g AS (SELECT id, handled FROM %[2]s
-	WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))),
+		claimMany: f(`WITH g AS (SELECT id, handled FROM %[2]s gg
+	WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
+		AND NOT EXISTS (SELECT 1 FROM %[6]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked)),
 p AS (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
 	WHERE o.consumer_group_id = (SELECT id FROM g) AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL
 	ORDER BY o.last_position, o.id LIMIT $3 FOR UPDATE SKIP LOCKED),
@@ -111,7 +125,7 @@ r AS (UPDATE %[1]s o SET next_position = %[5]s FROM g
 SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
 FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
-ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next),
+ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks),
 		// claimQueue is claimMany for the offsets of an id-partitioned
 		// group (a queue: one message per offset, found by its id), as
 		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
@@ -129,8 +143,9 @@ ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns
 	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $4 END,
 	next_position = CASE WHEN m.position IS NULL THEN NULL ELSE o.next_position END
 FROM (SELECT id, message_id, last_position FROM %[1]s
-		WHERE consumer_group_id = (SELECT id FROM %[2]s
-			WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true)))
+		WHERE consumer_group_id = (SELECT id FROM %[2]s gg
+			WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
+				AND NOT EXISTS (SELECT 1 FROM %[5]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked))
 		AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL AND message_id IS NOT NULL
 		ORDER BY last_position, id LIMIT $3 FOR UPDATE SKIP LOCKED) p
 	JOIN %[2]s g ON g.group_id = $1
@@ -138,7 +153,7 @@ FROM (SELECT id, message_id, last_position FROM %[1]s
 WHERE o.id = p.id
 RETURNING o.id, o.partition_key, o.last_position, o.replay_until, o.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at`,
-			n.offsets, n.groups, messageColumns, n.messages),
+			n.offsets, n.groups, messageColumns, n.messages, n.hooks),
 		// ackMany acknowledges the claims of offsets $1 (of groups $2, at
 		// positions $3, by workers $4) in one statement, as ack does one,
 		// recovering a retrying group whose failed partition is among
@@ -217,10 +232,11 @@ ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		// before a reset moves them back or ReleaseDrainedOffsets
 		// deletes them.
 		groupInfo: f(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, greatest(g.highest_position, coalesce(s.newest, 0)), g.partition_by, g.exclusive,
-	s.n, coalesce(s.oldest, 0), coalesce(s.newest, 0)
+	s.n, coalesce(s.oldest, 0), coalesce(s.newest, 0), coalesce(h.transitions - h.hooked, 0)
 FROM %s g LEFT JOIN LATERAL (
 	SELECT count(*) AS n, min(last_position) FILTER (WHERE last_position > 0) AS oldest, max(last_position) AS newest
-	FROM %s o WHERE o.consumer_group_id = g.id) s ON true`, n.groups, n.offsets),
+	FROM %s o WHERE o.consumer_group_id = g.id) s ON true
+LEFT JOIN %s h ON h.consumer_group_id = g.id`, n.groups, n.offsets, n.hooks),
 		countOffsets: f(`SELECT count(*) FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE $1 = '' OR g.group_id = $1`, n.offsets, n.groups),
 		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($3 = '' OR g.group_id = $3) ORDER BY o.id LIMIT $2`, n.offsets, n.groups),
@@ -456,7 +472,10 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 		changed := old == nil || !slices.Equal(old.partitionBy, partitionBy) || !slices.Equal(old.handled, handled) || old.exclusive != spec.Exclusive
 		if !changed {
 			_, err := t.c.Exec(t.ctx, q.updateLabel, old.row, label, now)
-			return t.check("register", err)
+			if err != nil {
+				return t.fail("register", err)
+			}
+			return t.setHooks(old.row, spec.Hooks)
 		}
 		var err error
 		if old == nil {
@@ -476,6 +495,9 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 			return t.fail("register", err)
 		}
 		t.gs = gs
+		if err := t.setHooks(gs.byName[spec.ID].row, spec.Hooks); err != nil {
+			return err
+		}
 		return t.discover(gs.byName[spec.ID])
 	})
 	if err != nil {
@@ -1255,6 +1277,9 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, ch
 		if err := change(t, &st, &f); err != nil {
 			return err
 		}
+		if err := t.recordTransition(st.row, cmd, f.Reason); err != nil {
+			return err
+		}
 		return t.setStatus(st, f)
 	})
 }
@@ -1510,7 +1535,7 @@ func (s *Store) groupInfos(ctx context.Context, q querier, group string) ([]shel
 		var retryAt *time.Time
 		var failure string
 		if err := rows.Scan(&info.ID, &info.Label, &info.Status, &retryAt, &failure, &info.HighestPosition, &info.PartitionBy, &info.Exclusive,
-			&info.Partitions, &info.OldestProcessed, &info.NewestProcessed); err != nil {
+			&info.Partitions, &info.OldestProcessed, &info.NewestProcessed, &info.HooksPending); err != nil {
 			return nil, err
 		}
 		if retryAt != nil {

@@ -8,13 +8,14 @@ import (
 )
 
 // Clear deletes everything the store holds (the log, the schedule,
-// consumer groups and their offsets, heartbeats, snapshots) and starts positions at 1
+// consumer groups with their offsets and lifecycle-hook records,
+// heartbeats, snapshots) and starts positions at 1
 // again, for tests that reuse one store. It touches only the store's
 // prefix and takes the exclusive lock.
 func (s *Store) Clear(ctx context.Context) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
 		n := s.names
-		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`TRUNCATE %s, %s, %s, %s, %s, %s RESTART IDENTITY`, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages)); err != nil {
+		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`TRUNCATE %s, %s, %s, %s, %s, %s, %s RESTART IDENTITY`, n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages)); err != nil {
 			return t.fail("clear", err)
 		}
 		// The configuration version moves on (never back), so that every

@@ -43,6 +43,7 @@ type names struct {
 	offsets    string
 	workers    string
 	snapshots  string
+	hooks      string
 }
 
 func namesFor(prefix string) names {
@@ -56,12 +57,13 @@ func namesFor(prefix string) names {
 		offsets:    prefix + "_offsets",
 		workers:    prefix + "_workers",
 		snapshots:  prefix + "_snapshots",
+		hooks:      prefix + "_group_hooks",
 	}
 }
 
 // tables are the store's tables, in the order Uninstall drops them.
 func (n names) tables() []string {
-	return []string{n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
+	return []string{n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
 }
 
 // lockKey is the key of the store's advisory lock: one per prefix and
@@ -93,7 +95,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -254,6 +256,20 @@ BEGIN
 	RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: ' || reason, DETAIL = detail;
 END
 $$;`},
+	// 7: the lifecycle hooks of consumer groups registered with hooks
+	// (shell.GroupSpec.Hooks): one row per such group, counting its
+	// operator transitions (transitions) and how far their hooks ran
+	// (hooked), the transitions still pending as JSON
+	// (shell.GroupTransition, oldest first) and the claim on the oldest.
+	// A group whose row has transitions > hooked claims no work.
+	{Version: 7, SQL: `CREATE TABLE IF NOT EXISTS {p}_group_hooks (
+	consumer_group_id bigint      PRIMARY KEY REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,
+	transitions       bigint      NOT NULL DEFAULT 0,
+	hooked            bigint      NOT NULL DEFAULT 0,
+	pending           text        NOT NULL DEFAULT '[]',
+	claimed_by        text,
+	claimed_at        timestamptz
+);`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

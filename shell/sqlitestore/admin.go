@@ -14,7 +14,7 @@ import (
 // the schema record (<prefix>_schema_migrations) and the change counters
 // (<prefix>_counters), which Clear bumps instead.
 func (n names) clearedTables() []string {
-	return []string{n.snapshots, n.parked, n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
+	return []string{n.snapshots, n.parked, n.hooks, n.offsetKeyPairs, n.offsets, n.groups, n.messageKeyPairs, n.orphans, n.keyPairs, n.messages, n.scheduled, n.workers}
 }
 
 // installedTables are every table Install creates, children before their

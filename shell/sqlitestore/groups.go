@@ -177,7 +177,10 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 				stmt.BindText(2, label)
 				stmt.BindText(3, now)
 			})
-			return err
+			if err != nil {
+				return err
+			}
+			return t.setHooks(old, spec.Hooks)
 		}
 		bind := func(stmt *sqlite.Stmt) {
 			stmt.BindText(2, label)
@@ -202,6 +205,9 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 			err = t.configured()
 		}
 		if err != nil {
+			return err
+		}
+		if err := t.setHooks(t.gs.byName[spec.ID], spec.Hooks); err != nil {
 			return err
 		}
 		return t.discover(t.gs.byName[spec.ID])
@@ -321,6 +327,9 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 			until = st.retryAt
 		}
 		return nil, true, until, nil
+	}
+	if st.hooksPending {
+		return nil, true, until, nil // until FinishTransition (a commit) runs the last hook
 	}
 	if st.scan < 0 {
 		return nil, true, until, nil // latched: nothing changed since the last empty scan
@@ -453,6 +462,9 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, ch
 		}
 		r.status = next
 		if err := change(t, g, &r, &f); err != nil {
+			return err
+		}
+		if err := t.recordTransition(g, cmd, f.Reason); err != nil {
 			return err
 		}
 		return t.setStatus(g, r, f)
@@ -678,6 +690,7 @@ func scanGroupInfo(stmt *sqlite.Stmt) (shell.GroupInfo, error) {
 		Partitions:      stmt.ColumnInt64(8),
 		OldestProcessed: stmt.ColumnInt64(9),
 		NewestProcessed: stmt.ColumnInt64(10),
+		HooksPending:    stmt.ColumnInt64(11),
 	}
 	var err error
 	if stmt.ColumnType(3) != sqlite.TypeNull {

@@ -52,8 +52,8 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 		return nil, fmt.Errorf("sqlitestore: claim %s: %w", group, err)
 	}
 	now := t.s.now()
-	if !shell.Claimable(st.status, st.retryAt, now) || st.scan < 0 {
-		return nil, nil // not claimable, or latched: nothing changed since the last empty scan
+	if !shell.Claimable(st.status, st.retryAt, now) || st.hooksPending || st.scan < 0 {
+		return nil, nil // not claimable (its hooks pending), or latched: nothing changed since the last empty scan
 	}
 	if g.missing != nil {
 		return nil, g.missing

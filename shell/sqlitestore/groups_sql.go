@@ -31,6 +31,14 @@ type groupQueries struct {
 	groupInfo    string
 	groupInfos   string
 
+	hooksOn      string
+	hooksOff     string
+	hooksPending string
+	hookRow      string
+	hookRecord   string
+	hookClaim    string
+	hookFinish   string
+
 	scan           string
 	scanMany       string
 	claim          string
@@ -89,8 +97,9 @@ func newGroupQueries(n names) *groupQueries {
 	// The highest position: the furthest of the offsets' and of the
 	// positions folded into the group row (see foldGroup).
 	info := fmt.Sprintf(`SELECT g.group_id, g.label, g.status, g.retry_at, g.failure, max(g.highest_position, coalesce(max(o.last_position), 0)), g.partition_by, g.exclusive,
-	count(o.id), coalesce(min(CASE WHEN o.last_position > 0 THEN o.last_position END), 0), coalesce(max(o.last_position), 0)
-FROM %s g LEFT JOIN %s o ON o.consumer_group_id = g.id`, g, o)
+	count(o.id), coalesce(min(CASE WHEN o.last_position > 0 THEN o.last_position END), 0), coalesce(max(o.last_position), 0),
+	coalesce((SELECT h.transitions - h.hooked FROM %s h WHERE h.consumer_group_id = g.id), 0)
+FROM %s g LEFT JOIN %s o ON o.consumer_group_id = g.id`, n.hooks, g, o)
 	offsetCols := fmt.Sprintf(`o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, o.claimed_by,
 	EXISTS (SELECT 1 FROM %s p WHERE p.offset_id = o.id)`, n.parked)
 	parkedCols := fmt.Sprintf(`p.offset_id, g.group_id, o.partition_key, o.last_position, p.failure, p.parked_at
@@ -108,7 +117,18 @@ FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.cons
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)`, g),
 		updateConfig: fmt.Sprintf(`UPDATE %s SET label = ?2, partition_by = ?3, exclusive = ?4, handled = ?5, updated_at = ?6 WHERE id = ?1`, g),
 		updateLabel:  fmt.Sprintf(`UPDATE %s SET label = ?2, updated_at = ?3 WHERE id = ?1 AND label <> ?2`, g),
-		groupState:   fmt.Sprintf(`SELECT status, retry_at, scan_version, failure, highest_position FROM %s WHERE id = ?1`, g),
+		// The state, and whether operator transitions wait for their
+		// lifecycle hooks (the group's work is not claimed then).
+		groupState: fmt.Sprintf(`SELECT status, retry_at, scan_version, failure, highest_position,
+	coalesce((SELECT h.transitions > h.hooked FROM %s h WHERE h.consumer_group_id = ?1), 0) FROM %s WHERE id = ?1`, n.hooks, g),
+
+		hooksOn:      fmt.Sprintf(`INSERT INTO %s (consumer_group_id) VALUES (?1) ON CONFLICT DO NOTHING`, n.hooks),
+		hooksOff:     fmt.Sprintf(`DELETE FROM %s WHERE consumer_group_id = ?1`, n.hooks),
+		hooksPending: fmt.Sprintf(`SELECT coalesce(h.transitions > h.hooked, 0) FROM %s g LEFT JOIN %s h ON h.consumer_group_id = g.id WHERE g.group_id = ?1`, g, n.hooks),
+		hookRow:      fmt.Sprintf(`SELECT transitions, hooked, pending, claimed_by, claimed_at FROM %s WHERE consumer_group_id = ?1`, n.hooks),
+		hookRecord:   fmt.Sprintf(`UPDATE %s SET transitions = ?2, pending = ?3 WHERE consumer_group_id = ?1`, n.hooks),
+		hookClaim:    fmt.Sprintf(`UPDATE %s SET claimed_by = ?2, claimed_at = ?3 WHERE consumer_group_id = ?1`, n.hooks),
+		hookFinish:   fmt.Sprintf(`UPDATE %s SET hooked = ?2, pending = ?3, claimed_by = NULL, claimed_at = NULL WHERE consumer_group_id = ?1`, n.hooks),
 		// The latch: compare-and-set clean against the version scanned.
 		latch: fmt.Sprintf(`UPDATE %s SET scan_version = -(+?2) - 1 WHERE id = ?1 AND scan_version = +?2`, g),
 		// Dirty: a version above every earlier one.

@@ -882,6 +882,9 @@ type groupRow struct {
 	scan    int64
 	failure string
 	highest int64
+	// hooksPending is set while operator transitions of the group wait
+	// for their lifecycle hooks: its work is not claimed.
+	hooksPending bool
 }
 
 func (t *tx) groupState(g *groupConf) (groupRow, error) {
@@ -897,6 +900,7 @@ func (t *tx) groupState(g *groupConf) (groupRow, error) {
 		r.scan = stmt.ColumnInt64(2)
 		r.failure = stmt.ColumnText(3)
 		r.highest = stmt.ColumnInt64(4)
+		r.hooksPending = stmt.ColumnInt(5) != 0
 	})
 	if err == nil {
 		err = perr

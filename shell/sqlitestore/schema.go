@@ -46,6 +46,7 @@ type names struct {
 	counters        string
 	parked          string
 	snapshots       string
+	hooks           string
 }
 
 func namesFor(prefix string) names {
@@ -64,13 +65,14 @@ func namesFor(prefix string) names {
 		counters:        prefix + "_counters",
 		parked:          prefix + "_parked_partitions",
 		snapshots:       prefix + "_snapshots",
+		hooks:           prefix + "_group_hooks",
 	}
 }
 
 // requiredTables are the tables Open checks for: the store is installed
 // when all of them exist. A migration that adds tables adds them here.
 func (n names) requiredTables() []string {
-	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters, n.parked, n.snapshots}
+	return []string{n.messages, n.keyPairs, n.messageKeyPairs, n.scheduled, n.groups, n.offsets, n.offsetKeyPairs, n.workers, n.orphans, n.counters, n.parked, n.snapshots, n.hooks}
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -263,6 +265,21 @@ CREATE INDEX IF NOT EXISTS idx_{p}_parked_partitions_group ON {p}_parked_partiti
 	saved_at      TEXT    NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_snapshots_key ON {p}_snapshots (group_id, partition_key, state_version);`,
+
+	// 5: the lifecycle hooks of consumer groups registered with hooks
+	// (shell.GroupSpec.Hooks): one row per such group, counting its
+	// operator transitions (transitions) and how far their hooks ran
+	// (hooked), the transitions still pending as JSON (shell.GroupTransition,
+	// oldest first) and the claim on the oldest (claimed_by, claimed_at).
+	// A group whose row has transitions > hooked claims no work.
+	`CREATE TABLE IF NOT EXISTS {p}_group_hooks (
+	consumer_group_id INTEGER PRIMARY KEY REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,
+	transitions       INTEGER NOT NULL DEFAULT 0,
+	hooked            INTEGER NOT NULL DEFAULT 0,
+	pending           TEXT    NOT NULL DEFAULT '[]',
+	claimed_by        TEXT,
+	claimed_at        TEXT
+);`,
 }
 
 // Migration is one versioned step of the store's schema, for an app's own
@@ -280,7 +297,7 @@ type Migration struct {
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // The version table and the statement that records a version, around
 // every script (so that a tool applying the scripts one by one records

@@ -28,6 +28,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("AdvanceOffset", s.testAdvance)
 	t.Run("Latch", s.testLatch)
 	t.Run("Lifecycle", s.testLifecycle)
+	t.Run("Hooks", s.testHooks)
 	t.Run("Housekeeping", s.testHousekeeping)
 	t.Run("Offsets", s.testOffsets)
 	t.Run("Queue", s.testQueue)

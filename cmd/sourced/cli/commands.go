@@ -732,14 +732,18 @@ func (g *globals) groups(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if after.HooksPending > 0 {
+		did += fmt.Sprintf("\n%d lifecycle hook(s) pending (OnStop, OnStart, OnReset): a runtime running the group's reactor runs them at its next catch-up poll, and the group claims nothing until they ran", after.HooksPending)
+	}
 	out := struct {
-		Group      string `json:"group"`
-		Command    string `json:"command"`
-		WasStatus  string `json:"was_status"`
-		Status     string `json:"status"`
-		Partitions int64  `json:"partitions"`
-		Did        string `json:"did"`
-	}{group, op, string(before.Status), string(after.Status), after.Partitions, did}
+		Group        string `json:"group"`
+		Command      string `json:"command"`
+		WasStatus    string `json:"was_status"`
+		Status       string `json:"status"`
+		Partitions   int64  `json:"partitions"`
+		HooksPending int64  `json:"hooks_pending"`
+		Did          string `json:"did"`
+	}{group, op, string(before.Status), string(after.Status), after.Partitions, after.HooksPending, did}
 	if err := g.emit(out, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "%s: %s -> %s\n%s\n", group, before.Status, after.Status, did)
 	}); err != nil || !*wait {
