@@ -263,7 +263,7 @@ type fieldsPayload struct {
 	Free      any               `json:"free"`
 	Long      string            `json:"long" sourced:"noindex"`
 	Skipped   string            `json:"-"`
-	unexposed string
+	unexposed string            //lint:ignore U1000 an unexported field is what the test skips
 	NoTag     bool
 }
 
@@ -403,7 +403,7 @@ type (
 		Own   int    `json:"own,string"`
 		Named EmbA   `json:"named"`
 		Weird string `json:"we!rd"`
-		Bad   string `json:"b\"ad"`
+		Bad   string `json:"b\"ad"` //lint:ignore SA5008 a malformed tag is what the test refuses
 		Omit  string `json:",omitempty"`
 	}
 )

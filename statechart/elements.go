@@ -83,7 +83,6 @@ type elem struct {
 	starts   []*childDecl
 	startNil bool
 	startFn  func(ctx any, mv Move) any
-	onDone   []Elem
 	// reach is set by Internal and External.
 	reach reach
 	// when is set by When: the guards were given to an element that may

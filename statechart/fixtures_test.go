@@ -120,8 +120,6 @@ type order struct {
 	Packed []string
 }
 
-func (o order) allPacked() bool { return len(o.Packed) >= o.Items }
-
 var orderContext = core.Projection[order]{}.With(
 	core.Evolve(func(o order, e OrderPlaced) order { o.Total, o.Items = e.Total, e.Items; return o }),
 	core.Evolve(func(o order, e PaymentInfoAdded) order { o.Card = e.Card; return o }),

@@ -344,7 +344,7 @@ func TestOrderOnEventOnlyWhileActive(t *testing.T) {
 	if err != nil || !d.Ignored || len(d.Messages) != 0 || !slices.Equal(next.Paths(), in.Paths()) {
 		t.Fatalf("an event no active state reacts to is ignored: %v %+v", err, d)
 	}
-	in, d = f.decide(in, StartPayment{OrderID: "o1", Card: "4242"}, PaymentCaptured{OrderID: "o1"})
+	_, d = f.decide(in, StartPayment{OrderID: "o1", Card: "4242"}, PaymentCaptured{OrderID: "o1"})
 	if mv := mustMove(t, d.States[0]); mv.Trigger != "payments.payment_captured" || mv.Target != "placed.payment.paid" {
 		t.Fatalf("%+v", mv)
 	}

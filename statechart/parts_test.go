@@ -64,7 +64,7 @@ func TestPartAsRegion(t *testing.T) {
 		t.Fatalf("%v", summary(d.Messages))
 	}
 	// Captured is not mapped: the done join applies.
-	next, d = decideAll(t, m, in, X{})
+	_, d = decideAll(t, m, in, X{})
 	if !slices.Equal(summary(d.Messages), []string{"X>p.payment.captured", "done>e"}) {
 		t.Fatalf("%v", summary(d.Messages))
 	}

@@ -51,9 +51,9 @@ func (m Machine[C]) reactionTypes() ([]reflect.Type, []error) {
 		case r.t == nil || r.fn == nil:
 			errs = append(errs, fmt.Errorf("a zero Reaction (build reactions with React or ReactAny)"))
 		case r.t.Kind() != reflect.Struct:
-			errs = append(errs, fmt.Errorf("React[%v]: message types are structs", r.t))
+			errs = append(errs, fmt.Errorf("statechart.React[%v]: message types are structs", r.t))
 		case containsType(mc.ch.commands, r.t), containsType(mc.ch.events, r.t):
-			errs = append(errs, fmt.Errorf("React[%v]: the machine decides %v (Command or On): react to the events it produces instead", r.t, r.t))
+			errs = append(errs, fmt.Errorf("statechart.React[%v]: the machine decides %v (Command or On): react to the events it produces instead", r.t, r.t))
 		case containsType(ts, r.t):
 			errs = append(errs, fmt.Errorf("two reactions to %v", r.t))
 		default:

@@ -139,8 +139,7 @@ func (b *builder) checkStartsAt() {
 		if bad {
 			continue
 		}
-		var check func(s *node)
-		check = func(s *node) {
+		check := func(s *node) {
 			for _, reg := range s.children {
 				if reg.start != nil {
 					continue

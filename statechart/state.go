@@ -226,9 +226,6 @@ func (t targetSpec) equal(o targetSpec) bool {
 	return t.stay == o.stay && slices.EqualFunc(t.parts, o.parts, targetPart.equal)
 }
 
-// history reports whether the first target is a history.
-func (t targetSpec) history() bool { return len(t.parts) > 0 && t.parts[0].hist != histNone }
-
 type stayTarget struct{}
 
 func (stayTarget) target() targetSpec { return targetSpec{stay: true} }

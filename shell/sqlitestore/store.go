@@ -134,8 +134,8 @@ var _ shell.Store = (*Store)(nil)
 type indexBasis uint8
 
 const (
-	// indexPayload indexes every key pair of the payload.
-	indexPayload indexBasis = iota
+	// The zero value indexes every key pair of the payload.
+	_ indexBasis = iota
 	// indexID indexes the payload and core.IDKey = message id
 	// (id-partitioned queues).
 	indexID
