@@ -168,20 +168,24 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 type Worker struct {
 	ID       string
 	LastSeen time.Time
+	// Claims is the number of partitions the worker holds claimed.
+	Claims int
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id. A worker that stopped cleanly removed
-// its record (RemoveWorkers); the claims each holds are in ReadOffsets.
+// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// (counted through the index of claimed offsets: the cost follows the
+// claims held, not the partitions). A worker that stopped cleanly removed
+// its record (RemoveWorkers); the claims themselves are in ReadOffsets.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, last_seen FROM %s ORDER BY id`, s.names.workers))
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT w.id, w.last_seen, (SELECT count(*) FROM %[2]s o WHERE o.claimed_by = w.id AND o.claimed) FROM %[1]s w ORDER BY w.id`, s.names.workers, s.names.offsets))
 	if err != nil {
 		return nil, s.wrap(ctx, "workers", err)
 	}
 	out := []Worker{}
 	for rows.Next() {
 		var w Worker
-		if err := rows.Scan(&w.ID, &w.LastSeen); err != nil {
+		if err := rows.Scan(&w.ID, &w.LastSeen, &w.Claims); err != nil {
 			rows.Close()
 			return nil, s.wrap(ctx, "workers", err)
 		}

@@ -175,21 +175,25 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 type Worker struct {
 	ID       string
 	LastSeen time.Time
+	// Claims is the number of partitions the worker holds claimed.
+	Claims int
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id. A worker that stopped cleanly removed
-// its record (RemoveWorkers); the claims each holds are in ReadOffsets.
+// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// (counted through the index of claimed offsets: the cost follows the
+// claims held, not the partitions). A worker that stopped cleanly removed
+// its record (RemoveWorkers); the claims themselves are in ReadOffsets.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 	out := []Worker{}
 	var perr error
 	err := s.withReader(ctx, func(conn *sqlite.Conn) error {
-		return queryRows(conn, fmt.Sprintf(`SELECT id, last_seen FROM %s ORDER BY id`, s.names.workers), nil, func(stmt *sqlite.Stmt) {
+		return queryRows(conn, fmt.Sprintf(`SELECT w.id, w.last_seen, (SELECT count(*) FROM %[2]s o WHERE o.claimed_by = w.id AND o.claimed = 1) FROM %[1]s w ORDER BY w.id`, s.names.workers, s.names.offsets), nil, func(stmt *sqlite.Stmt) {
 			at, err := parseTime(stmt.ColumnText(1))
 			if err != nil && perr == nil {
 				perr = err
 			}
-			out = append(out, Worker{ID: stmt.ColumnText(0), LastSeen: at})
+			out = append(out, Worker{ID: stmt.ColumnText(0), LastSeen: at, Claims: stmt.ColumnInt(2)})
 		})
 	})
 	if err == nil {
