@@ -46,16 +46,24 @@ type offsetRow struct {
 	LagKnown bool
 }
 
-// offsetRows adds the lag of each offset's group (read once per group).
+// offsetRows adds their lag to a page of offsets: one count per group on
+// the page, of that page's offsets only.
 func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offsetRow {
+	ids := map[string][]int64{}
+	var groups []string
+	for _, o := range offs {
+		if _, ok := ids[o.Group]; !ok {
+			groups = append(groups, o.Group)
+		}
+		ids[o.Group] = append(ids[o.Group], o.ID)
+	}
 	lags := map[string]lag{}
+	for _, g := range groups {
+		lags[g] = d.lagOf(ctx, g, shell.LagQuery{Offsets: ids[g]})
+	}
 	rows := make([]offsetRow, 0, len(offs))
 	for _, o := range offs {
-		l, ok := lags[o.Group]
-		if !ok {
-			l = d.lagOf(ctx, o.Group)
-			lags[o.Group] = l
-		}
+		l := lags[o.Group]
 		rows = append(rows, offsetRow{Offset: o, Lag: l.ByOffset[o.ID], LagKnown: l.Known})
 	}
 	return rows
@@ -91,39 +99,51 @@ func confirmText(id string, a shell.Command) string {
 	return string(a)
 }
 
-func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, int64, error) {
+// groupRows are the groups of the store's Stats, each with its lag
+// (one bounded count per group: see groupLag). A store that does not
+// count lag (not a shell.Lagger) has its parked partitions listed once
+// to count them.
+func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, shell.Stats, error) {
 	st, err := d.store.Stats(ctx)
 	if err != nil {
-		return nil, 0, err
-	}
-	parked, err := d.store.ParkedPartitions(ctx, "")
-	if err != nil {
-		return nil, 0, err
-	}
-	counts := map[string]int{}
-	for _, p := range parked {
-		counts[p.Group]++
+		return nil, st, err
 	}
 	rows := make([]groupRow, 0, len(st.Groups))
+	var counts map[string]int
 	for _, g := range st.Groups {
-		rows = append(rows, groupRow{GroupInfo: g, Lag: d.lagOf(ctx, g.ID), Parked: counts[g.ID], Actions: groupActions(g.ID, g.Status)})
+		l := d.groupLag(ctx, g.ID)
+		row := groupRow{GroupInfo: g, Lag: l, Parked: int(l.Parked), Actions: groupActions(g.ID, g.Status)}
+		if !l.Known {
+			if counts == nil {
+				counts = map[string]int{}
+				parked, err := d.store.ParkedPartitions(ctx, "")
+				if err != nil {
+					return nil, st, err
+				}
+				for _, p := range parked {
+					counts[p.Group]++
+				}
+			}
+			row.Parked = counts[g.ID]
+		}
+		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b groupRow) int { return cmp.Compare(a.ID, b.ID) })
-	return rows, st.MaxPosition, nil
+	return rows, st, nil
 }
 
 func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
-	rows, maxPos, err := d.groupRows(r.Context())
+	rows, st, err := d.groupRows(r.Context())
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
-	st, _ := d.store.Stats(r.Context())
 	d.render(w, r, "groups", "groups", "Consumer groups", struct {
-		Groups      []groupRow
-		MaxPosition int64
-		Scheduled   int64
-	}{rows, maxPos, st.Scheduled})
+		Groups        []groupRow
+		MaxPosition   int64
+		Scheduled     int64
+		LagPartitions int
+	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions})
 }
 
 func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
@@ -150,13 +170,14 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, "group", "groups", "Group "+id, struct {
-		Group   groupRow
-		Offsets []offsetRow
-		Parked  []parkedRow
-		Back    string
-		Total   int64
-		Next    int64
-	}{groupRow{GroupInfo: g, Lag: d.lagOf(ctx, id), Parked: len(parked), Actions: groupActions(g.ID, g.Status)}, d.offsetRows(ctx, page.Offsets), parked, "/groups/" + id, page.Total, next})
+		Group         groupRow
+		Offsets       []offsetRow
+		Parked        []parkedRow
+		Back          string
+		Total         int64
+		Next          int64
+		LagPartitions int
+	}{groupRow{GroupInfo: g, Lag: d.groupLag(ctx, id), Parked: len(parked), Actions: groupActions(g.ID, g.Status)}, d.offsetRows(ctx, page.Offsets), parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
@@ -301,18 +322,6 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
-	}
-	claims := map[string]int{}
-	for o, err := range d.store.Offsets(ctx, shell.OffsetQuery{}) {
-		if err != nil {
-			break
-		}
-		if o.Claimed {
-			claims[o.ClaimedBy]++
-		}
-	}
-	for i := range workers {
-		workers[i].Claims = claims[workers[i].ID]
 	}
 	back := "/partitions"
 	if g := q.Get("group"); g != "" {
