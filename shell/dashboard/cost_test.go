@@ -238,7 +238,6 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 	mustContain(t, row, "≥</span>5 <small>in 252</small>")
 }
 
-
 // At most Options.MaxConcurrentPages requests are served at once, so
 // that the dashboard never holds more of the store's readers than that:
 // one beyond waits up to PageWait, then is refused with 503 and

@@ -20,9 +20,9 @@ type lag struct {
 	// Total is the pending messages of the Counted partitions; AtLeast
 	// says it is a lower bound (a pending partition was not counted, or a
 	// count reached the limit).
-	Total   int
-	Counted int
-	AtLeast bool
+	Total    int
+	Counted  int
+	AtLeast  bool
 	ByOffset map[int64]int
 }
 
