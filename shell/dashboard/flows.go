@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -64,7 +65,7 @@ func (d *Dashboard) workflowNames(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, g := range st.Groups {
-		res, err := d.store.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(g.ID).WorkflowStarted}}, Limit: 1})
+		res, err := lenient{Store: d.store}.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(g.ID).WorkflowStarted}}, Limit: 1})
 		if err != nil {
 			var cond *shell.InvalidConditionError
 			if errors.As(err, &cond) {
@@ -83,6 +84,10 @@ type workflowList struct {
 	Name   string
 	Counts workflow.Counts
 	Runs   []*durable.Run
+	// Undecodable are the workflow's messages the store cannot decode
+	// (their runs are listed without them, or not at all when one is the
+	// run's start).
+	Undecodable []logRow
 }
 
 func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
@@ -95,12 +100,16 @@ func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")
 	var lists []workflowList
 	for _, name := range names {
-		runs, err := workflow.Runs(ctx, d.store, name)
+		var bad []core.PositionedMessage
+		runs, err := workflow.Runs(ctx, lenient{Store: d.store, bad: &bad}, name)
 		if err != nil {
 			d.fail(w, r, statusOf(err), err)
 			return
 		}
 		l := workflowList{Name: name, Counts: workflow.Count(name, runs)}
+		for _, m := range bad {
+			l.Undecodable = append(l.Undecodable, rowOf(m))
+		}
 		for _, run := range runs {
 			if status == "" || string(run.Status) == status {
 				l.Runs = append(l.Runs, run)
@@ -120,7 +129,11 @@ func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) workflowRunPage(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("name"), r.PathValue("id")
-	run, err := workflow.RunOf(r.Context(), d.store, name, id)
+	var bad []core.PositionedMessage
+	run, err := workflow.RunOf(r.Context(), lenient{Store: d.store, bad: &bad}, name, id)
+	if errors.Is(err, workflow.ErrNotFound) && len(bad) > 0 {
+		err = fmt.Errorf("%w; the run's messages include %d the store cannot decode, its start maybe: %s", err, len(bad), rowOf(bad[0]).Undecodable)
+	}
 	if errors.Is(err, workflow.ErrNotFound) {
 		d.fail(w, r, http.StatusNotFound, err)
 		return
@@ -129,9 +142,14 @@ func (d *Dashboard) workflowRunPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	var undecodable []logRow
+	for _, m := range bad {
+		undecodable = append(undecodable, rowOf(m))
+	}
 	d.render(w, r, "workflow", "workflows", "Run "+id, struct {
-		Name string
-		Run  *durable.Run
-		Ops  []durable.Op
-	}{name, run, slices.Clone(run.Ops)})
+		Name        string
+		Run         *durable.Run
+		Ops         []durable.Op
+		Undecodable []logRow
+	}{name, run, slices.Clone(run.Ops), undecodable})
 }

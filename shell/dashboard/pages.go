@@ -343,6 +343,17 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 type logRow struct {
 	core.PositionedMessage
 	Summary string
+	// Undecodable, when set, says why the store cannot decode the message
+	// (which then has only its position, id and type).
+	Undecodable string
+}
+
+// rowOf is the log row of m.
+func rowOf(m core.PositionedMessage) logRow {
+	if u, ok := undecodableOf(m.Message); ok {
+		return logRow{PositionedMessage: m, Undecodable: u.String()}
+	}
+	return logRow{PositionedMessage: m, Summary: summary(m.Message)}
 }
 
 func summary(m core.Message) string {
@@ -455,7 +466,7 @@ func (d *Dashboard) logPage(w http.ResponseWriter, r *http.Request) {
 	if f.Dir == "newer" {
 		opts.Order = shell.Ascending
 	}
-	page, err := d.store.ReadAll(r.Context(), opts)
+	page, err := lenient{Store: d.store}.ReadAll(r.Context(), opts)
 	if err != nil {
 		data.Err = err.Error()
 		w.WriteHeader(statusOf(err))
@@ -467,7 +478,7 @@ func (d *Dashboard) logPage(w http.ResponseWriter, r *http.Request) {
 		slices.Reverse(msgs) // shown newest first either way
 	}
 	for _, m := range msgs {
-		data.Rows = append(data.Rows, logRow{m, summary(m.Message)})
+		data.Rows = append(data.Rows, rowOf(m))
 	}
 	data.LastPosition = page.LastPosition
 	if n := len(msgs); n > 0 {
@@ -520,6 +531,25 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	trace, err := d.store.ReadCorrelation(ctx, id)
+	var de *shell.DecodeError
+	if errors.As(err, &de) && de.Position > 0 {
+		// The trace holds a message the store cannot decode: show that
+		// rather than fail (the message itself, when it is the one).
+		m := core.PositionedMessage{}
+		m.ID = id
+		if de.MessageID == id {
+			m.Position, m.Type = de.Position, de.MessageType
+		}
+		d.render(w, r, "message", "log", "Message "+cmp.Or(m.Type, id.String()), struct {
+			Msg         core.PositionedMessage
+			Payload     string
+			Metadata    string
+			Trace       []*traceNode
+			Count       int
+			Undecodable string
+		}{Msg: m, Undecodable: de.Error()})
+		return
+	}
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
@@ -535,12 +565,13 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, "message", "log", "Message "+msg.Type, struct {
-		Msg      core.PositionedMessage
-		Payload  string
-		Metadata string
-		Trace    []*traceNode
-		Count    int
-	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace)})
+		Msg         core.PositionedMessage
+		Payload     string
+		Metadata    string
+		Trace       []*traceNode
+		Count       int
+		Undecodable string
+	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), ""})
 }
 
 // scheduledReader is implemented by the stores (sqlitestore, memstore,
@@ -574,7 +605,7 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, m := range msgs {
-			data.Messages = append(data.Messages, logRow{core.PositionedMessage{Message: m}, summary(m)})
+			data.Messages = append(data.Messages, rowOf(core.PositionedMessage{Message: m}))
 		}
 	}
 	d.render(w, r, "scheduled", "scheduled", "Scheduled messages", data)
