@@ -19,6 +19,7 @@ import (
 	"github.com/sourced-go/sourced/shell/dashboard"
 	"github.com/sourced-go/sourced/shell/dashboard/internal/demo"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
+	"github.com/sourced-go/sourced/shell/workflow"
 )
 
 // counting is a store that counts the calls a page makes and the rows
@@ -306,5 +307,37 @@ func TestPagesRunUnderATimeBudget(t *testing.T) {
 	res.Body.Close()
 	if !deadline || res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "PageTimeout") {
 		t.Errorf("a page past its budget: deadline %v, %d; want a deadline and 503 naming PageTimeout\n%s", deadline, res.StatusCode, body)
+	}
+}
+
+// The workflows page reads the newest runs of each workflow only, so
+// that its cost does not grow with the runs in the log (it folded every
+// run of every workflow).
+func TestWorkflowsPageCostTheSameWhateverTheRuns(t *testing.T) {
+	e, c := costEnv(t, 10, dashboard.Options{})
+	ctx := context.Background()
+	start := func(n int) {
+		for i := range n {
+			if _, err := workflow.Start(ctx, e.store, e.app.Greeting, "x", workflow.WithID(fmt.Sprintf("run-%d-%d", n, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	measure := func() (map[string]int, int, string) {
+		c.reset()
+		status, body := e.get("/workflows")
+		if status != http.StatusOK {
+			t.Fatalf("/workflows: %d\n%s", status, body)
+		}
+		calls, rows := c.reset()
+		return calls, rows, body
+	}
+	start(120)
+	calls, rows, body := measure()
+	mustContain(t, body, "The newest 100 runs (older ones are not read)")
+	start(240)
+	calls2, rows2, _ := measure()
+	if fmt.Sprint(calls) != fmt.Sprint(calls2) || rows != rows2 {
+		t.Errorf("/workflows: %v calls and %d rows with 121 runs, %v and %d with 361: want the same", calls, rows, calls2, rows2)
 	}
 }
