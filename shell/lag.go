@@ -112,3 +112,39 @@ func CheckLagQuery(q LagQuery) (limit int, err error) {
 	}
 	return q.Limit, nil
 }
+
+// MaxParkedPage is the largest page of ReadParked.
+const MaxParkedPage = 1000
+
+// ParkedQuery selects a page of parked partitions (see ParkedReader).
+type ParkedQuery struct {
+	// Group filters by group id ("" for all groups).
+	Group string
+	// From is the inclusive offset-id cursor.
+	From int64
+	// Limit is the page size (0: DefaultPageSize; at most MaxParkedPage).
+	Limit int
+}
+
+// ParkedReader is implemented by the stores that page their parked
+// partitions (the SQLite, PostgreSQL and in-memory stores), so that a
+// tool lists them at a bounded cost however many are parked: one query
+// per page.
+type ParkedReader interface {
+	// ReadParked returns a page of the parked partitions of q.Group (every
+	// group's when ""), by ascending offset id from q.From. An unknown
+	// group gives an *UnknownGroupError; a limit out of bounds an error.
+	ReadParked(ctx context.Context, q ParkedQuery) ([]ParkedPartition, error)
+}
+
+// CheckParkedQuery validates q and returns the page size to read (q.Limit,
+// or DefaultPageSize when 0), for store implementations.
+func CheckParkedQuery(q ParkedQuery) (limit int, err error) {
+	if q.Limit < 0 || q.Limit > MaxParkedPage {
+		return 0, fmt.Errorf("sourced: a page of %d parked partitions: want 0 (default %d) to %d (shell.MaxParkedPage)", q.Limit, DefaultPageSize, MaxParkedPage)
+	}
+	if q.Limit == 0 {
+		return DefaultPageSize, nil
+	}
+	return q.Limit, nil
+}

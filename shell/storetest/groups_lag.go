@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"testing"
 
 	"github.com/sourced-go/sourced/shell"
@@ -126,4 +127,72 @@ func (s suite) testLag(t *testing.T) {
 			}
 		}
 	})
+}
+
+// testReadParked: shell.ParkedReader, parked partitions a page at a time
+// (issue 30, item 1: the dashboard listed every parked partition on each
+// page).
+func (s suite) testReadParked(t *testing.T) {
+	e := s.genv(t, devices, bindings)
+	r, ok := e.gs.(shell.ParkedReader)
+	if !ok {
+		t.Fatalf("the store %T is not a shell.ParkedReader", e.gs)
+	}
+	e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceBound{"d9", "x"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
+	park := func(group string) {
+		t.Helper()
+		c := e.claim(group, "w1", 10)
+		m := c.Messages[0]
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.release(c)
+	}
+	park(devices) // d1
+	park(devices) // d2
+	park(bindings)
+	park(devices) // d3; d4 stays pending
+	read := func(q shell.ParkedQuery) []shell.ParkedPartition {
+		t.Helper()
+		ps, err := r.ReadParked(e.ctx, q)
+		if err != nil {
+			t.Fatalf("ReadParked %+v: %v", q, err)
+		}
+		return ps
+	}
+	keys := func(ps []shell.ParkedPartition) string {
+		var out []string
+		for i, p := range ps {
+			if i > 0 && p.OffsetID <= ps[i-1].OffsetID {
+				t.Fatalf("parked partitions out of offset order: %+v", ps)
+			}
+			out = append(out, p.Group+" "+shell.PartitionKey(p.Partition))
+		}
+		return fmt.Sprint(out)
+	}
+	want, err := e.gs.ParkedPartitions(e.ctx, devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := read(shell.ParkedQuery{Group: devices, Limit: 2})
+	rest := read(shell.ParkedQuery{Group: devices, Limit: 2, From: first[len(first)-1].OffsetID + 1})
+	if got := append(first, rest...); len(first) != 2 || len(rest) != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("pages of 2 of the devices' parked partitions: %+v then %+v; want %+v", first, rest, want)
+	}
+	if k := keys(read(shell.ParkedQuery{})); k != fmt.Sprint([]string{devices + " device_id:d1", devices + " device_id:d2", bindings + " device_id:d9", devices + " device_id:d3"}) {
+		t.Fatalf("every group's parked partitions: %s", k)
+	}
+	if ps := read(shell.ParkedQuery{Group: bindings, From: rest[0].OffsetID + 1}); len(ps) != 0 {
+		t.Fatalf("parked partitions past the last: %+v", ps)
+	}
+	_, err = r.ReadParked(e.ctx, shell.ParkedQuery{Group: "nope"})
+	unknownGroup(t, err, "nope", bindings, devices)
+	for _, q := range []shell.ParkedQuery{{Limit: -1}, {Limit: shell.MaxParkedPage + 1}} {
+		if _, err := r.ReadParked(e.ctx, q); err == nil {
+			t.Errorf("ReadParked %+v: no error", q)
+		}
+	}
 }
