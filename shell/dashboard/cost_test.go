@@ -3,10 +3,12 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +152,11 @@ func (c *counting) Lag(ctx context.Context, group string, limit int) (map[int64]
 	return l, c.or(err, c.count(ctx, "Lag", len(l)))
 }
 
+func (c *counting) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.ParkedPartition, error) {
+	ps, err := c.inner.ReadParked(ctx, q)
+	return ps, c.or(err, c.count(ctx, "ReadParked", len(ps)))
+}
+
 func (c *counting) Workers(ctx context.Context) ([]sqlitestore.Worker, error) {
 	ws, err := c.inner.Workers(ctx)
 	return ws, c.or(err, c.count(ctx, "Workers", len(ws)))
@@ -159,8 +166,9 @@ func (c *counting) Workers(ctx context.Context) ([]sqlitestore.Worker, error) {
 const bigGroup = "load.welcomes"
 
 // costEnv is the demo's store, wrapped in a counting store, with pending
-// partitions of bigGroup (none processed), and its dashboard.
-func costEnv(t *testing.T, pending int, opts dashboard.Options) (*env, *counting) {
+// partitions of bigGroup (none processed, the first parked of them
+// parked), and its dashboard.
+func costEnv(t *testing.T, pending, parked int, opts dashboard.Options) (*env, *counting) {
 	t.Helper()
 	ctx := context.Background()
 	app := demo.New()
@@ -177,6 +185,22 @@ func costEnv(t *testing.T, pending int, opts dashboard.Options) (*env, *counting
 	}
 	if _, err := inner.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	for range parked {
+		cl, err := inner.ClaimNext(ctx, bigGroup, "w", 1)
+		if err != nil || cl == nil {
+			t.Fatalf("claim to park: %v, %v", cl, err)
+		}
+		m := cl.Messages[0]
+		f := shell.Failure{OffsetID: cl.OffsetID, Partition: shell.PartitionKey(cl.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := inner.ChangeGroup(ctx, bigGroup, func(shell.GroupState) (shell.GroupChange, error) {
+			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := inner.Release(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := &counting{Store: inner, inner: inner, calls: map[string]int{}}
 	opts.Reactors = app.Reactors()
@@ -204,8 +228,8 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 		calls map[string]int
 		rows  int
 	}
-	measure := func(pending int) map[string]cost {
-		e, c := costEnv(t, pending, dashboard.Options{})
+	measure := func(pending, parked int) map[string]cost {
+		e, c := costEnv(t, pending, parked, dashboard.Options{})
 		out := map[string]cost{}
 		for _, p := range costPages {
 			c.reset()
@@ -217,7 +241,7 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 		}
 		return out
 	}
-	small, large := measure(150), measure(1500)
+	small, large := measure(120, 55), measure(1200, 110)
 	for _, p := range costPages {
 		s, l := small[p], large[p]
 		n := 0
@@ -225,12 +249,28 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 			n += k
 		}
 		if fmt.Sprint(s.calls) != fmt.Sprint(l.calls) || s.rows != l.rows || n > 40 || l.rows > 1000 {
-			t.Errorf("%s: %v calls and %d rows with 150 partitions behind, %v and %d with 1,500: want the same, bounded", p, s.calls, s.rows, l.calls, l.rows)
+			t.Errorf("%s: %v calls and %d rows with 120 partitions behind (55 parked), %v and %d with 1,200 (110 parked): want the same, bounded", p, s.calls, s.rows, l.calls, l.rows)
+		}
+	}
+	// Parked partitions come a page at a time.
+	e, _ := costEnv(t, 60, 55, dashboard.Options{})
+	for _, p := range []string{"/groups/" + bigGroup, "/partitions?group=" + bigGroup} {
+		_, body := e.get(p)
+		if n := strings.Count(body, `<tr class="parked-partition"`); n != 50 || !strings.Contains(body, "Parked partitions (55)") || !strings.Contains(body, "More parked partitions") {
+			t.Errorf("%s: %d parked partitions listed, want the first 50 of 55 and a link to the others", p, n)
+		}
+		more := regexp.MustCompile(`class="more-parked" href="([^"]+)"`).FindStringSubmatch(body)
+		if more == nil {
+			continue
+		}
+		_, body = e.get(html.UnescapeString(more[1]))
+		if n := strings.Count(body, `<tr class="parked-partition"`); n != 5 || strings.Contains(body, "More parked partitions") {
+			t.Errorf("%s: the next page lists %d parked partitions, want the last 5", more[1], n)
 		}
 	}
 	// The lag is shown as a lower bound over the partitions counted (the
 	// demo's two welcomes make 252 partitions behind).
-	e, _ := costEnv(t, 250, dashboard.Options{LagPartitions: 5})
+	e, _ = costEnv(t, 250, 0, dashboard.Options{LagPartitions: 5})
 	_, body := e.get("/groups/" + bigGroup)
 	mustContain(t, body, "at least 5 pending in 252 partition(s)", "counted in the 5 partition(s) furthest behind")
 	_, body = e.get("/")
@@ -245,7 +285,7 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 // Retry-After (issue 30, item 1: five tabs on / held the readers and an
 // application's read took 70 s). Static files are served regardless.
 func TestConcurrentPagesAreCapped(t *testing.T) {
-	e, c := costEnv(t, 10, dashboard.Options{MaxConcurrentPages: 1, PageWait: 20 * time.Millisecond})
+	e, c := costEnv(t, 10, 0, dashboard.Options{MaxConcurrentPages: 1, PageWait: 20 * time.Millisecond})
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	c.before = func(ctx context.Context, method string) error {
@@ -289,7 +329,7 @@ func TestConcurrentPagesAreCapped(t *testing.T) {
 // Each request runs under Options.PageTimeout: its store calls see the
 // deadline, and a page that runs out of it answers 503 saying so.
 func TestPagesRunUnderATimeBudget(t *testing.T) {
-	e, c := costEnv(t, 10, dashboard.Options{PageTimeout: 50 * time.Millisecond})
+	e, c := costEnv(t, 10, 0, dashboard.Options{PageTimeout: 50 * time.Millisecond})
 	var deadline bool
 	c.before = func(ctx context.Context, method string) error {
 		if method == "Stats" {
@@ -314,7 +354,7 @@ func TestPagesRunUnderATimeBudget(t *testing.T) {
 // that its cost does not grow with the runs in the log (it folded every
 // run of every workflow).
 func TestWorkflowsPageCostTheSameWhateverTheRuns(t *testing.T) {
-	e, c := costEnv(t, 10, dashboard.Options{})
+	e, c := costEnv(t, 10, 0, dashboard.Options{})
 	ctx := context.Background()
 	start := func(n int) {
 		for i := range n {

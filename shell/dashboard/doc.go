@@ -85,8 +85,9 @@
 // whose lag is counted for that page only; the workers' claims are
 // counted by the store's Workers query; the log comes in pages of at
 // most 500 messages; the workflows page reads the newest 100 runs of each
-// workflow. Reading around an undecodable message costs one query per
-// message of its page. Parked partitions are listed in full.
+// workflow; parked partitions come in pages of 50 on stores that page
+// them (shell.ParkedReader). Reading around an undecodable message costs
+// one query per message of its page.
 //
 // The application reads through the same store, and each request may hold
 // one of its reader connections: the dashboard serves at most

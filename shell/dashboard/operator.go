@@ -164,18 +164,49 @@ type parkedRow struct {
 
 type parkedButton struct{ Name, Confirm string }
 
-func (d *Dashboard) parked(ctx context.Context, group string) ([]parkedRow, error) {
-	ps, err := d.store.ParkedPartitions(ctx, group)
-	if err != nil {
-		return nil, err
+// parkedPage is the parked partitions a page lists at once.
+const parkedPage = 50
+
+// parkedList is a page of parked partitions.
+type parkedList struct {
+	Rows []parkedRow
+	// Total counts the parked partitions (-1: not counted).
+	Total int64
+	// More is the path of the next page ("" when this is the last).
+	More string
+}
+
+// parked reads a page of group's parked partitions ("" for every
+// group's) from offset id from, on a store that pages them
+// (shell.ParkedReader); all of them on another. next builds the path of
+// the page from an offset id.
+func (d *Dashboard) parked(ctx context.Context, group string, from int64, next func(from int64) string) (parkedList, error) {
+	list := parkedList{Total: -1}
+	var ps []shell.ParkedPartition
+	var err error
+	if pr, ok := d.store.(shell.ParkedReader); ok {
+		ps, err = pr.ReadParked(ctx, shell.ParkedQuery{Group: group, From: from, Limit: parkedPage + 1})
+		if len(ps) > parkedPage {
+			list.More = next(ps[parkedPage].OffsetID)
+			ps = ps[:parkedPage]
+		}
+	} else {
+		ps, err = d.store.ParkedPartitions(ctx, group)
+		list.Total = int64(len(ps))
 	}
-	rows := make([]parkedRow, 0, len(ps))
+	if err != nil {
+		return list, err
+	}
+	list.Rows = make([]parkedRow, 0, len(ps))
 	for _, p := range ps {
 		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition), Form: shell.PartitionJSON(p.Partition)}
 		for _, a := range []string{"retry", "skip", "reset"} {
 			row.Actions = append(row.Actions, parkedButton{a, parkedConfirm(p, a)})
 		}
-		rows = append(rows, row)
+		list.Rows = append(list.Rows, row)
 	}
-	return rows, nil
+	if list.Total < 0 && from == 0 && list.More == "" {
+		list.Total = int64(len(ps))
+	}
+	return list, nil
 }

@@ -47,8 +47,8 @@ type offsetRow struct {
 }
 
 // offsetRows adds their lag to a page of offsets: one count per group on
-// the page, of that page's offsets only.
-func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offsetRow {
+// the page, of that page's offsets only. It returns the counts by group.
+func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) ([]offsetRow, map[string]lag) {
 	ids := map[string][]int64{}
 	var groups []string
 	for _, o := range offs {
@@ -66,7 +66,7 @@ func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offse
 		l := lags[o.Group]
 		rows = append(rows, offsetRow{Offset: o, Lag: l.ByOffset[o.ID], LagKnown: l.Known})
 	}
-	return rows
+	return rows, lags
 }
 
 // groupActions are the buttons of a group in status st: enabled when the
@@ -164,20 +164,29 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 50 {
 		next = page.Offsets[n-1].ID + 1
 	}
-	parked, err := d.parked(ctx, id)
+	parkedFrom, _ := strconv.ParseInt(r.URL.Query().Get("parked_from"), 10, 64)
+	parked, err := d.parked(ctx, id, parkedFrom, func(from int64) string {
+		return "/groups/" + url.PathEscape(id) + "?parked_from=" + strconv.FormatInt(from, 10)
+	})
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	l := d.groupLag(ctx, id)
+	row := groupRow{GroupInfo: g, Lag: l, Parked: int(parked.Total), Actions: groupActions(g.ID, g.Status)}
+	if l.Known {
+		row.Parked, parked.Total = int(l.Parked), l.Parked
+	}
+	offsets, _ := d.offsetRows(ctx, page.Offsets)
 	d.render(w, r, "group", "groups", "Group "+id, struct {
 		Group         groupRow
 		Offsets       []offsetRow
-		Parked        []parkedRow
+		Parked        parkedList
 		Back          string
 		Total         int64
 		Next          int64
 		LagPartitions int
-	}{groupRow{GroupInfo: g, Lag: d.groupLag(ctx, id), Parked: len(parked), Actions: groupActions(g.ID, g.Status)}, d.offsetRows(ctx, page.Offsets), parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
+	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
@@ -313,7 +322,15 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 100 {
 		next = page.Offsets[n-1].ID + 1
 	}
-	parked, err := d.parked(ctx, q.Get("group"))
+	parkedFrom, _ := strconv.ParseInt(q.Get("parked_from"), 10, 64)
+	parked, err := d.parked(ctx, q.Get("group"), parkedFrom, func(from int64) string {
+		v := url.Values{}
+		if g := q.Get("group"); g != "" {
+			v.Set("group", g)
+		}
+		v.Set("parked_from", strconv.FormatInt(from, 10))
+		return "/partitions?" + v.Encode()
+	})
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
@@ -323,20 +340,24 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	offsets, lags := d.offsetRows(ctx, page.Offsets)
 	back := "/partitions"
 	if g := q.Get("group"); g != "" {
 		back += "?group=" + url.QueryEscape(g)
+		if l := lags[g]; l.Known {
+			parked.Total = l.Parked
+		}
 	}
 	d.render(w, r, "partitions", "partitions", "Partitions", struct {
 		Group      string
 		Offsets    []offsetRow
-		Parked     []parkedRow
+		Parked     parkedList
 		Back       string
 		Workers    []workerRow
 		HasWorkers bool
 		Total      int64
 		Next       int64
-	}{q.Get("group"), d.offsetRows(ctx, page.Offsets), parked, back, workers, hasWorkers, page.Total, next})
+	}{q.Get("group"), offsets, parked, back, workers, hasWorkers, page.Total, next})
 }
 
 // logRow is a message of the log page.
