@@ -32,8 +32,9 @@ type groupQueries struct {
 	insertGroup, updateConfig, updateLabel   string
 	groupRow, groupNames, probe              string
 	groupRowLocked                           string
-	upsertOffset, ensureOffset, offsetByKey  string
+	upsertOffset, ensureOffset               string
 	remark, held, release, moveTo            string
+	remarkAt, raiseMoved                     string
 	claimMany, claimQueue, ackMany           string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
@@ -77,7 +78,6 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN coalesce(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets),
 		ensureOffset: f(`INSERT INTO %s (consumer_group_id, partition_key, keys, message_id, drain_check) VALUES ($1, $2, $3, $4, true)
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
-		offsetByKey: f(`SELECT id, last_position FROM %s WHERE consumer_group_id = $1 AND partition_key = $2`, n.offsets),
 		ack: f(`WITH a AS (
 	UPDATE %[1]s o SET last_position = greatest(o.last_position, $3), claimed = false, claimed_at = NULL, claimed_by = NULL
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
@@ -165,8 +165,15 @@ SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' o
 		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
-		release:   f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
-		moveTo:    f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		release: f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
+		moveTo:  f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		// remarkAt is remark for the offset of group $1 and partition $2
+		// that AdvanceOffset moved to $3 (none when it did not).
+		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3`, n.offsets, next, n.groups),
+		// raiseMoved is raiseHighest for AdvanceOffset: group $1 rises to
+		// $2 when its offset of partition $3 is at or past it.
+		raiseMoved: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, $2) WHERE id = $1
+	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $3 AND last_position >= $2)`, n.groups, n.offsets),
 		foldGroup: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT max(last_position) AS pos FROM %[2]s WHERE consumer_group_id = $1) s WHERE g.id = $1 AND s.pos > g.highest_position`, n.groups, n.offsets),
 		foldDrained: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT consumer_group_id, max(last_position) AS pos FROM %[2]s WHERE drain_check GROUP BY consumer_group_id) s
 	WHERE g.id = s.consumer_group_id AND s.pos > g.highest_position`, n.groups, n.offsets),
@@ -1177,14 +1184,35 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, err
 	}
+	// One round trip: the offset made sure of, then moved in one
+	// statement unless it is past position already or a message it has
+	// not processed lies before position, its pending marker recomputed
+	// and the group's highest position raised when it moved.
+	var args sqlArgs
+	groupArg, keyArg, posArg := args.add(g.row), args.add(tp.key), args.add(position)
+	move := fmt.Sprintf(`WITH o AS (SELECT id, last_position FROM %[1]s WHERE consumer_group_id = %[3]s AND partition_key = %[4]s FOR UPDATE),
+c AS (SELECT o.id, o.last_position, o.last_position < %[5]s AND EXISTS (
+	SELECT 1 FROM %[2]s WHERE %[6]s > o.last_position AND %[6]s < %[5]s AND %[7]s) AS blocked FROM o),
+u AS (UPDATE %[1]s x SET last_position = %[5]s FROM c WHERE x.id = c.id AND c.last_position < %[5]s AND NOT c.blocked RETURNING x.id)
+SELECT c.last_position, c.blocked FROM c`,
+		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args))
 	b := &pgx.Batch{}
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
-	b.Queue(q.offsetByKey, g.row, tp.key)
+	b.Queue(move, args...)
+	b.Queue(q.remarkAt, g.row, tp.key, position)
+	b.Queue(q.raiseMoved, g.row, position, tp.key)
 	br := t.c.SendBatch(t.ctx, b)
-	var id, last int64
+	var last int64
+	var blocked bool
 	_, err = br.Exec()
 	if err == nil {
-		err = br.QueryRow().Scan(&id, &last)
+		err = br.QueryRow().Scan(&last, &blocked)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -1192,26 +1220,7 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, t.fail("advance", err)
 	}
-	if last >= position {
-		return true, nil
-	}
-	var args sqlArgs
-	sql := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s WHERE position > %s AND position < %s AND %s)`,
-		s.names.messages, args.add(last), args.add(position), partitionSQL(tp.partition, g.handled, &args))
-	var blocked bool
-	if err := t.c.QueryRow(t.ctx, sql, args...).Scan(&blocked); err != nil {
-		return false, t.fail("advance", err)
-	}
-	if blocked {
-		return false, nil
-	}
-	b = &pgx.Batch{}
-	b.Queue(q.moveTo, id, position)
-	b.Queue(q.remark, id)
-	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-		return false, t.fail("advance", err)
-	}
-	return true, t.raise(g.row, 0, position)
+	return last >= position || !blocked, nil
 }
 
 // tupleOf is the partition of g that partition names, or an error when it

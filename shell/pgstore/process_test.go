@@ -75,6 +75,9 @@ func TestMain(m *testing.M) {
 	if prefix := os.Getenv("SOURCED_PG_WORKER_PREFIX"); prefix != "" {
 		os.Exit(runWorker(prefix))
 	}
+	if part := os.Getenv(envChild); part != "" {
+		os.Exit(child(part))
+	}
 	os.Exit(m.Run())
 }
 
