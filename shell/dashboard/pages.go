@@ -604,10 +604,11 @@ type scheduledReader interface {
 func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	data := struct {
-		Supported bool
-		Messages  []logRow
-		Next      time.Time
-		Count     int64
+		Supported   bool
+		Messages    []logRow
+		Next        time.Time
+		Count       int64
+		Undecodable string
 	}{}
 	st, err := d.store.Stats(ctx)
 	if err != nil {
@@ -621,6 +622,12 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	if sr, ok := d.store.(scheduledReader); ok {
 		data.Supported = true
 		msgs, err := sr.ReadScheduled(ctx, 200)
+		var de *shell.DecodeError
+		if errors.As(err, &de) {
+			// The list cannot be read around it (it has no cursor): say so.
+			data.Undecodable = de.Error()
+			err, msgs = nil, nil
+		}
 		if err != nil {
 			d.fail(w, r, statusOf(err), err)
 			return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"zombiezen.com/go/sqlite/sqlitex"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/dashboard"
+	"github.com/sourced-go/sourced/shell/dashboard/internal/demo"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
@@ -89,6 +91,25 @@ func TestPagesShowAnUndecodableMessage(t *testing.T) {
 	}
 	if status, body := e.get("/workflows/greeting/greet-bob"); status != http.StatusNotFound || !strings.Contains(body, "cannot decode") {
 		t.Errorf("the run whose start cannot be decoded: %d, want 404 saying so\n%s", status, body)
+	}
+	// A scheduled message that cannot be decoded: the list says so.
+	later := core.NewMessage(demo.CloseCourse{CourseID: "algebra"}).At(e.store.Now().Add(time.Hour))
+	res, err := e.store.Append(ctx, []core.Message{later}, shell.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.store.Update(ctx, func(tx shell.Tx) error {
+		conn, err := sqlitestore.Conn(tx)
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `UPDATE sourced_scheduled_messages SET payload = '{"course_id": 7}' WHERE message_id = ?`, &sqlitex.ExecOptions{Args: []any{res.Messages[0].ID.String()}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := e.get("/scheduled"); status != http.StatusOK || !strings.Contains(body, "A scheduled message cannot be decoded") || !strings.Contains(body, "courses.close_course") {
+		t.Errorf("/scheduled: %d, want the undecodable message named\n%s", status, body)
 	}
 	status, body = e.get("/messages/" + bad.ID.String())
 	if status != http.StatusOK || !strings.Contains(body, "cannot be decoded") || !strings.Contains(body, started) {
