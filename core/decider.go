@@ -311,7 +311,7 @@ func (d Decider[S]) checkQueries(reg *codec.Registry) error {
 			}()
 			q = fn(Message{Payload: reflect.New(t).Elem().Interface()})
 		}()
-		if _, err := q.Plan(reg); err != nil {
+		if _, err := q.plan(reg); err != nil {
 			var de *DefinitionError
 			if errors.As(err, &de) {
 				de.Group, de.Message = d.Spec().Group, t.String()

@@ -94,8 +94,18 @@
 // AND over indexed attributes (unlike a partition's conditional AND): an
 // event lacking one of the attributes is not selected. Check resolves
 // every query on the zero command, so a filter naming an attribute no
-// event type indexes fails when the decider is registered. A command
-// without Reads is decided on its partition's history exactly as before.
+// event type indexes fails when the decider is registered. Two queries
+// that would guard less than they seem to are refused (ErrDefinition): a
+// part whose projection evolves a type none of its filters selects
+// (Where("username", u) does not select UsernameChanged, whose attributes
+// are old_username and new_username: without a filter of its own for it,
+// core.Only[UsernameChanged](...), a rename would be neither read nor
+// guarded, and a name could be taken twice), refused by Check naming the
+// type; and a query with no parts, which reads nothing and so guards
+// nothing, refused when the command comes (a ReadEach over an empty list:
+// refuse such a command in its validation, or decide without Reads). A
+// command without Reads is decided on its partition's history exactly as
+// before.
 // A decider with queries still has a PartitionBy, which orders its
 // background work: the commands a worker claims together are decided one
 // after the other, each on its own read plus the events decided before it
@@ -181,6 +191,8 @@
 //
 // [Message.At] dates a message (a future time schedules it); a message
 // cannot be dated before its creation time: it then carries a
-// [PastMessageDateError] ([Message.Err]) that fails its append, and a
-// reaction's [At] or [After] before its event fails the reaction.
+// [PastMessageDateError] ([Message.Err]) that fails its append. A
+// reaction's [At] or [After] whose time falls before its event is due at
+// once: dated at the event's time and appended with the reaction's other
+// messages (see [Delayed.Dated]).
 package core

@@ -150,21 +150,31 @@ func At(t time.Time, payload any) Delayed {
 
 // Dated returns the delayed message dated from the message that triggered
 // it: Delay after the trigger's creation time, or At. A time before the
-// trigger's creation time (a negative Delay, an At in the past) cannot be
-// a follow-up's: the message carries a *PastMessageDateError (see
-// Message.At, Message.Err).
+// trigger's creation time (a negative Delay, an At already past when the
+// event happened: "remind a day before check-in" for a check-in less than
+// a day away) makes the message due at once: it is dated at the
+// trigger's creation time and appended with the reaction's other
+// messages, as the manual appends a message dated in the past at once.
+// (Message.At on a stamped message refuses such a date instead: there the
+// caller re-dates a message, here it asks for "no later than".)
 func (d Delayed) Dated(trigger Message) Message {
 	m := d.Message
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = trigger.CreatedAt
 	}
+	var due time.Time
 	switch {
 	case !d.At.IsZero():
-		return m.At(d.At)
+		due = d.At
 	case d.Delay != 0:
-		return m.At(trigger.CreatedAt.Add(d.Delay))
+		due = trigger.CreatedAt.Add(d.Delay)
+	default:
+		return m
 	}
-	return m
+	if due.Before(trigger.CreatedAt) {
+		due = trigger.CreatedAt
+	}
+	return m.At(due)
 }
 
 // handlers collects a definition's handlers. It is built by With and never

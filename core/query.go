@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,7 +61,10 @@ func (r *projectionRun[S, P]) set(s S) S        { return r.put(s, r.state) }
 // Read is a part of a decision's state: projection p folded over the events
 // that match any of filters (OR), from p's initial state, and set into the
 // state by set. Each filter applies to every event type p evolves unless
-// restricted with Only.
+// restricted with Only, and every type p evolves must be selected by some
+// filter (a filter selects the types that index all its attributes): a
+// type none selects would be missing from the read and from the guard,
+// so Plan (and Decider.Check) refuses the part, naming the type.
 func Read[S, P any](p Projection[P], set func(S, P) S, filters ...Filter) Part[S] {
 	part := Part[S]{types: p.EvolvedTypes(), filters: filters, err: p.Err()}
 	h := p.compiled()
@@ -139,7 +143,28 @@ type Plan struct {
 // restricted by Only skips the types that declare none of its attributes, as
 // a partition does, but must apply to at least one). Errors match
 // ErrDefinition and name what to change.
+//
+// Two queries are refused because they would guard less than they seem
+// to: a query with no parts (it reads nothing, so its guard passes
+// whatever is appended: a decision that truly needs no facts is decided
+// without core.Reads, on its partition), and a part whose projection
+// evolves a type none of its filters selects (the type would be left out
+// of the read and of the guard without a word: a filter on "username"
+// does not select UsernameChanged, whose attribute is "new_username";
+// give that type a filter of its own with Only). The error names the type.
 func (q Query[S]) Plan(reg *codec.Registry) (Plan, error) {
+	if len(q) == 0 {
+		return Plan{}, &DefinitionError{Problem: "query: " + errNoParts}
+	}
+	return q.plan(reg)
+}
+
+// errNoParts is why a query with no parts is refused.
+const errNoParts = "no parts: a query that reads nothing guards nothing (any concurrent append passes its guard); give it a part (core.Read), refuse a command with nothing to read (an empty list of items) before deciding it, or decide the command without core.Reads, on its partition"
+
+// plan is Plan without the check that the query has parts (a zero
+// command's query, checked by Decider.Check, may have none).
+func (q Query[S]) plan(reg *codec.Registry) (Plan, error) {
 	var plan Plan
 	var errs []error
 	for i, part := range q {
@@ -214,6 +239,25 @@ func (p Part[S]) conditions(reg *codec.Registry) ([]Condition, error) {
 			}
 			return nil, fmt.Errorf("no event type the projection evolves (%v) has the indexed attributes %v", types, names)
 		}
+	}
+	// Every type the projection evolves must be read: a type no filter
+	// selects would be missing from the state and from the guard.
+	var missed []string
+	var first reflect.Type
+	for _, t := range p.types {
+		ct, err := reg.ByGoType(t)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(out, func(c Condition) bool { return c.Type == ct.Name }) {
+			missed = append(missed, fmt.Sprintf("%v (%q)", t, ct.Name))
+			if first == nil {
+				first = t
+			}
+		}
+	}
+	if len(missed) > 0 {
+		return nil, fmt.Errorf("the projection evolves %s, which no filter of the part selects (no filter names an attribute it indexes): the part would neither read nor guard it; add a filter for it, e.g. core.Only[%v](core.Where(\"its_attribute\", value)), or fold it in another projection", strings.Join(missed, ", "), first)
 	}
 	return out, nil
 }
@@ -343,8 +387,19 @@ func (m Message) Envelope() Envelope {
 // time (kept by EvolveEnvelope) with env.CreatedAt, with no clock.
 func DecideEnvelope[S, C any](fn func(S, C, Envelope) ([]any, error)) Handler[S] {
 	t := reflect.TypeFor[C]()
-	return Handler[S]{apply: func(h *handlers[S]) {
+	return Handler[S]{kind: kindDecide, msgType: t, apply: func(h *handlers[S]) {
 		h.addDecideAt(t, func(s S, m Message) ([]any, error) { return fn(s, payloadAs[C](m), m.Envelope()) }, fn)
+	}}
+}
+
+// ReactEnvelope is React for a handler that also needs the event's
+// envelope: "remind a day before the check-in" compares the check-in with
+// env.CreatedAt (the event's time, the same on every replay) to choose
+// between core.At and a reminder now, with no clock.
+func ReactEnvelope[S, E any](fn func(S, E, Envelope) []any) Handler[S] {
+	t := reflect.TypeFor[E]()
+	return Handler[S]{kind: kindReact, msgType: t, apply: func(h *handlers[S]) {
+		h.addReact(t, func(s S, m Message) []any { return fn(s, payloadAs[E](m), m.Envelope()) })
 	}}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 )
@@ -246,4 +248,49 @@ func condStrings(cs []core.Condition) []string {
 		out[i] = c.String()
 	}
 	return out
+}
+
+// The envelope variants are handlers like the others: DecideEnvelope takes
+// Emits (it was refused as "Emits on other handlers"), and ReactEnvelope
+// gives a reaction its event's time (React alone has none).
+func TestEnvelopeHandlersEmitAndReact(t *testing.T) {
+	type Book struct {
+		Room    string    `json:"room"`
+		CheckIn time.Time `json:"check_in"`
+	}
+	type Booked struct {
+		Room    string    `json:"room"`
+		CheckIn time.Time `json:"check_in"`
+	}
+	type Remind struct {
+		Room string `json:"room"`
+	}
+	var seen time.Time
+	d := core.Decider[int]{Group: "bookings", PartitionBy: []string{"room"}}.With(
+		core.Evolve(func(n int, _ Booked) int { return n + 1 }),
+		core.DecideEnvelope(func(_ int, c Book, _ core.Envelope) ([]any, error) {
+			return []any{Booked(c)}, nil
+		}).Emits(Booked{}),
+		core.ReactEnvelope(func(_ int, e Booked, env core.Envelope) []any {
+			seen = env.CreatedAt
+			return []any{core.At(e.CheckIn.Add(-24*time.Hour), Remind{Room: e.Room})}
+		}).Emits(Remind{}),
+	)
+	if err := d.Err(); err != nil {
+		t.Fatalf("a decider with DecideEnvelope(...).Emits: %v", err)
+	}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		checkIn time.Time
+		due     time.Time
+	}{{t0.Add(72 * time.Hour), t0.Add(48 * time.Hour)}, {t0.Add(2 * time.Hour), t0}} {
+		event := core.NewMessage(Booked{Room: "r1", CheckIn: tc.checkIn}).Stamp(uuid.New(), t0)
+		out, err := d.React(0, event)
+		if err != nil || len(out) != 1 || !out[0].CreatedAt.Equal(tc.due) || !seen.Equal(t0) {
+			t.Fatalf("check-in %v: reminder %v %v (envelope time %v), want one due %v", tc.checkIn, out, err, seen, tc.due)
+		}
+	}
+	if _, err := d.Run(nil, core.NewMessage(Book{Room: "r1", CheckIn: t0})); err != nil {
+		t.Fatalf("deciding with the declared event: %v", err)
+	}
 }

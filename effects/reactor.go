@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -32,6 +33,11 @@ type Claim struct {
 	// the group was last reset (see shell.Claim): a message at or below it
 	// is a replay, whose side effects are not made again.
 	ReplayUpto int64
+	// Now is when the claim is handled, read from the router's clock (the
+	// runtime's Config.Clock, by default the store's): what a reactor
+	// dates the work it schedules by (a workflow's sleeps and retries), so
+	// that a simulated clock given to the runtime drives it too.
+	Now time.Time
 	// RecordRefusals makes deciders record business refusals instead of
 	// failing (see core.StepInput; the router sets it).
 	RecordRefusals bool

@@ -198,6 +198,11 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
 	res := CommandResult{Command: msg}
+	if tr, ok := d.(TypeRegisterer); ok {
+		if err := tr.Register(reg); err != nil {
+			return res, err
+		}
+	}
 	if err := reg.Validate(msg.Payload); err != nil {
 		return res, err
 	}
@@ -426,49 +431,68 @@ func checkLoadPartition(e any, partition map[string]string) error {
 // fact the decision read changed. With opts.Upto it loads the state as it
 // was at that position.
 //
+// To decide as well, use Decide rather than calling the decider on the
+// state: Decide dates the command (a core.NewMessage has a zero
+// CreatedAt, so a DecideEnvelope rule about time, "released less than 3
+// days before this command", would compare with year 1).
+//
 // cmd is validated, and its partition keys checked, as by Handle;
 // nothing is read when it is invalid.
 func LoadDecision[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...ReadOptions) (S, core.Guard, error) {
-	var (
-		o    ReadOptions
-		zero S
-	)
+	var o ReadOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	l, err := loadDecision(ctx, store, d, core.NewMessage(cmd), o)
+	return l.state, l.guard, err
+}
+
+// loaded is what loadDecision read.
+type loaded[S any] struct {
+	state S
+	guard core.Guard
+	// plan and read are a query decision's plan and what its union read.
+	plan *core.Plan
+	read []core.Message
+}
+
+func loadDecision[S any](ctx context.Context, store Store, d core.Decider[S], msg core.Message, o ReadOptions) (loaded[S], error) {
+	var l loaded[S]
 	if err := d.Err(); err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	reg := store.Registry()
-	msg := core.NewMessage(cmd)
 	if err := reg.Validate(msg.Payload); err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	keys, err := reg.Keys(msg.Payload, nil)
 	if err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	typ, err := reg.TypeOf(msg.Payload)
 	if err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	partition, err := core.PartitionOf(typ.Name, d.Spec().PartitionBy, keys)
 	if err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	plan, queried, err := d.QueryPlan(reg, msg)
 	if err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	if !queried {
-		return Load(ctx, store, d, partition, o)
+		l.state, l.guard, err = Load(ctx, store, d, partition, o)
+		return l, err
 	}
 	if err := CheckConditions(reg, plan.Union); err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
 	res, err := store.Read(ctx, plan.Union, o)
 	if err != nil {
-		return zero, core.Guard{}, err
+		return l, err
 	}
-	return d.QueryState(msg, plan, core.IndexWith(reg), core.MessagesOf(res.Messages)), res.Guard, nil
+	l.plan, l.read, l.guard = &plan, core.MessagesOf(res.Messages), res.Guard
+	l.state = d.QueryState(msg, plan, core.IndexWith(reg), l.read)
+	return l, nil
 }

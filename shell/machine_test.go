@@ -152,3 +152,39 @@ func TestMachineHandledCommandIsNotDecidedAgainByWorkers(t *testing.T) {
 		t.Errorf("the handled CloseDoor moved the door %d times, want once; states %v", closes, statePaths(t, store))
 	}
 }
+
+// A machine registers its own state events as a workflow does, when it is
+// given to a router (or a runtime) and when a command is handled with it:
+// the application registers its commands, not the machine's types. Before,
+// both failed ("unknown message type") without an explicit Register.
+func TestMachineRegistersItsOwnTypes(t *testing.T) {
+	ctx := context.Background()
+	newReg := func() *codec.Registry {
+		reg := codec.NewRegistry()
+		codec.MustRegister[OpenDoor](reg, "doors.open")
+		codec.MustRegister[CloseDoor](reg, "doors.close")
+		codec.MustRegister[LockDoor](reg, "doors.lock")
+		return reg
+	}
+	store := memstore.New(newReg())
+	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}); err != nil {
+		t.Fatalf("HandleMachine without Register: %v", err)
+	}
+	store = memstore.New(newReg())
+	rt, err := shell.NewRouter(store, shell.RouterOptions{}, doors)
+	if err != nil {
+		t.Fatalf("NewRouter without Register: %v", err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, core.Messages(CloseDoor{DoorID: "d1"}, OpenDoor{DoorID: "d1"}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := statePaths(t, store); !slices.Equal(got, []string{"closed", "opened"}) {
+		t.Fatalf("state events %v", got)
+	}
+}

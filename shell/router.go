@@ -172,6 +172,15 @@ type reactor struct {
 	stateType reflect.Type
 }
 
+// TypeRegisterer is a reactor with message types of its own (a statechart
+// machine's state events, a workflow's internal events): NewRouter (and so
+// NewRuntime) and the Handle functions register them in the store's
+// registry, so that an application registers its commands and events
+// only. Register must be idempotent.
+type TypeRegisterer interface {
+	Register(reg *codec.Registry) error
+}
+
 // NewRouter validates reactors together and returns a router for them.
 // Each reactor is an effects.Reactor or a core.Definition (a Decider or a
 // Projector). Definition errors, two reactors with one group id, and an
@@ -212,6 +221,12 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		errs = append(errs, fmt.Errorf("sourced: RouterOptions.CacheStates = %d: not a CachePolicy (CacheValueStates, CacheAllStates or CacheNoStates)", opts.CacheStates))
 	}
 	for _, x := range expand(reactors) {
+		if tr, ok := x.(TypeRegisterer); ok {
+			if err := tr.Register(reg); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		var re reactor
 		switch v := x.(type) {
 		case effects.Reactor:
@@ -984,7 +999,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 			return nil, &core.BatchError{Message: claim.Messages[0], Err: err}, nil
 		}
 	}
-	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying, ReplayUpto: claim.ReplayUpto, RecordRefusals: rt.recordRefusals && !re.hooks.RefusalsFail}
+	ec := effects.Claim{Group: claim.Group, Partition: claim.Partition, Messages: claim.Messages, Guard: claim.Guard, Replaying: claim.Replaying, ReplayUpto: claim.ReplayUpto, Now: rt.opts.Now(), RecordRefusals: rt.recordRefusals && !re.hooks.RefusalsFail}
 	cached := states != nil && re.folding != nil && len(re.info.History) > 0
 	var folded func() any // the cached reactor's state, folded from the history read
 	if cached {

@@ -782,8 +782,7 @@ func (r *run) dispatch(out []any, k outKind) {
 		case nil:
 			continue
 		case core.Delayed:
-			// Dated before its trigger, it carries a *core.PastMessageDateError
-			// that fails its append.
+			// Dated before its trigger, it is due at once (core.Delayed.Dated).
 			m = v.Dated(r.trigger)
 		default:
 			m = core.NewMessage(v)

@@ -61,6 +61,11 @@ type (
 		Error      string     `json:"error" sourced:"noindex"`
 		Stack      string     `json:"stack,omitempty" sourced:"noindex"`
 		RetryAt    *time.Time `json:"retry_at,omitempty" sourced:"noindex"`
+		// ErrorDataType and ErrorData are the error's value, for an error
+		// of a type the workflow registered (workflow.WithStepError): its
+		// type's name and its JSON encoding.
+		ErrorDataType string          `json:"error_data_type,omitempty" sourced:"noindex"`
+		ErrorData     json.RawMessage `json:"error_data,omitempty" sourced:"noindex"`
 	}
 	// ContextUpdated persists the run's context as it was after the
 	// operation at Seq (Seq = the number of operations when the run ends).
@@ -116,6 +121,10 @@ type (
 		ErrorType  string `json:"error_type" sourced:"noindex"`
 		Error      string `json:"error" sourced:"noindex"`
 		Stack      string `json:"stack,omitempty" sourced:"noindex"`
+		// NonDeterminism is the mismatch of a run failed because its
+		// function no longer matches its history (absent for others, and
+		// in events written before it was recorded).
+		NonDeterminism *NonDeterminismError `json:"non_determinism,omitempty" sourced:"noindex"`
 	}
 )
 

@@ -60,6 +60,10 @@ type Failure struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
 	Stack   string `json:"stack,omitempty"`
+	// DataType and Data are a step's error value, when its type was
+	// registered with the workflow: the type's name and its JSON.
+	DataType string          `json:"data_type,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
 }
 
 // Op is one operation of a run (a step, a sleep or a receive), in the
@@ -114,6 +118,9 @@ type Run struct {
 	// Failure and FailedStep are a failed run's error and the step it came from.
 	Failure    *Failure
 	FailedStep string
+	// NonDeterminism is the mismatch that failed a run whose function no
+	// longer matches its history, when one did.
+	NonDeterminism *NonDeterminismError
 	// CancelReason is a cancelled run's reason.
 	CancelReason string
 	Ops          []Op
@@ -174,7 +181,7 @@ func (r *Run) Apply(m core.PositionedMessage) {
 		}
 	case StepFailed:
 		if op := r.existing(e.Seq, e.Key); op != nil && op.Status != OpComplete && op.Status != OpFailed {
-			op.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack}
+			op.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack, DataType: e.ErrorDataType, Data: e.ErrorData}
 			op.Attempts = max(op.Attempts, e.Attempt)
 			if e.RetryAt != nil {
 				op.Status, op.RetryAt = OpRetrying, *e.RetryAt
@@ -214,7 +221,7 @@ func (r *Run) Apply(m core.PositionedMessage) {
 	case WorkflowComplete:
 		r.Status, r.Output, r.EndedAt = Complete, e.Output, at
 	case WorkflowFailed:
-		r.Status, r.FailedStep, r.EndedAt = Failed, e.Step, at
+		r.Status, r.FailedStep, r.EndedAt, r.NonDeterminism = Failed, e.Step, at, e.NonDeterminism
 		r.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack}
 	}
 }
@@ -264,9 +271,9 @@ func (r *Run) Available(name string) (Signal, bool) {
 // Call is what a workflow function asks for: the kind, name and key of an
 // operation.
 type Call struct {
-	Kind Kind
-	Name string
-	Key  string
+	Kind Kind   `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+	Key  string `json:"key,omitempty"`
 }
 
 // Action is what the runner is to do about a call.
@@ -314,11 +321,11 @@ func (a Action) String() string {
 // returned before reaching a recorded one (Called is zero). The run is
 // failed with it rather than re-running side effects.
 type NonDeterminismError struct {
-	Workflow string
-	RunID    string
-	Seq      int
-	Recorded Call
-	Called   Call
+	Workflow string `json:"workflow"`
+	RunID    string `json:"run_id"`
+	Seq      int    `json:"seq"`
+	Recorded Call   `json:"recorded"`
+	Called   Call   `json:"called"`
 }
 
 func (e *NonDeterminismError) Error() string {

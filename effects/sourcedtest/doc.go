@@ -43,7 +43,16 @@
 //
 // With WithRegistry the definition is checked against the registry
 // (partition schema and all) before the test runs, as the router would at
-// registration, every given and expected payload is validated, and key
-// pairs are the registry's (without it, they are read from the payloads'
-// JSON attributes).
+// registration, every given and expected payload is validated (an invalid
+// one fails the test), and key pairs are the registry's (without it, they
+// are read from the payloads' JSON attributes). When's command is
+// validated too, and an invalid one is the test's rejection, as
+// shell.Handle answers it: ThenError(codec.ErrInvalid) or a
+// *codec.ValidationError asserts it.
+//
+// Whens chain: a When after another decides the earlier one first (which
+// must be accepted) and adds what it appended in the partition to the
+// history (a machine goes on from the configuration it reached), so a
+// sequence of commands reads as it runs on a store; the Then that follows
+// a When is about that When.
 package sourcedtest

@@ -31,6 +31,10 @@ type MachineTest[C any] struct {
 	atPaths   bool
 	msg       any
 	hasW      bool
+	// after a chained When: the instance the earlier Whens reached and
+	// the history they left
+	cur  *statechart.Instance[C]
+	hist []core.PositionedMessage
 }
 
 // Machine starts a test of m in partition (every partition key needs a
@@ -59,8 +63,22 @@ func (c *MachineTest[C]) GivenPaths(ctx C, paths ...string) *MachineTest[C] {
 	return c
 }
 
-// When sets the command or event to decide.
+// When sets the command or event to decide. A When after another decides
+// the earlier one first (it must be accepted) and goes on from the
+// configuration it reached, with what it appended in the partition added
+// to the history, so that chained Whens accumulate as they would on a
+// store: Then and the other assertions are about the last one.
 func (c *MachineTest[C]) When(msg any) *MachineTest[C] {
+	c.t.Helper()
+	if c.hasW {
+		r := c.accepted()
+		hist := append(slices.Clone(r.history), r.cmd)
+		appended := c.cfg.ofPartition(c.t, c.partition, append(slices.Clone(r.d.Messages), r.reactions...))
+		for _, m := range appended {
+			hist = append(hist, core.PositionedMessage{Message: c.cfg.stamp(m), Position: int64(len(hist) + 1)})
+		}
+		c.cur, c.hist = &r.after, hist
+	}
 	c.msg, c.hasW = msg, true
 	return c
 }
@@ -75,6 +93,9 @@ type machineRun[C any] struct {
 
 func (c *MachineTest[C]) instance() (statechart.Instance[C], []core.PositionedMessage) {
 	c.t.Helper()
+	if c.cur != nil {
+		return *c.cur, c.hist
+	}
 	if c.atPaths {
 		if len(c.given) > 0 {
 			c.t.Fatal("sourcedtest: a machine test starts from Given events or from GivenPaths, not both")
@@ -102,7 +123,10 @@ func (c *MachineTest[C]) run() (machineRun[C], error) {
 	if err := c.m.Err(); err != nil {
 		c.t.Fatalf("sourcedtest: the machine is invalid: %v", err)
 	}
-	c.cfg.check(c.t, c.m, append(slices.Clone(c.given), c.msg)...)
+	c.cfg.check(c.t, c.m, c.given...)
+	if err := c.cfg.validate(c.msg); err != nil {
+		return machineRun[C]{}, err // what shell.HandleMachine answers
+	}
 	if len(c.m.PartitionBy) > 0 {
 		p, err := c.cfg.partitionOf(c.t, c.m.PartitionBy, c.msg)
 		if err != nil {

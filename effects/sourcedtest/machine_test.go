@@ -187,3 +187,36 @@ func ExampleMachine() {
 		ThenPaths("opened")
 	// Output:
 }
+
+// Chained Whens accumulate on a machine: the second goes on from the
+// configuration and context the first reached (before, it started again
+// from the Given history, where the door is closed and CloseDoor is not
+// handled).
+func TestMachineChainedWhensAccumulate(t *testing.T) {
+	reg := doorRegistry(t)
+	keys := map[string]string{"door_id": "d1"}
+	m := doorMachine(nil)
+	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
+		Given(closedMove).
+		When(OpenDoor{DoorID: "d1"}).
+		ThenPaths("opened").
+		When(CloseDoor{DoorID: "d1"}).
+		ThenPaths("closed").
+		When(OpenDoor{DoorID: "d1"}).
+		ThenDecision(func(t testing.TB, in statechart.Instance[doorCtx], _ statechart.Decision) {
+			if in.Context.Knocks != 2 {
+				t.Fatalf("%d knocks after opening twice, want 2 (the first When's event in the history)", in.Context.Knocks)
+			}
+		})
+	// From stored paths too.
+	sourcedtest.Machine(t, m, keys).
+		GivenPaths(doorCtx{}, "opened").
+		When(CloseDoor{DoorID: "d1"}).
+		When(OpenDoor{DoorID: "d1"}).
+		ThenPaths("opened")
+	// An invalid message is a rejection, as for a decider.
+	sourcedtest.Machine(t, m, keys, sourcedtest.WithRegistry(reg)).
+		Given(closedMove).
+		When(OpenDoor{}).
+		ThenError(codec.ErrInvalid)
+}

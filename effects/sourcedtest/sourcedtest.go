@@ -88,6 +88,37 @@ func (c config) check(t testing.TB, def interface{ Check(*codec.Registry) error 
 	}
 }
 
+// validate validates the payload of When's command (or a machine's
+// message) when a registry was given: an invalid one is the rejection
+// (a *codec.ValidationError) that shell.Handle returns, for ThenError to
+// assert, where an invalid Given event fails the test.
+func (c config) validate(cmd any) error {
+	if c.reg == nil {
+		return nil
+	}
+	switch m := cmd.(type) {
+	case core.Message:
+		cmd = m.Payload
+	case core.Delayed:
+		cmd = m.Message.Payload
+	}
+	return c.reg.Validate(cmd)
+}
+
+// ofPartition returns the messages of ms in partition (all of them when
+// it is empty): what a decision appended that its partition's next read
+// returns.
+func (c config) ofPartition(t testing.TB, partition map[string]string, ms []core.Message) []core.Message {
+	t.Helper()
+	var out []core.Message
+	for _, m := range ms {
+		if keys, _ := c.keys(t, m.Payload); len(partition) == 0 || core.InPartition(partition, keys) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // history positions and stamps the given messages.
 func (c config) history(given []any) []core.PositionedMessage {
 	out := make([]core.PositionedMessage, len(given))
@@ -248,10 +279,33 @@ func (c *DeciderTest[S]) Given(events ...any) *DeciderTest[S] {
 // And is Given, for readability.
 func (c *DeciderTest[S]) And(events ...any) *DeciderTest[S] { return c.Given(events...) }
 
-// When sets the command to decide.
+// When sets the command to decide. A When after another decides the
+// earlier command first (it must be accepted) and adds the events it
+// appended in its partition to the history, so that chained Whens
+// accumulate as they would on a store: Then and the other assertions are
+// about the last one.
 func (c *DeciderTest[S]) When(cmd any) *DeciderTest[S] {
+	c.t.Helper()
+	if c.hasW {
+		if _, _, err := c.run(); err != nil {
+			c.t.Fatalf("sourcedtest: the earlier When(%s) was rejected: %v", describe(c.cmd), err)
+		}
+		partition, _ := c.partition()
+		for _, e := range c.cfg.ofPartition(c.t, partition, c.events) {
+			c.given = append(c.given, e)
+		}
+	}
 	c.cmd, c.hasW = cmd, true
 	return c
+}
+
+// partition is the partition of When's command (none for a decider
+// without PartitionBy).
+func (c *DeciderTest[S]) partition() (map[string]string, error) {
+	if len(c.d.PartitionBy) == 0 {
+		return nil, nil
+	}
+	return c.cfg.partitionOf(c.t, c.d.PartitionBy, c.cmd)
 }
 
 // run decides the command as a store would: in the partition of the
@@ -264,12 +318,13 @@ func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err er
 	if !c.hasW {
 		c.t.Fatal("sourcedtest: a decider test needs When(command)")
 	}
-	c.cfg.check(c.t, c.d, append(append([]any{}, c.given...), c.cmd)...)
-	var partition map[string]string
-	if len(c.d.PartitionBy) > 0 {
-		if partition, err = c.cfg.partitionOf(c.t, c.d.PartitionBy, c.cmd); err != nil {
-			return nil, nil, err // what shell.Handle answers
-		}
+	c.cfg.check(c.t, c.d, c.given...)
+	if err := c.cfg.validate(c.cmd); err != nil {
+		return nil, nil, err // what shell.Handle answers
+	}
+	partition, err := c.partition()
+	if err != nil {
+		return nil, nil, err // what shell.Handle answers
 	}
 	if _, queried := c.d.Query(core.NewMessage(c.cmd)); queried {
 		return c.runQuery(partition)

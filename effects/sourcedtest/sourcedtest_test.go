@@ -235,3 +235,63 @@ func TestFailuresAreReported(t *testing.T) {
 	}
 	_ = time.Now
 }
+
+// A command the registry refuses (a required attribute missing) is the
+// rejection shell.Handle answers (a *codec.ValidationError, an HTTP 400),
+// which ThenError asserts; it failed the test before. An invalid Given
+// event still fails the test: the history is the test's own mistake.
+func TestAnInvalidCommandIsARejection(t *testing.T) {
+	reg := registry()
+	var ve *codec.ValidationError
+	sourcedtest.Decider(t, enrolments, sourcedtest.WithRegistry(reg)).
+		When(EnrolStudent{CourseID: "c1"}).
+		ThenError(&ve)
+	if len(ve.Fields) != 1 || ve.Fields[0].Field != "student_id" {
+		t.Fatalf("error %v, want it to name student_id", ve)
+	}
+	sourcedtest.Decider(t, enrolments, sourcedtest.WithRegistry(reg)).
+		When(EnrolStudent{CourseID: "c1"}).
+		ThenError(codec.ErrInvalid)
+	if got := failure(func(t testing.TB) {
+		sourcedtest.Decider(t, enrolments, sourcedtest.WithRegistry(reg)).
+			When(EnrolStudent{CourseID: "c1"}).
+			Then(StudentEnrolled{CourseID: "c1"})
+	}); !strings.Contains(got, "was rejected") && !strings.Contains(got, "student_id") {
+		t.Fatalf("Then on an invalid command: failure %q, want it to say the command was rejected", got)
+	}
+	if got := failure(func(t testing.TB) {
+		sourcedtest.Decider(t, courses, sourcedtest.WithRegistry(reg)).
+			Given(CourseCreated{CourseID: "c1", CourseName: "Algebra"}, CreateCourse{CourseID: "c2"}).
+			When(CreateCourse{CourseID: "c2", CourseName: "Biology"}).
+			Then(CourseCreated{CourseID: "c2", CourseName: "Biology"})
+	}); !strings.Contains(got, "course_name") {
+		t.Fatalf("an invalid Given event: failure %q, want it to fail the test naming course_name", got)
+	}
+}
+
+// Chained Whens accumulate: the earlier command is decided first and the
+// events it appended are the next one's history, as on a store. Before,
+// the second When replaced the first, deciding on the Given history alone.
+func TestChainedWhensAccumulate(t *testing.T) {
+	sourcedtest.Decider(t, courses, sourcedtest.WithRegistry(registry())).
+		When(CreateCourse{CourseID: "c1", CourseName: "Algebra"}).
+		When(CreateCourse{CourseID: "c2", CourseName: "Algebra"}).
+		ThenError(errExists)
+	sourcedtest.Decider(t, enrolments).
+		When(EnrolStudent{CourseID: "c1", StudentID: "s1"}).
+		When(EnrolStudent{CourseID: "c1", StudentID: "s2"}).
+		ThenState(func(t testing.TB, s []string) {
+			if !slices.Equal(s, []string{"s1", "s2"}) {
+				t.Fatalf("state %v, want both students", s)
+			}
+		})
+	if got := failure(func(t testing.TB) {
+		sourcedtest.Decider(t, courses).
+			Given(CourseCreated{CourseID: "c1", CourseName: "Algebra"}).
+			When(CreateCourse{CourseID: "c2", CourseName: "Algebra"}).
+			When(CreateCourse{CourseID: "c3", CourseName: "Algebra"}).
+			Then()
+	}); !strings.Contains(got, "earlier When") {
+		t.Fatalf("a rejected earlier When: failure %q, want it to say so", got)
+	}
+}

@@ -40,7 +40,7 @@ type groupQueries struct {
 	raiseHighest, recover, setStatus         string
 	foldGroup, foldDrained                   string
 	resetOffsets, clearPending, groupOffsets string
-	discoverScan, setPending, unprocessed    string
+	discoverScan, setPending                 string
 	deleteMessages, remarkDeleted            string
 	drainIDs, drainKeyed, clearDrain         string
 	releaseStale, heartbeat                  string
@@ -170,7 +170,7 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		// remarkAt is remark for the offset of group $1 and partition $2
 		// that AdvanceOffset moved to $3 (none when it did not).
 		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3`, n.offsets, next, n.groups),
-		// raiseMoved is raiseHighest for AdvanceOffset: group $1 rises to
+		// raiseMoved raises the highest position for AdvanceOffset: group $1 rises to
 		// $2 when its offset of partition $3 is at or past it.
 		raiseMoved: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, $2) WHERE id = $1
 	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $3 AND last_position >= $2)`, n.groups, n.offsets),
@@ -1112,16 +1112,6 @@ func (t *tx) settle() {
 		t.queue(q.remarkDeleted, t.deletes)
 		t.deletes = nil
 	}
-}
-
-// raise raises the group's highest position (AdvanceOffset).
-func (t *tx) raise(groupRow, offsetID, position int64) error {
-	var status shell.Status
-	var failure string
-	if err := t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, groupRow, position).Scan(&status, &failure); err != nil {
-		return t.fail("ack", err)
-	}
-	return t.recoverFrom(groupRow, offsetID, status, failure)
 }
 
 // recoverFrom recovers a retrying group whose failed partition is

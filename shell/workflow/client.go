@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,13 +42,26 @@ var (
 
 // RunError is the error Wait returns for a run that failed or was
 // cancelled (errors.Is ErrCancelled): what its WorkflowFailed recorded.
+//
+// Its cause is rebuilt from the log, for errors.Is and errors.As: a
+// *durable.NonDeterminismError for a run whose function no longer matched
+// its history; a *StepError (the step's name, attempts, and its error's Go
+// type and message) for a run failed by a step's failure; ErrStepInStep
+// or ErrNilStep for a run failed by those programming errors.
 type RunError struct {
 	Workflow, RunID string
 	Status          Status
 	// Step names the step whose failure failed the run, if any.
 	Step    string
 	Failure durable.Failure
+
+	cause error
 }
+
+// Unwrap returns the cause of the failure, when the log recorded one (see
+// RunError): errors.As(err, &nd) with nd a *durable.NonDeterminismError,
+// or with a *StepError.
+func (e *RunError) Unwrap() error { return e.cause }
 
 func (e *RunError) Error() string {
 	if e.Status == Cancelled {
@@ -149,6 +163,9 @@ type Info[Out any] struct {
 	Failure      *durable.Failure
 	FailedStep   string
 	CancelReason string
+	// NonDeterminism is what failed a run whose function no longer
+	// matched its history, when that is what failed it.
+	NonDeterminism *durable.NonDeterminismError
 	// Context is the run's latest persisted context (JSON; decode it with
 	// json.Unmarshal into the WithContext type).
 	Context json.RawMessage
@@ -157,13 +174,31 @@ type Info[Out any] struct {
 	// Current is the operation the run is at (nil before the first).
 	Current            *durable.Op
 	StartedAt, EndedAt time.Time
+
+	errTypes errTypes // the workflow's, to rebuild a step's error value
 }
 
 // Err returns a failed or cancelled run's *RunError, nil otherwise.
 func (i Info[Out]) Err() error {
 	switch i.Status {
 	case Failed:
-		return &RunError{Workflow: i.Workflow, RunID: i.ID, Status: Failed, Step: i.FailedStep, Failure: *i.Failure}
+		e := &RunError{Workflow: i.Workflow, RunID: i.ID, Status: Failed, Step: i.FailedStep, Failure: *i.Failure}
+		switch {
+		case i.NonDeterminism != nil:
+			e.cause = i.NonDeterminism
+		case strings.HasPrefix(i.Failure.Message, ErrStepInStep.Error()+":"):
+			e.cause = ErrStepInStep
+		case strings.HasPrefix(i.Failure.Message, ErrNilStep.Error()+":"):
+			e.cause = ErrNilStep
+		case i.FailedStep != "":
+			for _, op := range slices.Backward(i.Steps) {
+				if op.Kind == durable.KindStep && op.Name == i.FailedStep && op.Status == durable.OpFailed {
+					e.cause = stepError(&op, i.errTypes)
+					break
+				}
+			}
+		}
+		return e
 	case Cancelled:
 		return &RunError{Workflow: i.Workflow, RunID: i.ID, Status: Cancelled, Failure: durable.Failure{Type: "cancelled", Message: i.CancelReason}}
 	}
@@ -173,7 +208,7 @@ func (i Info[Out]) Err() error {
 // Load reads the run id of wf from the log: its status, output, error,
 // context and steps.
 func Load[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id string) (Info[Out], error) {
-	info := Info[Out]{ID: id, Workflow: wf.name}
+	info := Info[Out]{ID: id, Workflow: wf.name, errTypes: wf.errTypes}
 	if err := wf.Register(store.Registry()); err != nil {
 		return info, err
 	}
@@ -186,6 +221,7 @@ func Load[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In
 		return info, fmt.Errorf("%w: workflow %s has no run %q", ErrNotFound, wf.name, id)
 	}
 	info.Status, info.Failure, info.FailedStep, info.CancelReason = run.Status, run.Failure, run.FailedStep, run.CancelReason
+	info.NonDeterminism = run.NonDeterminism
 	info.Context, info.Steps, info.Current = run.Context, run.Ops, run.Current()
 	info.StartedAt, info.EndedAt = run.StartedAt, run.EndedAt
 	if run.Status == Complete && len(run.Output) > 0 {
@@ -246,7 +282,10 @@ func (r *Run[In, Out]) Wait(ctx context.Context) (Out, error) {
 
 // Send sends the run id of wf a signal named name with payload (any
 // value with a JSON encoding), for its Receive of name. A signal for a
-// run that ended is kept in its log and received by nothing.
+// run that ended is kept in its log and received by nothing. A run never
+// started gets nothing: Send returns ErrNotFound and writes nothing (a
+// signal kept for it would be received by a run started later with that
+// id); start the run before sending it signals.
 func Send[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id, name string, payload any) error {
 	if err := wf.Register(store.Registry()); err != nil {
 		return err
@@ -254,6 +293,14 @@ func Send[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("workflow %s: encoding the signal %s (%T): %w", wf.name, name, payload, err)
+	}
+	// A run, once started, stays started: the signal needs no guard.
+	started, err := store.ReadPartition(ctx, partition(id), []string{wf.types.WorkflowStarted}, shell.ReadOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(started.Messages) == 0 {
+		return fmt.Errorf("%w: workflow %s has no run %q to send %s to: start it first", ErrNotFound, wf.name, id, name)
 	}
 	_, err = store.Append(ctx, []core.Message{{Type: wf.types.SignalSent, Payload: durable.SignalSent{WorkflowID: id, Name: name, Payload: data}}}, shell.AppendOptions{})
 	return err

@@ -24,23 +24,92 @@ import (
 // partition key is the run id (workflow_id), it handles and reads as
 // history its own lifecycle events, and it is not pure (steps do I/O).
 type Definition[In, Out any] struct {
-	name  string
-	fn    func(w *Workflow, in In) (Out, error)
-	types durable.Types
-	ctx   *contextSpec
-	now   func() time.Time
-	hooks core.Hooks
-	err   error
+	name     string
+	fn       func(w *Workflow, in In) (Out, error)
+	types    durable.Types
+	ctx      *contextSpec
+	now      func() time.Time
+	hooks    core.Hooks
+	errTypes errTypes
+	err      error
 }
 
 // Option configures a Definition.
 type Option func(*options)
 
 type options struct {
-	ctx   *contextSpec
-	now   func() time.Time
-	hooks core.Hooks
-	err   error
+	ctx      *contextSpec
+	now      func() time.Time
+	hooks    core.Hooks
+	err      error
+	errTypes errTypes
+}
+
+// WithStepError registers E, an error type with a JSON encoding (exported
+// fields), as one a step may fail with: a failed attempt whose error is,
+// or wraps, an E records the E's JSON with the failure, and the
+// *StepError of that step unwraps to an E decoded from it, live and on
+// replay alike, so that errors.As(err, &declined) works on Step's error
+// and on the *RunError Wait returns. Errors of types not registered are
+// kept as their Go type's name and message (StepError.Type, .Message).
+func WithStepError[E error]() Option {
+	return func(o *options) {
+		name := reflect.TypeFor[E]().String()
+		o.errTypes = append(o.errTypes, errType{
+			name: name,
+			find: func(err error) ([]byte, bool) {
+				var target E
+				if !errors.As(err, &target) {
+					return nil, false
+				}
+				data, merr := json.Marshal(target)
+				return data, merr == nil
+			},
+			decode: func(data []byte) (error, bool) {
+				var v E
+				if err := json.Unmarshal(data, &v); err != nil {
+					return nil, false
+				}
+				return v, true
+			},
+		})
+	}
+}
+
+// errType is an error type registered with WithStepError.
+type errType struct {
+	name   string
+	find   func(err error) ([]byte, bool)
+	decode func(data []byte) (error, bool)
+}
+
+type errTypes []errType
+
+// encode returns the type name and JSON of the first registered type err
+// is, or wraps.
+func (ts errTypes) encode(err error) (string, []byte) {
+	for _, t := range ts {
+		if data, ok := t.find(err); ok {
+			return t.name, data
+		}
+	}
+	return "", nil
+}
+
+// decode rebuilds a recorded error value; nil when its type is not
+// registered (any more) or its JSON does not decode.
+func (ts errTypes) decode(f *durable.Failure) error {
+	if f == nil || f.DataType == "" {
+		return nil
+	}
+	for _, t := range ts {
+		if t.name == f.DataType {
+			if v, ok := t.decode(f.Data); ok {
+				return v
+			}
+		}
+	}
+	return nil
 }
 
 // WithHooks gives the workflow's consumer group lifecycle hooks (OnStop,
@@ -51,8 +120,11 @@ func WithHooks(h core.Hooks) Option {
 	return func(o *options) { o.hooks = h }
 }
 
-// Clock sets the clock that dates sleeps and retries (default time.Now):
-// use the store's (store.Now) when it runs on a simulated clock.
+// Clock sets the clock that dates sleeps and retries. Without it they
+// are dated by the clock of the router that handles the run (the
+// runtime's Config.Clock, or the store's for a bare router; time.Now when
+// the claim carries no time), so one simulated clock, given to the store
+// and the runtime, drives workflows too.
 func Clock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -71,7 +143,9 @@ type contextSpec struct {
 // ContextUpdated after the step, and replayed from there on re-entry
 // instead of re-running the step; changes made by the workflow function
 // itself between steps are re-made by the replay and persisted with the
-// next step's, or at the end.
+// next step's, or at the end. The changes of a step's failed attempt are
+// dropped: the next attempt starts from the context as it was before the
+// step (see the package doc).
 func WithContext[C any](seed func() C) Option {
 	return func(o *options) {
 		if seed == nil {
@@ -108,10 +182,7 @@ func Define[In, Out any](name string, fn func(w *Workflow, in In) (Out, error), 
 			opt(&o)
 		}
 	}
-	d.ctx, d.now, d.hooks = o.ctx, o.now, o.hooks
-	if d.now == nil {
-		d.now = time.Now
-	}
+	d.ctx, d.now, d.hooks, d.errTypes = o.ctx, o.now, o.hooks, o.errTypes
 	switch {
 	case o.err != nil:
 		d.err = o.err
@@ -190,7 +261,13 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 	if run.Status != durable.Running {
 		return pairs, nil
 	}
-	events, delivered := d.advance(ctx, run, d.now())
+	now := c.Now
+	if d.now != nil {
+		now = d.now()
+	} else if now.IsZero() {
+		now = time.Now()
+	}
+	events, delivered := d.advance(ctx, run, now)
 	if len(events) == 0 {
 		return pairs, nil
 	}
@@ -223,9 +300,16 @@ func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now
 }
 
 func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now time.Time) *Workflow {
-	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now}
-	fail := func(step string, f durable.Failure) *Workflow {
-		w.emit(d.types.WorkflowFailed, durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack})
+	w := &Workflow{ctx: ctx, name: d.name, types: d.types, cur: durable.NewCursor(d.name, run), now: now, errTypes: d.errTypes}
+	fail := func(step string, f durable.Failure, errs ...error) *Workflow {
+		failed := durable.WorkflowFailed{WorkflowID: run.ID, Step: step, ErrorType: f.Type, Error: f.Message, Stack: f.Stack}
+		for _, err := range errs {
+			var nd *durable.NonDeterminismError
+			if errors.As(err, &nd) {
+				failed.NonDeterminism = nd
+			}
+		}
+		w.emit(d.types.WorkflowFailed, failed)
 		return w
 	}
 	var in In
@@ -263,14 +347,14 @@ func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now 
 	}()
 	switch {
 	case w.fatal != nil:
-		return fail("", failureOf(w.fatal, ""))
+		return fail("", failureOf(w.fatal, ""), w.fatal)
 	case w.suspended:
 		return w
 	case panicked != nil:
 		return fail("", *panicked)
 	}
 	if derr := w.cur.Done(); derr != nil {
-		return fail("", failureOf(derr, ""))
+		return fail("", failureOf(derr, ""), derr)
 	}
 	if err != nil {
 		step := ""

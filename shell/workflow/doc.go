@@ -46,6 +46,42 @@
 // scheduled messages, promoted by the runtime's scheduler: no goroutine
 // sleeps, and no process needs to stay up.
 //
+// # Rules and failures
+//
+//   - A step cannot contain steps: Step, Sleep or Receive called inside a
+//     step's function fails the run with ErrStepInStep, naming both (a
+//     step is one memoised call; call the others from the workflow
+//     function). A nil step function fails the run with ErrNilStep. Neither
+//     is retried: they are programming errors, not transient failures.
+//   - Send to a run never started returns ErrNotFound and writes nothing
+//     (a signal kept for it would be received by a run started later with
+//     that id): start the run, then send.
+//   - Failures come back typed, rebuilt from the log: the *RunError that
+//     Wait returns unwraps to a *durable.NonDeterminismError (the position,
+//     the operation recorded and the one called) for a run whose function
+//     no longer matches its history, and to the *StepError of the step
+//     whose failure failed the run (its name, attempts, and its error's Go
+//     type and message). The error value itself is kept only for the types
+//     registered with WithStepError (their JSON is recorded with the
+//     failure): the *StepError, in the function and from Wait, unwraps to
+//     the value decoded from the log, so that a function branching on it
+//     behaves the same live and replayed.
+//   - A failed attempt's changes to the context are dropped (the original
+//     persisted them): the next attempt, or the function when the step
+//     fails for good, sees the context as it was before the step, and only
+//     a successful attempt's changes are persisted (ContextUpdated). An
+//     attempt that failed is as if it had not run, so every attempt starts
+//     from the same context, live or replayed.
+//   - A timed Receive whose signal is there when it begins schedules no
+//     timeout. One whose signal comes while it waits leaves its timeout in
+//     the schedule until due (the store cannot withdraw a scheduled
+//     message); promoted then, the timeout is ignored (the wait ended), and
+//     conflicts with no step's outcome.
+//   - One clock: sleeps and retries are dated by the clock of the router
+//     that handles the run (effects.Claim.Now: the runtime's Config.Clock),
+//     so a simulation gives its clock to the store and the runtime and the
+//     workflows follow; the Clock option still overrides it.
+//
 // # Compared with the manual, DBOS and Temporal
 //
 //   - The manual's Sourced::DurableWorkflow: same lifecycle events (plus

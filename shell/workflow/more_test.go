@@ -297,6 +297,11 @@ func TestNonDeterminism(t *testing.T) {
 	if !errors.As(err, &re) || re.Failure.Type != "*durable.NonDeterminismError" || !strings.Contains(re.Failure.Message, `step "reserve" (key reserve#1)`) || !strings.Contains(re.Failure.Message, `step "reserve_stock"`) {
 		t.Fatalf("error %v", err)
 	}
+	// The mismatch itself, rebuilt from the log, for errors.As.
+	var nd *durable.NonDeterminismError
+	if !errors.As(err, &nd) || nd.Seq != 0 || nd.RunID != run.ID || nd.Recorded.Name != "reserve" || nd.Called.Name != "reserve_stock" || nd.Called.Kind != durable.KindStep {
+		t.Fatalf("errors.As(%v, *durable.NonDeterminismError): %+v", err, nd)
+	}
 	if ran.Load() != 0 {
 		t.Fatal("the renamed step ran")
 	}
@@ -323,6 +328,12 @@ func TestLateTimeoutDoesNotRerunAStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The signal comes while the receive waits (one there when it begins
+	// is taken at once, and schedules no timeout).
+	waitFor(t, func() bool {
+		info, err := run.Load(ctx)
+		return err == nil && info.Current != nil && info.Current.Status == durable.OpWaiting
+	})
 	if err := run.Send(ctx, "go", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,26 @@ type Workflow struct {
 
 	suspended bool
 	fatal     error
-	delivered bool // a signal was delivered to a receive waiting before this handling
+	delivered bool   // a signal was delivered to a receive waiting before this handling
+	inStep    string // the step whose function is running, if any
+	errTypes  errTypes
+}
+
+// ErrStepInStep is matched by the error of a run whose step called Step,
+// Sleep or Receive: a step cannot contain steps (it is one memoised call:
+// call the others from the workflow function, before or after it). The
+// run fails with it (a programming error: it is not retried).
+var ErrStepInStep = errors.New("workflow: a step cannot contain steps")
+
+// ErrNilStep is matched by the error of a run that called Step with a nil
+// function (a programming error: the run fails at once, nothing retried).
+var ErrNilStep = errors.New("workflow: a step with a nil function")
+
+// outsideSteps fails the run when an operation is called inside a step.
+func (w *Workflow) outsideSteps(kind durable.Kind, name string) {
+	if w.inStep != "" {
+		w.abort(fmt.Errorf("%w: workflow %s: %s %q was called inside step %q; call it from the workflow function", ErrStepInStep, w.name, kind, name, w.inStep))
+	}
 }
 
 // ID is the run's id (its workflow_id).
@@ -112,17 +131,26 @@ func Context[C any](w *Workflow) *C {
 // on replay, so it carries the error's type and message, not the error
 // value itself: a workflow function branching on it behaves the same live
 // and replayed.
+//
+// For an error of a type registered with WithStepError, the value itself
+// is recorded too: the StepError unwraps to it (errors.As).
 type StepError struct {
 	Step     string
 	Attempts int
 	// Type is the Go type of the step's error ("*net.OpError"), or "panic".
 	Type    string
 	Message string
+
+	err error // the recorded value of a registered error type
 }
 
 func (e *StepError) Error() string {
 	return fmt.Sprintf("workflow step %s failed after %d attempt(s): %s", e.Step, e.Attempts, e.Message)
 }
+
+// Unwrap returns the step's error value, rebuilt from the log, when its
+// type was registered with WithStepError; nil otherwise.
+func (e *StepError) Unwrap() error { return e.err }
 
 // StepOption configures one call of Step.
 type StepOption func(*stepOptions)
@@ -185,6 +213,10 @@ func (o stepOptions) delay(attempt int) time.Duration {
 // step whose StepComplete committed never runs again. ctx is the worker's.
 func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, error), opts ...StepOption) (T, error) {
 	var zero T
+	w.outsideSteps(durable.KindStep, name)
+	if fn == nil {
+		w.abort(fmt.Errorf("%w: workflow %s: step %q", ErrNilStep, w.name, name))
+	}
 	var o stepOptions
 	for _, opt := range opts {
 		if opt != nil {
@@ -216,7 +248,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 	if w.ctxSpec != nil {
 		before, _ = json.Marshal(w.ctxVal)
 	}
-	res, ferr, stack := runStep(w.ctx, fn)
+	res, ferr, stack := runStep(w, name, fn)
 	var data []byte
 	if ferr == nil {
 		if data, err = json.Marshal(res); err != nil {
@@ -242,6 +274,9 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		errType = "panic"
 	}
 	failed := durable.StepFailed{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt, ErrorType: errType, Error: ferr.Error(), Stack: stack}
+	if stack == "" {
+		failed.ErrorDataType, failed.ErrorData = w.errTypes.encode(ferr)
+	}
 	if attempt <= o.retries && pe == nil {
 		at := w.now.Add(o.delay(attempt))
 		failed.RetryAt = &at
@@ -250,16 +285,24 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		w.suspend()
 	}
 	w.emit(w.types.StepFailed, failed)
-	return zero, stepError(&w.cur.Run().Ops[seq])
+	return zero, stepError(&w.cur.Run().Ops[seq], w.errTypes)
 }
 
-func runStep[T any](ctx context.Context, fn func(context.Context) (T, error)) (res T, err error, stack string) {
+// runStep runs a step's function, turning its panic into a failure; the
+// unwinding of the run itself (an operation called inside the step fails
+// the run) goes on past it.
+func runStep[T any](w *Workflow, name string, fn func(context.Context) (T, error)) (res T, err error, stack string) {
+	w.inStep = name
 	defer func() {
+		w.inStep = ""
 		if v := recover(); v != nil {
+			if _, ok := v.(suspended); ok {
+				panic(v)
+			}
 			err, stack = fmt.Errorf("panic: %v", v), string(debug.Stack())
 		}
 	}()
-	res, err = fn(ctx)
+	res, err = fn(w.ctx)
 	return res, err, ""
 }
 
@@ -268,7 +311,7 @@ func runStep[T any](ctx context.Context, fn func(context.Context) (T, error)) (r
 func replayStep[T any](w *Workflow, op *durable.Op, reached bool) (T, error) {
 	var v T
 	if op.Status == durable.OpFailed {
-		return v, stepError(op)
+		return v, stepError(op, w.errTypes)
 	}
 	if len(op.Result) > 0 {
 		if err := json.Unmarshal(op.Result, &v); err != nil {
@@ -281,10 +324,11 @@ func replayStep[T any](w *Workflow, op *durable.Op, reached bool) (T, error) {
 	return v, nil
 }
 
-func stepError(op *durable.Op) *StepError {
+func stepError(op *durable.Op, types errTypes) *StepError {
 	e := &StepError{Step: op.Name, Attempts: op.Attempts}
 	if op.Failure != nil {
 		e.Type, e.Message = op.Failure.Type, op.Failure.Message
+		e.err = types.decode(op.Failure)
 	}
 	return e
 }
@@ -294,6 +338,7 @@ func stepError(op *durable.Op) *StepError {
 // due, resuming the run (in this process or another: none needs to stay
 // up meanwhile).
 func Sleep(w *Workflow, d time.Duration) {
+	w.outsideSteps(durable.KindSleep, "sleep")
 	key, _ := w.cur.Key(durable.KindSleep, "sleep", nil)
 	op, action, _, err := w.cur.Next(durable.Call{Kind: durable.KindSleep, Name: "sleep", Key: key})
 	if err != nil {
@@ -321,6 +366,7 @@ var ErrTimeout = errors.New("workflow: receive timed out")
 // replay receives the same.
 func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) {
 	var v T
+	w.outsideSteps(durable.KindReceive, name)
 	key, _ := w.cur.Key(durable.KindReceive, name, nil)
 	op, action, sig, err := w.cur.Next(durable.Call{Kind: durable.KindReceive, Name: name, Key: key})
 	if err != nil {
@@ -334,11 +380,13 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 			ws.Until = w.now.Add(timeout)
 		}
 		w.emit(w.types.WaitStarted, ws)
-		if timeout > 0 {
-			w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
-		}
 		s, ok := w.cur.Run().Available(name)
 		if !ok {
+			// Only a receive that waits has a timeout to schedule: one
+			// whose signal is there ends now.
+			if timeout > 0 {
+				w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
+			}
 			w.suspend()
 		}
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: s.ID, Payload: s.Payload})

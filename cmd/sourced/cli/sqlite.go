@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -31,14 +32,19 @@ func (sqliteDriver) Accepts(db string) bool {
 	return !ok || scheme == "file" || strings.ContainsAny(scheme, `/\.`)
 }
 
-func (sqliteDriver) Open(ctx context.Context, db, prefix string) (Store, error) {
+func (d sqliteDriver) Open(ctx context.Context, db, prefix string) (Store, error) {
+	return d.OpenRegistry(ctx, db, prefix, nil)
+}
+
+// OpenRegistry is Open knowing the application's types (RegistryOpener).
+func (sqliteDriver) OpenRegistry(ctx context.Context, db, prefix string, reg *codec.Registry) (Store, error) {
 	if _, err := os.Stat(db); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no such file (create it with: sourced -db %s migrate)", db, db)
 		}
 		return nil, err
 	}
-	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true, Logger: quiet})
+	s, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Prefix: prefix, RawPayloads: true, Registry: reg, Logger: quiet})
 	if errors.Is(err, shell.ErrNotInstalled) {
 		return nil, fmt.Errorf("%s is not installed (prefix %q): run 'sourced -db %s migrate', or apply the schema from 'sourced migrate print' with your migrations", db, prefix, db)
 	}

@@ -26,6 +26,24 @@ type reactorDriver struct {
 	reactors []any
 }
 
+// RegistryOpener is a Driver that can open a store knowing the
+// application's types: payloads are still read raw (as stored JSON), but
+// reads that need the types (a partition read, as a machine's page on
+// 'sourced serve' makes) work. A driver given to WithReactors opens its
+// stores so when it implements it; both SQLite() and pgcli.Driver() do.
+type RegistryOpener interface {
+	OpenRegistry(ctx context.Context, db, prefix string, reg *codec.Registry) (Store, error)
+}
+
+// Open opens the store with the application's registry when the driver
+// can (RegistryOpener).
+func (d reactorDriver) Open(ctx context.Context, db, prefix string) (Store, error) {
+	if ro, ok := d.Driver.(RegistryOpener); ok && d.reg != nil {
+		return ro.OpenRegistry(ctx, db, prefix, d.reg)
+	}
+	return d.Driver.Open(ctx, db, prefix)
+}
+
 // reactors returns the reactors a driver was given with WithReactors.
 func (g *globals) reactors() (*codec.Registry, []any) {
 	for _, d := range g.drivers {

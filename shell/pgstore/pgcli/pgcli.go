@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/sourced-go/sourced/cmd/sourced/cli"
+	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 )
@@ -41,8 +42,14 @@ func (driver) Accepts(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-func (driver) Open(ctx context.Context, db, prefix string) (cli.Store, error) {
-	s, err := pgstore.Open(ctx, db, pgstore.Options{Prefix: prefix, RawPayloads: true, Logger: quiet, MaxConns: 4})
+func (d driver) Open(ctx context.Context, db, prefix string) (cli.Store, error) {
+	return d.OpenRegistry(ctx, db, prefix, nil)
+}
+
+// OpenRegistry is Open knowing the application's types
+// (cli.RegistryOpener).
+func (driver) OpenRegistry(ctx context.Context, db, prefix string, reg *codec.Registry) (cli.Store, error) {
+	s, err := pgstore.Open(ctx, db, pgstore.Options{Prefix: prefix, RawPayloads: true, Registry: reg, Logger: quiet, MaxConns: 4})
 	if errors.Is(err, shell.ErrNotInstalled) {
 		return nil, fmt.Errorf("the database has no Sourced store with prefix %q: run 'sourced -db URL -prefix %s migrate', or apply 'sourced migrate print -store postgres' with your migrations (%w)", prefix, prefix, err)
 	}
