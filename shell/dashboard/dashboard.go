@@ -80,7 +80,37 @@ type Options struct {
 	// by, such as "localhost", "127.0.0.1" and "::1". Empty: every Host is
 	// accepted (an application mounting the dashboard checks it itself).
 	Hosts []string
+	// LagPartitions is how many of a group's pending partitions (those
+	// furthest behind) the groups page and a group's page count the
+	// pending messages of, for the group's lag (0: 20; negative: none; at
+	// most shell.MaxLagPartitions). The lag then reads "≥ n": the pending
+	// and parked partitions are always counted in full (one query each),
+	// and a list of partitions counts the lag of its page's partitions
+	// only, so a page costs the same however many partitions are behind.
+	LagPartitions int
+	// MaxConcurrentPages caps the requests the dashboard serves at once
+	// (pages and actions; not /static/ nor the /live stream): each holds
+	// one of the store's reader connections while it runs, and the
+	// application reads through the same pool (0: 2; negative: no cap). A
+	// request beyond the cap waits up to PageWait for its turn, then is
+	// refused with 503 Service Unavailable and Retry-After.
+	MaxConcurrentPages int
+	// PageWait is how long a request waits for its turn under
+	// MaxConcurrentPages (0: 2 s).
+	PageWait time.Duration
+	// PageTimeout is each request's time budget: the deadline of its
+	// context, which interrupts the store's queries (0: 10 s; negative:
+	// none). A page that runs out of it answers 503 Service Unavailable.
+	PageTimeout time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultLagPartitions      = 20
+	DefaultMaxConcurrentPages = 2
+	DefaultPageWait           = 2 * time.Second
+	DefaultPageTimeout        = 10 * time.Second
+)
 
 // Dashboard is the web dashboard: an http.Handler serving the pages
 // (see the package doc).
@@ -92,6 +122,8 @@ type Dashboard struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	log      *slog.Logger
+	// turns holds a token per request being served (nil: no cap).
+	turns chan struct{}
 }
 
 // New returns the dashboard of store. The topology of opts.Reactors is
@@ -108,7 +140,27 @@ func New(store shell.Store, opts Options) (*Dashboard, error) {
 	if opts.Refresh == 0 {
 		opts.Refresh = 5 * time.Second
 	}
+	switch {
+	case opts.LagPartitions == 0:
+		opts.LagPartitions = DefaultLagPartitions
+	case opts.LagPartitions < 0:
+		opts.LagPartitions = 0
+	case opts.LagPartitions > shell.MaxLagPartitions:
+		opts.LagPartitions = shell.MaxLagPartitions
+	}
+	if opts.MaxConcurrentPages == 0 {
+		opts.MaxConcurrentPages = DefaultMaxConcurrentPages
+	}
+	if opts.PageWait <= 0 {
+		opts.PageWait = DefaultPageWait
+	}
+	if opts.PageTimeout == 0 {
+		opts.PageTimeout = DefaultPageTimeout
+	}
 	d := &Dashboard{store: store, opts: opts, log: opts.Logger}
+	if opts.MaxConcurrentPages > 0 {
+		d.turns = make(chan struct{}, opts.MaxConcurrentPages)
+	}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -177,6 +229,30 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.URL.Path = p
 		r2.URL.RawPath = ""
 		r = r2
+	}
+	if p == "/live" || strings.HasPrefix(p, "/static/") {
+		d.mux.ServeHTTP(w, r)
+		return
+	}
+	if d.turns != nil {
+		wait := time.NewTimer(d.opts.PageWait)
+		select {
+		case d.turns <- struct{}{}:
+			wait.Stop()
+		case <-wait.C:
+			w.Header().Set("Retry-After", "1")
+			d.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("the dashboard is serving %d requests already (dashboard.Options.MaxConcurrentPages), to leave the store's readers to the application: try again in a moment", cap(d.turns)))
+			return
+		case <-r.Context().Done():
+			wait.Stop()
+			return
+		}
+		defer func() { <-d.turns }()
+	}
+	if d.opts.PageTimeout > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), d.opts.PageTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 	}
 	d.mux.ServeHTTP(w, r)
 }
@@ -348,6 +424,10 @@ func (d *Dashboard) renderStatus(w http.ResponseWriter, r *http.Request, status 
 // fail renders the error page: status 400 for bad input, 404 for what is
 // not there, 500 for the store's errors.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("the request ran out of its time budget of %s (dashboard.Options.PageTimeout): %w", d.opts.PageTimeout, err)
+		w.Header().Set("Retry-After", "5")
+	}
 	d.log.DebugContext(r.Context(), "dashboard: request failed", "path", r.URL.Path, "status", status, "error", err)
 	d.renderStatus(w, r, status, "error", "", http.StatusText(status), struct {
 		Status int

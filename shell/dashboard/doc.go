@@ -11,8 +11,10 @@
 // # Pages
 //
 //   - Groups (/): every consumer group with its status, its lag (the
-//     messages of its handled types its partitions have not processed,
-//     on stores that count it: sqlitestore, pgstore), its partitions and
+//     partitions with pending work, and the messages of its handled types
+//     the Options.LagPartitions partitions furthest behind have not
+//     processed, a lower bound, on stores that count it: shell.Lagger,
+//     which sqlitestore, pgstore and memstore implement), its partitions and
 //     how many are parked, its retry time and its failure (the error, its
 //     type, the message and partition it failed on); the
 //     operator actions stop, start, reset and retry, each asking for
@@ -40,8 +42,13 @@
 //     the log's newest messages (Options.ObserveLast): each handler's
 //     declared edges confirmed or unobserved, and the edges the log shows
 //     that no handler declares.
-//   - Workflows (/workflows): runs of every shell/workflow definition with
-//     their status; a run's page shows its steps, input, output and error.
+//   - Workflows (/workflows): the newest 100 runs of every shell/workflow
+//     definition with their status; a run's page shows its steps, input,
+//     output and error.
+//
+// A page that meets a message the store cannot decode (a
+// *shell.DecodeError) shows it as such, with its position, type and the
+// error, among the messages around it, instead of failing whole.
 //
 // Pages are rendered on the server with html/template; the stylesheet and
 // the one small script are embedded in the binary: no build step and no
@@ -71,7 +78,28 @@
 // Cache-Control: no-store; /static/ lists nothing. Paths are cleaned
 // (redirected) under Options.Prefix.
 //
-// The dashboard works on any shell.Store; it reads figures that scan the
-// store (workflow runs, offsets) on each request, so it is for operators,
-// not for a public page.
+// # Costs
+//
+// Every page makes a bounded number of store queries, whatever the size
+// of the log and however many partitions are behind: a group's lag
+// counts its pending and parked partitions in one query each and the
+// messages of at most Options.LagPartitions partitions (up to
+// shell.DefaultLagLimit each); lists of partitions are pages of 50 or 100
+// whose lag is counted for that page only; the workers' claims are
+// counted by the store's Workers query; the log comes in pages of at
+// most 500 messages; the workflows page reads the newest 100 runs of each
+// workflow; parked partitions come in pages of 50 on stores that page
+// them (shell.ParkedReader). Reading around an undecodable message costs
+// one query per message of its page.
+//
+// The application reads through the same store, and each request may hold
+// one of its reader connections: the dashboard serves at most
+// Options.MaxConcurrentPages requests at once (pages and actions; not
+// /static/ nor /live), a request beyond the cap waiting up to
+// Options.PageWait before it is refused with 503 Service Unavailable and
+// Retry-After; and each request runs under Options.PageTimeout, a
+// deadline that interrupts its store queries (503 when it runs out).
+//
+// The dashboard works on any shell.Store; it is for operators, not for a
+// public page.
 package dashboard

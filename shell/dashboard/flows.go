@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -101,7 +102,7 @@ func (d *Dashboard) workflowNames(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, g := range st.Groups {
-		res, err := d.store.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(g.ID).WorkflowStarted}}, Limit: 1})
+		res, err := lenient{Store: d.store}.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(g.ID).WorkflowStarted}}, Limit: 1})
 		if err != nil {
 			var cond *shell.InvalidConditionError
 			if errors.As(err, &cond) {
@@ -116,10 +117,66 @@ func (d *Dashboard) workflowNames(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// maxRuns is how many runs of each workflow the workflows page reads:
+// the newest.
+const maxRuns = 100
+
 type workflowList struct {
-	Name   string
+	Name string
+	// Counts are of the runs read: the newest maxRuns.
 	Counts workflow.Counts
 	Runs   []*durable.Run
+	// More says the workflow has older runs than those read.
+	More bool
+	// Undecodable are the workflow's messages the store cannot decode
+	// (their runs are listed without them, or not at all when one is the
+	// run's start).
+	Undecodable []logRow
+}
+
+// recentRuns reads the newest maxRuns runs of workflow name: one read of
+// their starts, newest first, then one of each run's messages (as
+// workflow.RunOf), so that the cost does not grow with the log.
+func (d *Dashboard) recentRuns(ctx context.Context, name string) (workflowList, error) {
+	var bad []core.PositionedMessage
+	store := lenient{Store: d.store, bad: &bad}
+	l := workflowList{Name: name, Counts: workflow.Counts{Workflow: name}}
+	starts, err := store.ReadAll(ctx, shell.ReadAllOptions{Conditions: []core.Condition{{Type: durable.TypesOf(name).WorkflowStarted}}, Order: shell.Descending, Limit: maxRuns + 1})
+	var cond *shell.InvalidConditionError
+	if errors.As(err, &cond) {
+		return l, nil // the type is not registered: no runs
+	}
+	if err != nil {
+		return l, err
+	}
+	msgs := starts.Messages
+	if len(msgs) > maxRuns {
+		msgs, l.More = msgs[:maxRuns], true
+	}
+	for _, m := range msgs {
+		ev, ok := durable.Event(m.Message)
+		started, isStart := ev.(durable.WorkflowStarted)
+		if !ok || !isStart {
+			continue // undecodable: collected in bad
+		}
+		run, err := workflow.RunOf(ctx, store, name, started.WorkflowID)
+		if errors.Is(err, workflow.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return l, err
+		}
+		l.Runs = append(l.Runs, run)
+	}
+	l.Counts = workflow.Count(name, l.Runs)
+	seen := map[int64]bool{}
+	for _, m := range bad {
+		if !seen[m.Position] {
+			seen[m.Position] = true
+			l.Undecodable = append(l.Undecodable, rowOf(m))
+		}
+	}
+	return l, nil
 }
 
 func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
@@ -132,19 +189,19 @@ func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")
 	var lists []workflowList
 	for _, name := range names {
-		runs, err := workflow.Runs(ctx, d.store, name)
+		l, err := d.recentRuns(ctx, name)
 		if err != nil {
 			d.fail(w, r, statusOf(err), err)
 			return
 		}
-		l := workflowList{Name: name, Counts: workflow.Count(name, runs)}
-		for _, run := range runs {
-			if status == "" || string(run.Status) == status {
-				l.Runs = append(l.Runs, run)
+		if status != "" {
+			runs := l.Runs
+			l.Runs = nil
+			for _, run := range runs {
+				if string(run.Status) == status {
+					l.Runs = append(l.Runs, run)
+				}
 			}
-		}
-		if len(l.Runs) > 100 {
-			l.Runs = l.Runs[:100]
 		}
 		lists = append(lists, l)
 	}
@@ -152,12 +209,17 @@ func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request) {
 		Workflows []workflowList
 		Status    string
 		Statuses  []durable.Status
-	}{lists, status, []durable.Status{durable.Running, durable.Complete, durable.Failed, durable.Cancelled}})
+		MaxRuns   int
+	}{lists, status, []durable.Status{durable.Running, durable.Complete, durable.Failed, durable.Cancelled}, maxRuns})
 }
 
 func (d *Dashboard) workflowRunPage(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("name"), r.PathValue("id")
-	run, err := workflow.RunOf(r.Context(), d.store, name, id)
+	var bad []core.PositionedMessage
+	run, err := workflow.RunOf(r.Context(), lenient{Store: d.store, bad: &bad}, name, id)
+	if errors.Is(err, workflow.ErrNotFound) && len(bad) > 0 {
+		err = fmt.Errorf("%w; the run's messages include %d the store cannot decode, its start maybe: %s", err, len(bad), rowOf(bad[0]).Undecodable)
+	}
 	if errors.Is(err, workflow.ErrNotFound) {
 		d.fail(w, r, http.StatusNotFound, err)
 		return
@@ -166,9 +228,14 @@ func (d *Dashboard) workflowRunPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	var undecodable []logRow
+	for _, m := range bad {
+		undecodable = append(undecodable, rowOf(m))
+	}
 	d.render(w, r, "workflow", "workflows", "Run "+id, struct {
-		Name string
-		Run  *durable.Run
-		Ops  []durable.Op
-	}{name, run, slices.Clone(run.Ops)})
+		Name        string
+		Run         *durable.Run
+		Ops         []durable.Op
+		Undecodable []logRow
+	}{name, run, slices.Clone(run.Ops), undecodable})
 }

@@ -106,7 +106,7 @@ func (d *Dashboard) machinePage(w http.ResponseWriter, r *http.Request) {
 			} else {
 				data.Paths = configuration(res.Messages)
 				for _, ev := range res.Messages {
-					data.Events = append(data.Events, logRow{ev, summary(ev.Message)})
+					data.Events = append(data.Events, rowOf(ev))
 				}
 				slices.Reverse(data.Events)
 				if len(res.Messages) == 0 {

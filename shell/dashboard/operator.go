@@ -12,56 +12,61 @@ import (
 	"github.com/sourced-go/sourced/shell"
 )
 
-// lagLimit caps the pending messages counted per partition: a count at
-// the cap reads "at least".
-const lagLimit = 1000
-
-// lagger is implemented by the stores that count a group's pending
-// messages per partition (sqlitestore, pgstore).
-type lagger interface {
-	Lag(ctx context.Context, group string, limit int) (map[int64]int, error)
-}
-
-// lag is a group's pending work: per offset id, and in total.
+// lag is a group's pending work as a page shows it (see shell.Lagger).
 type lag struct {
-	Known     bool
-	Total     int
-	AtLeast   bool // some partition's count reached lagLimit
-	ByOffset  map[int64]int
-	Pending   int // partitions with pending work
-	errorText string
+	Known bool
+	// Pending and Parked count the group's pending and parked partitions.
+	Pending, Parked int64
+	// Total is the pending messages of the Counted partitions; AtLeast
+	// says it is a lower bound (a pending partition was not counted, or a
+	// count reached the limit).
+	Total    int
+	Counted  int
+	AtLeast  bool
+	ByOffset map[int64]int
 }
 
-func (d *Dashboard) lagOf(ctx context.Context, group string) lag {
-	l, ok := d.store.(lagger)
+// lagOf counts the pending work of group within q's bounds; unknown (and
+// no query made) on a store that is not a shell.Lagger or when the count
+// fails (the page shows "–" rather than failing whole).
+func (d *Dashboard) lagOf(ctx context.Context, group string, q shell.LagQuery) lag {
+	l, ok := d.store.(shell.Lagger)
 	if !ok {
 		return lag{}
 	}
-	by, err := l.Lag(ctx, group, lagLimit)
+	got, err := l.GroupLag(ctx, group, q)
 	if err != nil {
-		return lag{errorText: err.Error()}
+		d.log.DebugContext(ctx, "dashboard: lag not counted", "group", group, "error", err)
+		return lag{}
 	}
-	out := lag{Known: true, ByOffset: by, Pending: len(by)}
-	for _, n := range by {
-		out.Total += n
-		if n >= lagLimit {
-			out.AtLeast = true
-		}
-	}
-	return out
+	return lag{Known: true, Pending: got.Pending, Parked: got.Parked, Total: got.Total(), Counted: len(got.ByOffset), AtLeast: got.Partial(), ByOffset: got.ByOffset}
+}
+
+// groupLag is the lag of a group as a whole: its pending partitions and
+// parked ones, and the messages of the Options.LagPartitions partitions
+// furthest behind.
+func (d *Dashboard) groupLag(ctx context.Context, group string) lag {
+	return d.lagOf(ctx, group, shell.LagQuery{Partitions: d.opts.LagPartitions})
 }
 
 // workerRow is a worker's heartbeat.
 type workerRow struct {
 	ID       string
 	LastSeen time.Time
-	Claims   int
+	// Claims is the partitions it holds claimed (-1: the store does not
+	// count them).
+	Claims int
 }
+
+// maxWorkers caps the workers a page lists.
+const maxWorkers = 200
 
 // workers reads the workers' heartbeats from a store with a Workers
 // method (sqlitestore and pgstore each return a slice of their own Worker
-// struct, with ID and LastSeen fields: read by reflection, so any store
-// with that shape works); false when the store has none.
+// struct, with ID, LastSeen and Claims fields: read by reflection, so any
+// store with that shape works); false when the store has none. One
+// query: the stores count the claims through their index of claimed
+// offsets.
 func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 	m := reflect.ValueOf(d.store).MethodByName("Workers")
 	if !m.IsValid() || m.Type().NumIn() != 1 || m.Type().NumOut() != 2 || m.Type().Out(0).Kind() != reflect.Slice {
@@ -72,7 +77,7 @@ func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 		return nil, true, err
 	}
 	var rows []workerRow
-	for i := range out[0].Len() {
+	for i := range min(out[0].Len(), maxWorkers) {
 		w := reflect.Indirect(out[0].Index(i))
 		if w.Kind() != reflect.Struct {
 			return nil, false, nil
@@ -82,7 +87,11 @@ func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 			return nil, false, nil
 		}
 		t, _ := seen.Interface().(time.Time)
-		rows = append(rows, workerRow{ID: id.String(), LastSeen: t})
+		row := workerRow{ID: id.String(), LastSeen: t, Claims: -1}
+		if c := w.FieldByName("Claims"); c.IsValid() && c.CanInt() {
+			row.Claims = int(c.Int())
+		}
+		rows = append(rows, row)
 	}
 	return rows, true, nil
 }
@@ -155,18 +164,49 @@ type parkedRow struct {
 
 type parkedButton struct{ Name, Confirm string }
 
-func (d *Dashboard) parked(ctx context.Context, group string) ([]parkedRow, error) {
-	ps, err := d.store.ParkedPartitions(ctx, group)
-	if err != nil {
-		return nil, err
+// parkedPage is the parked partitions a page lists at once.
+const parkedPage = 50
+
+// parkedList is a page of parked partitions.
+type parkedList struct {
+	Rows []parkedRow
+	// Total counts the parked partitions (-1: not counted).
+	Total int64
+	// More is the path of the next page ("" when this is the last).
+	More string
+}
+
+// parked reads a page of group's parked partitions ("" for every
+// group's) from offset id from, on a store that pages them
+// (shell.ParkedReader); all of them on another. next builds the path of
+// the page from an offset id.
+func (d *Dashboard) parked(ctx context.Context, group string, from int64, next func(from int64) string) (parkedList, error) {
+	list := parkedList{Total: -1}
+	var ps []shell.ParkedPartition
+	var err error
+	if pr, ok := d.store.(shell.ParkedReader); ok {
+		ps, err = pr.ReadParked(ctx, shell.ParkedQuery{Group: group, From: from, Limit: parkedPage + 1})
+		if len(ps) > parkedPage {
+			list.More = next(ps[parkedPage].OffsetID)
+			ps = ps[:parkedPage]
+		}
+	} else {
+		ps, err = d.store.ParkedPartitions(ctx, group)
+		list.Total = int64(len(ps))
 	}
-	rows := make([]parkedRow, 0, len(ps))
+	if err != nil {
+		return list, err
+	}
+	list.Rows = make([]parkedRow, 0, len(ps))
 	for _, p := range ps {
 		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition), Form: shell.PartitionJSON(p.Partition)}
 		for _, a := range []string{"retry", "skip", "reset"} {
 			row.Actions = append(row.Actions, parkedButton{a, parkedConfirm(p, a)})
 		}
-		rows = append(rows, row)
+		list.Rows = append(list.Rows, row)
 	}
-	return rows, nil
+	if list.Total < 0 && from == 0 && list.More == "" {
+		list.Total = int64(len(ps))
+	}
+	return list, nil
 }

@@ -46,19 +46,27 @@ type offsetRow struct {
 	LagKnown bool
 }
 
-// offsetRows adds the lag of each offset's group (read once per group).
-func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) []offsetRow {
+// offsetRows adds their lag to a page of offsets: one count per group on
+// the page, of that page's offsets only. It returns the counts by group.
+func (d *Dashboard) offsetRows(ctx context.Context, offs []shell.Offset) ([]offsetRow, map[string]lag) {
+	ids := map[string][]int64{}
+	var groups []string
+	for _, o := range offs {
+		if _, ok := ids[o.Group]; !ok {
+			groups = append(groups, o.Group)
+		}
+		ids[o.Group] = append(ids[o.Group], o.ID)
+	}
 	lags := map[string]lag{}
+	for _, g := range groups {
+		lags[g] = d.lagOf(ctx, g, shell.LagQuery{Offsets: ids[g]})
+	}
 	rows := make([]offsetRow, 0, len(offs))
 	for _, o := range offs {
-		l, ok := lags[o.Group]
-		if !ok {
-			l = d.lagOf(ctx, o.Group)
-			lags[o.Group] = l
-		}
+		l := lags[o.Group]
 		rows = append(rows, offsetRow{Offset: o, Lag: l.ByOffset[o.ID], LagKnown: l.Known})
 	}
-	return rows
+	return rows, lags
 }
 
 // groupActions are the buttons of a group in status st: enabled when the
@@ -91,39 +99,51 @@ func confirmText(id string, a shell.Command) string {
 	return string(a)
 }
 
-func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, int64, error) {
+// groupRows are the groups of the store's Stats, each with its lag
+// (one bounded count per group: see groupLag). A store that does not
+// count lag (not a shell.Lagger) has its parked partitions listed once
+// to count them.
+func (d *Dashboard) groupRows(ctx context.Context) ([]groupRow, shell.Stats, error) {
 	st, err := d.store.Stats(ctx)
 	if err != nil {
-		return nil, 0, err
-	}
-	parked, err := d.store.ParkedPartitions(ctx, "")
-	if err != nil {
-		return nil, 0, err
-	}
-	counts := map[string]int{}
-	for _, p := range parked {
-		counts[p.Group]++
+		return nil, st, err
 	}
 	rows := make([]groupRow, 0, len(st.Groups))
+	var counts map[string]int
 	for _, g := range st.Groups {
-		rows = append(rows, groupRow{GroupInfo: g, Lag: d.lagOf(ctx, g.ID), Parked: counts[g.ID], Actions: groupActions(g.ID, g.Status)})
+		l := d.groupLag(ctx, g.ID)
+		row := groupRow{GroupInfo: g, Lag: l, Parked: int(l.Parked), Actions: groupActions(g.ID, g.Status)}
+		if !l.Known {
+			if counts == nil {
+				counts = map[string]int{}
+				parked, err := d.store.ParkedPartitions(ctx, "")
+				if err != nil {
+					return nil, st, err
+				}
+				for _, p := range parked {
+					counts[p.Group]++
+				}
+			}
+			row.Parked = counts[g.ID]
+		}
+		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b groupRow) int { return cmp.Compare(a.ID, b.ID) })
-	return rows, st.MaxPosition, nil
+	return rows, st, nil
 }
 
 func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
-	rows, maxPos, err := d.groupRows(r.Context())
+	rows, st, err := d.groupRows(r.Context())
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
-	st, _ := d.store.Stats(r.Context())
 	d.render(w, r, "groups", "groups", "Consumer groups", struct {
-		Groups      []groupRow
-		MaxPosition int64
-		Scheduled   int64
-	}{rows, maxPos, st.Scheduled})
+		Groups        []groupRow
+		MaxPosition   int64
+		Scheduled     int64
+		LagPartitions int
+	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions})
 }
 
 func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
@@ -144,19 +164,29 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 50 {
 		next = page.Offsets[n-1].ID + 1
 	}
-	parked, err := d.parked(ctx, id)
+	parkedFrom, _ := strconv.ParseInt(r.URL.Query().Get("parked_from"), 10, 64)
+	parked, err := d.parked(ctx, id, parkedFrom, func(from int64) string {
+		return "/groups/" + url.PathEscape(id) + "?parked_from=" + strconv.FormatInt(from, 10)
+	})
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	l := d.groupLag(ctx, id)
+	row := groupRow{GroupInfo: g, Lag: l, Parked: int(parked.Total), Actions: groupActions(g.ID, g.Status)}
+	if l.Known {
+		row.Parked, parked.Total = int(l.Parked), l.Parked
+	}
+	offsets, _ := d.offsetRows(ctx, page.Offsets)
 	d.render(w, r, "group", "groups", "Group "+id, struct {
-		Group   groupRow
-		Offsets []offsetRow
-		Parked  []parkedRow
-		Back    string
-		Total   int64
-		Next    int64
-	}{groupRow{GroupInfo: g, Lag: d.lagOf(ctx, id), Parked: len(parked), Actions: groupActions(g.ID, g.Status)}, d.offsetRows(ctx, page.Offsets), parked, "/groups/" + id, page.Total, next})
+		Group         groupRow
+		Offsets       []offsetRow
+		Parked        parkedList
+		Back          string
+		Total         int64
+		Next          int64
+		LagPartitions int
+	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
@@ -292,7 +322,15 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 	if n := len(page.Offsets); n == 100 {
 		next = page.Offsets[n-1].ID + 1
 	}
-	parked, err := d.parked(ctx, q.Get("group"))
+	parkedFrom, _ := strconv.ParseInt(q.Get("parked_from"), 10, 64)
+	parked, err := d.parked(ctx, q.Get("group"), parkedFrom, func(from int64) string {
+		v := url.Values{}
+		if g := q.Get("group"); g != "" {
+			v.Set("group", g)
+		}
+		v.Set("parked_from", strconv.FormatInt(from, 10))
+		return "/partitions?" + v.Encode()
+	})
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
@@ -302,38 +340,41 @@ func (d *Dashboard) partitionsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
-	claims := map[string]int{}
-	for o, err := range d.store.Offsets(ctx, shell.OffsetQuery{}) {
-		if err != nil {
-			break
-		}
-		if o.Claimed {
-			claims[o.ClaimedBy]++
-		}
-	}
-	for i := range workers {
-		workers[i].Claims = claims[workers[i].ID]
-	}
+	offsets, lags := d.offsetRows(ctx, page.Offsets)
 	back := "/partitions"
 	if g := q.Get("group"); g != "" {
 		back += "?group=" + url.QueryEscape(g)
+		if l := lags[g]; l.Known {
+			parked.Total = l.Parked
+		}
 	}
 	d.render(w, r, "partitions", "partitions", "Partitions", struct {
 		Group      string
 		Offsets    []offsetRow
-		Parked     []parkedRow
+		Parked     parkedList
 		Back       string
 		Workers    []workerRow
 		HasWorkers bool
 		Total      int64
 		Next       int64
-	}{q.Get("group"), d.offsetRows(ctx, page.Offsets), parked, back, workers, hasWorkers, page.Total, next})
+	}{q.Get("group"), offsets, parked, back, workers, hasWorkers, page.Total, next})
 }
 
 // logRow is a message of the log page.
 type logRow struct {
 	core.PositionedMessage
 	Summary string
+	// Undecodable, when set, says why the store cannot decode the message
+	// (which then has only its position, id and type).
+	Undecodable string
+}
+
+// rowOf is the log row of m.
+func rowOf(m core.PositionedMessage) logRow {
+	if u, ok := undecodableOf(m.Message); ok {
+		return logRow{PositionedMessage: m, Undecodable: u.String()}
+	}
+	return logRow{PositionedMessage: m, Summary: summary(m.Message)}
 }
 
 func summary(m core.Message) string {
@@ -446,7 +487,7 @@ func (d *Dashboard) logPage(w http.ResponseWriter, r *http.Request) {
 	if f.Dir == "newer" {
 		opts.Order = shell.Ascending
 	}
-	page, err := d.store.ReadAll(r.Context(), opts)
+	page, err := lenient{Store: d.store}.ReadAll(r.Context(), opts)
 	if err != nil {
 		data.Err = err.Error()
 		w.WriteHeader(statusOf(err))
@@ -458,7 +499,7 @@ func (d *Dashboard) logPage(w http.ResponseWriter, r *http.Request) {
 		slices.Reverse(msgs) // shown newest first either way
 	}
 	for _, m := range msgs {
-		data.Rows = append(data.Rows, logRow{m, summary(m.Message)})
+		data.Rows = append(data.Rows, rowOf(m))
 	}
 	data.LastPosition = page.LastPosition
 	if n := len(msgs); n > 0 {
@@ -511,6 +552,25 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	trace, err := d.store.ReadCorrelation(ctx, id)
+	var de *shell.DecodeError
+	if errors.As(err, &de) && de.Position > 0 {
+		// The trace holds a message the store cannot decode: show that
+		// rather than fail (the message itself, when it is the one).
+		m := core.PositionedMessage{}
+		m.ID = id
+		if de.MessageID == id {
+			m.Position, m.Type = de.Position, de.MessageType
+		}
+		d.render(w, r, "message", "log", "Message "+cmp.Or(m.Type, id.String()), struct {
+			Msg         core.PositionedMessage
+			Payload     string
+			Metadata    string
+			Trace       []*traceNode
+			Count       int
+			Undecodable string
+		}{Msg: m, Undecodable: de.Error()})
+		return
+	}
 	if err != nil {
 		d.fail(w, r, statusOf(err), err)
 		return
@@ -526,12 +586,13 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, "message", "log", "Message "+msg.Type, struct {
-		Msg      core.PositionedMessage
-		Payload  string
-		Metadata string
-		Trace    []*traceNode
-		Count    int
-	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace)})
+		Msg         core.PositionedMessage
+		Payload     string
+		Metadata    string
+		Trace       []*traceNode
+		Count       int
+		Undecodable string
+	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), ""})
 }
 
 // scheduledReader is implemented by the stores (sqlitestore, memstore,
@@ -543,10 +604,11 @@ type scheduledReader interface {
 func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	data := struct {
-		Supported bool
-		Messages  []logRow
-		Next      time.Time
-		Count     int64
+		Supported   bool
+		Messages    []logRow
+		Next        time.Time
+		Count       int64
+		Undecodable string
 	}{}
 	st, err := d.store.Stats(ctx)
 	if err != nil {
@@ -560,12 +622,18 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	if sr, ok := d.store.(scheduledReader); ok {
 		data.Supported = true
 		msgs, err := sr.ReadScheduled(ctx, 200)
+		var de *shell.DecodeError
+		if errors.As(err, &de) {
+			// The list cannot be read around it (it has no cursor): say so.
+			data.Undecodable = de.Error()
+			err, msgs = nil, nil
+		}
 		if err != nil {
 			d.fail(w, r, statusOf(err), err)
 			return
 		}
 		for _, m := range msgs {
-			data.Messages = append(data.Messages, logRow{core.PositionedMessage{Message: m}, summary(m)})
+			data.Messages = append(data.Messages, rowOf(core.PositionedMessage{Message: m}))
 		}
 	}
 	d.render(w, r, "scheduled", "scheduled", "Scheduled messages", data)

@@ -1203,6 +1203,78 @@ func (s *Store) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.Off
 	return page, nil
 }
 
+var _ shell.Lagger = (*Store)(nil)
+
+// GroupLag counts the pending work of group within the bounds of q; see
+// shell.Lagger.
+func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
+	limit, err := shell.CheckLagQuery(q)
+	if err != nil {
+		return shell.Lag{}, err
+	}
+	if err := s.rlock(ctx); err != nil {
+		return shell.Lag{}, err
+	}
+	defer s.mu.RUnlock()
+	g, err := s.group(group)
+	if err != nil {
+		return shell.Lag{}, err
+	}
+	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	var pending []*offset
+	for _, off := range g.offsets {
+		if !off.live {
+			continue
+		}
+		if len(off.wake) > 0 {
+			out.Pending++
+			pending = append(pending, off)
+		}
+		if off.parked != nil {
+			out.Parked++
+		}
+	}
+	var count []*offset
+	switch {
+	case len(q.Offsets) > 0:
+		for _, off := range pending {
+			if slices.Contains(q.Offsets, off.id) {
+				count = append(count, off)
+			}
+		}
+	case q.Partitions > 0:
+		slices.SortFunc(pending, func(a, b *offset) int {
+			if c := cmpInt(a.last, b.last); c != 0 {
+				return c
+			}
+			return cmpInt(a.id, b.id)
+		})
+		count = pending[:min(q.Partitions, len(pending))]
+	}
+	for _, off := range count {
+		if n := s.pendingCount(g, off, limit); n > 0 {
+			out.ByOffset[off.id] = n
+		}
+	}
+	return out, nil
+}
+
+// pendingCount counts, up to limit, the messages fetch would return for
+// off, decoding none; the caller holds the lock.
+func (s *Store) pendingCount(g *group, off *offset, limit int) int {
+	if len(g.partitionBy) <= 1 {
+		return min(len(off.wake), limit)
+	}
+	n := 0
+	for i := s.indexAfter(off.last); i < len(s.log) && n < limit; i++ {
+		r := &s.log[i]
+		if g.handles(r.typ) && g.inPartition(off, r) {
+			n++
+		}
+	}
+	return n
+}
+
 // info describes the offset; the caller holds the lock.
 func (off *offset) info() shell.Offset {
 	return shell.Offset{

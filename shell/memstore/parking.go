@@ -62,6 +62,36 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) ([]shell.Par
 	return out, nil
 }
 
+var _ shell.ParkedReader = (*Store)(nil)
+
+// ReadParked returns a page of parked partitions by ascending offset id;
+// see shell.ParkedReader.
+func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.ParkedPartition, error) {
+	limit, err := shell.CheckParkedQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rlock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	if q.Group != "" {
+		if _, err := s.group(q.Group); err != nil {
+			return nil, err
+		}
+	}
+	out := []shell.ParkedPartition{}
+	for _, off := range s.offsets {
+		if len(out) == limit {
+			break
+		}
+		if off.id >= q.From && off.parked != nil && (q.Group == "" || off.g.id == q.Group) {
+			out = append(out, off.parkedInfo())
+		}
+	}
+	return out, nil
+}
+
 func (off *offset) parkedInfo() shell.ParkedPartition {
 	return shell.ParkedPartition{
 		Group:        off.g.id,

@@ -252,7 +252,10 @@
 //
 // For tools such as the sourced CLI (package pgcli, and the binary
 // shell/pgstore/cmd/sourced): Lag (pending messages per partition),
-// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// GroupLag and ReadParked (a group's pending work and its parked
+// partitions at a bounded cost, for the dashboard: shell.Lagger,
+// shell.ParkedReader), Workers (heartbeat records, with the claims each
+// holds), CancelScheduled (delete a scheduled message
 // before it is promoted) and AppliedMigrations (the schema versions a
 // database records, whatever its version).
 //

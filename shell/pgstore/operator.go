@@ -22,7 +22,9 @@ import (
 // it has not processed yet, counting at most limit per partition (0: no
 // cap; a count equal to limit means "at least"). Partitions with no
 // pending work are absent: their lag is 0. It reads one REPEATABLE READ
-// snapshot and takes none of the store's locks.
+// snapshot and takes none of the store's locks; it reads the pending
+// messages of every pending partition, one query each: GroupLag counts
+// within bounds instead.
 func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int, error) {
 	lag := map[int64]int{}
 	err := s.View(ctx, func(tx pgx.Tx) error {
@@ -80,24 +82,110 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int
 	return lag, nil
 }
 
+var _ shell.Lagger = (*Store)(nil)
+
+// GroupLag counts the pending work of group within the bounds of q (see
+// shell.Lagger): in one REPEATABLE READ snapshot taking none of the
+// store's locks, one count of the pending and parked partitions, the
+// partitions to count (q.Offsets, or the q.Partitions furthest behind),
+// then one bounded count per partition counted. Unlike Lag, its cost does
+// not grow with the number of partitions behind.
+func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
+	limit, err := shell.CheckLagQuery(q)
+	if err != nil {
+		return shell.Lag{}, err
+	}
+	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	err = s.View(ctx, func(tx pgx.Tx) error {
+		gs, err := s.loadGroups(ctx, tx, 0)
+		if err != nil {
+			return err
+		}
+		g, ok := gs.byName[group]
+		if !ok {
+			return s.unknownGroup(ctx, tx, group)
+		}
+		err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE next_position IS NOT NULL), count(*) FILTER (WHERE parked IS NOT NULL) FROM %s WHERE consumer_group_id = $1`, s.names.offsets), g.row).
+			Scan(&out.Pending, &out.Parked)
+		if err != nil {
+			return err
+		}
+		var rows pgx.Rows
+		switch {
+		case len(q.Offsets) > 0:
+			rows, err = tx.Query(ctx, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = $1 AND next_position IS NOT NULL AND id = ANY($2) ORDER BY id`, s.names.offsets), g.row, q.Offsets)
+		case q.Partitions > 0:
+			rows, err = tx.Query(ctx, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = $1 AND next_position IS NOT NULL ORDER BY last_position, id LIMIT $2`, s.names.offsets), g.row, q.Partitions)
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		type pending struct {
+			id, last int64
+			key      string
+		}
+		var ps []pending
+		for rows.Next() {
+			var p pending
+			if err := rows.Scan(&p.id, &p.key, &p.last); err != nil {
+				rows.Close()
+				return err
+			}
+			ps = append(ps, p)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			partition, err := parsePartition(p.key)
+			if err != nil {
+				return err
+			}
+			sql, args := s.fetchSQL(partition, g.handled, p.last, limit)
+			var n int
+			if err := tx.QueryRow(ctx, "SELECT count(*) FROM ("+sql+") pending", args...).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				out.ByOffset[p.id] = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var ue *shell.UnknownGroupError
+		if errors.As(err, &ue) {
+			return shell.Lag{}, err
+		}
+		return shell.Lag{}, s.wrap(ctx, "lag of "+group, err)
+	}
+	return out, nil
+}
+
 // Worker is a worker's heartbeat record.
 type Worker struct {
 	ID       string
 	LastSeen time.Time
+	// Claims is the number of partitions the worker holds claimed.
+	Claims int
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id. A worker that stopped cleanly removed
-// its record (RemoveWorkers); the claims each holds are in ReadOffsets.
+// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// (counted through the index of claimed offsets: the cost follows the
+// claims held, not the partitions). A worker that stopped cleanly removed
+// its record (RemoveWorkers); the claims themselves are in ReadOffsets.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, last_seen FROM %s ORDER BY id`, s.names.workers))
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT w.id, w.last_seen, (SELECT count(*) FROM %[2]s o WHERE o.claimed_by = w.id AND o.claimed) FROM %[1]s w ORDER BY w.id`, s.names.workers, s.names.offsets))
 	if err != nil {
 		return nil, s.wrap(ctx, "workers", err)
 	}
 	out := []Worker{}
 	for rows.Next() {
 		var w Worker
-		if err := rows.Scan(&w.ID, &w.LastSeen); err != nil {
+		if err := rows.Scan(&w.ID, &w.LastSeen, &w.Claims); err != nil {
 			rows.Close()
 			return nil, s.wrap(ctx, "workers", err)
 		}

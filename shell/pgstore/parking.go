@@ -76,6 +76,47 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell
 	return out, nil
 }
 
+var _ shell.ParkedReader = (*Store)(nil)
+
+// ReadParked returns a page of parked partitions by ascending offset id;
+// see shell.ParkedReader. One query.
+func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) (out []shell.ParkedPartition, err error) {
+	limit, err := shell.CheckParkedQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	err = s.snapshot(ctx, func(qr querier) error {
+		if q.Group != "" {
+			var exists bool
+			if err := qr.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, q.Group).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return s.unknownGroup(ctx, qr, q.Group)
+			}
+		}
+		rows, err := qr.Query(ctx, fmt.Sprintf(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND ($1 = '' OR g.group_id = $1) AND o.id >= $2 ORDER BY o.id LIMIT $3`, s.names.offsets, s.names.groups), q.Group, q.From, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = []shell.ParkedPartition{}
+		for rows.Next() {
+			p, err := scanParked(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrapGroupErr(ctx, "parked partitions", err)
+	}
+	return out, nil
+}
+
 // scanParked reads a row of the parked-partition queries.
 func scanParked(row pgx.Row) (shell.ParkedPartition, error) {
 	var p shell.ParkedPartition

@@ -153,7 +153,10 @@
 // # Operator's side
 //
 // For tools such as cmd/sourced: Lag (pending messages per partition),
-// Workers (heartbeat records), CancelScheduled (delete a scheduled message
+// GroupLag and ReadParked (a group's pending work and its parked
+// partitions at a bounded cost, for the dashboard: shell.Lagger,
+// shell.ParkedReader), Workers (heartbeat records, with the claims each
+// holds), CancelScheduled (delete a scheduled message
 // before it is promoted) and AppliedMigrations (the schema versions a file
 // records, whatever its version, opened read-only).
 //

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,8 +23,8 @@ import (
 // it has not processed yet, counting at most limit per partition (0: no
 // cap; a count equal to limit means "at least"). Partitions with no
 // pending work are absent: their lag is 0. It reads one snapshot; the
-// cost is that of reading the pending messages, so keep limit small on a
-// log with a large backlog.
+// cost is that of reading the pending messages of every pending
+// partition, one query each: GroupLag counts within bounds instead.
 func (s *Store) Lag(ctx context.Context, group string, limit int) (lag map[int64]int, err error) {
 	lag = map[int64]int{}
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
@@ -82,25 +83,117 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (lag map[int64
 	return lag, nil
 }
 
+var _ shell.Lagger = (*Store)(nil)
+
+// GroupLag counts the pending work of group within the bounds of q (see
+// shell.Lagger): in one snapshot, a count of the pending partitions
+// (offsets with a pending marker) and one of the parked ones, the
+// partitions to count (q.Offsets, or the q.Partitions furthest behind),
+// then one bounded read per partition counted. Unlike Lag, its cost does
+// not grow with the number of partitions behind.
+func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
+	limit, err := shell.CheckLagQuery(q)
+	if err != nil {
+		return shell.Lag{}, err
+	}
+	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		gs, err := loadGroups(conn, s)
+		if err != nil {
+			return err
+		}
+		g, err := gs.lookup(group)
+		if err != nil {
+			return err
+		}
+		bindGroup := func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }
+		err = queryRows(conn, fmt.Sprintf(`SELECT count(*) FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL`, s.names.offsets),
+			bindGroup, func(stmt *sqlite.Stmt) { out.Pending = stmt.ColumnInt64(0) })
+		if err != nil {
+			return err
+		}
+		err = queryRows(conn, fmt.Sprintf(`SELECT count(*) FROM %s WHERE consumer_group_id = ?`, s.names.parked),
+			bindGroup, func(stmt *sqlite.Stmt) { out.Parked = stmt.ColumnInt64(0) })
+		if err != nil {
+			return err
+		}
+		type pending struct {
+			id        int64
+			partition map[string]string
+			last      int64
+		}
+		var ps []pending
+		var perr error
+		collect := func(stmt *sqlite.Stmt) {
+			p, err := parsePartition(stmt.ColumnText(1))
+			if err != nil && perr == nil {
+				perr = err
+			}
+			ps = append(ps, pending{stmt.ColumnInt64(0), p, stmt.ColumnInt64(2)})
+		}
+		switch {
+		case len(q.Offsets) > 0:
+			ids, _ := json.Marshal(q.Offsets)
+			err = queryRows(conn, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL AND id IN (SELECT value FROM json_each(?)) ORDER BY id`, s.names.offsets),
+				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindText(2, string(ids)) }, collect)
+		case q.Partitions > 0:
+			err = queryRows(conn, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL ORDER BY last_position, id LIMIT ?`, s.names.offsets),
+				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindInt64(2, int64(q.Partitions)) }, collect)
+		}
+		if err != nil {
+			return err
+		}
+		if perr != nil {
+			return perr
+		}
+		for _, p := range ps {
+			_, b, err := readBound(conn, s.q, shell.ReadOptions{After: p.last})
+			if err != nil {
+				return err
+			}
+			rows, err := s.queryPartition(conn, nil, p.partition, g.handled, b, limit)
+			if err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				out.ByOffset[p.id] = len(rows)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var ue *shell.UnknownGroupError
+		if errors.As(err, &ue) {
+			return shell.Lag{}, err
+		}
+		return shell.Lag{}, fmt.Errorf("sqlitestore: lag of %s: %w", group, err)
+	}
+	return out, nil
+}
+
 // Worker is a worker's heartbeat record.
 type Worker struct {
 	ID       string
 	LastSeen time.Time
+	// Claims is the number of partitions the worker holds claimed.
+	Claims int
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id. A worker that stopped cleanly removed
-// its record (RemoveWorkers); the claims each holds are in ReadOffsets.
+// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// (counted through the index of claimed offsets: the cost follows the
+// claims held, not the partitions). A worker that stopped cleanly removed
+// its record (RemoveWorkers); the claims themselves are in ReadOffsets.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 	out := []Worker{}
 	var perr error
 	err := s.withReader(ctx, func(conn *sqlite.Conn) error {
-		return queryRows(conn, fmt.Sprintf(`SELECT id, last_seen FROM %s ORDER BY id`, s.names.workers), nil, func(stmt *sqlite.Stmt) {
+		return queryRows(conn, fmt.Sprintf(`SELECT w.id, w.last_seen, (SELECT count(*) FROM %[2]s o WHERE o.claimed_by = w.id AND o.claimed = 1) FROM %[1]s w ORDER BY w.id`, s.names.workers, s.names.offsets), nil, func(stmt *sqlite.Stmt) {
 			at, err := parseTime(stmt.ColumnText(1))
 			if err != nil && perr == nil {
 				perr = err
 			}
-			out = append(out, Worker{ID: stmt.ColumnText(0), LastSeen: at})
+			out = append(out, Worker{ID: stmt.ColumnText(0), LastSeen: at, Claims: stmt.ColumnInt(2)})
 		})
 	})
 	if err == nil {

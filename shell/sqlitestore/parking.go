@@ -89,6 +89,59 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell
 	return out, nil
 }
 
+var _ shell.ParkedReader = (*Store)(nil)
+
+// ReadParked returns a page of parked partitions by ascending offset id;
+// see shell.ParkedReader. One query, through the parked records' primary
+// key.
+func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) (out []shell.ParkedPartition, err error) {
+	limit, err := shell.CheckParkedQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	cols := fmt.Sprintf(`SELECT p.offset_id, g.group_id, o.partition_key, o.last_position, p.failure, p.parked_at
+FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.consumer_group_id`, s.names.parked, s.names.offsets, s.names.groups)
+	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
+		out = []shell.ParkedPartition{}
+		query := cols + ` WHERE p.offset_id >= ?1 ORDER BY p.offset_id LIMIT ?2`
+		bind := func(stmt *sqlite.Stmt) { stmt.BindInt64(1, q.From); stmt.BindInt64(2, int64(limit)) }
+		if q.Group != "" {
+			row, found := int64(0), false
+			err := queryRows(conn, s.q.g.groupByName, func(stmt *sqlite.Stmt) { stmt.BindText(1, q.Group) }, func(stmt *sqlite.Stmt) {
+				row, found = stmt.ColumnInt64(0), true
+			})
+			if err != nil {
+				return err
+			}
+			if !found {
+				return s.unknownGroup(conn, q.Group)
+			}
+			query = cols + ` WHERE p.offset_id >= ?1 AND p.consumer_group_id = ?3 ORDER BY p.offset_id LIMIT ?2`
+			bind = func(stmt *sqlite.Stmt) {
+				stmt.BindInt64(1, q.From)
+				stmt.BindInt64(2, int64(limit))
+				stmt.BindInt64(3, row)
+			}
+		}
+		var perr error
+		err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
+			p, err := scanParked(stmt)
+			if err != nil && perr == nil {
+				perr = err
+			}
+			out = append(out, p)
+		})
+		if err == nil {
+			err = perr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: parked partitions: %w", err)
+	}
+	return out, nil
+}
+
 // scanParked reads a row of the parked-partition queries.
 func scanParked(stmt *sqlite.Stmt) (shell.ParkedPartition, error) {
 	p := shell.ParkedPartition{OffsetID: stmt.ColumnInt64(0), Group: stmt.ColumnText(1), LastPosition: stmt.ColumnInt64(3)}

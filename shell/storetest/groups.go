@@ -40,6 +40,8 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("ClaimMany", s.testClaimMany)
 	t.Run("ChangeGroup", s.testChangeGroup)
 	t.Run("Parking", s.testParking)
+	t.Run("Lag", s.testLag)
+	t.Run("ReadParked", s.testReadParked)
 	t.Run("ResumeWakes", s.testResumeWakes)
 	t.Run("ClaimAge", s.testClaimAge)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
