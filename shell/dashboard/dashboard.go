@@ -115,13 +115,12 @@ const (
 // Dashboard is the web dashboard: an http.Handler serving the pages
 // (see the package doc).
 type Dashboard struct {
-	store    shell.Store
-	opts     Options
-	graph    topology.Graph
-	graphErr error
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	log      *slog.Logger
+	store shell.Store
+	opts  Options
+	graph topology.Graph
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	log   *slog.Logger
 	// turns holds a token per request being served (nil: no cap).
 	turns chan struct{}
 }
