@@ -37,40 +37,7 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int
 			return s.unknownGroup(ctx, tx, group)
 		}
 		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = $1 AND next_position IS NOT NULL ORDER BY id`, s.names.offsets), g.row)
-		if err != nil {
-			return err
-		}
-		type pending struct {
-			id, last int64
-			key      string
-		}
-		var ps []pending
-		for rows.Next() {
-			var p pending
-			if err := rows.Scan(&p.id, &p.key, &p.last); err != nil {
-				rows.Close()
-				return err
-			}
-			ps = append(ps, p)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, p := range ps {
-			partition, err := parsePartition(p.key)
-			if err != nil {
-				return err
-			}
-			sql, args := s.fetchSQL(partition, g.handled, p.last, limit)
-			var n int
-			if err := tx.QueryRow(ctx, "SELECT count(*) FROM ("+sql+") pending", args...).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				lag[p.id] = n
-			}
-		}
-		return nil
+		return s.countPending(ctx, tx, g, rows, err, limit, lag)
 	})
 	if err != nil {
 		var ue *shell.UnknownGroupError
@@ -119,40 +86,7 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		default:
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		type pending struct {
-			id, last int64
-			key      string
-		}
-		var ps []pending
-		for rows.Next() {
-			var p pending
-			if err := rows.Scan(&p.id, &p.key, &p.last); err != nil {
-				rows.Close()
-				return err
-			}
-			ps = append(ps, p)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, p := range ps {
-			partition, err := parsePartition(p.key)
-			if err != nil {
-				return err
-			}
-			sql, args := s.fetchSQL(partition, g.handled, p.last, limit)
-			var n int
-			if err := tx.QueryRow(ctx, "SELECT count(*) FROM ("+sql+") pending", args...).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				out.ByOffset[p.id] = n
-			}
-		}
-		return nil
+		return s.countPending(ctx, tx, g, rows, err, limit, out.ByOffset)
 	})
 	if err != nil {
 		var ue *shell.UnknownGroupError
@@ -162,6 +96,47 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		return shell.Lag{}, s.wrap(ctx, "lag of "+group, err)
 	}
 	return out, nil
+}
+
+// countPending counts, for each offset rows lists (id, partition_key,
+// last_position; rows and err as tx.Query returned them), the pending
+// messages of g's handled types after it, at most limit (0: no cap), into
+// lag by offset id (partitions with none are left out).
+func (s *Store) countPending(ctx context.Context, tx pgx.Tx, g *groupConf, rows pgx.Rows, err error, limit int, lag map[int64]int) error {
+	if err != nil {
+		return err
+	}
+	type pending struct {
+		id, last int64
+		key      string
+	}
+	var ps []pending
+	for rows.Next() {
+		var p pending
+		if err := rows.Scan(&p.id, &p.key, &p.last); err != nil {
+			rows.Close()
+			return err
+		}
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		partition, err := parsePartition(p.key)
+		if err != nil {
+			return err
+		}
+		sql, args := s.fetchSQL(partition, g.handled, p.last, limit)
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM ("+sql+") pending", args...).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			lag[p.id] = n
+		}
+	}
+	return nil
 }
 
 // Worker is a worker's heartbeat record.

@@ -36,42 +36,8 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (lag map[int64
 		if err != nil {
 			return err
 		}
-		type pending struct {
-			id        int64
-			partition map[string]string
-			last      int64
-		}
-		var ps []pending
-		var perr error
-		err = queryRows(conn, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL ORDER BY id`, s.names.offsets),
-			func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) },
-			func(stmt *sqlite.Stmt) {
-				p, err := parsePartition(stmt.ColumnText(1))
-				if err != nil && perr == nil {
-					perr = err
-				}
-				ps = append(ps, pending{stmt.ColumnInt64(0), p, stmt.ColumnInt64(2)})
-			})
-		if err != nil {
-			return err
-		}
-		if perr != nil {
-			return perr
-		}
-		for _, p := range ps {
-			_, b, err := readBound(conn, s.q, shell.ReadOptions{After: p.last})
-			if err != nil {
-				return err
-			}
-			rows, err := s.queryPartition(conn, nil, p.partition, g.handled, b, limit)
-			if err != nil {
-				return err
-			}
-			if len(rows) > 0 {
-				lag[p.id] = len(rows)
-			}
-		}
-		return nil
+		return s.countPending(conn, g, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL ORDER BY id`, s.names.offsets),
+			func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }, limit, lag)
 	})
 	if err != nil {
 		var ue *shell.UnknownGroupError
@@ -117,47 +83,14 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		if err != nil {
 			return err
 		}
-		type pending struct {
-			id        int64
-			partition map[string]string
-			last      int64
-		}
-		var ps []pending
-		var perr error
-		collect := func(stmt *sqlite.Stmt) {
-			p, err := parsePartition(stmt.ColumnText(1))
-			if err != nil && perr == nil {
-				perr = err
-			}
-			ps = append(ps, pending{stmt.ColumnInt64(0), p, stmt.ColumnInt64(2)})
-		}
 		switch {
 		case len(q.Offsets) > 0:
 			ids, _ := json.Marshal(q.Offsets)
-			err = queryRows(conn, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL AND id IN (SELECT value FROM json_each(?)) ORDER BY id`, s.names.offsets),
-				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindText(2, string(ids)) }, collect)
+			return s.countPending(conn, g, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL AND id IN (SELECT value FROM json_each(?)) ORDER BY id`, s.names.offsets),
+				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindText(2, string(ids)) }, limit, out.ByOffset)
 		case q.Partitions > 0:
-			err = queryRows(conn, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL ORDER BY last_position, id LIMIT ?`, s.names.offsets),
-				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindInt64(2, int64(q.Partitions)) }, collect)
-		}
-		if err != nil {
-			return err
-		}
-		if perr != nil {
-			return perr
-		}
-		for _, p := range ps {
-			_, b, err := readBound(conn, s.q, shell.ReadOptions{After: p.last})
-			if err != nil {
-				return err
-			}
-			rows, err := s.queryPartition(conn, nil, p.partition, g.handled, b, limit)
-			if err != nil {
-				return err
-			}
-			if len(rows) > 0 {
-				out.ByOffset[p.id] = len(rows)
-			}
+			return s.countPending(conn, g, fmt.Sprintf(`SELECT id, partition_key, last_position FROM %s WHERE consumer_group_id = ? AND next_position IS NOT NULL ORDER BY last_position, id LIMIT ?`, s.names.offsets),
+				func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row); stmt.BindInt64(2, int64(q.Partitions)) }, limit, out.ByOffset)
 		}
 		return nil
 	})
@@ -169,6 +102,47 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		return shell.Lag{}, fmt.Errorf("sqlitestore: lag of %s: %w", group, err)
 	}
 	return out, nil
+}
+
+// countPending counts, for each offset query lists (id, partition_key,
+// last_position; bind binds its arguments), the pending messages of g's
+// handled types after it, at most limit (0: no cap), into lag by offset
+// id (partitions with none are left out).
+func (s *Store) countPending(conn *sqlite.Conn, g *groupConf, query string, bind func(*sqlite.Stmt), limit int, lag map[int64]int) error {
+	type pending struct {
+		id        int64
+		partition map[string]string
+		last      int64
+	}
+	var ps []pending
+	var perr error
+	err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
+		p, err := parsePartition(stmt.ColumnText(1))
+		if err != nil && perr == nil {
+			perr = err
+		}
+		ps = append(ps, pending{stmt.ColumnInt64(0), p, stmt.ColumnInt64(2)})
+	})
+	if err != nil {
+		return err
+	}
+	if perr != nil {
+		return perr
+	}
+	for _, p := range ps {
+		_, b, err := readBound(conn, s.q, shell.ReadOptions{After: p.last})
+		if err != nil {
+			return err
+		}
+		rows, err := s.queryPartition(conn, nil, p.partition, g.handled, b, limit)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			lag[p.id] = len(rows)
+		}
+	}
+	return nil
 }
 
 // Worker is a worker's heartbeat record.
