@@ -1641,14 +1641,8 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		limit = shell.DefaultPageSize
 	}
 	err = s.snapshot(ctx, func(q querier) error {
-		if oq.Group != "" {
-			var exists bool
-			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, oq.Group).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				return s.unknownGroup(ctx, q, oq.Group)
-			}
+		if err := s.knownGroup(ctx, q, oq.Group); err != nil {
+			return err
 		}
 		if err := q.QueryRow(ctx, s.q.g.countOffsets, oq.Group).Scan(&page.Total); err != nil {
 			return err

@@ -46,29 +46,12 @@ func (t *tx) park(st groupState, cur shell.GroupState, f shell.Failure) (shell.G
 // see shell.Parking.
 func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell.ParkedPartition, err error) {
 	err = s.snapshot(ctx, func(q querier) error {
-		if group != "" {
-			var exists bool
-			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, group).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				return s.unknownGroup(ctx, q, group)
-			}
-		}
-		rows, err := q.Query(ctx, s.q.g.parked, group)
-		if err != nil {
+		if err := s.knownGroup(ctx, q, group); err != nil {
 			return err
 		}
-		defer rows.Close()
-		out = []shell.ParkedPartition{}
-		for rows.Next() {
-			p, err := scanParked(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return rows.Err()
+		rows, err := q.Query(ctx, s.q.g.parked, group)
+		out, err = collectParked(rows, err)
+		return err
 	})
 	if err != nil {
 		return nil, s.wrapGroupErr(ctx, "parked partitions", err)
@@ -86,35 +69,52 @@ func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) (out []shel
 		return nil, err
 	}
 	err = s.snapshot(ctx, func(qr querier) error {
-		if q.Group != "" {
-			var exists bool
-			if err := qr.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, q.Group).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				return s.unknownGroup(ctx, qr, q.Group)
-			}
+		if err := s.knownGroup(ctx, qr, q.Group); err != nil {
+			return err
 		}
 		rows, err := qr.Query(ctx, fmt.Sprintf(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND ($1 = '' OR g.group_id = $1) AND o.id >= $2 ORDER BY o.id LIMIT $3`, s.names.offsets, s.names.groups), q.Group, q.From, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		out = []shell.ParkedPartition{}
-		for rows.Next() {
-			p, err := scanParked(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return rows.Err()
+		out, err = collectParked(rows, err)
+		return err
 	})
 	if err != nil {
 		return nil, s.wrapGroupErr(ctx, "parked partitions", err)
 	}
 	return out, nil
+}
+
+// knownGroup returns nil for "" or a registered group, else the group's
+// *shell.UnknownGroupError.
+func (s *Store) knownGroup(ctx context.Context, q querier, group string) error {
+	if group == "" {
+		return nil
+	}
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.names.groups+` WHERE group_id = $1)`, group).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return s.unknownGroup(ctx, q, group)
+	}
+	return nil
+}
+
+// collectParked reads the rows of a parked-partition query (rows and err
+// as Query returned them).
+func collectParked(rows pgx.Rows, err error) ([]shell.ParkedPartition, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []shell.ParkedPartition{}
+	for rows.Next() {
+		p, err := scanParked(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }
 
 // scanParked reads a row of the parked-partition queries.

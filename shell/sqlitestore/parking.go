@@ -58,30 +58,13 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell
 		out = []shell.ParkedPartition{}
 		query, bind := s.q.g.parkedAll, func(*sqlite.Stmt) {}
 		if group != "" {
-			row, found := int64(0), false
-			err := queryRows(conn, s.q.g.groupByName, func(stmt *sqlite.Stmt) { stmt.BindText(1, group) }, func(stmt *sqlite.Stmt) {
-				row, found = stmt.ColumnInt64(0), true
-			})
+			row, err := s.groupRowOf(conn, group)
 			if err != nil {
 				return err
 			}
-			if !found {
-				return s.unknownGroup(conn, group)
-			}
 			query, bind = s.q.g.parkedGroup, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, row) }
 		}
-		var perr error
-		err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
-			p, err := scanParked(stmt)
-			if err != nil && perr == nil {
-				perr = err
-			}
-			out = append(out, p)
-		})
-		if err == nil {
-			err = perr
-		}
-		return err
+		return queryParked(conn, query, bind, &out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: parked partitions: %w", err)
@@ -106,15 +89,9 @@ FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.cons
 		query := cols + ` WHERE p.offset_id >= ?1 ORDER BY p.offset_id LIMIT ?2`
 		bind := func(stmt *sqlite.Stmt) { stmt.BindInt64(1, q.From); stmt.BindInt64(2, int64(limit)) }
 		if q.Group != "" {
-			row, found := int64(0), false
-			err := queryRows(conn, s.q.g.groupByName, func(stmt *sqlite.Stmt) { stmt.BindText(1, q.Group) }, func(stmt *sqlite.Stmt) {
-				row, found = stmt.ColumnInt64(0), true
-			})
+			row, err := s.groupRowOf(conn, q.Group)
 			if err != nil {
 				return err
-			}
-			if !found {
-				return s.unknownGroup(conn, q.Group)
 			}
 			query = cols + ` WHERE p.offset_id >= ?1 AND p.consumer_group_id = ?3 ORDER BY p.offset_id LIMIT ?2`
 			bind = func(stmt *sqlite.Stmt) {
@@ -123,23 +100,43 @@ FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.cons
 				stmt.BindInt64(3, row)
 			}
 		}
-		var perr error
-		err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
-			p, err := scanParked(stmt)
-			if err != nil && perr == nil {
-				perr = err
-			}
-			out = append(out, p)
-		})
-		if err == nil {
-			err = perr
-		}
-		return err
+		return queryParked(conn, query, bind, &out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: parked partitions: %w", err)
 	}
 	return out, nil
+}
+
+// groupRowOf returns the row id of group, or its *shell.UnknownGroupError.
+func (s *Store) groupRowOf(conn *sqlite.Conn, group string) (int64, error) {
+	row, found := int64(0), false
+	err := queryRows(conn, s.q.g.groupByName, func(stmt *sqlite.Stmt) { stmt.BindText(1, group) }, func(stmt *sqlite.Stmt) {
+		row, found = stmt.ColumnInt64(0), true
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, s.unknownGroup(conn, group)
+	}
+	return row, nil
+}
+
+// queryParked appends the rows of a parked-partition query to out.
+func queryParked(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt), out *[]shell.ParkedPartition) error {
+	var perr error
+	err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
+		p, err := scanParked(stmt)
+		if err != nil && perr == nil {
+			perr = err
+		}
+		*out = append(*out, p)
+	})
+	if err == nil {
+		err = perr
+	}
+	return err
 }
 
 // scanParked reads a row of the parked-partition queries.
