@@ -759,3 +759,42 @@ func appendDistinct(types []string, typ string) []string {
 	}
 	return append(types, typ)
 }
+
+var _ shell.UnscheduleTx = (*tx)(nil)
+
+// Unschedule deletes the scheduled messages whose ids are ids from the
+// schedule, in the transaction, and returns how many; see
+// shell.UnscheduleTx.
+func (t *tx) Unschedule(ids ...uuid.UUID) (int, error) {
+	if t.done {
+		return 0, errTxDone
+	}
+	s := t.s
+	if len(ids) == 0 || len(s.schedule) == 0 {
+		return 0, nil
+	}
+	old := s.schedule
+	kept := make([]record, 0, len(old))
+	var gone []uuid.UUID
+	for _, r := range old {
+		if slices.Contains(ids, r.id) {
+			gone = append(gone, r.id)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	s.schedule = kept
+	for _, id := range gone {
+		delete(s.ids, id)
+	}
+	t.undo = append(t.undo, func() {
+		s.schedule = old
+		for _, id := range gone {
+			s.ids[id] = 0
+		}
+	})
+	return len(gone), nil
+}
