@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
 )
@@ -29,8 +31,9 @@ type Workflow struct {
 
 	suspended bool
 	fatal     error
-	delivered bool   // a signal was delivered to a receive waiting before this handling
-	inStep    string // the step whose function is running, if any
+	delivered bool        // a signal was delivered to a receive waiting before this handling
+	withdraw  []uuid.UUID // the scheduled timeouts the handling withdraws (effects.Unschedule)
+	inStep    string      // the step whose function is running, if any
 	errTypes  errTypes
 }
 
@@ -381,19 +384,31 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 		if timeout > 0 {
 			ws.Until = w.now.Add(timeout)
 		}
-		w.emit(w.types.WaitStarted, ws)
 		s, ok := w.cur.Run().Available(name)
+		// Only a receive that waits has a timeout to schedule (one whose
+		// signal is there ends now), under an id of its own, recorded, so
+		// that the signal's delivery withdraws it.
+		var timeoutID uuid.UUID
+		if !ok && timeout > 0 {
+			var err error
+			if timeoutID, err = uuid.NewV7(); err != nil {
+				w.abort(fmt.Errorf("workflow %s: receive %s: an id for its timeout: %w", w.name, name, err))
+			}
+			ws.TimeoutID = timeoutID.String()
+		}
+		w.emit(w.types.WaitStarted, ws)
 		if !ok {
-			// Only a receive that waits has a timeout to schedule: one
-			// whose signal is there ends now.
 			if timeout > 0 {
-				w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
+				w.out = append(w.out, core.Message{ID: timeoutID, Type: w.types.WaitEnded, Payload: durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, CreatedAt: ws.Until})
 			}
 			w.suspend()
 		}
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: s.ID, Payload: s.Payload})
 	case durable.Deliver:
 		w.delivered = true
+		if tid, err := uuid.Parse(op.TimeoutID); err == nil {
+			w.withdraw = append(w.withdraw, tid)
+		}
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: sig.ID, Payload: sig.Payload})
 	case durable.Suspend:
 		w.suspend()
