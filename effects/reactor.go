@@ -34,9 +34,10 @@ type Claim struct {
 	// is a replay, whose side effects are not made again.
 	ReplayUpto int64
 	// Now is when the claim is handled, read from the router's clock (the
-	// runtime's Config.Clock, by default the store's): what a reactor
-	// dates the work it schedules by (a workflow's sleeps and retries), so
-	// that a simulated clock given to the runtime drives it too.
+	// runtime's, by default the store's: see shell.Clocked): what a
+	// reactor dates the work it schedules by (a workflow's sleeps and
+	// retries), so that a simulated clock given to the store drives it
+	// too.
 	Now time.Time
 	// RecordRefusals makes deciders record business refusals instead of
 	// failing (see core.StepInput; the router sets it).

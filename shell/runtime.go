@@ -85,6 +85,14 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = storeLogger(store)
 	}
+	switch sc := storeClock(store); {
+	case sc != nil && cfg.Clock == nil:
+		cfg.Clock = sc
+	case sc != nil && !sameClock(cfg.Clock, sc):
+		return nil, fmt.Errorf("%w: Config.Clock is a %T, the store keeps a %T (shell.Clocked): give the clock once, to the store, and leave Config.Clock nil", ErrClockMismatch, cfg.Clock, sc)
+	case cfg.Clock == nil:
+		cfg.Clock = SystemClock{}
+	}
 	if cfg.ProcessID == "" {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())

@@ -124,9 +124,11 @@ func WithHooks(h core.Hooks) Option {
 
 // Clock sets the clock that dates sleeps and retries. Without it they
 // are dated by the clock of the router that handles the run (the
-// runtime's Config.Clock, or the store's for a bare router; time.Now when
-// the claim carries no time), so one simulated clock, given to the store
-// and the runtime, drives workflows too.
+// runtime's clock, or the store's for a bare router; time.Now when the
+// claim carries no time). A runtime given no Config.Clock takes the
+// store's (shell.Clocked), so one simulated clock, given once to the
+// store (memstore.WithSharedClock, sqlitestore's Options.Clock), drives
+// workflows too.
 func Clock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }

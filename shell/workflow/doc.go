@@ -87,9 +87,13 @@
 //     ErrTimeout; a signal sent afterwards is kept for the run's next
 //     Receive of its name, as one sent before any Receive is.
 //   - One clock: sleeps and retries are dated by the clock of the router
-//     that handles the run (effects.Claim.Now: the runtime's Config.Clock),
-//     so a simulation gives its clock to the store and the runtime and the
-//     workflows follow; the Clock option still overrides it.
+//     that handles the run (effects.Claim.Now: the runtime's clock), and a
+//     runtime given no Config.Clock takes its store's (shell.Clocked). So
+//     a simulation gives its clock once, to the store
+//     (memstore.WithSharedClock(clk), sqlitestore's Options{Clock: clk}),
+//     and the store's stamps and schedule, the runtime's promotions and
+//     timers and the workflows all follow it; the Clock option still
+//     overrides it for one workflow.
 //
 // # Compared with the manual, DBOS and Temporal
 //
