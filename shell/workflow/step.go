@@ -68,9 +68,9 @@ func (w *Workflow) emit(typ string, payload any) {
 }
 
 // schedule records an event for the log dated at, not folded: it only
-// enters the log at at.
-func (w *Workflow) schedule(typ string, payload any, at time.Time) {
-	w.out = append(w.out, core.Message{Type: typ, Payload: payload, CreatedAt: at})
+// enters the log at at. id is its message id (uuid.Nil: the store's).
+func (w *Workflow) schedule(id uuid.UUID, typ string, payload any, at time.Time) {
+	w.out = append(w.out, core.Message{ID: id, Type: typ, Payload: payload, CreatedAt: at})
 }
 
 // suspend stops the function: the run waits for an event.
@@ -284,7 +284,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		at := w.now.Add(o.delay(attempt))
 		failed.RetryAt = &at
 		w.emit(w.types.StepFailed, failed)
-		w.schedule(w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
+		w.schedule(uuid.Nil, w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
 		w.suspend()
 	}
 	w.emit(w.types.StepFailed, failed)
@@ -355,7 +355,7 @@ func Sleep(w *Workflow, d time.Duration) {
 	case durable.Begin:
 		until := w.now.Add(d)
 		w.emit(w.types.WaitStarted, durable.WaitStarted{WorkflowID: w.ID(), Seq: op.Seq, Name: "sleep", Key: key, Until: until})
-		w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
+		w.schedule(uuid.Nil, w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
 	}
 	w.suspend()
 }
@@ -399,7 +399,7 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 		w.emit(w.types.WaitStarted, ws)
 		if !ok {
 			if timeout > 0 {
-				w.out = append(w.out, core.Message{ID: timeoutID, Type: w.types.WaitEnded, Payload: durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, CreatedAt: ws.Until})
+				w.schedule(timeoutID, w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
 			}
 			w.suspend()
 		}
