@@ -48,15 +48,16 @@ func ExampleNewRuntime() {
 // Supervise is what a worker process's main calls: it runs the runtime
 // until SIGINT or SIGTERM (or ctx ends), then stops it gracefully.
 func ExampleSupervise() {
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // a signal, in a real process
-	defer cancel()
-	store := openStore(ctx)
+	store := openStore(context.Background())
 	defer store.Close()
-
 	rt, err := sourced.NewRuntime(store, sourced.DefaultConfig(), enrolments, welcomes)
-	if err == nil {
-		err = sourced.Supervise(ctx, rt)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println(err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel) // SIGTERM, in a real process
+	fmt.Println(sourced.Supervise(ctx, rt))
 	// Output: <nil>
 }
