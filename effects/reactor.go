@@ -123,6 +123,15 @@ type Checker interface {
 	Check(reg *codec.Registry) error
 }
 
+// DefinitionProvider is a reactor adapted from a core.Definition that
+// gives the definition back: the reactors FromDefinition returns implement
+// it, and the shell's router reads the definition's hooks, error strategy
+// and snapshot policy through it. A hand-written reactor wrapping a
+// definition implements it to keep those.
+type DefinitionProvider interface {
+	Definition() core.Definition
+}
+
 // Info is a reactor's protocol with every default filled in.
 type Info struct {
 	Group       string

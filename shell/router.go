@@ -256,7 +256,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		switch v := x.(type) {
 		case effects.Reactor:
 			re.r = v
-			if a, ok := v.(interface{ Definition() core.Definition }); ok {
+			if a, ok := v.(effects.DefinitionProvider); ok {
 				re.def = a.Definition() // an adapted definition (effects.FromDefinition)
 			}
 		case core.Definition:

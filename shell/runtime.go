@@ -136,10 +136,19 @@ func (rt *Runtime) Router() *Router { return rt.router }
 // it caches none), for HandleOptions.Cache.
 func (rt *Runtime) StateCache() *StateCache { return rt.router.StateCache() }
 
+// LoggerProvider is the optional interface of a Store that logs: the
+// runtime, the router and Handle's snapshots log through the store's
+// logger (unless Config.Logger sets one), so one logger setting serves
+// the store and the runtime. The SQLite, PostgreSQL and in-memory stores
+// implement it (their Options.Logger); a nil logger means slog.Default().
+type LoggerProvider interface {
+	Logger() *slog.Logger
+}
+
 // storeLogger is the store's logger, when it has one, else
 // slog.Default(): one logger setting for the store and the runtime.
 func storeLogger(store Store) *slog.Logger {
-	if l, ok := store.(interface{ Logger() *slog.Logger }); ok {
+	if l, ok := store.(LoggerProvider); ok {
 		if log := l.Logger(); log != nil {
 			return log
 		}

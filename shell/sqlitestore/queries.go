@@ -201,7 +201,8 @@ func (q *queries) buildKeys(sh shape) string {
 	return b.String()
 }
 
-// buildPartition: the conditional-AND fetch (store-contracts §3.2) for a
+// buildPartition: the conditional-AND fetch (see Conditional AND in
+// shell/storetest's package doc) for a
 // partition of 2+ attributes. A candidate is a message of one of the types
 // linked to at least one partition key pair; it is kept when the number of
 // partition key pairs it is linked to equals the number of distinct
