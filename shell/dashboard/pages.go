@@ -138,12 +138,17 @@ func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	d.rec.sampleLog(st.MaxPosition)
+	for _, g := range rows {
+		d.rec.sampleGroup(g.ID, g.HighestPosition, g.Lag)
+	}
 	d.render(w, r, "groups", "groups", "Consumer groups", struct {
 		Groups        []groupRow
 		MaxPosition   int64
 		Scheduled     int64
 		LagPartitions int
-	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions})
+		Timelines     timelines
+	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions, d.rec.timelines("", windowOf(r.URL.Query().Get("window")), "/", d.observed)})
 }
 
 func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +183,7 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		row.Parked, parked.Total = int(l.Parked), l.Parked
 	}
 	offsets, _ := d.offsetRows(ctx, page.Offsets)
+	d.rec.sampleGroup(id, g.HighestPosition, l)
 	d.render(w, r, "group", "groups", "Group "+id, struct {
 		Group         groupRow
 		Offsets       []offsetRow
@@ -186,7 +192,8 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		Total         int64
 		Next          int64
 		LagPartitions int
-	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
+		Timelines     timelines
+	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions, d.rec.timelines(id, windowOf(r.URL.Query().Get("window")), "/groups/"+url.PathEscape(id), d.observed)})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
