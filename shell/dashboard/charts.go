@@ -296,8 +296,8 @@ func (r *Recorder) timelines(group string, w window, base string, observed bool)
 					if hot[k] == nil {
 						hot[k] = &hotRow{Group: id, Key: h.Key}
 					}
-					hot[k].Claims += h.Claims
-					hot[k].Conflicts += h.Conflicts
+					hot[k].Claims += h.Claims - h.OverClaims
+					hot[k].Conflicts += h.Conflicts - h.OverConflicts
 				}
 			}
 			if lagged {
@@ -321,10 +321,12 @@ func (r *Recorder) timelines(group string, w window, base string, observed bool)
 		}
 		r.mu.Unlock()
 		for _, h := range hot {
-			t.Hot = append(t.Hot, *h)
+			if h.Claims > 0 || h.Conflicts > 0 {
+				t.Hot = append(t.Hot, *h)
+			}
 		}
 		slices.SortFunc(t.Hot, func(a, b hotRow) int {
-			return cmp.Or(cmp.Compare(b.Conflicts*10+b.Claims, a.Conflicts*10+a.Claims), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Key, b.Key))
+			return cmp.Or(cmp.Compare(b.Conflicts*10+b.Claims, a.Conflicts*10+a.Claims), cmp.Compare(b.Conflicts, a.Conflicts), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Key, b.Key))
 		})
 		if len(t.Hot) > 10 {
 			t.Hot = t.Hot[:10]

@@ -365,6 +365,7 @@ func (d *Dashboard) parse() error {
 		"json":      prettyJSON,
 		"short":     shortID,
 		"stateurl":  stateURL,
+		"cut":       cutJSON,
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {

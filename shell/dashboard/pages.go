@@ -44,6 +44,9 @@ type offsetRow struct {
 	shell.Offset
 	Lag      int
 	LagKnown bool
+	// State is the partition's time-travel page at its offset, when the
+	// group's reactor keeps a state (see StateAt).
+	State string
 }
 
 // offsetRows adds their lag to a page of offsets: one count per group on
@@ -183,6 +186,13 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		row.Parked, parked.Total = int(l.Parked), l.Parked
 	}
 	offsets, _ := d.offsetRows(ctx, page.Offsets)
+	if _, err := foldableOf(d.opts.Registry, d.opts.Reactors, id); err == nil {
+		for i, o := range offsets {
+			if len(o.Partition) > 0 {
+				offsets[i].State = stateURL(id, o.Partition, o.LastPosition)
+			}
+		}
+	}
 	d.rec.sampleGroup(id, g.HighestPosition, l)
 	d.render(w, r, "group", "groups", "Group "+id, struct {
 		Group         groupRow
@@ -575,6 +585,7 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 			Trace       []*traceNode
 			Count       int
 			Undecodable string
+			States      []stateLink
 		}{Msg: m, Undecodable: de.Error()})
 		return
 	}
@@ -599,7 +610,8 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		Trace       []*traceNode
 		Count       int
 		Undecodable string
-	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), ""})
+		States      []stateLink
+	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), "", d.stateLinks(*msg)})
 }
 
 // scheduledReader is implemented by the stores (sqlitestore, memstore,

@@ -98,10 +98,14 @@ type counters struct {
 	Handled, Batches, Claims, Conflicts, Failures, Retries, Parked int64
 }
 
-// hotPartition is a partition's claims and conflicts in a slot.
+// hotPartition is a partition's claims and conflicts in a slot: upper
+// bounds, of which the Over counts were inherited from the partition it
+// replaced (see addHot), so that Claims-OverClaims and
+// Conflicts-OverConflicts are exact lower bounds.
 type hotPartition struct {
-	Key               string
-	Claims, Conflicts int64
+	Key                       string
+	Claims, Conflicts         int64
+	OverClaims, OverConflicts int64
 }
 
 // heat orders hot partitions: a conflict weighs as much as ten claims.
@@ -190,9 +194,10 @@ func (r *Recorder) series(group string) *groupSeries {
 
 // addHot adds claims and conflicts to partition key in s, keeping the
 // hottest partitions by the space-saving algorithm: a key not kept
-// replaces the coolest one and inherits its counts, so that a partition
-// hot in the slot is always kept, and a kept count is over by at most the
-// coolest count replaced.
+// replaces the coolest one and inherits its counts (recorded as Over), so
+// that a partition with more than 1/HotPartitions of the slot's heat is
+// always kept, and its counts less the inherited ones are exact lower
+// bounds.
 func addHot(s *slot, key string, claims, conflicts int64) {
 	for i := range s.Hot {
 		if s.Hot[i].Key == key {
@@ -212,8 +217,9 @@ func addHot(s *slot, key string, claims, conflicts int64) {
 			coolest = i
 		}
 	}
-	h.Claims += s.Hot[coolest].Claims
-	h.Conflicts += s.Hot[coolest].Conflicts
+	h.OverClaims, h.OverConflicts = s.Hot[coolest].Claims, s.Hot[coolest].Conflicts
+	h.Claims += h.OverClaims
+	h.Conflicts += h.OverConflicts
 	s.Hot[coolest] = h
 }
 

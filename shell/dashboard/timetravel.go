@@ -95,9 +95,9 @@ type Decision struct {
 // to it (a machine's context and active states), the message it handles
 // next with what that produced, and the positions to step to.
 type PartitionState struct {
-	Group     string            `json:"group"`
+	Group     string              `json:"group"`
 	Kind      core.DefinitionKind `json:"kind"`
-	Partition map[string]string `json:"partition"`
+	Partition map[string]string   `json:"partition"`
 	// At is the position the state is after (0: before the partition's
 	// first message); Last is the partition's last position.
 	At   int64 `json:"at"`
@@ -495,4 +495,62 @@ func (d *Dashboard) statePage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.renderStatus(w, r, status, "state", "groups", "State of "+group, data)
+}
+
+// stateLink is a link to a reactor's state for the partition of a
+// message.
+type stateLink struct {
+	Group, Partition, URL string
+	At                    int64
+}
+
+// stateLinks are the state pages of the reactors m concerns (those that
+// handle or evolve its type), for m's partition: just before m when a
+// reactor handles it (so that the page shows it as the decision made
+// next), just after it when the reactor only folds it.
+func (d *Dashboard) stateLinks(m core.PositionedMessage) []stateLink {
+	if len(d.opts.Reactors) == 0 || m.Position == 0 {
+		return nil
+	}
+	reg := d.opts.Registry
+	dm, err := decoded(reg, m)
+	if err != nil {
+		return nil
+	}
+	_, keys := core.IndexWith(reg)(dm.Message)
+	var out []stateLink
+	for _, r := range shell.Expand(d.opts.Reactors...) {
+		def, ok := r.(core.Definition)
+		if !ok {
+			continue
+		}
+		f, err := foldableOf(reg, []any{def}, def.Spec().Group)
+		if err != nil || len(f.spec.PartitionBy) == 0 || !(f.handled[m.Type] || f.evolved[m.Type]) {
+			continue
+		}
+		p := map[string]string{}
+		for _, k := range keys {
+			if slices.Contains(f.spec.PartitionBy, k.Name) {
+				p[k.Name] = k.Value
+			}
+		}
+		if len(p) != len(f.spec.PartitionBy) {
+			continue
+		}
+		at := m.Position
+		if f.handled[m.Type] && !f.evolved[m.Type] {
+			at--
+		}
+		out = append(out, stateLink{Group: f.spec.Group, Partition: shell.PartitionKey(p), URL: stateURL(f.spec.Group, p, at), At: at})
+	}
+	return out
+}
+
+// cutJSON is raw JSON as text, cut to 200 characters.
+func cutJSON(raw json.RawMessage) string {
+	s := string(raw)
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:199]) + "…"
+	}
+	return s
 }

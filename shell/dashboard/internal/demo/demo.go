@@ -93,8 +93,8 @@ type App struct {
 	Lifecycle  statechart.Machine[struct{}]
 	// Seats decides ReserveSeat on a query (the course's creation and its
 	// enrolments and Seats), across its course partition.
-	Seats core.Decider[Seats]
-	Greeting   *workflow.Definition[string, string]
+	Seats    core.Decider[Seats]
+	Greeting *workflow.Definition[string, string]
 	// Broken is a projector that fails on every student_enrolled, to show
 	// a failed group.
 	Broken core.Projector[int]
