@@ -264,9 +264,15 @@ func (r *Recorder) timelines(group string, w window, base string, observed bool)
 			series = append(series, g)
 		}
 		hot := map[[2]string]*hotRow{}
-		secs := step.Seconds()
 		for i := range n {
 			idx := first + int64(i)
+			// Rates are per second of the slot; the current slot's, of
+			// its part gone by (at least a second), so that the line
+			// does not dip at "now".
+			secs := step.Seconds()
+			if idx == last {
+				secs = max(1, now.Sub(time.Unix(0, (idx-1)*int64(step))).Seconds())
+			}
 			if observed && idx >= startIdx {
 				handled[i], claims[i], conflicts[i], failures[i], retries[i] = 0, 0, 0, 0, 0
 			}
@@ -306,6 +312,7 @@ func (r *Recorder) timelines(group string, w window, base string, observed bool)
 		}
 		// The log's appended messages per second, from the positions
 		// sampled: between consecutive samples.
+		secs := step.Seconds()
 		lg := pick(r.log)
 		prev, prevIdx := int64(-1), int64(0)
 		for i := range n {

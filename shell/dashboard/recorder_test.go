@@ -79,7 +79,9 @@ func TestRecorderCountsObservationsPerSlot(t *testing.T) {
 	if got := all.Charts[1].Series[0].Values[fineSlots-2]; got != 51/fineStep.Seconds() {
 		t.Errorf("every group's handled per second = %v, want (50+1)/5 (a synchronous decision handles one command)", got)
 	}
-	// The coarse ring holds the same, in a longer slot.
+	// The coarse ring holds the same, in a longer slot (complete, once
+	// the clock has left it).
+	clock.add(coarseStep)
 	hours := r.timelines("g", windowOf("3h"), "/groups/g", true)
 	var sum float64
 	for _, v := range hours.Charts[1].Series[0].Values {
@@ -100,6 +102,7 @@ func TestRecorderForgetsWhatLeftTheWindow(t *testing.T) {
 	r.Observe(ctx, shell.BatchHandled{Group: "g", Messages: 7})
 	clock.add(fineSlots * fineStep) // the same fine slot, one round later
 	r.Observe(ctx, shell.BatchHandled{Group: "g", Messages: 1})
+	clock.add(fineStep)
 	tl := r.timelines("g", windowOf("10m"), "", true)
 	var sum float64
 	for _, v := range tl.Charts[1].Series[0].Values {
@@ -204,5 +207,17 @@ func TestRecorderMemory(t *testing.T) {
 	t.Logf("recorder at its worst (%d groups, %d+%d slots, %d hot partitions of %d-byte keys per slot): %.1f MiB", DefaultRecorderGroups, fineSlots, coarseSlots, DefaultHotPartitions, maxHotKey, float64(used)/(1<<20))
 	if used > 12<<20 {
 		t.Errorf("the recorder holds %d bytes at its worst, want at most 12 MiB", used)
+	}
+}
+
+// The current slot's rate is over the part of it gone by, so that a
+// steady rate does not dip at "now".
+func TestRecorderRatesTheCurrentSlotOverItsElapsedTime(t *testing.T) {
+	r, clock := newTestRecorder(RecorderOptions{})
+	clock.add(2 * time.Second) // 10:00:02, two seconds into a 5 s slot
+	r.Observe(context.Background(), shell.BatchHandled{Group: "g", Messages: 10})
+	tl := r.timelines("g", windowOf("10m"), "", true)
+	if got := tl.Charts[1].Series[0].Values[fineSlots-1]; got != 5 {
+		t.Errorf("now: %v per second, want 10 messages in 2 s: 5", got)
 	}
 }
