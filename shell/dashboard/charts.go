@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sourced-go/sourced/shell"
 )
 
 // window is a span the charts show: the last minutes (the fine ring) or
@@ -205,6 +207,29 @@ func (c timeChart) SVG() template.HTML {
 type hotRow struct {
 	Group, Key        string
 	Claims, Conflicts int64
+	// State is the partition's time-travel page, when its group's reactor
+	// keeps a state and the key was kept whole.
+	State string
+}
+
+// withStates links the hot partitions to their state pages.
+func (d *Dashboard) withStates(t timelines) timelines {
+	foldable := map[string]bool{}
+	for i, h := range t.Hot {
+		ok, seen := foldable[h.Group]
+		if !seen {
+			_, err := foldableOf(d.opts.Registry, d.opts.Reactors, h.Group)
+			ok = err == nil
+			foldable[h.Group] = ok
+		}
+		if !ok || (len(h.Key) >= maxHotKey-3 && strings.HasSuffix(h.Key, "...")) {
+			continue
+		}
+		if p, err := shell.ParsePartition(h.Key); err == nil {
+			t.Hot[i].State = stateURL(h.Group, p, Latest)
+		}
+	}
+	return t
 }
 
 // timelines are a page's charts and hottest partitions.

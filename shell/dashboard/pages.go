@@ -151,7 +151,7 @@ func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
 		Scheduled     int64
 		LagPartitions int
 		Timelines     timelines
-	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions, d.rec.timelines("", windowOf(r.URL.Query().Get("window")), "/", d.observed)})
+	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions, d.withStates(d.rec.timelines("", windowOf(r.URL.Query().Get("window")), "/", d.observed))})
 }
 
 func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +203,7 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		Next          int64
 		LagPartitions int
 		Timelines     timelines
-	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions, d.rec.timelines(id, windowOf(r.URL.Query().Get("window")), "/groups/"+url.PathEscape(id), d.observed)})
+	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions, d.withStates(d.rec.timelines(id, windowOf(r.URL.Query().Get("window")), "/groups/"+url.PathEscape(id), d.observed))})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.

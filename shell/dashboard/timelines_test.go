@@ -73,6 +73,11 @@ func TestChartsOnTheGroupsPages(t *testing.T) {
 	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
 		t.Fatal(err)
 	}
+	// A group with no reactor of the dashboard's (another process's):
+	// its hot partitions are listed, not linked to a state.
+	for range 100 {
+		rec.Observe(ctx, shell.Claimed{Group: "other.group", Partition: map[string]string{"k": "v"}})
+	}
 	e2 := serve(t, store, app, dashboard.Options{Recorder: rec})
 	for _, path := range []string{"/", "/groups/courses.course_decider", "/?window=1h", "/groups/courses.course_decider?window=3h"} {
 		status, body := e2.get(path)
@@ -97,9 +102,14 @@ func TestChartsOnTheGroupsPages(t *testing.T) {
 		// The deciders' partitions course_id:c0..c2 were claimed: the
 		// hottest partitions list them, linked to their time travel.
 		mustContain(t, body, `class="hot-partition"`, `course_id:c0`)
-		if !strings.Contains(body, `/groups/courses.course_decider/state?partition=course_id%3ac0`) {
+		if !strings.Contains(body, `href="/groups/courses.course_decider/state?partition=course_id%3Ac0"`) {
 			t.Errorf("%s: a hot partition does not link to its state", path)
 		}
+	}
+	_, body = e2.get("/")
+	row := regexp.MustCompile(`(?s)<tr class="hot-partition" data-group="other.group".*?</tr>`).FindString(body)
+	if row == "" || strings.Contains(row, "state-link") {
+		t.Errorf("the hot partition of a group without a reactor: %q, want it listed without a state link", row)
 	}
 	_, body = e2.get("/?window=3h")
 	mustContain(t, body, `data-window="3h"`, `<a href="/?window=3h" class="current"`)
