@@ -177,12 +177,15 @@ func (g *groupSeries) each(t time.Time, f func(s *slot)) {
 	f(g.coarse.at(t))
 }
 
-// series returns the group's series, creating it while under the cap.
-func (r *Recorder) series(group string) *groupSeries {
+// series returns the group's series, creating it while under the cap
+// (counting an observation dropped beyond it, when observed).
+func (r *Recorder) series(group string, observed bool) *groupSeries {
 	g, ok := r.groups[group]
 	if !ok {
 		if len(r.groups) >= r.max {
-			r.dropped++
+			if observed {
+				r.dropped++
+			}
 			return nil
 		}
 		g = newGroupSeries(r.hot)
@@ -274,7 +277,7 @@ func (r *Recorder) Observe(_ context.Context, o shell.Observation) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if g := r.series(group); g != nil {
+	if g := r.series(group, true); g != nil {
 		g.each(r.now(), f)
 	}
 }
@@ -297,7 +300,7 @@ func (r *Recorder) sampleGroup(group string, acked int64, l lag) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if g := r.series(group); g != nil {
+	if g := r.series(group, false); g != nil {
 		g.each(r.now(), func(s *slot) {
 			s.Position, s.Sampled = acked, true
 			s.Lag, s.LagKnown = int64(l.Total), l.Known
