@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -155,6 +156,19 @@ func (c *counting) Lag(ctx context.Context, group string, limit int) (map[int64]
 func (c *counting) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.ParkedPartition, error) {
 	ps, err := c.inner.ReadParked(ctx, q)
 	return ps, c.or(err, c.count(ctx, "ReadParked", len(ps)))
+}
+
+func (c *counting) LoadSnapshot(ctx context.Context, group, partition, version string) (shell.Snapshot, bool, error) {
+	sn, ok, err := c.inner.LoadSnapshot(ctx, group, partition, version)
+	return sn, ok, c.or(err, c.count(ctx, "LoadSnapshot", 1))
+}
+
+func (c *counting) SaveSnapshot(ctx context.Context, s shell.Snapshot) error {
+	return c.inner.SaveSnapshot(ctx, s)
+}
+
+func (c *counting) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (int, error) {
+	return c.inner.DeleteSnapshots(ctx, group, partitions...)
 }
 
 func (c *counting) Workers(ctx context.Context) ([]sqlitestore.Worker, error) {
@@ -398,7 +412,8 @@ func TestWorkflowsPageCostTheSameWhateverTheRuns(t *testing.T) {
 
 // The state page folds at most MaxStateHistory messages of a partition:
 // a longer history up to the position asked is refused, after one read
-// of MaxStateHistory+1 messages, whatever its length.
+// of MaxStateHistory+1 messages, whatever its length, unless the decider
+// has a snapshot at or before the position to fold the rest onto.
 func TestStatePageCostIsBounded(t *testing.T) {
 	e, c := costEnv(t, 10, 0, dashboard.Options{})
 	msgs := make([]core.Message, dashboard.MaxStateHistory+5)
@@ -414,10 +429,37 @@ func TestStatePageCostIsBounded(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(body, "MaxStateHistory") {
 		t.Errorf("a partition of %d messages: %d, want 400 naming MaxStateHistory\n%.1000s", len(msgs), status, body)
 	}
-	if calls["ReadPartition"] != 1 || rows > dashboard.MaxStateHistory+1 {
-		t.Errorf("refusing it read %v calls and %d rows, want one read of at most %d", calls, rows, dashboard.MaxStateHistory+1)
+	if calls["ReadPartition"] != 1 || calls["LoadSnapshot"] != 1 || rows > dashboard.MaxStateHistory+2 {
+		t.Errorf("refusing it read %v calls and %d rows, want one read of at most %d messages and a look for a snapshot", calls, rows, dashboard.MaxStateHistory+1)
 	}
-	// Up to a position within the bound, it is folded.
+	// From the decider's snapshot, when it has one at or before the
+	// position: the messages after it are folded onto it.
+	part := map[string]string{"course_id": "big"}
+	all, err := c.inner.ReadPartition(context.Background(), part, []string{"courses.seat_reserved"}, shell.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapAt := all.Messages[len(all.Messages)-3].Position // 3 messages before the last
+	if err := c.inner.SaveSnapshot(context.Background(), shell.Snapshot{Group: "courses.seats", Partition: shell.SnapshotPartition(part), Version: "seats/v1",
+		Position: snapAt, State: []byte(`{"reserved":5000}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.reset()
+	st, err := dashboard.StateAt(context.Background(), c, nil, e.app.Reactors(), dashboard.StateQuery{Group: "courses.seats", Partition: part, At: dashboard.Latest})
+	calls, rows = c.reset()
+	if err != nil || st.FromSnapshot != snapAt || st.Folded != 2 || !strings.Contains(string(st.State), `"reserved":5002`) || st.Prev != all.Messages[len(all.Messages)-2].Position {
+		t.Errorf("from a snapshot: %v, from %d, %d folded, state %s, prev %d; want 2 folded onto the snapshot at %d: 5002", err, st.FromSnapshot, st.Folded, st.State, st.Prev, snapAt)
+	}
+	if calls["ReadPartition"] != 3 || rows > dashboard.MaxStateHistory+1+1+2 {
+		t.Errorf("from a snapshot: %v calls and %d rows, want the refused read, the read after the snapshot and the next", calls, rows)
+	}
+	_, body = e.get("/groups/courses.seats/state?partition=course_id:big")
+	mustContain(t, body, fmt.Sprintf("onto the decider's snapshot at #%d", snapAt))
+	// Before the snapshot, it is refused again.
+	if _, err := dashboard.StateAt(context.Background(), c, nil, e.app.Reactors(), dashboard.StateQuery{Group: "courses.seats", Partition: part, At: snapAt - 1}); !errors.Is(err, dashboard.ErrStateTooLong) {
+		t.Errorf("before the snapshot: %v, want ErrStateTooLong", err)
+	}
+	// Up to a position within the bound, it is folded from the log.
 	res, err := c.inner.ReadPartition(context.Background(), map[string]string{"course_id": "big"}, []string{"courses.seat_reserved"}, shell.ReadOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)

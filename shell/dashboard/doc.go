@@ -151,7 +151,8 @@
 // them (shell.ParkedReader). Reading around an undecodable message costs
 // one query per message of its page. The charts add no store query. A
 // partition's state reads its messages up to the position (at most
-// MaxStateHistory, 10,000: a longer history is refused), the next 10,
+// MaxStateHistory, 10,000: a longer history is folded from the decider's
+// latest snapshot at or before the position, or refused), the next 10,
 // the correlation of the message handled next and, for a decision with a
 // query, the query's union up to that message (at most MaxStateHistory).
 //

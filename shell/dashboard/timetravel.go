@@ -102,8 +102,14 @@ type PartitionState struct {
 	// first message); Last is the partition's last position.
 	At   int64 `json:"at"`
 	Last int64 `json:"last"`
-	// Folded counts the messages the state was folded from.
+	// Folded counts the messages the state was folded from: all the
+	// partition's up to At, or those after FromSnapshot.
 	Folded int `json:"folded"`
+	// FromSnapshot, when not 0, is the position of the decider's snapshot
+	// the state was folded from: a partition with more than
+	// MaxStateHistory messages up to At is folded from its latest
+	// snapshot at or before At, when it has one.
+	FromSnapshot int64 `json:"from_snapshot,omitempty"`
 	// State is the state as JSON: a decider's or projector's state, a
 	// machine's context.
 	State json.RawMessage `json:"state"`
@@ -215,10 +221,14 @@ func (f *foldable) stateMessage(m core.PositionedMessage) StateMessage {
 // application's, with reg its registry) holds for q.Partition just after
 // position q.At: deciders and projectors by their evolve handlers
 // (core.Folder), machines by replaying their state events' moves and
-// their context's evolve handlers (statechart.Machine.Load). Snapshots
-// are not read: the state is folded from the log, so that any position
-// can be asked for. It reads the partition's messages up to q.At (at most
-// MaxStateHistory), the next stepsShown after it, the correlation of the
+// their context's evolve handlers (statechart.Machine.Load), from the
+// log, so that any position can be asked for. A partition with more than
+// MaxStateHistory messages up to the position is folded from the
+// decider's latest snapshot (core.Snapshots) when that is at or before
+// the position (FromSnapshot), and refused with ErrStateTooLong
+// otherwise. It reads the partition's messages up to q.At (at most
+// MaxStateHistory+1; again after the snapshot, when it is used), the
+// next stepsShown after it, the correlation of the
 // message handled next (for what it produced), and, when that is a
 // decision with a query of its own, the query's union up to just before
 // it (at most MaxStateHistory messages).
@@ -248,8 +258,29 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 			return out, err
 		}
 	}
+	var start any
 	if len(hist.Messages) > MaxStateHistory {
-		return out, fmt.Errorf("%w: more than %d messages up to position %d (dashboard.MaxStateHistory)", ErrStateTooLong, MaxStateHistory, q.At)
+		// Too long to fold from the start: from the decider's snapshot,
+		// when it has one at or before the position.
+		var from int64
+		start, from = f.snapshot(ctx, store, q.Partition, q.At)
+		if start != nil {
+			hist, err = store.ReadPartition(ctx, q.Partition, f.types, shell.ReadOptions{After: from, Upto: max(q.At, 0), Limit: MaxStateHistory + 1})
+			if err != nil {
+				return out, err
+			}
+			out.FromSnapshot = from
+		}
+	}
+	if len(hist.Messages) > MaxStateHistory {
+		upto := fmt.Sprintf("position %d", q.At)
+		if q.At < 0 {
+			upto = "its last"
+		}
+		if out.FromSnapshot > 0 {
+			upto += fmt.Sprintf(" after its snapshot at %d", out.FromSnapshot)
+		}
+		return out, fmt.Errorf("%w: more than %d messages up to %s (dashboard.MaxStateHistory); a decider with snapshots (core.Snapshots) can be seen after its latest snapshot", ErrStateTooLong, MaxStateHistory, upto)
 	}
 	msgs := make([]core.PositionedMessage, 0, len(hist.Messages))
 	for _, m := range hist.Messages {
@@ -260,7 +291,7 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 		msgs = append(msgs, dm)
 	}
 	if q.At < 0 {
-		out.At = 0
+		out.At = out.FromSnapshot
 		if n := len(msgs); n > 0 {
 			out.At = msgs[n-1].Position
 		}
@@ -275,13 +306,16 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 		out.Last = next.Messages[n-1].Position
 	}
 	// Prev is the message before the last one folded (or the last one,
-	// when At is between messages).
-	if n := len(msgs); n > 0 {
-		if msgs[n-1].Position < out.At {
-			out.Prev = msgs[n-1].Position
-		} else if n > 1 {
-			out.Prev = msgs[n-2].Position
-		}
+	// when At is between messages); from a snapshot, the snapshot's
+	// position at most (the messages before it were not read).
+	n := len(msgs)
+	switch {
+	case n > 0 && msgs[n-1].Position < out.At:
+		out.Prev = msgs[n-1].Position
+	case n > 1:
+		out.Prev = msgs[n-2].Position
+	case out.FromSnapshot > 0 && out.FromSnapshot < out.At:
+		out.Prev = out.FromSnapshot
 	}
 	for _, m := range msgs[max(0, len(msgs)-stepsShown):] {
 		out.Before = append(out.Before, f.stateMessage(m))
@@ -293,7 +327,7 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 		}
 	}
 	out.Folded = len(evolved)
-	state, paths, err := f.fold(q.Partition, evolved)
+	state, paths, err := f.fold(q.Partition, start, evolved)
 	if err != nil {
 		return out, err
 	}
@@ -320,11 +354,43 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 	return out, nil
 }
 
+// snapshot returns the state of the decider's latest snapshot of
+// partition and its position, when the decider takes snapshots, the store
+// keeps them, and the snapshot is at or before position at (Latest: any);
+// nil otherwise.
+func (f *foldable) snapshot(ctx context.Context, store shell.Store, partition map[string]string, at int64) (any, int64) {
+	sn, ok := f.def.(core.Snapshotting)
+	if !ok {
+		return nil, 0
+	}
+	ss, ok := store.(shell.SnapshotStore)
+	if !ok {
+		return nil, 0
+	}
+	codec, _, ok := sn.SnapshotPolicy()
+	if !ok {
+		return nil, 0
+	}
+	snap, found, err := ss.LoadSnapshot(ctx, f.spec.Group, shell.SnapshotPartition(partition), codec.Version())
+	if err != nil || !found || (at >= 0 && snap.Position > at) {
+		return nil, 0
+	}
+	state, err := codec.Decode(snap.State)
+	if err != nil {
+		return nil, 0
+	}
+	return state, snap.Position
+}
+
 // fold folds the evolved messages into the reactor's state: a Folder's
-// state, or a machine's context and active states.
-func (f *foldable) fold(partition map[string]string, evolved []core.PositionedMessage) (any, []string, error) {
+// state (from start, a snapshot's, when not nil), or a machine's context
+// and active states.
+func (f *foldable) fold(partition map[string]string, start any, evolved []core.PositionedMessage) (any, []string, error) {
 	if fo, ok := f.def.(core.Folder); ok {
-		return fo.FoldState(fo.InitialState(), evolved), nil, nil
+		if start == nil {
+			start = fo.InitialState()
+		}
+		return fo.FoldState(start, evolved), nil, nil
 	}
 	// A statechart.Machine[C], whose Load returns an Instance[C]: called
 	// by reflection, since the dashboard does not know C.

@@ -156,7 +156,8 @@ func New() *App {
 	exists := core.Projection[bool]{}.With(core.Evolve(func(bool, CourseCreated) bool { return true }))
 	enrolled := core.Projection[int]{}.With(core.Evolve(func(n int, _ StudentEnrolled) int { return n + 1 }))
 	reserved := core.Projection[int]{}.With(core.Evolve(func(n int, _ SeatReserved) int { return n + 1 }))
-	a.Seats = core.Decider[Seats]{Group: "courses.seats", Label: "Seats", PartitionBy: []string{"course_id"}}.With(
+	a.Seats = core.Decider[Seats]{Group: "courses.seats", Label: "Seats", PartitionBy: []string{"course_id"},
+		Snapshots: core.Snapshots[Seats]{Codec: core.JSONSnapshots[Seats]("seats/v1")}}.With(
 		core.Evolve(func(s Seats, _ SeatReserved) Seats { s.Reserved++; return s }),
 		core.Reads(func(c ReserveSeat) core.Query[Seats] {
 			return core.Query[Seats]{
