@@ -532,7 +532,12 @@ func (d *Dashboard) statePage(w http.ResponseWriter, r *http.Request) {
 	}
 	if data.Err == "" {
 		st, err := StateAt(ctx, d.store, d.opts.Registry, d.opts.Reactors, q)
+		var de *shell.DecodeError
 		switch {
+		case errors.As(err, &de):
+			// The fold cannot go past a message the store cannot decode:
+			// say which, rather than fail as the store's error.
+			fail(http.StatusUnprocessableEntity, fmt.Errorf("the state cannot be folded: %w", err))
 		case errors.Is(err, ErrNoReactor):
 			fail(http.StatusNotFound, err)
 		case errors.Is(err, ErrBadPartition), errors.Is(err, ErrStateTooLong):
