@@ -28,7 +28,9 @@
 //     the failure that parked them and the actions retry, skip (its
 //     failed message) and reset. A group's page charts the group over
 //     time, with its hottest partitions, and links each partition to its
-//     state at its offset.
+//     state (a projector's at its offset, what it processed; a decider's
+//     or machine's at the partition's last message, since its events
+//     follow the command at its offset).
 //   - A partition's state (/groups/{id}/state?partition=k:v&at=N): time
 //     travel (StateAt). What the group's decider, projector or machine
 //     holds for the partition just after position N (its last by

@@ -186,11 +186,20 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		row.Parked, parked.Total = int(l.Parked), l.Parked
 	}
 	offsets, _ := d.offsetRows(ctx, page.Offsets)
-	if _, err := foldableOf(d.opts.Registry, d.opts.Reactors, id); err == nil {
+	if f, err := foldableOf(d.opts.Registry, d.opts.Reactors, id); err == nil {
 		for i, o := range offsets {
-			if len(o.Partition) > 0 {
-				offsets[i].State = stateURL(id, o.Partition, o.LastPosition)
+			if len(o.Partition) == 0 {
+				continue
 			}
+			// A projector holds what it processed: its state at its
+			// offset. A decider's or machine's state is folded from the
+			// events it appended after the command at its offset: the
+			// partition's last.
+			at := Latest
+			if f.kind == core.KindProjector {
+				at = o.LastPosition
+			}
+			offsets[i].State = stateURL(id, o.Partition, at)
 		}
 	}
 	d.rec.sampleGroup(id, g.HighestPosition, l)

@@ -193,7 +193,17 @@ func TestStatePage(t *testing.T) {
 	if u.Query().Get("at") != fmt.Sprint(reserve-1) || u.Query().Get("partition") != "course_id:algebra" {
 		t.Errorf("state link %s: want the algebra partition just before %d", link[1], reserve)
 	}
-	// From a group's partitions.
+	// From a group's partitions: a decider's at the partition's last
+	// message (its events come after its offset), a projector's at its
+	// offset (what it processed).
 	_, body = e.get("/groups/courses.seats")
-	mustContain(t, body, `class="state-link" href="/groups/courses.seats/state?at=`)
+	mustContain(t, body, `class="state-link" href="/groups/courses.seats/state?partition=course_id%3Aalgebra"`)
+	_, body = e.get("/groups/courses.catalog")
+	offs, err := e.store.ReadOffsets(context.Background(), shell.OffsetQuery{Group: "courses.catalog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offs.Offsets {
+		mustContain(t, body, fmt.Sprintf(`class="state-link" href="/groups/courses.catalog/state?at=%d&amp;partition=%s"`, o.LastPosition, url.QueryEscape(shell.PartitionKey(o.Partition))))
+	}
 }
