@@ -222,3 +222,21 @@ func TestRecorderRatesTheCurrentSlotOverItsElapsedTime(t *testing.T) {
 		t.Errorf("now: %v per second, want 10 messages in 2 s: 5", got)
 	}
 }
+
+// BenchmarkRecorderObserve is what an observation costs the runtime: a
+// claim (its partition key rendered, the hot partitions updated) and a
+// batch handled.
+func BenchmarkRecorderObserve(b *testing.B) {
+	r := NewRecorder(RecorderOptions{})
+	ctx := context.Background()
+	parts := make([]map[string]string, 1000)
+	for i := range parts {
+		parts[i] = map[string]string{"course_id": fmt.Sprintf("c%d", i)}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := parts[i%len(parts)]
+		r.Observe(ctx, shell.Claimed{Group: "g", Partition: p})
+		r.Observe(ctx, shell.BatchHandled{Group: "g", Partition: p, Messages: 1})
+	}
+}
