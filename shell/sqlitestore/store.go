@@ -124,6 +124,10 @@ type Store struct {
 	// keep its statistics (statsFloor; tests lower it).
 	statsFloor int64
 
+	// ckpt checkpoints the WAL off the writer (nil in memory or
+	// read-only; see checkpointer.go).
+	ckpt *checkpointer
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -275,6 +279,15 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
+	if !s.memory && !s.readOnly {
+		if err := sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", autoCheckpointBackstop), nil); err != nil {
+			s.watch.close()
+			s.readers.Close()
+			conn.Close()
+			return nil, fmt.Errorf("sqlitestore: wal_autocheckpoint: %w", err)
+		}
+		s.startCheckpointer()
+	}
 	return s, nil
 }
 
@@ -346,6 +359,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		w, _ := s.takeIdleWriter(context.Background())
 		close(s.writer)
+		s.ckpt.close()
 		s.closeErr = errors.Join(s.readers.Close(), s.watch.close(), w.conn.Close())
 	})
 	return s.closeErr
