@@ -91,15 +91,18 @@ type Store struct {
 	q        *queries
 	now      func() time.Time
 	notifier shell.Notifier
-	log      *slog.Logger
-	path     string // as given to Open
-	uri      string
-	flags    sqlite.OpenFlags
-	memory   bool
-	readOnly bool
-	pageSize int
-	walPath  string // the WAL file ("" in memory)
-	hk       housekeeping
+	// ownNotifier is set when notifier is the store's own (in-process:
+	// it announces this store's commits only).
+	ownNotifier bool
+	log         *slog.Logger
+	path        string // as given to Open
+	uri         string
+	flags       sqlite.OpenFlags
+	memory      bool
+	readOnly    bool
+	pageSize    int
+	walPath     string // the WAL file ("" in memory)
+	hk          housekeeping
 
 	// writer holds the one writer connection: taking it from the channel
 	// is taking the write lock of this process (SQLite's own lock then
@@ -110,8 +113,10 @@ type Store struct {
 	// watch is the connection that watches PRAGMA data_version for the
 	// idle-claim cache and Changed.
 	watch *watcher
-	// commits counts the commits of the writer.
-	commits atomic.Int64
+	// commits counts the commits of the writer, and scheduledCommits
+	// those that scheduled messages.
+	commits          atomic.Int64
+	scheduledCommits atomic.Int64
 	// waiting counts the Update calls waiting for the writer: a member of
 	// an open commit group hands the transaction over to them rather than
 	// committing (see update).
@@ -225,6 +230,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if s.notifier == nil {
 		s.notifier = new(shell.InlineNotifier)
+		s.ownNotifier = true
 	}
 	if s.log == nil {
 		s.log = slog.Default()

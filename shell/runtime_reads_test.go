@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -172,4 +174,85 @@ func equalInt64s(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// nextCounter is a store that counts its NextScheduled calls (the
+// scheduler's wake-ups), keeping every method of the SQLite store.
+type nextCounter struct {
+	*sqlitestore.Store
+	next atomic.Int64
+}
+
+func (s *nextCounter) NextScheduled(ctx context.Context) (time.Time, bool, error) {
+	s.next.Add(1)
+	return s.Store.NextScheduled(ctx)
+}
+
+// A runtime on the SQLite store wakes its scheduler for the commits that
+// scheduled messages only (shell.ScheduleCounter), not for every append:
+// appends of plain messages do not make it read when the next message is
+// due; a scheduled one still wakes it at once (well before its interval).
+func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
+	ctx := t.Context()
+	s := &nextCounter{Store: ledgerStore(t)}
+	if n := s.ScheduledCommits(); n != 0 {
+		t.Fatalf("ScheduledCommits = %d on a new store, want 0", n)
+	}
+	cfg := shell.DefaultConfig()
+	cfg.CatchUpInterval = time.Minute // the scheduler's interval: never reached here
+	rt, err := shell.NewRuntime(s, cfg, &ledgerReader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(context.WithoutCancel(ctx))
+	time.Sleep(50 * time.Millisecond) // the tasks' first ticks
+	before := s.next.Load()
+	const appends = 40
+	for i := range appends {
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(ledgerEntry{Account: "a", N: i})}, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if woken := s.next.Load() - before; woken > 2 {
+		t.Errorf("the scheduler read the next due time %d times for %d plain appends, want it left asleep", woken, appends)
+	}
+
+	due := time.Now().Add(300 * time.Millisecond)
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ledgerEntry{Account: "later", N: 1}).At(due)}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.ScheduledCommits(); n != 1 {
+		t.Errorf("ScheduledCommits = %d after one scheduling commit, want 1", n)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := s.ReadPartition(ctx, map[string]string{"account": "later"}, []string{"ledger.entry"}, shell.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduled message was not promoted: the scheduler was not woken for it")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A notifier of the caller's may announce other processes' commits:
+	// the store does not count then.
+	reg := codec.NewRegistry()
+	codec.MustRegister[ledgerEntry](reg, "ledger.entry")
+	other, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "other.db"), sqlitestore.Options{Registry: reg, Notifier: new(shell.InlineNotifier)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if n := other.ScheduledCommits(); n != -1 {
+		t.Errorf("ScheduledCommits = %d with the caller's notifier, want -1", n)
+	}
 }
