@@ -208,15 +208,26 @@ func drainLoop(b *testing.B, open func() shell.Store) {
 	}
 }
 
+// storeCommits is the write transactions a store committed so far (-1
+// when it does not count them).
+func storeCommits(s shell.Store) int64 {
+	if c, ok := s.(interface{ Commits() int64 }); ok {
+		return c.Commits()
+	}
+	return -1
+}
+
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // BenchmarkEndToEnd appends 10,000 commands from one goroutine, spread
 // round-robin over 10, 1,000 or 100,000 partitions (accounts; with
 // 100,000 each command opens a partition of its own), while the runtime
 // (2 workers) runs a decider and a projector, and times until every group
-// caught up. It reports commands per second and the latency from a
+// caught up. It reports commands per second, the latency from a
 // command's append to the commit of the batch that decided it (p50-us,
-// p99-us).
+// p99-us), and the write transactions committed per command
+// (commits/cmd, on a store that counts them: appends, decisions and
+// projections together, however group commit shared them).
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, partitions := range []int{10, 1000, 100_000} {
 		b.Run("partitions="+strconv.Itoa(partitions), func(b *testing.B) {
@@ -256,6 +267,7 @@ func endToEndLoop(b *testing.B, open func() shell.Store, partitions int) {
 		if err := rt.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
+		commits := storeCommits(s)
 		b.StartTimer()
 		start := time.Now()
 		for i := range commands {
@@ -290,6 +302,9 @@ func endToEndLoop(b *testing.B, open func() shell.Store, partitions int) {
 		b.ReportMetric(float64(commands)/elapsed.Seconds(), "cmds/s")
 		b.ReportMetric(float64(p50.Microseconds()), "p50-us")
 		b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+		if commits >= 0 {
+			b.ReportMetric(float64(storeCommits(s)-commits)/commands, "commits/cmd")
+		}
 		b.StartTimer()
 	}
 }

@@ -191,6 +191,23 @@ type reactor struct {
 	folding   effects.Folding
 	folder    core.Folder
 	stateType reflect.Type
+	// keepsHistory is set when the router keeps the reactor's partition
+	// histories in its StateCache between handlings (see HistoryKeeper).
+	keepsHistory bool
+}
+
+// HistoryKeeper is implemented by an impure reactor (effects.Reactor)
+// whose HandleClaim never changes the history it is given
+// (effects.Claim.History: neither its elements nor the payloads they
+// hold), such as a workflow, which reads its run's whole history on every
+// handling. KeepsHistory reporting true lets a router with a StateCache
+// keep each partition's history between handlings, up to the position it
+// was read to, and read only the messages appended after it: the history
+// handed over is the one a full read returns (messages are only
+// appended; the same caveat as for cached states holds for deleted ones,
+// see StateCache), its guard a full read's guard.
+type HistoryKeeper interface {
+	KeepsHistory() bool
 }
 
 // TypeRegisterer is a reactor with message types of its own (a statechart
@@ -1032,7 +1049,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 			return nil, nil, err
 		}
 	} else if len(re.info.History) > 0 {
-		res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
+		res, err := rt.readHistory(re, claim, read)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -1054,6 +1071,36 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 	})
 	return pairs, handleErr, nil
 }
+
+// readHistory reads the history of claim's partition for an impure
+// reactor: in full, or, for a reactor whose histories the router keeps
+// (see HistoryKeeper), the messages after the position of the history
+// kept, appended to it. The history read goes (back) into the cache at
+// once: it holds committed messages only, whatever becomes of the batch.
+func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (ReadResult, error) {
+	if !re.keepsHistory {
+		return read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
+	}
+	key := stateKey{store: rt.store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: historyType}
+	var kept []core.PositionedMessage
+	var after int64
+	if e, ok := rt.opts.StateCache.take(key); ok {
+		kept, after = e.state.([]core.PositionedMessage), e.position
+	}
+	res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after})
+	if err != nil {
+		return res, err // the entry stays out: the next read is a full one
+	}
+	if len(kept) > 0 {
+		res.Messages = append(slices.Clip(kept), res.Messages...)
+	}
+	res.Messages = slices.Clip(res.Messages) // a reactor's append never writes into the cached array
+	rt.opts.StateCache.put(key, res.Messages, res.Guard.LastPosition)
+	return res, nil
+}
+
+// historyType marks the StateCache entries that are kept histories.
+var historyType = reflect.TypeFor[[]core.PositionedMessage]()
 
 // readQueries reads, for each claimed message whose decision has a query of
 // its own, the union of that query (one read per command, each after the

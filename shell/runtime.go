@@ -71,7 +71,10 @@ type Runtime struct {
 	// started makes the catch-up poll's first tick of a run come at once.
 	started  atomic.Bool
 	schedule chan struct{}
-	ids      []string
+	// scheduledSeen is the store's ScheduledCommits at the scheduler's
+	// last wake (see notified).
+	scheduledSeen atomic.Int64
+	ids           []string
 }
 
 // NewRuntime validates cfg and the reactors (see NewRouter) and returns a
@@ -343,12 +346,33 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	return rt.Stop(context.WithoutCancel(ctx))
 }
 
+// ScheduleCounter is implemented by stores that count the commits of
+// theirs that scheduled messages (sqlitestore): a runtime's scheduler is
+// then woken by the notifications of those commits only, rather than by
+// every append, each of which made it read when the next message is due.
+// A store whose notifier announces commits it did not make (another
+// process's, through a shared notifier) reports a negative count.
+type ScheduleCounter interface {
+	// ScheduledCommits counts the commits that scheduled messages; a
+	// commit's count is taken before its notification goes out. A
+	// negative count means the store does not count them now (its
+	// notifier may announce commits it did not make).
+	ScheduledCommits() int64
+}
+
 // notified wakes the reactors handling the appended types, and the
-// scheduler (a new scheduled message may be due sooner).
+// scheduler (a new scheduled message may be due sooner) unless the store
+// tells that no commit scheduled anything since the last wake (see
+// ScheduleCounter).
 func (rt *Runtime) notified(types []string) {
 	for _, t := range types {
 		for _, re := range rt.byType[t] {
 			rt.queue.push(re)
+		}
+	}
+	if sc, ok := rt.store.(ScheduleCounter); ok {
+		if n := sc.ScheduledCommits(); n >= 0 && rt.scheduledSeen.Swap(n) == n {
+			return
 		}
 	}
 	select {

@@ -20,6 +20,9 @@ import (
 // Router (and a Runtime) keeps one of its own for the batches of its pure
 // deciders and projectors, the same way (see RouterOptions.StateCache and
 // CachePolicy); give Handle that one (Router.StateCache) to share it.
+// The router also keeps there the partition histories of the impure
+// reactors that allow it (HistoryKeeper: a workflow's runs), so that
+// their batches read only the messages appended since the last one.
 //
 // An entry is the state a decider folded from a partition and the log's
 // position it was folded up to (the read's guard position). Handle takes
@@ -173,6 +176,10 @@ func (rt *Router) cachedReactors() {
 		return
 	}
 	for _, re := range rt.reactors {
+		if hk, ok := re.r.(HistoryKeeper); ok && hk.KeepsHistory() && !re.info.Pure && len(re.info.PartitionBy) > 0 && len(re.info.History) > 0 && !rt.deletable(re) {
+			re.keepsHistory = true
+			continue
+		}
 		fr, ok := re.r.(effects.Folding)
 		if !ok || !re.info.Pure || len(re.info.History) == 0 {
 			continue

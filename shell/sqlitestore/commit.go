@@ -202,6 +202,7 @@ func (s *Store) endGroup(w *writer, err error) {
 		w.rollback()
 	} else {
 		g.commitNo = s.commits.Add(1)
+		s.ckpt.committed(g.commitNo)
 		if g.prunedBump {
 			w.prunedVersion++ // our own prune: the cache dropped its ids already
 		}
@@ -211,6 +212,9 @@ func (s *Store) endGroup(w *writer, err error) {
 	close(g.done)
 	if err != nil {
 		return
+	}
+	if len(g.scheduledTypes) > 0 {
+		s.scheduledCommits.Add(1) // before the notification (shell.ScheduleCounter)
 	}
 	switch {
 	case len(g.types) > 0:
@@ -245,4 +249,25 @@ func appendNew(xs []string, add ...string) []string {
 		}
 	}
 	return xs
+}
+
+// Commits counts the write transactions this store's writer committed
+// since it was opened (a commit group counts once, however many Update
+// calls shared it). Benchmarks divide it by the work done: write
+// transactions per command.
+func (s *Store) Commits() int64 { return s.commits.Load() }
+
+// ScheduledCommits counts the commits of this store's writer that
+// scheduled messages (shell.ScheduleCounter): a runtime wakes its
+// scheduler for those only. Other processes' scheduled messages are not
+// announced to this process by the store's own notifier (it is
+// in-process): its scheduler finds them within its interval, as before.
+// With a notifier of the caller's (Options.Notifier), which may announce
+// other processes' commits, it returns -1: every notification wakes the
+// scheduler.
+func (s *Store) ScheduledCommits() int64 {
+	if !s.ownNotifier {
+		return -1
+	}
+	return s.scheduledCommits.Load()
 }

@@ -101,6 +101,12 @@
 // previous call. Under readers that never pause the WAL grows by what is
 // written between two heartbeats; once they pause it is back under
 // JournalSizeLimit at the next heartbeat, and empty at the first idle one.
+// Between heartbeats the WAL is checkpointed off the writer: every 32
+// commits a goroutine runs a PASSIVE checkpoint on a reader, while the
+// writer goes on committing, and the writer's own automatic checkpoint
+// (which would make one commit in fifty copy a thousand pages and sync the
+// file while every other write of the process waits) fires only past a
+// backstop of 2,000 pages, copying what the background ones left.
 // Stats.WALBytes reports its size (and `sourced stats`). The planner
 // statistics are refreshed by Install, by Open when they are missing or
 // the log grew more than twice since, and by the runtime when it starts

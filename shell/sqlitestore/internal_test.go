@@ -234,3 +234,56 @@ func TestShapesArePadded(t *testing.T) {
 		}
 	}
 }
+
+// The writer checkpoints only past the backstop: the checkpoints of a
+// steady stream of commits run in the background, on a reader (see
+// checkpointer.go), so that no commit waits for one.
+func TestCheckpointsOffTheWriter(t *testing.T) {
+	s := newTestStore(t, Options{})
+	w := <-s.writer
+	got := pragma(t, w.conn, "wal_autocheckpoint")
+	s.writer <- w
+	if got != strconv.Itoa(autoCheckpointBackstop) {
+		t.Fatalf("writer's wal_autocheckpoint = %s, want %d", got, autoCheckpointBackstop)
+	}
+	for i := 0; i < 3*checkpointEvery || s.commits.Load()%checkpointEvery != 0; i++ {
+		if _, err := s.Append(t.Context(), []core.Message{core.NewMessage(ev{Account: "a", Ref: strconv.Itoa(i)})}, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.ckpt.runs.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no background checkpoint after %d commits", 3*checkpointEvery)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Every frame was committed before the checkpoints ran; once the last
+	// one ran (it may be running), nothing is left for the writer.
+	s.ckpt.close()
+	s.ckpt = nil // Close must not stop it twice
+	conn, err := s.readers.Take(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.readers.Put(conn)
+	var log, done int64
+	err = sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { log, done = stmt.ColumnInt64(1), stmt.ColumnInt64(2); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log == 0 || done != log {
+		t.Fatalf("WAL frames %d, checkpointed %d: want a WAL in use, all of it checkpointed", log, done)
+	}
+
+	mem, err := Install(t.Context(), ":memory:", Options{Registry: s.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if mem.ckpt != nil {
+		t.Error("an in-memory store runs a checkpointer")
+	}
+}

@@ -468,6 +468,9 @@ func (s *Store) bindShape(conn *sqlite.Conn, sh shape, b bound, limit int, ids [
 // them to dst, and resets it.
 func appendRows(dst []row, stmt *sqlite.Stmt, types ...string) ([]row, error) {
 	sc := scanner{types: types[:len(types):len(types)]}
+	if dst == nil {
+		dst = make([]row, 0, 4) // a partition's few rows in one or two allocations, not four
+	}
 	for {
 		has, err := stmt.Step()
 		if err != nil {

@@ -98,15 +98,18 @@ type Store struct {
 	now      func() time.Time
 	clock    shell.Clock // Options.Clock
 	notifier shell.Notifier
-	log      *slog.Logger
-	path     string // as given to Open
-	uri      string
-	flags    sqlite.OpenFlags
-	memory   bool
-	readOnly bool
-	pageSize int
-	walPath  string // the WAL file ("" in memory)
-	hk       housekeeping
+	// ownNotifier is set when notifier is the store's own (in-process:
+	// it announces this store's commits only).
+	ownNotifier bool
+	log         *slog.Logger
+	path        string // as given to Open
+	uri         string
+	flags       sqlite.OpenFlags
+	memory      bool
+	readOnly    bool
+	pageSize    int
+	walPath     string // the WAL file ("" in memory)
+	hk          housekeeping
 
 	// writer holds the one writer connection: taking it from the channel
 	// is taking the write lock of this process (SQLite's own lock then
@@ -117,8 +120,10 @@ type Store struct {
 	// watch is the connection that watches PRAGMA data_version for the
 	// idle-claim cache and Changed.
 	watch *watcher
-	// commits counts the commits of the writer.
-	commits atomic.Int64
+	// commits counts the commits of the writer, and scheduledCommits
+	// those that scheduled messages.
+	commits          atomic.Int64
+	scheduledCommits atomic.Int64
 	// waiting counts the Update calls waiting for the writer: a member of
 	// an open commit group hands the transaction over to them rather than
 	// committing (see update).
@@ -130,6 +135,10 @@ type Store struct {
 	// statsFloor is the fewest rows a table must have for Optimize to
 	// keep its statistics (statsFloor; tests lower it).
 	statsFloor int64
+
+	// ckpt checkpoints the WAL off the writer (nil in memory or
+	// read-only; see checkpointer.go).
+	ckpt *checkpointer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -237,6 +246,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if s.notifier == nil {
 		s.notifier = new(shell.InlineNotifier)
+		s.ownNotifier = true
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -290,6 +300,15 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.readers.Close()
 		conn.Close()
 		return nil, err
+	}
+	if !s.memory && !s.readOnly {
+		if err := sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", autoCheckpointBackstop), nil); err != nil {
+			s.watch.close()
+			s.readers.Close()
+			conn.Close()
+			return nil, fmt.Errorf("sqlitestore: wal_autocheckpoint: %w", err)
+		}
+		s.startCheckpointer()
 	}
 	return s, nil
 }
@@ -366,6 +385,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		w, _ := s.takeIdleWriter(context.Background())
 		close(s.writer)
+		s.ckpt.close()
 		s.closeErr = errors.Join(s.readers.Close(), s.watch.close(), w.conn.Close())
 	})
 	return s.closeErr

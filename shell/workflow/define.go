@@ -246,6 +246,13 @@ func (d *Definition[In, Out]) PartitionKeys() []string { return []string{durable
 // Pure is false: steps do I/O outside the store's transaction.
 func (d *Definition[In, Out]) Pure() bool { return false }
 
+// KeepsHistory reports true (shell.HistoryKeeper): a handling folds the
+// run's history (durable.Fold) and never changes it, so a router with a
+// StateCache keeps each run's history between handlings and reads only
+// the events appended since its last one, instead of the whole run again
+// for every step.
+func (d *Definition[In, Out]) KeepsHistory() bool { return true }
+
 // HandleClaim re-enters the claimed run: its history is replayed through
 // the workflow function up to the first operation with something to do,
 // which is done (a step run, a wait begun, a signal delivered), and the

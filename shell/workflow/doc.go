@@ -29,7 +29,9 @@
 // auto-assigned ("workflow-<uuid>") or given (WithID, for idempotent
 // starts). Every time the run's partition has new events, a worker claims
 // it, folds its history (package core/durable) and calls the function
-// again from the top. Each Step, Sleep and Receive looks itself up in the
+// again from the top (the runtime keeps each run's history between its
+// handlings and reads only the events appended since: see
+// shell.HistoryKeeper). Each Step, Sleep and Receive looks itself up in the
 // history: a memoised step returns its recorded result without running; the
 // first operation with something to do does it, and the function stops
 // there (it is unwound, so do not recover() panics you did not raise).
