@@ -95,7 +95,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -270,6 +270,96 @@ $$;`},
 	claimed_by        text,
 	claimed_at        timestamptz
 );`},
+	// 8: appends that do not wait on each other (see the package doc,
+	// "Ordering and locking"). Positions come from a sequence, drawn as
+	// each message is inserted; <p>_head.last_position becomes the read
+	// horizon: every position at or below it is committed (or filled by
+	// a tombstone, a row of type '' that no read returns), so readers
+	// bounded by it never skip a position. <p>_horizon() is the horizon as
+	// a statement's snapshot sees it (the stored one and the run of
+	// positions after it), <p>_advance(upto) stores it after an append's
+	// commit and returns it with the first visible position past a hole
+	// and the types it newly covers, <p>_fill(positions) puts tombstones
+	// in the holes of an abandoned append (rolled back, or its session
+	// gone), waiting at most a few milliseconds on a position still being
+	// written (its append is in flight: the hole is not abandoned), and
+	// <p>_lock takes an append's boundary locks in the order given (see
+	// boundary.go), or with try set refuses ("busy") when one is held.
+	{Version: 8, SQL: `CREATE SEQUENCE IF NOT EXISTS {p}_positions OWNED BY {p}_messages.position;
+SELECT setval('{p}_positions', greatest(m.last, 1), m.last > 0) FROM (
+	SELECT greatest((SELECT coalesce(max(position), 0) FROM {p}_messages), (SELECT last_position FROM {p}_head WHERE id = 1)) AS last) m;
+ALTER TABLE {p}_messages ALTER COLUMN position SET DEFAULT nextval('{p}_positions');
+
+CREATE OR REPLACE FUNCTION {p}_horizon() RETURNS bigint LANGUAGE sql STABLE AS $$
+SELECT h.last_position + (SELECT count(*) FROM (
+		SELECT x.position - row_number() OVER (ORDER BY x.position) AS d
+		FROM (SELECT position FROM {p}_messages WHERE position > h.last_position ORDER BY position LIMIT 10000) x) y
+	WHERE y.d = h.last_position)
+FROM {p}_head h WHERE h.id = 1
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_advance(upto bigint) RETURNS TABLE (horizon bigint, beyond bigint, types text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+	old bigint;
+	h bigint;
+BEGIN
+	-- The horizon is derived state: losing its last advance in a crash
+	-- only lowers it, so its commit need not wait for the disk.
+	PERFORM set_config('synchronous_commit', 'off', true);
+	SELECT last_position INTO old FROM {p}_head WHERE id = 1;
+	IF old >= upto THEN
+		RETURN QUERY SELECT old, NULL::bigint, NULL::text[];
+		RETURN;
+	END IF;
+	SELECT last_position INTO old FROM {p}_head WHERE id = 1 FOR UPDATE;
+	h := {p}_horizon();
+	IF h > old THEN
+		UPDATE {p}_head SET last_position = h WHERE id = 1;
+	END IF;
+	RETURN QUERY SELECT h, (SELECT min(position) FROM {p}_messages WHERE position > h),
+		(SELECT array_agg(DISTINCT message_type) FROM {p}_messages WHERE position > old AND position <= h AND message_type <> '');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_fill(positions bigint[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	pos bigint;
+	n bigint := 0;
+BEGIN
+	PERFORM set_config('lock_timeout', '5ms', true);
+	PERFORM set_config('synchronous_commit', 'off', true);
+	FOR pos IN SELECT DISTINCT g FROM unnest(positions) g WHERE g > 0 AND NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = g) ORDER BY g LOOP
+		BEGIN
+			INSERT INTO {p}_messages (position, message_id, message_type, payload, created_at)
+			VALUES (pos, gen_random_uuid(), '', 'null', now()) ON CONFLICT DO NOTHING;
+			n := n + 1;
+		EXCEPTION WHEN lock_not_available THEN
+			RETURN n; -- written by an append still in flight
+		END;
+	END LOOP;
+	RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_lock(ns integer, keys integer[], exclusive boolean[], try boolean) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+		IF try THEN
+			IF NOT (CASE WHEN exclusive[i] THEN pg_try_advisory_xact_lock(ns, keys[i]) ELSE pg_try_advisory_xact_lock_shared(ns, keys[i]) END) THEN
+				RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: busy';
+			END IF;
+		ELSIF exclusive[i] THEN
+			PERFORM pg_advisory_xact_lock(ns, keys[i]);
+		ELSE
+			PERFORM pg_advisory_xact_lock_shared(ns, keys[i]);
+		END IF;
+	END LOOP;
+	RETURN 0;
+END
+$$;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
