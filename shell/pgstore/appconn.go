@@ -44,8 +44,8 @@ func Conn(txn core.Tx) (*pgx.Conn, error) {
 			return nil, fmt.Errorf("pgstore: Conn: %w", errTxDone)
 		}
 		// The app writes in the transaction: it begins now, under the
-		// exclusive lock, as for sync work (tx.Context).
-		if err := t.enter(lockExclusive, true); err != nil {
+		// locks of sync work (tx.Context).
+		if err := t.syncLock(); err != nil {
 			return nil, fmt.Errorf("pgstore: Conn: %w", err)
 		}
 		return t.c.Conn(), nil

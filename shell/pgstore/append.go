@@ -242,6 +242,9 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		err = cerr
 	}
 	committed := err == nil || failedAt > plan.commitAt
+	if committed && plan.n > 0 && adv.horizon < positions[len(positions)-1] {
+		s.awaitHorizon(c, &adv, slices.Max(positions))
+	}
 	if !committed {
 		// The session is in a failed transaction: roll it back, and fill
 		// the positions the append drew (those it was given, and the

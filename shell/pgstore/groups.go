@@ -36,6 +36,10 @@ type groupQueries struct {
 	remark, held, release, moveTo            string
 	remarkAt, raiseMoved                     string
 	claimMany, claimQueue, ackMany           string
+	// claimManyOwn and claimQueueOwn claim up to the horizon as the
+	// statement sees it (the transaction's own appends in it): for a
+	// transaction that appended.
+	claimManyOwn, claimQueueOwn string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
 	foldGroup, foldDrained                   string
@@ -54,6 +58,14 @@ type groupQueries struct {
 }
 
 func newGroupQueries(n names) groupQueries {
+	q := newGroupQueriesAt(n)
+	stored := fmt.Sprintf(`(SELECT last_position FROM %s WHERE id = 1)`, n.head)
+	q.claimManyOwn = strings.ReplaceAll(q.claimMany, stored, n.prefix+"_horizon()")
+	q.claimQueueOwn = strings.ReplaceAll(q.claimQueue, stored, n.prefix+"_horizon()")
+	return q
+}
+
+func newGroupQueriesAt(n names) groupQueries {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 	next := f(`CASE WHEN o.message_id IS NOT NULL
 	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
@@ -801,10 +813,14 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
+		claimQueue, claimMany := q.claimQueue, q.claimMany
+		if t.drew {
+			claimQueue, claimMany = q.claimQueueOwn, q.claimManyOwn
+		}
 		if queue {
-			b.Queue(q.claimQueue, group, now, partitions, workerID)
+			b.Queue(claimQueue, group, now, partitions, workerID)
 		} else {
-			b.Queue(q.claimMany, group, now, partitions, batchSize, workerID)
+			b.Queue(claimMany, group, now, partitions, batchSize, workerID)
 		}
 		br, err := t.send(b, n)
 		if err != nil {
@@ -1187,6 +1203,7 @@ func (t *tx) Delete(positions ...int64) error {
 		return nil
 	}
 	t.deletes = append(t.deletes, positions...)
+	t.gone = append(t.gone, positions...)
 	if t.lastKnown && slices.Max(positions) >= t.lastPos {
 		t.lastKnown = false // the newest message may be gone: LastPosition reads again
 	}
@@ -1725,46 +1742,15 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 	return out, rows.Err()
 }
 
-// lockPartition takes, for AdvanceOffset, the store's lock in shared mode
-// and the boundary locks of g's partition in exclusive mode (tried only,
-// as an append's, when the transaction holds locks already), checks the
-// transaction's reads under them (see tx.Append) and returns the horizon.
+// lockPartition takes, for AdvanceOffset, the boundary locks of g's
+// partition in exclusive mode (see lockBoundaries), and returns the
+// newest position.
 func (t *tx) lockPartition(gs *groupSet, g *groupConf, partition map[string]string) (int64, error) {
-	s := t.s
 	conds := make([]core.Condition, len(g.handled))
 	for i, typ := range g.handled {
 		conds[i] = core.Condition{Type: typ, Attrs: partition}
 	}
 	keys := boundarySet{}
 	keys.guard(conds)
-	for _, r := range t.reads {
-		keys.guard(r.Conditions)
-	}
-	b, pre := t.batch()
-	if t.holds == lockNone {
-		b.Queue(s.q.a.global, s.lockKey)
-	}
-	missing := keys.missing(t.keys)
-	if len(missing) > 0 {
-		ks, xs := lockArgs(missing)
-		b.Queue(s.q.a.boundaries, s.boundaryNS, ks, xs, t.holds != lockNone || len(t.keys) > 0)
-	}
-	b.Queue(s.q.a.head, gs.version)
-	t.queueReadChecks(b)
-	b.Queue(s.q.lastPosition)
-	br, err := t.send(b, pre)
-	if err != nil {
-		return 0, t.fail("advance", err)
-	}
-	err = t.lockedByAppend(br, gs, missing)
-	var horizon int64
-	if err == nil {
-		if err = br.QueryRow().Scan(&horizon); err != nil {
-			err = t.fail("advance", err)
-		}
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = t.fail("advance", cerr)
-	}
-	return horizon, err
+	return t.lockBoundaries(gs, keys)
 }

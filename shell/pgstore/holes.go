@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // holeGrace is how long a hole below the horizon may stay before the
@@ -120,6 +122,52 @@ func (h *holes) fillOnce(upto int64) (int64, error) {
 	}
 	s.afterAdvance(adv)
 	return adv.horizon, nil
+}
+
+// visibleWait bounds how long an append waits, after its commit, for the
+// horizon to reach its positions (see awaitHorizon).
+const visibleWait = 2 * time.Second
+
+// awaitHorizon waits, after a commit that appended up to last, until the
+// horizon reaches last, so that an append returns once every reader sees
+// it (a read after Append returns sees the append, as on every store):
+// it waits for the appends in flight below it to commit and advance the
+// horizon themselves, advancing it again on c as they do, and fills a
+// hole that stays past holeGrace (an abandoned position). It gives up
+// after visibleWait, leaving the hole to the filler.
+func (s *Store) awaitHorizon(c *pgxpool.Conn, adv *advanced, last int64) {
+	if adv.horizon >= last {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), visibleWait+5*time.Second)
+	defer cancel()
+	start := time.Now()
+	wait, fillAt, grace := 50*time.Microsecond, start.Add(holeGrace), holeGrace
+	for adv.horizon < last && time.Since(start) < visibleWait {
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Millisecond)
+		if time.Now().After(fillAt) {
+			end := last
+			if adv.beyond > 0 {
+				end = min(end, adv.beyond)
+			}
+			var missing []int64
+			for p := adv.horizon + 1; p < end && len(missing) < holeBatch; p++ {
+				missing = append(missing, p)
+			}
+			if _, err := c.Exec(ctx, s.q.a.fill, missing); err != nil {
+				break
+			}
+			grace = min(2*grace, holeMaxWait)
+			fillAt = time.Now().Add(grace)
+		}
+		var next advanced
+		if err := next.scan(c.QueryRow(ctx, s.q.advanceTo, last)); err != nil {
+			break
+		}
+		next.types = append(adv.types, next.types...)
+		*adv = next
+	}
 }
 
 // afterAdvance announces the types an advance newly covered.

@@ -330,7 +330,8 @@ DECLARE
 BEGIN
 	PERFORM set_config('lock_timeout', '5ms', true);
 	PERFORM set_config('synchronous_commit', 'off', true);
-	FOR pos IN SELECT DISTINCT g FROM unnest(positions) g WHERE g > 0 AND NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = g) ORDER BY g LOOP
+	FOR pos IN SELECT DISTINCT g FROM unnest(positions) g WHERE g > (SELECT last_position FROM {p}_head WHERE id = 1)
+		AND NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = g) ORDER BY g LOOP
 		BEGIN
 			INSERT INTO {p}_messages (position, message_id, message_type, payload, created_at)
 			VALUES (pos, gen_random_uuid(), '', 'null', now()) ON CONFLICT DO NOTHING;

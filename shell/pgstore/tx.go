@@ -54,6 +54,11 @@ type tx struct {
 	own  []int64
 	drew bool
 	adv  advanced
+	// gone are the positions the transaction deletes: those above the
+	// stored horizon (claimed in the transaction of their append) are
+	// filled with tombstones after the commit, so that no reader waits at
+	// the hole they leave.
+	gone []int64
 	// claimState is the group row read by the claim in progress.
 	claimState groupState
 	// deletes and acks are the deletes and acknowledgements not sent yet:
@@ -279,8 +284,12 @@ func (t *tx) commit() error {
 	}
 	b, n := t.batch()
 	b.Queue("COMMIT")
-	if t.drew {
-		b.Queue(s.q.a.advance)
+	advance := t.drew || len(t.gone) > 0
+	if len(t.gone) > 0 {
+		b.Queue(s.q.a.fill, t.gone)
+	}
+	if advance {
+		b.Queue(s.q.advanceTo, max(t.ownLast(), slices.Max(append([]int64{0}, t.gone...))))
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
 	defer cancel()
@@ -289,14 +298,24 @@ func (t *tx) commit() error {
 	if err != nil {
 		return err
 	}
-	if _, err = br.Exec(); err == nil && t.drew {
-		err = t.adv.scan(br.QueryRow())
+	if _, err = br.Exec(); err == nil && advance {
+		if len(t.gone) > 0 {
+			_, err = br.Exec()
+		}
+		if err == nil {
+			err = t.adv.scan(br.QueryRow())
+		}
+		br.Close()
 		if err != nil { // committed: the horizon moves at the next advance
 			s.log.Debug("pgstore: advancing the horizon after a commit failed", "err", err)
-			err = nil
+			return nil
 		}
+		if last := t.ownLast(); last > t.adv.horizon {
+			s.awaitHorizon(t.c, &t.adv, last)
+		}
+		return nil
 	}
-	if cerr := br.Close(); err == nil && !t.drew {
+	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -352,13 +371,80 @@ func (t *tx) fail(op string, err error) error {
 	return err
 }
 
-// Context is the transaction handed to sync work, which takes the
-// exclusive lock (sync work writes in the transaction, serialised as
-// appends are).
+// Context is the transaction handed to sync work. Unless the transaction
+// holds the exclusive lock, it takes the store's lock in shared mode and
+// the boundaries of the transaction's reads in exclusive mode, checking
+// the reads under them (see lockBoundaries), as an append does: sync work
+// of transactions on other boundaries runs side by side, and writes what
+// the transaction decided on reads no other append has overtaken.
 func (t *tx) Context() core.Tx {
-	t.enter(lockExclusive, true) // a failure shows on the transaction's next use and at the commit
+	t.syncLock() // a failure shows on the transaction's next use and at the commit
 	return &TxContext{Conn: t.c.Conn(), tx: t}
 }
+
+// syncLock takes the locks of sync work (see Context), and sends what is
+// queued.
+func (t *tx) syncLock() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.holds == lockExclusive || t.s.unorderedPositions {
+		return t.enter(lockExclusive, true)
+	}
+	gs, err := t.s.currentGroups(t.ctx, false)
+	if err != nil {
+		return t.fail("sync", err)
+	}
+	if _, err := t.lockBoundaries(gs, boundarySet{}); err != nil {
+		return err
+	}
+	return t.flush()
+}
+
+// lockBoundaries takes the store's lock in shared mode (unless the
+// transaction holds it), the boundary locks of keys and of the
+// transaction's reads it does not hold (tried only, as an append's,
+// when it holds locks already: see Append), checks the group
+// configuration and the reads under them, and returns the newest
+// position, in one round trip.
+func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
+	s := t.s
+	for _, r := range t.reads {
+		keys.guard(r.Conditions)
+	}
+	b, pre := t.batch()
+	if t.holds == lockNone {
+		b.Queue(s.q.a.global, s.lockKey)
+	}
+	missing := keys.missing(t.keys)
+	if len(missing) > 0 {
+		ks, xs := lockArgs(missing)
+		b.Queue(s.q.a.boundaries, s.boundaryNS, ks, xs, t.holds != lockNone || len(t.keys) > 0)
+	}
+	b.Queue(s.q.a.head, gs.version)
+	t.queueReadChecks(b)
+	b.Queue(s.q.lastPosition)
+	br, err := t.send(b, pre)
+	if err != nil {
+		return 0, t.fail("lock", err)
+	}
+	err = t.lockedByAppend(br, gs, missing)
+	var last int64
+	if err == nil {
+		if err = br.QueryRow().Scan(&last); err != nil {
+			err = t.fail("lock", err)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = t.fail("lock", cerr)
+	}
+	return last, err
+}
+
+// PositionsMaySkip reports that this store's positions may skip numbers
+// (see shell.SkippingPositions): they come from a sequence, drawn as each
+// message is inserted.
+func (s *Store) PositionsMaySkip() bool { return true }
 
 // TxContext is the transaction handed to sync work (core.Tx): Conn is the
 // connection of the open transaction, so sync work (a read model, an
