@@ -46,7 +46,7 @@ func TestConditionMatch(t *testing.T) {
 	}
 }
 
-// The conditional-AND table of store-contracts.md §3.2, for the partition
+// The conditional-AND table of shell/storetest's package doc, for the partition
 // (course_name=Algebra, user_id=joe).
 func TestInPartition(t *testing.T) {
 	p := map[string]string{"course_name": "Algebra", "user_id": "joe"}

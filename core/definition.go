@@ -28,6 +28,16 @@ type Definition interface {
 	Step(in StepInput) ([]Outcome, error)
 }
 
+// SpecProvider is what describes a consumer group with a Spec: every
+// Definition, Decider and Projector, statechart.Machine and a workflow
+// definition. The shell probes for it where it may be given something
+// else too: shell.Load checks the partition it is given against the
+// spec's PartitionBy (a bare Projection has none), and the snapshots of a
+// definition are filed under the spec's Group.
+type SpecProvider interface {
+	Spec() Spec
+}
+
 // CommandDecider is a definition that can decide one command on a
 // partition's history outside a claimed batch: what synchronous command
 // handling (shell.Handle) needs. Decider and statechart.Machine implement

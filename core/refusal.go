@@ -86,12 +86,20 @@ func reasons(err error, out []string) []string {
 		out = append(out, err.Error())
 	}
 	switch u := err.(type) {
-	case interface{ Unwrap() error }:
+	case unwrapper:
 		return reasons(u.Unwrap(), out)
-	case interface{ Unwrap() []error }:
+	case multiUnwrapper:
 		for _, e := range u.Unwrap() {
 			out = reasons(e, out)
 		}
 	}
 	return out
 }
+
+// unwrapper is an error wrapping one error (fmt.Errorf with %w): the
+// standard library's convention, which errors.Unwrap follows.
+type unwrapper interface{ Unwrap() error }
+
+// multiUnwrapper is an error wrapping several (errors.Join, fmt.Errorf with
+// several %w): the standard library's convention, which errors.Is follows.
+type multiUnwrapper interface{ Unwrap() []error }

@@ -37,8 +37,8 @@ const DefaultSnapshotEvery = 100
 
 // SnapshotCodec encodes a decider's state for a snapshot and decodes it.
 // Decode(Encode(s)) must be a state equal to s for everything the
-// decider's evolve and decide handlers read. A codec may also have a
-// method Check() error, called when the decider is checked, that refuses a
+// decider's evolve and decide handlers read. A codec may also implement
+// SnapshotCodecChecker, called when the decider is checked, to refuse a
 // state type it cannot encode faithfully.
 type SnapshotCodec[S any] interface {
 	// Version names the state's shape, e.g. "account/v3": snapshots
@@ -50,6 +50,16 @@ type SnapshotCodec[S any] interface {
 	Encode(S) ([]byte, error)
 	// Decode decodes what Encode returned.
 	Decode([]byte) (S, error)
+}
+
+// SnapshotCodecChecker is the optional interface of a SnapshotCodec that
+// can tell, when the decider is checked (Decider.Check), that it cannot
+// encode the decider's state type faithfully: Check returns why, and the
+// decider is refused before any snapshot is taken. JSONSnapshots
+// implements it (a state with unexported fields, channels or functions
+// does not survive JSON).
+type SnapshotCodecChecker interface {
+	Check() error
 }
 
 // JSONSnapshots is the SnapshotCodec of states that are plain data:
@@ -164,7 +174,7 @@ func (o Snapshots[S]) check(group string, partitioned bool) error {
 	if !partitioned {
 		errs = append(errs, errors.New("snapshots need a PartitionBy: an id-partitioned decider is a delete-on-ack queue, whose folded messages may be deleted after a snapshot took them in"))
 	}
-	if c, ok := o.Codec.(interface{ Check() error }); ok {
+	if c, ok := o.Codec.(SnapshotCodecChecker); ok {
 		if err := c.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("the snapshot codec %q cannot encode the state: %w", o.Codec.Version(), err))
 		}

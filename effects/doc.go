@@ -3,14 +3,15 @@
 //
 // A reactor handles a claimed batch of messages and returns, for each
 // message, a Pair: the signals it produced and the message they came from.
-// Signals are plain values (Append, Sync, AfterSync, Ack) that a third
-// party can build without importing anything else of Sourced; the shell is
-// the only code that executes them, in one transaction per batch:
+// Signals are plain values (Append, Sync, AfterSync, Ack, Unschedule) that
+// a third party can build without importing anything else of Sourced; the
+// shell is the only code that executes them, in one transaction per batch:
 //
 //	Append     append messages (future-dated ones are scheduled), optionally under a guard
 //	Sync       work inside the batch's transaction (write a read model)
 //	AfterSync  work after the transaction committed (send an e-mail)
 //	Ack        acknowledge the source message; Delete removes it (delete-on-ack queues)
+//	Unschedule withdraw scheduled messages by id before they are due (a timeout no longer needed)
 //
 // The minimum a reactor implements is Reactor: HandledTypes and
 // HandleClaim. Everything else (group id, label, partition keys,

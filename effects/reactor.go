@@ -34,9 +34,10 @@ type Claim struct {
 	// is a replay, whose side effects are not made again.
 	ReplayUpto int64
 	// Now is when the claim is handled, read from the router's clock (the
-	// runtime's Config.Clock, by default the store's): what a reactor
-	// dates the work it schedules by (a workflow's sleeps and retries), so
-	// that a simulated clock given to the runtime drives it too.
+	// runtime's, by default the store's: see shell.Clocked): what a
+	// reactor dates the work it schedules by (a workflow's sleeps and
+	// retries), so that a simulated clock given to the store drives it
+	// too.
 	Now time.Time
 	// RecordRefusals makes deciders record business refusals instead of
 	// failing (see core.StepInput; the router sets it).
@@ -120,6 +121,15 @@ type Pure interface{ Pure() bool }
 // registry when registered.
 type Checker interface {
 	Check(reg *codec.Registry) error
+}
+
+// DefinitionProvider is a reactor adapted from a core.Definition that
+// gives the definition back: the reactors FromDefinition returns implement
+// it, and the shell's router reads the definition's hooks, error strategy
+// and snapshot policy through it. A hand-written reactor wrapping a
+// definition implements it to keep those.
+type DefinitionProvider interface {
+	Definition() core.Definition
 }
 
 // Info is a reactor's protocol with every default filled in.

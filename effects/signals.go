@@ -3,11 +3,13 @@ package effects
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/core"
 )
 
-// Signal is an inert instruction for the shell: Append, Sync, AfterSync or
-// Ack.
+// Signal is an inert instruction for the shell: Append, Sync, AfterSync,
+// Ack or Unschedule.
 type Signal interface{ signal() }
 
 // Append appends Messages in the batch's transaction. Messages dated in the
@@ -48,10 +50,28 @@ type Ack struct {
 	Delete bool
 }
 
-func (Append) signal()    {}
-func (Sync) signal()      {}
-func (AfterSync) signal() {}
-func (Ack) signal()       {}
+// Unschedule withdraws, in the batch's transaction, the scheduled
+// messages whose ids are IDs (messages appended dated in the future, see
+// Append): those still waiting in the schedule are deleted from it and
+// never enter the log; the batch rolling back leaves them scheduled. An id
+// not in the schedule (promoted already, withdrawn before, never
+// scheduled) is no error, so a reactor that withdraws a message must still
+// tolerate its arrival: it may have been promoted first. A workflow's timed
+// Receive withdraws its timeout this way when its signal comes first.
+//
+// The shell withdraws through the store's transaction (shell.UnscheduleTx:
+// the memory, SQLite and PostgreSQL stores, held to it by the conformance
+// suite); on a store whose transaction cannot, the messages stay scheduled
+// and are promoted when due.
+type Unschedule struct {
+	IDs []uuid.UUID
+}
+
+func (Append) signal()     {}
+func (Sync) signal()       {}
+func (AfterSync) signal()  {}
+func (Ack) signal()        {}
+func (Unschedule) signal() {}
 
 // Pair is what a reactor returns for one claimed message: its signals, in
 // the order they are to run, and the message they came from (used for

@@ -1,6 +1,8 @@
 package shell
 
 import (
+	"errors"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +16,48 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once d has passed.
 	NewTimer(d time.Duration) Timer
+}
+
+// Clocked is implemented by a store that can keep a Clock of its own
+// (memstore.WithSharedClock, sqlitestore's Options.Clock): Clock returns
+// it, and the store's Now is that clock's; nil when the store was given
+// none (it reads time.Now, or a bare now function such as
+// memstore.WithClock's).
+//
+// A Runtime whose Config.Clock is nil takes the store's clock, so one
+// clock, given once to the store, dates everything: the store's stamps
+// and what it schedules, the runtime's promotions, heartbeats, claim
+// expiry and timers, the router's claims (effects.Claim.Now) and so a
+// workflow's sleeps and retries. A Config.Clock that is not the store's
+// is refused (ErrClockMismatch): two clocks would drift apart.
+type Clocked interface {
+	Clock() Clock
+}
+
+// ErrClockMismatch is matched by the error of NewRuntime given a
+// Config.Clock other than the clock its store keeps (Clocked): give the
+// clock once, to the store, and leave Config.Clock nil.
+var ErrClockMismatch = errors.New("sourced: the runtime's clock is not the store's")
+
+// storeClock returns the clock store keeps (Clocked), or nil.
+func storeClock(store Store) Clock {
+	if c, ok := store.(Clocked); ok {
+		return c.Clock()
+	}
+	return nil
+}
+
+// sameClock tells whether a and b are the same clock value (two values of
+// a type that cannot be compared count as the same).
+func sameClock(a, b Clock) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb {
+		return false
+	}
+	if !ta.Comparable() {
+		return true
+	}
+	return a == b
 }
 
 // Timer is a one-shot timer of a Clock.

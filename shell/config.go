@@ -61,7 +61,12 @@ type Config struct {
 	OptimizeInterval time.Duration
 	// StopTimeout bounds how long Stop waits for running batches and ticks.
 	StopTimeout time.Duration
-	// Clock is where the runtime takes its time from (default SystemClock).
+	// Clock is where the runtime takes its time from. Default: the
+	// store's clock when the store keeps one (Clocked: memstore given
+	// WithSharedClock, sqlitestore given Options.Clock), so a simulated
+	// clock given once, to the store, drives the runtime, its router and
+	// the workflows too; else SystemClock. A clock other than the store's
+	// is refused (ErrClockMismatch).
 	Clock Clock
 	// Logger receives the runtime's logs. Default: the store's logger when
 	// the store has one (a Logger method, as sqlitestore's: one setting
@@ -90,7 +95,8 @@ type Config struct {
 // batches per round (a pure reactor's in one transaction of at most 20 ms),
 // 10 rounds per reactor, a 5 s catch-up poll, heartbeats every 30 s with a
 // 2 min claim TTL, claims released at 10 min old whoever holds them, hourly
-// statistics, a 30 s stop timeout, the system clock.
+// statistics, a 30 s stop timeout, and no Clock: the store's, else the
+// system clock (see Config.Clock).
 func DefaultConfig() Config {
 	return Config{
 		Workers:           2,
@@ -104,7 +110,6 @@ func DefaultConfig() Config {
 		MaxClaimAge:       10 * time.Minute,
 		OptimizeInterval:  time.Hour,
 		StopTimeout:       30 * time.Second,
-		Clock:             SystemClock{},
 	}
 }
 
@@ -130,9 +135,6 @@ func (c Config) withDefaults() Config {
 		if *x.v == 0 {
 			*x.v = *x.d
 		}
-	}
-	if c.Clock == nil {
-		c.Clock = d.Clock
 	}
 	return c
 }

@@ -97,7 +97,12 @@
 //     wakes its workers at once. A zero Config
 //     field takes its default. WaitIdle reports failed groups as Drain
 //     does. Every component takes its time from a Clock, and SimClock lets
-//     tests advance time without sleeping.
+//     tests advance time without sleeping. One clock is enough: give it to
+//     the store (memstore.WithSharedClock, sqlitestore's Options.Clock) and
+//     leave Config.Clock nil; the runtime takes the store's (Clocked), and
+//     with it the router and the workflows (their sleeps and retries are
+//     dated by effects.Claim.Now). A Config.Clock other than the store's
+//     is refused (ErrClockMismatch).
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.
 //

@@ -148,9 +148,9 @@ func errorOwnStack(err error) string {
 			return s
 		}
 		switch u := e.(type) {
-		case interface{ Unwrap() error }:
+		case unwrapper:
 			e = u.Unwrap()
-		case interface{ Unwrap() []error }:
+		case multiUnwrapper:
 			for _, inner := range u.Unwrap() {
 				if s := errorOwnStack(inner); s != "" {
 					return s
@@ -167,13 +167,13 @@ func errorOwnStack(err error) string {
 // stackOf is the stack e itself carries (not its chain's), or "".
 func stackOf(e error) string {
 	switch s := e.(type) {
-	case interface{ Callers() []uintptr }:
+	case callersStack:
 		return framesText(s.Callers())
-	case interface{ ErrorStack() string }:
+	case errorStackText:
 		return s.ErrorStack()
-	case interface{ Stack() []byte }:
+	case stackBytes:
 		return string(s.Stack())
-	case interface{ Stack() string }:
+	case stackText:
 		return s.Stack()
 	}
 	// StackTrace() returns a type of its library's own (pkg/errors'
@@ -246,9 +246,9 @@ func errorType(err error) string {
 			meaningful = t
 		}
 		switch u := e.(type) {
-		case interface{ Unwrap() error }:
+		case unwrapper:
 			e = u.Unwrap()
-		case interface{ Unwrap() []error }:
+		case multiUnwrapper:
 			if errs := u.Unwrap(); len(errs) > 0 {
 				e = errs[0]
 			} else {
@@ -296,3 +296,27 @@ func genericError(err error, typ string) bool {
 	}
 	return false
 }
+
+// unwrapper is an error wrapping one error (fmt.Errorf with %w): the
+// standard library's convention, which errors.Unwrap follows.
+type unwrapper interface{ Unwrap() error }
+
+// multiUnwrapper is an error wrapping several (errors.Join, fmt.Errorf with
+// several %w): the standard library's convention, which errors.Is follows.
+type multiUnwrapper interface{ Unwrap() []error }
+
+// The stacks an error may carry, by the conventions of the error libraries
+// that record them (see errorOwnStack; Failure.Stack shows them).
+type (
+	// callersStack is an error carrying its program counters
+	// (github.com/go-errors/errors and others).
+	callersStack interface{ Callers() []uintptr }
+	// errorStackText is an error formatting its own stack
+	// (github.com/go-errors/errors' ErrorStack).
+	errorStackText interface{ ErrorStack() string }
+	// stackBytes is an error carrying its stack as text, in bytes
+	// (runtime/debug.Stack's form).
+	stackBytes interface{ Stack() []byte }
+	// stackText is an error carrying its stack as text.
+	stackText interface{ Stack() string }
+)

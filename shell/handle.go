@@ -412,7 +412,7 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 // given: the definition's keys when e has a Spec, else the keys given.
 func checkLoadPartition(e any, partition map[string]string) error {
 	by := slices.Sorted(maps.Keys(partition))
-	if d, ok := e.(interface{ Spec() core.Spec }); ok && len(d.Spec().PartitionBy) > 0 {
+	if d, ok := e.(core.SpecProvider); ok && len(d.Spec().PartitionBy) > 0 {
 		by = d.Spec().PartitionBy
 	}
 	if len(by) == 0 {

@@ -58,7 +58,8 @@ type LagQuery struct {
 type Lag struct {
 	// Pending is the number of the group's partitions with pending work
 	// (a message of a handled type after their offset that wakes them:
-	// store contracts 3.5), claimed and parked ones included. Exact.
+	// Pending work in shell/storetest's package doc), claimed and parked
+	// ones included. Exact.
 	Pending int64
 	// Parked is the number of the group's parked partitions. Exact.
 	Parked int64

@@ -170,6 +170,9 @@ type Router struct {
 	// claimant names the router in the claims of operator transitions
 	// whose lifecycle hooks it runs (see runHooks): unique per router.
 	claimant string
+	// noUnschedule is set once the router warned that the store's Tx
+	// cannot withdraw scheduled messages (UnscheduleTx).
+	noUnschedule atomic.Bool
 }
 
 type reactor struct {
@@ -253,7 +256,7 @@ func NewRouter(store Store, opts RouterOptions, reactors ...any) (*Router, error
 		switch v := x.(type) {
 		case effects.Reactor:
 			re.r = v
-			if a, ok := v.(interface{ Definition() core.Definition }); ok {
+			if a, ok := v.(effects.DefinitionProvider); ok {
 				re.def = a.Definition() // an adapted definition (effects.FromDefinition)
 			}
 		case core.Definition:
@@ -1256,6 +1259,20 @@ func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, start int6
 		case effects.Ack:
 			if s.Delete {
 				*deletes = append(*deletes, p.Source.Position)
+			}
+		case effects.Unschedule:
+			if len(s.IDs) == 0 {
+				continue
+			}
+			u, ok := tx.(UnscheduleTx)
+			if !ok {
+				if !rt.noUnschedule.Swap(true) {
+					rt.opts.Logger.WarnContext(ctx, "sourced: the store's transactions cannot withdraw scheduled messages (shell.UnscheduleTx): they stay scheduled and are promoted when due", "tx", fmt.Sprintf("%T", tx))
+				}
+				continue
+			}
+			if _, err := u.Unschedule(s.IDs...); err != nil {
+				return err
 			}
 		case nil:
 			return fmt.Errorf("sourced: a nil signal for message at position %d", p.Source.Position)

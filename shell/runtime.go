@@ -85,6 +85,14 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = storeLogger(store)
 	}
+	switch sc := storeClock(store); {
+	case sc != nil && cfg.Clock == nil:
+		cfg.Clock = sc
+	case sc != nil && !sameClock(cfg.Clock, sc):
+		return nil, fmt.Errorf("%w: Config.Clock is a %T, the store keeps a %T (shell.Clocked): give the clock once, to the store, and leave Config.Clock nil", ErrClockMismatch, cfg.Clock, sc)
+	case cfg.Clock == nil:
+		cfg.Clock = SystemClock{}
+	}
 	if cfg.ProcessID == "" {
 		host, _ := os.Hostname()
 		cfg.ProcessID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -128,10 +136,19 @@ func (rt *Runtime) Router() *Router { return rt.router }
 // it caches none), for HandleOptions.Cache.
 func (rt *Runtime) StateCache() *StateCache { return rt.router.StateCache() }
 
+// LoggerProvider is the optional interface of a Store that logs: the
+// runtime, the router and Handle's snapshots log through the store's
+// logger (unless Config.Logger sets one), so one logger setting serves
+// the store and the runtime. The SQLite, PostgreSQL and in-memory stores
+// implement it (their Options.Logger); a nil logger means slog.Default().
+type LoggerProvider interface {
+	Logger() *slog.Logger
+}
+
 // storeLogger is the store's logger, when it has one, else
 // slog.Default(): one logger setting for the store and the runtime.
 func storeLogger(store Store) *slog.Logger {
-	if l, ok := store.(interface{ Logger() *slog.Logger }); ok {
+	if l, ok := store.(LoggerProvider); ok {
 		if log := l.Logger(); log != nil {
 			return log
 		}

@@ -109,7 +109,7 @@ func snapshotsOf(store Store, def any) *snapshots {
 		return nil
 	}
 	var group string
-	if d, ok := def.(interface{ Spec() core.Spec }); ok {
+	if d, ok := def.(core.SpecProvider); ok {
 		group = d.Spec().Group
 	}
 	return &snapshots{store: ss, codec: codec, every: every, group: group, log: storeLogger(store)}

@@ -136,6 +136,16 @@ type Tx interface {
 	GroupTx
 }
 
+// ContextProvider is what gives the transaction handed to sync work
+// (core.Tx): every Tx, and a wrapper of one (a test's fault-injecting
+// transaction, an instrumented one) that has no other method of Tx. A
+// store's typed way into its transaction (sqlitestore.Conn,
+// pgstore.Conn) accepts, besides its own transaction and its sync
+// context, any ContextProvider whose Context is its own.
+type ContextProvider interface {
+	Context() core.Tx
+}
+
 // AppendOptions tune an append.
 type AppendOptions struct {
 	// Guard, when set, makes the append fail with a *core.ConflictError

@@ -75,7 +75,9 @@ type (
 		Context    json.RawMessage `json:"context"`
 	}
 	// WaitStarted suspends the run at Seq: a sleep until Until, or a
-	// receive of the signal Signal (Until zero: no timeout).
+	// receive of the signal Signal (Until zero: no timeout). TimeoutID is
+	// the id of a timed receive's scheduled timeout (its WaitEnded), which
+	// the signal's delivery withdraws from the schedule.
 	WaitStarted struct {
 		WorkflowID string    `json:"workflow_id" sourced:"required"`
 		Seq        int       `json:"seq" sourced:"noindex"`
@@ -83,6 +85,7 @@ type (
 		Key        string    `json:"key" sourced:"noindex"`
 		Signal     string    `json:"signal,omitempty" sourced:"noindex"`
 		Until      time.Time `json:"until,omitzero" sourced:"noindex"`
+		TimeoutID  string    `json:"timeout_id,omitempty" sourced:"noindex"`
 	}
 	// WaitEnded resumes the run: a sleep's end or a receive's timeout
 	// (TimedOut), scheduled for Until; or a signal delivered to a receive

@@ -89,6 +89,9 @@ type Op struct {
 	Until time.Time
 	// Signal is the signal name a receive waits for.
 	Signal string
+	// TimeoutID is the id of a timed receive's scheduled timeout (see
+	// WaitStarted).
+	TimeoutID string
 	// TimedOut, SignalID and Payload are an ended wait's outcome.
 	TimedOut bool
 	SignalID string
@@ -200,7 +203,7 @@ func (r *Run) Apply(m core.PositionedMessage) {
 			kind = KindReceive
 		}
 		if op := r.op(e.Seq, kind, e.Name, e.Key, at); op != nil && op.Status == "" {
-			op.Status, op.Until, op.Signal = OpWaiting, e.Until, e.Signal
+			op.Status, op.Until, op.Signal, op.TimeoutID = OpWaiting, e.Until, e.Signal, e.TimeoutID
 		}
 	case WaitEnded:
 		if op := r.existing(e.Seq, e.Key); op != nil && op.Status == OpWaiting {

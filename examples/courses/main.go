@@ -23,9 +23,8 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
-	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/examples/courses/domain"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -59,7 +58,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.Update(ctx, func(tx shell.Tx) error {
+	if err := store.Update(ctx, func(tx sourced.Tx) error {
 		conn, err := sqlitestore.Conn(tx)
 		if err != nil {
 			return err
@@ -77,7 +76,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 type rosters struct{ store *sqlitestore.Store }
 
 // Save writes a roster, as JSON, in the batch's transaction.
-func (rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
+func (rosters) Save(ctx context.Context, tx sourced.SyncTx, r domain.Roster) error {
 	doc, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -94,7 +93,7 @@ func (rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
 // Rosters reads the read model the projector wrote.
 func (rm rosters) Rosters(ctx context.Context) ([]domain.Roster, error) {
 	var out []domain.Roster
-	err := rm.store.Update(ctx, func(tx shell.Tx) error {
+	err := rm.store.Update(ctx, func(tx sourced.Tx) error {
 		conn, err := sqlitestore.Conn(tx)
 		if err != nil {
 			return err

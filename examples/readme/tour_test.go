@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/effects/sourcedtest"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
+	"github.com/sourced-go/sourced/shell/sourced/sourcedtest"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -28,17 +26,17 @@ type CourseCreated struct {
 	CourseName string `json:"course_name"`
 }
 
-func registry() *codec.Registry {
-	reg := codec.NewRegistry()
+func registry() *sourced.Registry {
+	reg := sourced.NewRegistry()
 	err := errors.Join(
-		codec.Register[CreateCourse](reg, "courses.create"),
-		codec.Register[CourseCreated](reg, "courses.created"),
+		sourced.Register[CreateCourse](reg, "courses.create"),
+		sourced.Register[CourseCreated](reg, "courses.created"),
 	)
 	// The rest of the application's types, not in the README's snippet.
 	err = errors.Join(err,
-		codec.Register[SendReminder](reg, "courses.send_reminder"),
-		codec.Register[EnrolStudent](reg, "courses.enrol"),
-		codec.Register[StudentEnrolled](reg, "courses.enrolled"),
+		sourced.Register[SendReminder](reg, "courses.send_reminder"),
+		sourced.Register[EnrolStudent](reg, "courses.enrol"),
+		sourced.Register[StudentEnrolled](reg, "courses.enrolled"),
 	)
 	if err != nil {
 		panic(err)
@@ -62,16 +60,16 @@ type (
 	}
 )
 
-var Courses = core.Decider[bool]{Group: "courses.names", PartitionBy: []string{"course_name"}}.With(
-	core.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
-	core.Decide(func(taken bool, c CreateCourse) ([]any, error) {
+var Courses = sourced.Decider[bool]{Group: "courses.names", PartitionBy: []string{"course_name"}}.With(
+	sourced.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
+	sourced.Decide(func(taken bool, c CreateCourse) ([]any, error) {
 		if taken {
 			return nil, fmt.Errorf("course %q already exists", c.CourseName)
 		}
 		return []any{CourseCreated(c)}, nil
 	}),
-	core.React(func(_ bool, e CourseCreated) []any {
-		return []any{core.After(24*time.Hour, SendReminder{CourseID: e.CourseID})} // relative to the event: pure
+	sourced.React(func(_ bool, e CourseCreated) []any {
+		return []any{sourced.After(24*time.Hour, SendReminder{CourseID: e.CourseID})} // relative to the event: pure
 	}),
 )
 
@@ -86,13 +84,13 @@ func TestDuplicateName(t *testing.T) {
 func TestReminderIsDueADayLater(t *testing.T) {
 	sourcedtest.Decider(t, Courses, sourcedtest.WithRegistry(reg)).
 		When(CreateCourse{CourseID: "c1", CourseName: "Algebra"}).
-		Then(CourseCreated{CourseID: "c1", CourseName: "Algebra"}, core.After(24*time.Hour, SendReminder{CourseID: "c1"}))
+		Then(CourseCreated{CourseID: "c1", CourseName: "Algebra"}, sourced.After(24*time.Hour, SendReminder{CourseID: "c1"}))
 }
 
 // Enrolments and Rosters are the README's other reactors.
-var Enrolments = core.Decider[[]string]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
-	core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
-	core.Decide(func(s []string, c EnrolStudent) ([]any, error) {
+var Enrolments = sourced.Decider[[]string]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
+	sourced.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
+	sourced.Decide(func(s []string, c EnrolStudent) ([]any, error) {
 		if slices.Contains(s, c.StudentID) {
 			return nil, fmt.Errorf("%s is already enrolled", c.StudentID)
 		}
@@ -100,8 +98,8 @@ var Enrolments = core.Decider[[]string]{Group: "courses.enrolments", PartitionBy
 	}),
 )
 
-var Rosters = core.Projector[[]string]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
-	core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
+var Rosters = sourced.Projector[[]string]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
+	sourced.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
 )
 
 // The web snippet in the order a new user writes it: the workers start in
@@ -119,22 +117,22 @@ func Example_web() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	store, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg}) // or Open, after your migrations
-	rt, err := shell.NewRuntime(store, shell.DefaultConfig(), Courses, Enrolments, Rosters)
-	go shell.Supervise(ctx, rt) // workers until SIGINT/SIGTERM, then a graceful stop
+	rt, err := sourced.NewRuntime(store, sourced.DefaultConfig(), Courses, Enrolments, Rosters)
+	go sourced.Supervise(ctx, rt) // workers until SIGINT/SIGTERM, then a graceful stop
 
-	res, err := shell.Handle(ctx, store, Courses, CreateCourse{CourseID: "c1", CourseName: "Algebra"})
+	res, err := sourced.Handle(ctx, store, Courses, CreateCourse{CourseID: "c1", CourseName: "Algebra"})
 	switch {
-	case errors.Is(err, codec.ErrInvalid): // 400: every failing field is named
-	case errors.Is(err, shell.ErrBusy): // 503: the store is busy, try again
+	case errors.Is(err, sourced.ErrInvalid): // 400: every failing field is named
+	case errors.Is(err, sourced.ErrBusy): // 503: the store is busy, try again
 	case err != nil: // 409: the decider rejected it
 	}
-	names, guard, err := shell.Load(ctx, store, Courses, map[string]string{"course_name": "Algebra"})
+	names, guard, err := sourced.Load(ctx, store, Courses, map[string]string{"course_name": "Algebra"})
 
 	fmt.Println(len(res.Events), err, names, guard.LastPosition)
-	_, err = shell.Handle(ctx, store, Courses, CreateCourse{CourseID: "c2", CourseName: "Algebra"})
+	_, err = sourced.Handle(ctx, store, Courses, CreateCourse{CourseID: "c2", CourseName: "Algebra"})
 	fmt.Println(err)
-	_, err = shell.Handle(ctx, store, Courses, CreateCourse{CourseID: "c3"})
-	fmt.Println(errors.Is(err, codec.ErrInvalid), err)
+	_, err = sourced.Handle(ctx, store, Courses, CreateCourse{CourseID: "c3"})
+	fmt.Println(errors.Is(err, sourced.ErrInvalid), err)
 	// Wait for Supervise to have started the runtime (its groups are
 	// registered then), let the workers settle, and stop.
 	for _, err := store.Group(ctx, "courses.rosters"); err != nil; _, err = store.Group(ctx, "courses.rosters") {

@@ -13,9 +13,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
-	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -51,15 +49,15 @@ type (
 )
 
 // Registry registers the application's message types.
-func Registry() (*codec.Registry, error) {
-	reg := codec.NewRegistry()
+func Registry() (*sourced.Registry, error) {
+	reg := sourced.NewRegistry()
 	return reg, errors.Join(
-		codec.Register[CreateCourse](reg, "courses.create_course"),
-		codec.Register[CourseCreated](reg, "courses.course_created"),
-		codec.Register[EnrolStudent](reg, "courses.enrol_student"),
-		codec.Register[StudentEnrolled](reg, "courses.student_enrolled"),
-		codec.Register[WelcomeStudent](reg, "students.welcome"),
-		codec.Register[StudentWelcomed](reg, "students.welcomed"),
+		sourced.Register[CreateCourse](reg, "courses.create_course"),
+		sourced.Register[CourseCreated](reg, "courses.course_created"),
+		sourced.Register[EnrolStudent](reg, "courses.enrol_student"),
+		sourced.Register[StudentEnrolled](reg, "courses.student_enrolled"),
+		sourced.Register[WelcomeStudent](reg, "students.welcome"),
+		sourced.Register[StudentWelcomed](reg, "students.welcomed"),
 	)
 }
 
@@ -72,9 +70,9 @@ var (
 
 // CourseNames keeps course names unique: its consistency boundary is the
 // name.
-var CourseNames = core.Decider[bool]{Group: "courses.course_names", PartitionBy: []string{"course_name"}}.With(
-	core.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
-	core.Decide(func(taken bool, c CreateCourse) ([]any, error) {
+var CourseNames = sourced.Decider[bool]{Group: "courses.course_names", PartitionBy: []string{"course_name"}}.With(
+	sourced.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
+	sourced.Decide(func(taken bool, c CreateCourse) ([]any, error) {
 		if taken {
 			return nil, fmt.Errorf("%w: course name %q is taken", ErrConflict, c.CourseName)
 		}
@@ -94,10 +92,10 @@ type course struct {
 
 // Enrolments enforces each course's capacity (its boundary is the course)
 // and welcomes every student it enrols, in the background.
-var Enrolments = core.Decider[course]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
-	core.Evolve(func(s course, e CourseCreated) course { s.Exists, s.Capacity = true, e.Capacity; return s }),
-	core.Evolve(func(s course, e StudentEnrolled) course { s.Students = append(s.Students, e.StudentID); return s }),
-	core.Decide(func(s course, c EnrolStudent) ([]any, error) {
+var Enrolments = sourced.Decider[course]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
+	sourced.Evolve(func(s course, e CourseCreated) course { s.Exists, s.Capacity = true, e.Capacity; return s }),
+	sourced.Evolve(func(s course, e StudentEnrolled) course { s.Students = append(s.Students, e.StudentID); return s }),
+	sourced.Decide(func(s course, c EnrolStudent) ([]any, error) {
 		switch {
 		case !s.Exists:
 			return nil, fmt.Errorf("%w: %s", ErrNoCourse, c.CourseID)
@@ -108,15 +106,15 @@ var Enrolments = core.Decider[course]{Group: "courses.enrolments", PartitionBy: 
 		}
 		return []any{StudentEnrolled(c)}, nil
 	}),
-	core.React(func(_ course, e StudentEnrolled) []any {
+	sourced.React(func(_ course, e StudentEnrolled) []any {
 		return []any{WelcomeStudent{StudentID: e.StudentID, CourseID: e.CourseID}}
 	}),
 )
 
 // Welcomes decides the welcome messages the enrolments dispatch (a real
 // application would send an e-mail in an AfterSync).
-var Welcomes = core.Decider[struct{}]{Group: "students.welcomes", PartitionBy: []string{"student_id"}}.With(
-	core.Decide(func(_ struct{}, c WelcomeStudent) ([]any, error) { return []any{StudentWelcomed(c)}, nil }),
+var Welcomes = sourced.Decider[struct{}]{Group: "students.welcomes", PartitionBy: []string{"student_id"}}.With(
+	sourced.Decide(func(_ struct{}, c WelcomeStudent) ([]any, error) { return []any{StudentWelcomed(c)}, nil }),
 )
 
 // Roster is the read model of a course, served by GET /courses/{id}.
@@ -131,14 +129,14 @@ type Roster struct {
 // Rosters projects each course's roster into the course_rosters table of
 // the store's SQLite file, in the transaction that acknowledges the
 // events: the read model never misses an event nor sees one twice.
-var Rosters = core.Projector[Roster]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
-	core.Evolve(func(r Roster, e CourseCreated) Roster {
+var Rosters = sourced.Projector[Roster]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
+	sourced.Evolve(func(r Roster, e CourseCreated) Roster {
 		r.CourseID, r.Name, r.Capacity = e.CourseID, e.CourseName, e.Capacity
 		return r
 	}),
-	core.Evolve(func(r Roster, e StudentEnrolled) Roster { r.Students = append(r.Students, e.StudentID); return r }),
-	core.Evolve(func(r Roster, e StudentWelcomed) Roster { r.Welcomed = append(r.Welcomed, e.StudentID); return r }),
-	core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[Roster]) error {
+	sourced.Evolve(func(r Roster, e StudentEnrolled) Roster { r.Students = append(r.Students, e.StudentID); return r }),
+	sourced.Evolve(func(r Roster, e StudentWelcomed) Roster { r.Welcomed = append(r.Welcomed, e.StudentID); return r }),
+	sourced.Sync(func(ctx context.Context, tx sourced.SyncTx, b sourced.Batch[Roster]) error {
 		if b.State.Name == "" {
 			return nil // events of a course whose creation is still to come
 		}
@@ -162,14 +160,14 @@ var Rosters = core.Projector[Roster]{Group: "courses.rosters", PartitionBy: []st
 // process.
 type App struct {
 	Store   *sqlitestore.Store
-	Runtime *shell.Runtime
+	Runtime *sourced.Runtime
 	log     *slog.Logger
 }
 
 // Open opens (installing if need be) the store at path, creates the read
 // model's table and builds the runtime. Start the runtime with
 // App.Runtime.Start; stop everything with Shutdown.
-func Open(ctx context.Context, path string, cfg shell.Config) (*App, error) {
+func Open(ctx context.Context, path string, cfg sourced.Config) (*App, error) {
 	reg, err := Registry()
 	if err != nil {
 		return nil, err
@@ -182,7 +180,7 @@ func Open(ctx context.Context, path string, cfg shell.Config) (*App, error) {
 		return nil, err
 	}
 	app := &App{Store: store, log: cfg.Logger}
-	err = store.Update(ctx, func(tx shell.Tx) error {
+	err = store.Update(ctx, func(tx sourced.Tx) error {
 		conn, err := sqlitestore.Conn(tx)
 		if err != nil {
 			return err
@@ -191,7 +189,7 @@ func Open(ctx context.Context, path string, cfg shell.Config) (*App, error) {
 			`CREATE TABLE IF NOT EXISTS course_rosters (course_id TEXT PRIMARY KEY, roster TEXT NOT NULL)`, nil)
 	})
 	if err == nil {
-		app.Runtime, err = shell.NewRuntime(store, cfg, CourseNames, Enrolments, Welcomes, Rosters)
+		app.Runtime, err = sourced.NewRuntime(store, cfg, CourseNames, Enrolments, Welcomes, Rosters)
 	}
 	if err != nil {
 		return nil, errors.Join(err, store.Close())
@@ -211,7 +209,7 @@ func (a *App) Routes() http.Handler {
 		if !decodeBody(w, r, &cmd) {
 			return
 		}
-		res, err := shell.Handle(r.Context(), a.Store, CourseNames, cmd)
+		res, err := sourced.Handle(r.Context(), a.Store, CourseNames, cmd)
 		a.answer(w, r, http.StatusCreated, res.CommandResult, err)
 	})
 	mux.HandleFunc("POST /courses/{id}/students", func(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +218,7 @@ func (a *App) Routes() http.Handler {
 			return
 		}
 		cmd.CourseID = r.PathValue("id")
-		res, err := shell.Handle(r.Context(), a.Store, Enrolments, cmd)
+		res, err := sourced.Handle(r.Context(), a.Store, Enrolments, cmd)
 		a.answer(w, r, http.StatusCreated, res.CommandResult, err)
 	})
 	mux.HandleFunc("GET /courses/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -258,7 +256,7 @@ type accepted struct {
 // answer writes the outcome of a decided command: the status for an
 // accepted one, and for an error the status it stands for. Nothing was
 // stored in any error case.
-func (a *App) answer(w http.ResponseWriter, r *http.Request, status int, res shell.CommandResult, err error) {
+func (a *App) answer(w http.ResponseWriter, r *http.Request, status int, res sourced.CommandResult, err error) {
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -272,7 +270,7 @@ func (a *App) answer(w http.ResponseWriter, r *http.Request, status int, res she
 
 // fail maps an error to its HTTP status.
 func (a *App) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var ve *codec.ValidationError
+	var ve *sourced.ValidationError
 	switch {
 	case errors.As(err, &ve):
 		p := problem{Error: "invalid command"}
@@ -284,7 +282,7 @@ func (a *App) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusNotFound, problem{Error: err.Error()})
 	case errors.Is(err, ErrConflict):
 		writeJSON(w, http.StatusConflict, problem{Error: err.Error()})
-	case errors.Is(err, shell.ErrBusy):
+	case errors.Is(err, sourced.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, problem{Error: "busy, try again"})
 	case r.Context().Err() != nil:

@@ -1,6 +1,6 @@
 // Command web is the manual's example application as a Go web server: course
 // creation with unique names and student enrolment with a capacity, decided
-// synchronously in net/http handlers with shell.Handle; the reactions (a
+// synchronously in net/http handlers with sourced.Handle; the reactions (a
 // welcome for every enrolled student) and a read model (each course's
 // roster, projected into a table of the same SQLite file) run on workers in
 // the same process.
@@ -29,7 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
 )
 
 func main() {
@@ -47,7 +47,7 @@ func main() {
 // serve runs the application on addr until ctx ends, then shuts it down
 // gracefully. ready, if not nil, receives the listening address.
 func serve(ctx context.Context, addr, path string, ready chan<- string) error {
-	app, err := Open(ctx, path, shell.DefaultConfig())
+	app, err := Open(ctx, path, sourced.DefaultConfig())
 	if err != nil {
 		return err
 	}

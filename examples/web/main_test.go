@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
 )
 
-func quiet() shell.Config {
-	cfg := shell.DefaultConfig()
+func quiet() sourced.Config {
+	cfg := sourced.DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return cfg
 }
@@ -42,10 +42,10 @@ func call(t *testing.T, client *http.Client, method, url, body string) (int, map
 }
 
 // countTypes counts the log's messages by type.
-func countTypes(t *testing.T, store shell.Store) map[string]int {
+func countTypes(t *testing.T, store sourced.Store) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	for m, err := range store.All(context.Background(), shell.ReadAllOptions{}) {
+	for m, err := range store.All(context.Background(), sourced.ReadAllOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

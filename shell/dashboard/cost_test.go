@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -157,6 +158,19 @@ func (c *counting) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell
 	return ps, c.or(err, c.count(ctx, "ReadParked", len(ps)))
 }
 
+func (c *counting) LoadSnapshot(ctx context.Context, group, partition, version string) (shell.Snapshot, bool, error) {
+	sn, ok, err := c.inner.LoadSnapshot(ctx, group, partition, version)
+	return sn, ok, c.or(err, c.count(ctx, "LoadSnapshot", 1))
+}
+
+func (c *counting) SaveSnapshot(ctx context.Context, s shell.Snapshot) error {
+	return c.inner.SaveSnapshot(ctx, s)
+}
+
+func (c *counting) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (int, error) {
+	return c.inner.DeleteSnapshots(ctx, group, partitions...)
+}
+
 func (c *counting) Workers(ctx context.Context) ([]sqlitestore.Worker, error) {
 	ws, err := c.inner.Workers(ctx)
 	return ws, c.or(err, c.count(ctx, "Workers", len(ws)))
@@ -217,7 +231,7 @@ func costEnv(t *testing.T, pending, parked int, opts dashboard.Options) (*env, *
 
 // costPages are the pages whose cost must not grow with the partitions.
 var costPages = []string{"/", "/groups/" + bigGroup, "/partitions", "/partitions?group=" + bigGroup, "/groups/courses.search_index",
-	"/log", "/scheduled", "/workflows", "/machines", "/topology"}
+	"/log", "/scheduled", "/workflows", "/machines", "/topology", "/groups/courses.seats/state?partition=course_id:algebra"}
 
 // Each page costs the same number of store calls and rows whatever the
 // number of partitions behind (issue 30, item 1: a page ran one lag query
@@ -231,15 +245,27 @@ func TestPagesCostTheSameWhateverThePartitionsBehind(t *testing.T) {
 	measure := func(pending, parked int) map[string]cost {
 		// The topology page reads the newest ObserveLast messages (its
 		// bound whatever the log): a window smaller than either log here.
-		e, c := costEnv(t, pending, parked, dashboard.Options{ObserveLast: 100})
+		// The charts' recorder has heard of every partition: its memory
+		// and the pages' charts stay the same size.
+		rec := dashboard.NewRecorder(dashboard.RecorderOptions{})
+		for i := range pending {
+			p := map[string]string{"student_id": fmt.Sprintf("s%05d", i)}
+			rec.Observe(context.Background(), shell.Claimed{Group: bigGroup, Partition: p})
+			rec.Observe(context.Background(), shell.GuardConflict{Group: bigGroup, Partition: p})
+		}
+		e, c := costEnv(t, pending, parked, dashboard.Options{ObserveLast: 100, Recorder: rec})
 		out := map[string]cost{}
 		for _, p := range costPages {
 			c.reset()
-			if status, body := e.get(p); status != http.StatusOK {
+			status, body := e.get(p)
+			if status != http.StatusOK {
 				t.Fatalf("%s with %d partitions behind: %d\n%s", p, pending, status, body)
 			}
 			calls, rows := c.reset()
 			out[p] = cost{calls, rows}
+			if n := strings.Count(body, `class="hot-partition"`); n > 10 {
+				t.Errorf("%s lists %d hot partitions, want at most 10", p, n)
+			}
 		}
 		return out
 	}
@@ -381,5 +407,66 @@ func TestWorkflowsPageCostTheSameWhateverTheRuns(t *testing.T) {
 	calls2, rows2, _ := measure()
 	if fmt.Sprint(calls) != fmt.Sprint(calls2) || rows != rows2 {
 		t.Errorf("/workflows: %v calls and %d rows with 121 runs, %v and %d with 361: want the same", calls, rows, calls2, rows2)
+	}
+}
+
+// The state page folds at most MaxStateHistory messages of a partition:
+// a longer history up to the position asked is refused, after one read
+// of MaxStateHistory+1 messages, whatever its length, unless the decider
+// has a snapshot at or before the position to fold the rest onto.
+func TestStatePageCostIsBounded(t *testing.T) {
+	e, c := costEnv(t, 10, 0, dashboard.Options{})
+	msgs := make([]core.Message, dashboard.MaxStateHistory+5)
+	for i := range msgs {
+		msgs[i] = core.NewMessage(demo.SeatReserved{CourseID: "big", StudentID: fmt.Sprintf("s%d", i)})
+	}
+	if _, err := c.inner.Append(context.Background(), msgs, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.reset()
+	status, body := e.get("/groups/courses.seats/state?partition=course_id:big")
+	calls, rows := c.reset()
+	if status != http.StatusBadRequest || !strings.Contains(body, "MaxStateHistory") {
+		t.Errorf("a partition of %d messages: %d, want 400 naming MaxStateHistory\n%.1000s", len(msgs), status, body)
+	}
+	if calls["ReadPartition"] != 1 || calls["LoadSnapshot"] != 1 || rows > dashboard.MaxStateHistory+2 {
+		t.Errorf("refusing it read %v calls and %d rows, want one read of at most %d messages and a look for a snapshot", calls, rows, dashboard.MaxStateHistory+1)
+	}
+	// From the decider's snapshot, when it has one at or before the
+	// position: the messages after it are folded onto it.
+	part := map[string]string{"course_id": "big"}
+	all, err := c.inner.ReadPartition(context.Background(), part, []string{"courses.seat_reserved"}, shell.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapAt := all.Messages[len(all.Messages)-3].Position // 3 messages before the last
+	if err := c.inner.SaveSnapshot(context.Background(), shell.Snapshot{Group: "courses.seats", Partition: shell.SnapshotPartition(part), Version: "seats/v1",
+		Position: snapAt, State: []byte(`{"reserved":5000}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.reset()
+	st, err := dashboard.StateAt(context.Background(), c, nil, e.app.Reactors(), dashboard.StateQuery{Group: "courses.seats", Partition: part, At: dashboard.Latest})
+	calls, rows = c.reset()
+	if err != nil || st.FromSnapshot != snapAt || st.Folded != 2 || !strings.Contains(string(st.State), `"reserved":5002`) || st.Prev != all.Messages[len(all.Messages)-2].Position {
+		t.Errorf("from a snapshot: %v, from %d, %d folded, state %s, prev %d; want 2 folded onto the snapshot at %d: 5002", err, st.FromSnapshot, st.Folded, st.State, st.Prev, snapAt)
+	}
+	if calls["ReadPartition"] != 3 || rows > dashboard.MaxStateHistory+1+1+2 {
+		t.Errorf("from a snapshot: %v calls and %d rows, want the refused read, the read after the snapshot and the next", calls, rows)
+	}
+	_, body = e.get("/groups/courses.seats/state?partition=course_id:big")
+	mustContain(t, body, fmt.Sprintf("onto the decider's snapshot at #%d", snapAt))
+	// Before the snapshot, it is refused again.
+	if _, err := dashboard.StateAt(context.Background(), c, nil, e.app.Reactors(), dashboard.StateQuery{Group: "courses.seats", Partition: part, At: snapAt - 1}); !errors.Is(err, dashboard.ErrStateTooLong) {
+		t.Errorf("before the snapshot: %v, want ErrStateTooLong", err)
+	}
+	// Up to a position within the bound, it is folded from the log.
+	res, err := c.inner.ReadPartition(context.Background(), map[string]string{"course_id": "big"}, []string{"courses.seat_reserved"}, shell.ReadOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := res.Messages[99].Position
+	status, body = e.get(fmt.Sprintf("/groups/courses.seats/state?partition=course_id:big&at=%d", at))
+	if status != http.StatusOK || !strings.Contains(body, "&#34;reserved&#34;: 100") {
+		t.Errorf("at the 100th reservation: %d\n%.1000s", status, body)
 	}
 }

@@ -102,6 +102,14 @@ type Options struct {
 	// context, which interrupts the store's queries (0: 10 s; negative:
 	// none). A page that runs out of it answers 503 Service Unavailable.
 	PageTimeout time.Duration
+	// Recorder, when given, is the Recorder the application's runtime
+	// reports to (set as its shell.Observer): the groups page and each
+	// group's page chart what it observed (messages handled, claims,
+	// guard conflicts, failures and retries, the hottest partitions) over
+	// the last minutes and hours. Without it the charts show what the
+	// dashboard samples from the store as its pages render (the lag, the
+	// log's appended messages) only. See the package doc, "Charts".
+	Recorder *Recorder
 }
 
 // Defaults of Options.
@@ -123,6 +131,10 @@ type Dashboard struct {
 	log   *slog.Logger
 	// turns holds a token per request being served (nil: no cap).
 	turns chan struct{}
+	// rec keeps the charts' series: Options.Recorder, or one of the
+	// dashboard's own for the store's samples (observed false).
+	rec      *Recorder
+	observed bool
 }
 
 // New returns the dashboard of store. The topology of opts.Reactors is
@@ -156,7 +168,10 @@ func New(store shell.Store, opts Options) (*Dashboard, error) {
 	if opts.PageTimeout == 0 {
 		opts.PageTimeout = DefaultPageTimeout
 	}
-	d := &Dashboard{store: store, opts: opts, log: opts.Logger}
+	d := &Dashboard{store: store, opts: opts, log: opts.Logger, rec: opts.Recorder, observed: opts.Recorder != nil}
+	if d.rec == nil {
+		d.rec = NewRecorder(RecorderOptions{})
+	}
 	if opts.MaxConcurrentPages > 0 {
 		d.turns = make(chan struct{}, opts.MaxConcurrentPages)
 	}
@@ -319,6 +334,7 @@ func (d *Dashboard) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", noListing(http.FileServerFS(static))))
 	m.HandleFunc("GET /{$}", d.groupsPage)
 	m.HandleFunc("GET /groups/{id}", d.groupPage)
+	m.HandleFunc("GET /groups/{id}/state", d.statePage)
 	m.HandleFunc("POST /groups/{id}/{action}", d.groupAction)
 	m.HandleFunc("GET /partitions", d.partitionsPage)
 	m.HandleFunc("POST /parked/{action}", d.parkedAction)
@@ -336,7 +352,7 @@ func (d *Dashboard) routes() {
 	d.mux = m
 }
 
-var pageNames = []string{"groups", "group", "partitions", "log", "message", "scheduled", "topology", "machines", "machine", "workflows", "workflow", "error"}
+var pageNames = []string{"groups", "group", "partitions", "log", "message", "scheduled", "topology", "machines", "machine", "workflows", "workflow", "state", "error"}
 
 func (d *Dashboard) parse() error {
 	funcs := template.FuncMap{
@@ -348,6 +364,8 @@ func (d *Dashboard) parse() error {
 		"contains":  func(xs []string, x string) bool { return slices.Contains(xs, x) },
 		"json":      prettyJSON,
 		"short":     shortID,
+		"stateurl":  stateURL,
+		"cut":       cutJSON,
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {

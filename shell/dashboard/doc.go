@@ -21,11 +21,30 @@
 //     confirmation, and disabled when the group's status does not accept
 //     them (by the status chart of package statechart/groupstatus; retry
 //     retries a retrying group now and starts a failed one again).
+//     Below them, charts over time (see Charts).
 //   - A group (/groups/{id}) and partitions (/partitions): offsets with
 //     their positions, lag and claims; the workers with their heartbeats
 //     and claims (stores with a Workers method); parked partitions with
 //     the failure that parked them and the actions retry, skip (its
-//     failed message) and reset.
+//     failed message) and reset. A group's page charts the group over
+//     time, with its hottest partitions, and links each partition to its
+//     state (a projector's at its offset, what it processed; a decider's
+//     or machine's at the partition's last message, since its events
+//     follow the command at its offset).
+//   - A partition's state (/groups/{id}/state?partition=k:v&at=N): time
+//     travel (StateAt). What the group's decider, projector or machine
+//     holds for the partition just after position N (its last by
+//     default; 0: before its first message), folded from the log: the
+//     state as JSON, a machine's active states highlighted on its chart;
+//     the message it handles next, the messages the log shows it caused
+//     and, for a decision with a query of its own (core.Reads), each part
+//     of the query with the messages it read (up to just before the
+//     command); links to step back and forward through the partition's
+//     messages. A message's page links to the state of every reactor
+//     that handles or folds it, for its partition, just before it (a
+//     message the reactor handles, so that it shows as the decision made
+//     next) or just after it (a message it folds). `sourced state` prints
+//     the same.
 //   - The log (/log): filtered by message types and attribute values
 //     (conditions, as the store reads them), paged towards older and newer
 //     messages; a message's page (/messages/{id}) shows its payload,
@@ -56,6 +75,48 @@
 // the page's content every Options.Refresh and at once when the store
 // announces an append (server-sent events on /live); without it every page
 // still works. The layout folds tables into cards on a phone screen.
+//
+// # Charts
+//
+// The groups page (every group together) and each group's page draw four
+// charts over the last 10 minutes (?window=10m, slots of 5 s), hour (1h)
+// or 3 hours (3h, slots of 75 s): the lag (pending messages), the
+// throughput (messages handled per second, and the log's appended
+// messages per second), the claims and guard conflicts per second, and
+// the failures and retries per slot; below them the hottest partitions
+// (claims and conflicts; a conflict weighs as ten claims), each linked to
+// its state. They are inline SVG drawn on the server with a fixed viewBox
+// (320x120, scaled to the page's width), presentation attributes and the
+// stylesheet's classes only: no script draws them and the
+// Content-Security-Policy stays as strict as above. They are part of the
+// page's content, so they update in place with it (every Options.Refresh
+// and on appends).
+//
+// Two sources feed them. What the runtime does (handled, claims,
+// conflicts, failures, retries, hot partitions) comes from a Recorder,
+// the runtime's shell.Observer, given as Options.Recorder: it keeps what
+// this process observed, so with several processes each dashboard shows
+// its own process's work, not the store's (mount the dashboard in each, or
+// read the totals from shell/otelobserver's metrics); a dashboard without
+// one (`sourced serve`) leaves these series empty and says so. What the
+// store knows (the lag of each group, the log's last position, from which
+// the appended messages per second are derived) is sampled from the reads
+// the groups page and a group's page make anyway, as they render: no
+// query is added, the values are the store's view (every process's), and
+// the series have gaps while no page is open.
+//
+// Memory is bounded whatever the number of partitions or messages: a
+// Recorder keeps, for each of at most RecorderOptions.Groups groups (32),
+// two rings of fixed slots (120 of 5 s and 144 of 75 s), each slot its
+// counters and at most RecorderOptions.HotPartitions partitions (5; the
+// space-saving algorithm keeps any partition with more than a fifth of
+// the slot's claims, and the counts shown are exact lower bounds) with
+// keys cut to 64 bytes. A group costs about 180 KiB at worst (every slot
+// of both rings holding five 64-byte keys), so the default cap costs at
+// most about 6 MiB per process (TestRecorderMemory measures it), and
+// much less for groups that are idle part of the time. Observe takes a
+// mutex for a few additions. Groups beyond the cap are not charted
+// (Recorder.Dropped counts their observations).
 //
 // # Security
 //
@@ -90,7 +151,12 @@
 // most 500 messages; the workflows page reads the newest 100 runs of each
 // workflow; parked partitions come in pages of 50 on stores that page
 // them (shell.ParkedReader). Reading around an undecodable message costs
-// one query per message of its page.
+// one query per message of its page. The charts add no store query. A
+// partition's state reads its messages up to the position (at most
+// MaxStateHistory, 10,000: a longer history is folded from the decider's
+// latest snapshot at or before the position, or refused), the next 10,
+// the correlation of the message handled next and, for a decision with a
+// query, the query's union up to that message (at most MaxStateHistory).
 //
 // The application reads through the same store, and each request may hold
 // one of its reader connections: the dashboard serves at most

@@ -29,6 +29,14 @@ type machineInfo struct {
 	StateTypes  []string
 }
 
+// StateTypesProvider is the optional interface of a definition that is a
+// statechart machine: the Go types of the state events it records
+// (statechart.Machine implements it). The machines page lists the
+// instances of the definitions that have it.
+type StateTypesProvider interface {
+	StateTypes() []reflect.Type
+}
+
 // machines lists the machines among the reactors (with the children they
 // start), by group.
 func (d *Dashboard) machines() []machineInfo {
@@ -40,7 +48,7 @@ func (d *Dashboard) machines() []machineInfo {
 	}
 	var out []machineInfo
 	for _, def := range defs {
-		st, ok := def.(interface{ StateTypes() []reflect.Type })
+		st, ok := def.(StateTypesProvider)
 		if !ok {
 			continue
 		}

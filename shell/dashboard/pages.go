@@ -44,6 +44,9 @@ type offsetRow struct {
 	shell.Offset
 	Lag      int
 	LagKnown bool
+	// State is the partition's time-travel page at its offset, when the
+	// group's reactor keeps a state (see StateAt).
+	State string
 }
 
 // offsetRows adds their lag to a page of offsets: one count per group on
@@ -138,12 +141,17 @@ func (d *Dashboard) groupsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
+	d.rec.sampleLog(st.MaxPosition)
+	for _, g := range rows {
+		d.rec.sampleGroup(g.ID, g.HighestPosition, g.Lag)
+	}
 	d.render(w, r, "groups", "groups", "Consumer groups", struct {
 		Groups        []groupRow
 		MaxPosition   int64
 		Scheduled     int64
 		LagPartitions int
-	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions})
+		Timelines     timelines
+	}{rows, st.MaxPosition, st.Scheduled, d.opts.LagPartitions, d.withStates(d.rec.timelines("", windowOf(r.URL.Query().Get("window")), "/", d.observed))})
 }
 
 func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +186,23 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		row.Parked, parked.Total = int(l.Parked), l.Parked
 	}
 	offsets, _ := d.offsetRows(ctx, page.Offsets)
+	if f, err := foldableOf(d.opts.Registry, d.opts.Reactors, id); err == nil {
+		for i, o := range offsets {
+			if len(o.Partition) == 0 {
+				continue
+			}
+			// A projector holds what it processed: its state at its
+			// offset. A decider's or machine's state is folded from the
+			// events it appended after the command at its offset: the
+			// partition's last.
+			at := Latest
+			if f.kind == core.KindProjector {
+				at = o.LastPosition
+			}
+			offsets[i].State = stateURL(id, o.Partition, at)
+		}
+	}
+	d.rec.sampleGroup(id, g.HighestPosition, l)
 	d.render(w, r, "group", "groups", "Group "+id, struct {
 		Group         groupRow
 		Offsets       []offsetRow
@@ -186,7 +211,8 @@ func (d *Dashboard) groupPage(w http.ResponseWriter, r *http.Request) {
 		Total         int64
 		Next          int64
 		LagPartitions int
-	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions})
+		Timelines     timelines
+	}{row, offsets, parked, "/groups/" + id, page.Total, next, d.opts.LagPartitions, d.withStates(d.rec.timelines(id, windowOf(r.URL.Query().Get("window")), "/groups/"+url.PathEscape(id), d.observed))})
 }
 
 // groupAction runs an operator action: POST /groups/{id}/{stop|start|reset|retry}.
@@ -568,6 +594,7 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 			Trace       []*traceNode
 			Count       int
 			Undecodable string
+			States      []stateLink
 		}{Msg: m, Undecodable: de.Error()})
 		return
 	}
@@ -592,7 +619,8 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 		Trace       []*traceNode
 		Count       int
 		Undecodable string
-	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), ""})
+		States      []stateLink
+	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), "", d.stateLinks(*msg)})
 }
 
 // scheduledReader is implemented by the stores (sqlitestore, memstore,

@@ -116,3 +116,18 @@ func TestPagesShowAnUndecodableMessage(t *testing.T) {
 		t.Errorf("the message's page: %d, want it shown as undecodable\n%s", status, body)
 	}
 }
+
+// A partition's state cannot be folded past a message the store cannot
+// decode: the state page says which message, with 422, instead of 500.
+func TestStatePageNamesAnUndecodableMessage(t *testing.T) {
+	e := newEnv(t, stores["sqlitestore"], dashboard.Options{})
+	res, err := e.store.Read(context.Background(), []core.Condition{{Type: "courses.course_created", Attrs: map[string]string{"course_id": "algebra"}}}, shell.ReadOptions{})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("the course created: %v %v", res.Messages, err)
+	}
+	spoil(t, e.store, res.Messages[0].Position, `{"course_id": "algebra", "title": 7}`)
+	status, body := e.get("/groups/courses.course_decider/state?partition=course_id:algebra")
+	if status != http.StatusUnprocessableEntity || !strings.Contains(body, "cannot decode") || !strings.Contains(body, "courses.course_created at position "+strconv.FormatInt(res.Messages[0].Position, 10)) {
+		t.Errorf("the state of a partition with an undecodable message: %d, want 422 naming it\n%s", status, body)
+	}
+}

@@ -86,8 +86,9 @@ type offsetState struct {
 	claimedBy string
 	// wake holds, ascending, the positions after last of the messages of
 	// the group's handled types that carry every partition attribute with
-	// the partition's value (the messages that make a partition pending,
-	// store contracts 3.5). Appends add to it, deletes remove from it.
+	// the partition's value (the messages that make a partition pending:
+	// Pending work in shell/storetest's package doc). Appends add to it,
+	// deletes remove from it.
 	wake []int64
 	// parked holds the failure that parked the partition (nil: not
 	// parked); a parked offset is never ready.
@@ -139,8 +140,9 @@ func (g *group) inPartition(off *offset, r *record) bool {
 	return core.InPartition(off.partition, r.keys)
 }
 
-// partitionKey encodes a partition unambiguously (hazard H9): quoted names
-// and values, in name order.
+// partitionKey encodes a partition unambiguously (hazard H9 of the store
+// contracts, in shell/storetest's package doc): quoted names and values,
+// in name order.
 func partitionKey(names []string, values []string) string {
 	var b strings.Builder
 	for i, n := range names {

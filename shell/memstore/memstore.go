@@ -27,10 +27,28 @@ type Option func(*Store)
 
 // WithClock makes the store read the time from now instead of time.Now. The
 // store stamps messages with it and compares message times with it to decide
-// what to schedule.
+// what to schedule. A runtime does not see a bare function: give a
+// shell.Clock with WithSharedClock for one clock that drives both.
 func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.now = now }
+	return func(s *Store) { s.now, s.clock = now, nil }
 }
+
+// WithSharedClock makes the store read the time from c, as WithClock
+// does, and keep c for the runtime: a shell.Runtime given no Config.Clock
+// takes it (shell.Clocked), so one clock, a shell.SimClock in a test,
+// drives the store's stamps and schedule, the runtime's promotions and
+// timers, and the workflows' sleeps and retries.
+func WithSharedClock(c shell.Clock) Option {
+	return func(s *Store) {
+		if c != nil {
+			s.clock, s.now = c, c.Now
+		}
+	}
+}
+
+// Clock returns the clock given with WithSharedClock, nil without one
+// (shell.Clocked).
+func (s *Store) Clock() shell.Clock { return s.clock }
 
 // WithNotifier makes the store announce the distinct types of every
 // committed append (and of every promotion of scheduled messages) to n.
@@ -63,6 +81,7 @@ type TxContext struct{}
 type Store struct {
 	reg      *codec.Registry
 	now      func() time.Time
+	clock    shell.Clock // the clock shared with a runtime (WithSharedClock)
 	notifier shell.Notifier
 	logger   *slog.Logger
 
@@ -102,7 +121,10 @@ type record struct {
 	keys        []codec.KeyPair
 }
 
-var _ shell.Store = (*Store)(nil)
+var (
+	_ shell.Store   = (*Store)(nil)
+	_ shell.Clocked = (*Store)(nil)
+)
 
 // New returns an empty store that encodes and decodes payloads with reg.
 func New(reg *codec.Registry, opts ...Option) *Store {
@@ -758,4 +780,43 @@ func appendDistinct(types []string, typ string) []string {
 		return types
 	}
 	return append(types, typ)
+}
+
+var _ shell.UnscheduleTx = (*tx)(nil)
+
+// Unschedule deletes the scheduled messages whose ids are ids from the
+// schedule, in the transaction, and returns how many; see
+// shell.UnscheduleTx.
+func (t *tx) Unschedule(ids ...uuid.UUID) (int, error) {
+	if t.done {
+		return 0, errTxDone
+	}
+	s := t.s
+	if len(ids) == 0 || len(s.schedule) == 0 {
+		return 0, nil
+	}
+	old := s.schedule
+	kept := make([]record, 0, len(old))
+	var gone []uuid.UUID
+	for _, r := range old {
+		if slices.Contains(ids, r.id) {
+			gone = append(gone, r.id)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	s.schedule = kept
+	for _, id := range gone {
+		delete(s.ids, id)
+	}
+	t.undo = append(t.undo, func() {
+		s.schedule = old
+		for _, id := range gone {
+			s.ids[id] = 0
+		}
+	})
+	return len(gone), nil
 }

@@ -8,6 +8,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // ErrNotSQLite is matched by the error of Conn given a transaction that is
@@ -42,7 +43,7 @@ func Conn(txn core.Tx) (*sqlite.Conn, error) {
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotSQLite)
 	}
-	if c, ok := txn.(interface{ Context() core.Tx }); ok {
+	if c, ok := txn.(shell.ContextProvider); ok {
 		if inner, ok := c.Context().(*TxContext); ok {
 			return Conn(inner)
 		}

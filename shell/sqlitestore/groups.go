@@ -31,7 +31,8 @@ import (
 //
 // offsets.next_position is the position of the first message after
 // last_position that wakes the partition (a handled type carrying every
-// partition attribute with the partition's value: store contracts 3.5), or
+// partition attribute with the partition's value: Pending work in
+// shell/storetest's package doc), or
 // NULL when there is none. It is exact at every commit:
 //   - an append sets it, in the same transaction, on the offsets of the
 //     partitions each new message carries in full (creating them: eager
@@ -79,8 +80,8 @@ import (
 //
 // # The latch
 //
-// consumer_groups.scan_version is the sign-encoded claim-scan latch (store
-// contracts 3.6): >= 0 dirty, < 0 clean (an empty scan completed at
+// consumer_groups.scan_version is the sign-encoded claim-scan latch
+// (storetest's Latch tests pin what it must keep): >= 0 dirty, < 0 clean (an empty scan completed at
 // version -v-1 and nothing changed since). Two triggers make a clean group
 // dirty for every writer, any process, raw SQL included: inserting a
 // message (every group), and releasing a claim (the offset's group: a

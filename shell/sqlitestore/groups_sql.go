@@ -202,7 +202,7 @@ RETURNING name, value`, n.keyPairs, n.orphans, n.messageKeyPairs, okp),
 		heartbeat: fmt.Sprintf(`INSERT INTO %s (id, last_seen) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		// A claim is stale when its worker was last seen at or before the
 		// cutoff, or, for a worker that never heartbeat, when it was made
-		// at or before the cutoff (hazard H5).
+		// at or before the cutoff (hazard H5, shell/storetest).
 		releaseStale: fmt.Sprintf(`UPDATE %[1]s SET claimed = 0, claimed_at = NULL, claimed_by = NULL
 WHERE claimed = 1 AND coalesce((SELECT w.last_seen FROM %[2]s w WHERE w.id = %[1]s.claimed_by), claimed_at) <= ?1`, o, n.workers),
 
@@ -240,8 +240,8 @@ ON CONFLICT (offset_id) DO UPDATE SET failure = excluded.failure, parked_at = ex
 }
 
 // buildWake: the first message after a position that wakes a partition:
-// one of the types, linked to every one of the key pairs (full AND, store
-// contracts 3.5). Same parameters as buildKeys; selects the position only.
+// one of the types, linked to every one of the key pairs (full AND: Pending
+// work in shell/storetest's package doc). Same parameters as buildKeys; selects the position only.
 func (q *queries) buildWake(sh shape) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SELECT l1.message_position FROM %s l1", q.n.messageKeyPairs)

@@ -38,6 +38,7 @@ type queries struct {
 	selectDue       string
 	listScheduled   string
 	deleteScheduled string
+	unscheduleID    string
 	readAllAsc      string
 	readAllDesc     string
 	readByID        string
@@ -86,6 +87,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`, n.messages),
 		logEmpty:        fmt.Sprintf(`SELECT NOT EXISTS (SELECT 1 FROM %s)`, n.messages),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ?1`, n.scheduled),
+		unscheduleID:    fmt.Sprintf(`DELETE FROM %s WHERE message_id = ?1`, n.scheduled),
 		insertScheduled: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at, scheduled_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`, n.scheduled),
 		// Due rows come from the available_at index (then sorted by id):
@@ -199,7 +201,8 @@ func (q *queries) buildKeys(sh shape) string {
 	return b.String()
 }
 
-// buildPartition: the conditional-AND fetch (store-contracts §3.2) for a
+// buildPartition: the conditional-AND fetch (see Conditional AND in
+// shell/storetest's package doc) for a
 // partition of 2+ attributes. A candidate is a message of one of the types
 // linked to at least one partition key pair; it is kept when the number of
 // partition key pairs it is linked to equals the number of distinct

@@ -85,7 +85,8 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 // offset_key_pairs, workers and the claim-latch triggers) without touching
 // the ones already applied. Never edit a released script: append a new one.
 //
-// Design notes (see store-contracts.md §1, measured where it says so):
+// Design notes (the original's schema, adapted; the hazards cited are
+// those of shell/storetest's package doc; measured where it says so):
 //   - messages.position is INTEGER PRIMARY KEY AUTOINCREMENT: the rowid is
 //     the global order and AUTOINCREMENT guarantees a position is never
 //     reused once messages can be deleted (delete-on-ack queues).

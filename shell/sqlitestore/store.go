@@ -29,8 +29,14 @@ type Options struct {
 	// DefaultPrefix ("sourced").
 	Prefix string
 	// Now is the store's clock: it stamps messages and decides which are
-	// future-dated (scheduled). Default time.Now.
+	// future-dated (scheduled). Default time.Now (or Clock's).
 	Now func() time.Time
+	// Clock, instead of Now (giving both is refused), is the store's
+	// clock and the one a shell.Runtime given no Config.Clock takes
+	// (shell.Clocked): one clock, a shell.SimClock in a test, then drives
+	// the store's stamps and schedule, the runtime's promotions and
+	// timers, and the workflows' sleeps and retries.
+	Clock shell.Clock
 	// Notifier is told the distinct types of every committed append and
 	// promotion. Default a new *shell.InlineNotifier (see Store.Notifier).
 	Notifier shell.Notifier
@@ -90,6 +96,7 @@ type Store struct {
 	names    names
 	q        *queries
 	now      func() time.Time
+	clock    shell.Clock // Options.Clock
 	notifier shell.Notifier
 	log      *slog.Logger
 	path     string // as given to Open
@@ -128,7 +135,10 @@ type Store struct {
 	closeErr  error
 }
 
-var _ shell.Store = (*Store)(nil)
+var (
+	_ shell.Store   = (*Store)(nil)
+	_ shell.Clocked = (*Store)(nil)
+)
 
 // indexBasis is what a message is indexed under.
 type indexBasis uint8
@@ -215,6 +225,12 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		notifier:   opts.Notifier,
 		log:        opts.Logger,
 		writer:     make(chan *writer, 1),
+	}
+	if opts.Clock != nil {
+		if opts.Now != nil {
+			return nil, errors.New("sqlitestore: Options.Now and Options.Clock are both set: give one clock (Clock, to share it with the runtime)")
+		}
+		s.clock, s.now = opts.Clock, opts.Clock.Now
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -327,8 +343,12 @@ func (s *Store) Install(ctx context.Context) (err error) {
 	return s.readOnlyOr(s.optimize(ctx, w.conn))
 }
 
-// Now returns the store's time (Options.Now).
+// Now returns the store's time (Options.Now, or Options.Clock's).
 func (s *Store) Now() time.Time { return s.now() }
+
+// Clock returns Options.Clock, nil without one (shell.Clocked): a
+// shell.Runtime given no Config.Clock takes it.
+func (s *Store) Clock() shell.Clock { return s.clock }
 
 // Registry returns the codec registry the store encodes and decodes with.
 func (s *Store) Registry() *codec.Registry { return s.reg }

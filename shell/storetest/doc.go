@@ -78,7 +78,7 @@
 //     differently, each appending what the other's guard matches: exactly
 //     one of the two succeeds, in either order and concurrently.
 //   - Read, ReadPartition: OR across conditions, AND within, conditional AND
-//     for partitions (the table of the store contracts), After, Upto, Limit
+//     for partitions (the table under Conditional AND), After, Upto, Limit
 //     and the guard position rules.
 //   - ReadIDPartition: the partition {core.IDKey: id} holds exactly the
 //     message with that id if its type is among those read, whatever it
@@ -126,8 +126,8 @@
 //     an exclusive group owns its types (*shell.GroupConflictError naming
 //     the new group, the other one and the shared types); non-exclusive
 //     groups sharing a type each get its messages.
-//   - Claim: conditional-AND fetch of the handled types (the table of the
-//     store contracts), batch size, order, ack-then-continue, a slice
+//   - Claim: conditional-AND fetch of the handled types (the table under
+//     Conditional AND), batch size, order, ack-then-continue, a slice
 //     attribute delivering a message once to each partition it spans,
 //     AND discovery of partitions from handled types only (hazard H8),
 //     the furthest-behind partition first (ties: the oldest offset),
@@ -213,7 +213,7 @@
 //
 //   - Pending work: a partition has pending work when a handled message
 //     after its offset carries every partition attribute with the
-//     partition's values (full AND, store contracts 3.5). A message
+//     partition's values (full AND, as partitions are discovered). A message
 //     carrying only some waits: it is delivered, by the conditional-AND
 //     fetch, with the next claim of the partition.
 //   - Claim order: the claimed partition is furthest behind among the
@@ -284,4 +284,90 @@
 // returns exactly Limit messages with no more to find may put its guard at
 // the last one or at the bound; a commit that only scheduled messages may
 // announce them or not.
+//
+// # Conditional AND
+//
+// A partition of a group partitioned by attributes a1..an is one tuple of
+// values, and only a message carrying every ai (a non-empty indexed value)
+// defines one. Reading a partition (Tx.ReadPartition, a claim's batch,
+// core.InPartition in the pure layers) is a conditional AND: a message of
+// a type read is in the partition when it carries at least one of the
+// partition's key pairs and carries, for every partition attribute it has
+// any value for, the partition's value. A message is matched on every
+// partition attribute it carries and ignores the ones it lacks; an
+// attribute with no indexed value counts as absent. For the partition
+// (course_name=Algebra, user_id=joe):
+//
+//	message                                included
+//	CourseCreated(Algebra)                 yes (1 of 1)
+//	UserRegistered(joe, name Joe)          yes (name is not a partition attribute)
+//	UserJoinedCourse(Algebra, joe)         yes, once (2 of 2)
+//	UserJoinedCourse(Algebra, jake)        no (1 of 2)
+//	UserJoinedCourse(History, joe)         no (1 of 2)
+//	CourseClosed(Algebra)                  yes
+//
+// A message is returned once, however many of the partition's key pairs it
+// carries (an SQL store's join must not duplicate it).
+//
+// # Hazards
+//
+// The store of the Ruby original, which Sourced for Go ports, had these
+// defects and surprises. Code and tests cite them by number (hazard H9);
+// each says what every store here does instead, and the suite pins it
+// where a store could get it wrong.
+//
+//   - H1 Commands of one batch share a guard: in one transaction the second
+//     command's guard sees the first command's events and conflicts, a
+//     livelock whenever two commands of a partition are pending. Here a
+//     guard is advanced past each append the transaction made
+//     (core.Guard.Advance), and a guard sees its own transaction's writes.
+//   - H2 Synchronous handling skipped the decider's own reactions (it moved
+//     the offset past the events). shell.Handle moves the offset past the
+//     command only, in the same transaction, so the decider's workers
+//     claim the events and run the reactions.
+//   - H3 The first write to a new partition was unguarded (a read of a
+//     partition with an unknown key pair returned a guard with no
+//     conditions), so two concurrent creations both succeeded. Here a
+//     read always guards its conditions, from the latest position.
+//   - H4 An ack could move an offset back and did not check the claimant.
+//     Here an offset only moves forward, and only the claimant acks or
+//     releases (shell.ErrNotClaimant).
+//   - H5 Stale claims leaked: a worker that never heartbeat was never
+//     stale. Here workers heartbeat from the start, and a claim of a
+//     worker with no heartbeat is stale by its own age.
+//   - H6 The legacy watermark stranded work of groups without partition
+//     keys after a partial ack. Here a partial ack leaves the rest to any
+//     worker, and an idle group wakes on appends and releases (Latch).
+//   - H7 The discovery window skipped partitions when it returned its
+//     maximum of tuples. Here every partition with pending work is found
+//     before ClaimNext returns nil (Claim order above).
+//   - H8 Offsets were created for messages of any type carrying the keys.
+//     Here only the group's handled types discover partitions.
+//   - H9 Partition keys were the values joined with separators that a value
+//     could contain, so two partitions could collide. Here a partition is
+//     encoded unambiguously (a JSON array of [name, value] pairs in the SQL
+//     stores, quoted names and values in memory) and shown readably
+//     (shell.PartitionKey).
+//   - H10 Times were compared as text with offsets and whole seconds. Here
+//     stored times are UTC, fixed width, with microseconds
+//     (codec.TimeLayout), so comparing them as text compares instants.
+//   - H11 Notifications fired inside transactions, before the commit and
+//     on rollback. Here appends are announced after the outermost commit
+//     only.
+//   - H12 A descending page of the whole log with conditions paged
+//     forever. Here every page ends (Page.Next reports the last page).
+//   - H13 Durable workflow steps were keyed with a per-process hash, so
+//     memoisation did not survive a restart. Here a step's key is its name
+//     and canonical JSON arguments (see core/durable).
+//   - H14 Key values were stringified by the language's inspect form
+//     (arrays and maps included). Here only scalars are indexed, in a
+//     canonical form (codec), with documented limits
+//     (codec.MaxIndexedValueBytes).
+//   - H15 A conflicting append bypassed the error strategy (silent retry
+//     for ever). Here the router decides a conflicting batch again on a
+//     fresh history up to RouterOptions.MaxConflictRetries times, then
+//     hands the conflict to the group's error strategy.
+//   - H16 The original's plan promised a claim order and type filter its
+//     code did not have. Here the claimed partition is the one furthest
+//     behind among those with pending work (see Claim order above).
 package storetest

@@ -7,7 +7,8 @@ import (
 	"github.com/sourced-go/sourced/codec"
 )
 
-// The fixture message types of the suite, after the store contracts. All
+// The fixture message types of the suite (those of the Conditional AND
+// table in the package doc, and more). All
 // attributes are indexed, so each is a key a condition or a partition can
 // name.
 type (

@@ -89,7 +89,7 @@ func (s suite) testReadPartition(t *testing.T) {
 
 	t.Run("conditional AND", func(t *testing.T) {
 		e := s.env(t)
-		// The table of the store contracts (§3.2), one message each.
+		// The table under Conditional AND in the package doc, one message each.
 		rows := []struct {
 			payload any
 			in      bool

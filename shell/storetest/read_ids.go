@@ -10,10 +10,11 @@ import (
 )
 
 // testReadIDPartition holds ReadPartition to the contract of
-// id-partitioning (store contracts §3.9): the partition {core.IDKey: id}
-// holds exactly the message with that id, if its type is among those read,
-// whatever it was indexed under when appended (a message of a queue's type,
-// one appended before the queue was registered, one of any other type).
+// id-partitioning (ReadIDPartition in the package doc): the partition
+// {core.IDKey: id} holds exactly the message with that id, if its type is
+// among those read, whatever it was indexed under when appended (a message
+// of a queue's type, one appended before the queue was registered, one of
+// any other type).
 func (s suite) testReadIDPartition(t *testing.T) {
 	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
 	check := func(e *env, what string, p map[string]string, types []string, opts shell.ReadOptions, guard int64, want ...int64) {

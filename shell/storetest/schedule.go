@@ -11,6 +11,7 @@ import (
 
 func (s suite) testSchedule(t *testing.T) {
 	t.Run("a due message that cannot be promoted is set aside", s.testUnpromotable)
+	t.Run("a scheduled message withdrawn in a transaction is never promoted", s.testUnschedule)
 	t.Run("a future-dated message is scheduled, not logged", func(t *testing.T) {
 		e := s.env(t)
 		due := epoch.Add(time.Hour)

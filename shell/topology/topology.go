@@ -96,6 +96,15 @@ func (g Graph) Filter(t NodeType) []Node {
 // JSON returns the graph as indented JSON: {"nodes": [...]}.
 func (g Graph) JSON() ([]byte, error) { return json.MarshalIndent(g, "", "  ") }
 
+// TypesProvider is the optional interface of a workflow definition (or a
+// reactor running one) that tells the message types of its steps, its
+// input and its result: a shell/workflow Definition implements it, and
+// the graph draws a workflow node's edges from it (without it, from the
+// types the reactor handles).
+type TypesProvider interface {
+	Types() durable.Types
+}
+
 // charted is what a statechart.Machine exports for its node.
 type charted interface {
 	JSON() ([]byte, error)
@@ -248,7 +257,7 @@ func (b *builder) definition(d core.Definition) {
 		b.add(n)
 	case core.KindWorkflow:
 		n := Node{Type: Workflow, ID: "workflow:" + group, Name: label, GroupID: group, GroupLabel: label, Consumes: b.names(spec.Handled), Complete: true}
-		if t, ok := d.(interface{ Types() durable.Types }); ok {
+		if t, ok := d.(TypesProvider); ok {
 			n.Consumes, n.Produces = workflowTypes(t.Types())
 		}
 		b.add(n)
@@ -318,7 +327,7 @@ func (b *builder) reactor(r effects.Reactor) {
 	}
 	if d, ok := r.(core.Describer); ok && d.Describe().Kind == core.KindWorkflow {
 		n := Node{Type: Workflow, ID: "workflow:" + group, Name: label, GroupID: group, GroupLabel: label, Consumes: r.HandledTypes(), Complete: true}
-		if t, ok := r.(interface{ Types() durable.Types }); ok {
+		if t, ok := r.(TypesProvider); ok {
 			n.Consumes, n.Produces = workflowTypes(t.Types())
 		}
 		b.add(n)

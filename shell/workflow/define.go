@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
@@ -122,9 +124,11 @@ func WithHooks(h core.Hooks) Option {
 
 // Clock sets the clock that dates sleeps and retries. Without it they
 // are dated by the clock of the router that handles the run (the
-// runtime's Config.Clock, or the store's for a bare router; time.Now when
-// the claim carries no time), so one simulated clock, given to the store
-// and the runtime, drives workflows too.
+// runtime's clock, or the store's for a bare router; time.Now when the
+// claim carries no time). A runtime given no Config.Clock takes the
+// store's (shell.Clocked), so one simulated clock, given once to the
+// store (memstore.WithSharedClock, sqlitestore's Options.Clock), drives
+// workflows too.
 func Clock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -267,7 +271,7 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 	} else if now.IsZero() {
 		now = time.Now()
 	}
-	events, delivered := d.advance(ctx, run, now)
+	events, delivered, withdraw := d.advance(ctx, run, now)
 	if len(events) == 0 {
 		return pairs, nil
 	}
@@ -284,7 +288,13 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 	}
 	guard := core.Guard{Conditions: conds, LastPosition: c.HistoryGuard.LastPosition}
 	last := &pairs[len(pairs)-1]
-	last.Signals = []effects.Signal{effects.Append{Messages: events, Guard: &guard}, effects.Ack{}}
+	last.Signals = []effects.Signal{effects.Append{Messages: events, Guard: &guard}}
+	if len(withdraw) > 0 {
+		// The timeout of a receive whose signal came first leaves the
+		// schedule in the transaction that records the signal.
+		last.Signals = append(last.Signals, effects.Unschedule{IDs: withdraw})
+	}
+	last.Signals = append(last.Signals, effects.Ack{})
 	return pairs, nil
 }
 
@@ -293,10 +303,11 @@ func (d *Definition[In, Out]) HandleClaim(ctx context.Context, c effects.Claim) 
 type suspended struct{}
 
 // advance replays run through the function and returns the events of
-// what it did, and whether it delivered a signal to a waiting receive.
-func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now time.Time) ([]core.Message, bool) {
-	events := d.replay(ctx, run, now)
-	return events.out, events.delivered
+// what it did, whether it delivered a signal to a waiting receive, and the
+// scheduled timeouts that delivery withdraws.
+func (d *Definition[In, Out]) advance(ctx context.Context, run *durable.Run, now time.Time) ([]core.Message, bool, []uuid.UUID) {
+	w := d.replay(ctx, run, now)
+	return w.out, w.delivered, w.withdraw
 }
 
 func (d *Definition[In, Out]) replay(ctx context.Context, run *durable.Run, now time.Time) *Workflow {

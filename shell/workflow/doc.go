@@ -40,7 +40,7 @@
 //	                                                  or StepFailed(k, retry at t) + StepStarted(k, attempt+1) scheduled for t
 //	                                                  or StepFailed(k) and the function gets a *StepError
 //	Sleep(d)                            -> WaitStarted + WaitEnded scheduled for now+d
-//	Receive(name, timeout)              -> WaitStarted [+ WaitEnded{timed_out} scheduled]; WaitEnded{signal} when a SignalSent arrives
+//	Receive(name, timeout)              -> WaitStarted [+ WaitEnded{timed_out} scheduled]; WaitEnded{signal} when a SignalSent arrives [timeout withdrawn]
 //	function returns                    -> WorkflowComplete(output) or WorkflowFailed(error)
 //
 // A step's StepStarted is committed before the step runs, and its
@@ -78,14 +78,22 @@
 //     attempt that failed is as if it had not run, so every attempt starts
 //     from the same context, live or replayed.
 //   - A timed Receive whose signal is there when it begins schedules no
-//     timeout. One whose signal comes while it waits leaves its timeout in
-//     the schedule until due (the store cannot withdraw a scheduled
-//     message); promoted then, the timeout is ignored (the wait ended), and
-//     conflicts with no step's outcome.
+//     timeout. One whose signal comes while it waits withdraws its timeout
+//     from the schedule (effects.Unschedule, by the id its WaitStarted
+//     records) in the transaction that records the signal: nothing is left
+//     to promote. A timeout promoted before that withdrawal committed is
+//     ignored (only a wait's first WaitEnded counts) and conflicts with no
+//     step's outcome. A timeout that fires first ends the Receive with
+//     ErrTimeout; a signal sent afterwards is kept for the run's next
+//     Receive of its name, as one sent before any Receive is.
 //   - One clock: sleeps and retries are dated by the clock of the router
-//     that handles the run (effects.Claim.Now: the runtime's Config.Clock),
-//     so a simulation gives its clock to the store and the runtime and the
-//     workflows follow; the Clock option still overrides it.
+//     that handles the run (effects.Claim.Now: the runtime's clock), and a
+//     runtime given no Config.Clock takes its store's (shell.Clocked). So
+//     a simulation gives its clock once, to the store
+//     (memstore.WithSharedClock(clk), sqlitestore's Options{Clock: clk}),
+//     and the store's stamps and schedule, the runtime's promotions and
+//     timers and the workflows all follow it; the Clock option still
+//     overrides it for one workflow.
 //
 // # Compared with the manual, DBOS and Temporal
 //

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
 )
@@ -29,8 +31,9 @@ type Workflow struct {
 
 	suspended bool
 	fatal     error
-	delivered bool   // a signal was delivered to a receive waiting before this handling
-	inStep    string // the step whose function is running, if any
+	delivered bool        // a signal was delivered to a receive waiting before this handling
+	withdraw  []uuid.UUID // the scheduled timeouts the handling withdraws (effects.Unschedule)
+	inStep    string      // the step whose function is running, if any
 	errTypes  errTypes
 }
 
@@ -65,9 +68,9 @@ func (w *Workflow) emit(typ string, payload any) {
 }
 
 // schedule records an event for the log dated at, not folded: it only
-// enters the log at at.
-func (w *Workflow) schedule(typ string, payload any, at time.Time) {
-	w.out = append(w.out, core.Message{Type: typ, Payload: payload, CreatedAt: at})
+// enters the log at at. id is its message id (uuid.Nil: the store's).
+func (w *Workflow) schedule(id uuid.UUID, typ string, payload any, at time.Time) {
+	w.out = append(w.out, core.Message{ID: id, Type: typ, Payload: payload, CreatedAt: at})
 }
 
 // suspend stops the function: the run waits for an event.
@@ -281,7 +284,7 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 		at := w.now.Add(o.delay(attempt))
 		failed.RetryAt = &at
 		w.emit(w.types.StepFailed, failed)
-		w.schedule(w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
+		w.schedule(uuid.Nil, w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
 		w.suspend()
 	}
 	w.emit(w.types.StepFailed, failed)
@@ -352,7 +355,7 @@ func Sleep(w *Workflow, d time.Duration) {
 	case durable.Begin:
 		until := w.now.Add(d)
 		w.emit(w.types.WaitStarted, durable.WaitStarted{WorkflowID: w.ID(), Seq: op.Seq, Name: "sleep", Key: key, Until: until})
-		w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
+		w.schedule(uuid.Nil, w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
 	}
 	w.suspend()
 }
@@ -381,19 +384,31 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 		if timeout > 0 {
 			ws.Until = w.now.Add(timeout)
 		}
-		w.emit(w.types.WaitStarted, ws)
 		s, ok := w.cur.Run().Available(name)
+		// Only a receive that waits has a timeout to schedule (one whose
+		// signal is there ends now), under an id of its own, recorded, so
+		// that the signal's delivery withdraws it.
+		var timeoutID uuid.UUID
+		if !ok && timeout > 0 {
+			var err error
+			if timeoutID, err = uuid.NewV7(); err != nil {
+				w.abort(fmt.Errorf("workflow %s: receive %s: an id for its timeout: %w", w.name, name, err))
+			}
+			ws.TimeoutID = timeoutID.String()
+		}
+		w.emit(w.types.WaitStarted, ws)
 		if !ok {
-			// Only a receive that waits has a timeout to schedule: one
-			// whose signal is there ends now.
 			if timeout > 0 {
-				w.schedule(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
+				w.schedule(timeoutID, w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, TimedOut: true}, ws.Until)
 			}
 			w.suspend()
 		}
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: s.ID, Payload: s.Payload})
 	case durable.Deliver:
 		w.delivered = true
+		if tid, err := uuid.Parse(op.TimeoutID); err == nil {
+			w.withdraw = append(w.withdraw, tid)
+		}
 		w.emit(w.types.WaitEnded, durable.WaitEnded{WorkflowID: id, Seq: op.Seq, Key: key, SignalID: sig.ID, Payload: sig.Payload})
 	case durable.Suspend:
 		w.suspend()

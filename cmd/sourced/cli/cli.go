@@ -174,6 +174,7 @@ func init() {
 		{"workflow", "workflow [-workflow W] ID", "one workflow run with its steps", (*globals).workflowRun},
 		{"serve", "serve [-addr 127.0.0.1:8080] [-read-only] [-refresh D]", "the web dashboard of the store, on a loopback address (it has no authentication), until Ctrl-C", (*globals).serve},
 		{"topology", "topology [-format json|mermaid|svg] [-observe N]", "the message-flow graph of the application's reactors (a tool built with cli.WithReactors); -observe N compares its declared edges with what the log's N newest messages caused, and flags the differences", (*globals).topology},
+		{"state", "state GROUP PARTITION [-at POSITION]", "time travel: what a reactor of the application (a tool built with cli.WithReactors) holds for a partition just after a position (default: the partition's last; 0: before its first), folded from the log, with the message it handles next, what that produced, and a query's parts with what each read", (*globals).state},
 		{"version", "version", "this program's version and the schema versions it reads and writes", (*globals).version},
 		{"help", "help [COMMAND]", "this help, or one command's", (*globals).help},
 	}

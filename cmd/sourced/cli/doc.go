@@ -1,7 +1,7 @@
 // Package cli is the sourced operator tool as a package: the commands of
 // cmd/sourced (stats, log, trace, offsets, workers, partitions, groups,
-// schedule, migrate, workflows, serve, topology, version), run against the
-// stores a Driver opens.
+// schedule, migrate, workflows, serve, topology, state, version), run
+// against the stores a Driver opens.
 //
 // The root module's binary (cmd/sourced) runs it with the SQLite driver
 // (SQLite); the pgstore module's (shell/pgstore/cmd/sourced) adds the
@@ -16,6 +16,13 @@
 // dashboard:
 //
 //	func main() { cli.Main(cli.WithReactors(cli.SQLite(), app.Registry, app.Reactors()...)) }
+//
+// 'sourced state GROUP PARTITION [-at POSITION]' folds what the reactor of
+// GROUP holds for the partition just after a position (its last by
+// default; 0: before its first message) from the log, and prints it with
+// the message it handles next, what that produced and, for a decision
+// with a query of its own, each part of the query with what it read
+// (dashboard.StateAt; -json for scripts). Step back and forth with -at.
 //
 // 'sourced topology -observe N' reads the log's N newest messages (in
 // pages, never more) and shows, beside each handler's declared edges, how

@@ -10,9 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/sourced"
 )
 
 // Commands and events are plain structs; their JSON names are the
@@ -51,32 +49,32 @@ type (
 )
 
 // Registry registers every message type under its stable type string.
-func Registry() (*codec.Registry, error) {
-	reg := codec.NewRegistry()
+func Registry() (*sourced.Registry, error) {
+	reg := sourced.NewRegistry()
 	return reg, errors.Join(
-		codec.Register[CreateCourse](reg, "courses.create"),
-		codec.Register[CourseCreated](reg, "courses.created"),
-		codec.Register[EnrolStudent](reg, "courses.enrol_student"),
-		codec.Register[StudentEnrolled](reg, "courses.student_enrolled"),
-		codec.Register[NotifyStudent](reg, "students.notify"),
-		codec.Register[StudentNotified](reg, "students.notified"),
-		codec.Register[SendReminder](reg, "courses.send_reminder"),
-		codec.Register[ReminderSent](reg, "courses.reminder_sent"),
+		sourced.Register[CreateCourse](reg, "courses.create"),
+		sourced.Register[CourseCreated](reg, "courses.created"),
+		sourced.Register[EnrolStudent](reg, "courses.enrol_student"),
+		sourced.Register[StudentEnrolled](reg, "courses.student_enrolled"),
+		sourced.Register[NotifyStudent](reg, "students.notify"),
+		sourced.Register[StudentNotified](reg, "students.notified"),
+		sourced.Register[SendReminder](reg, "courses.send_reminder"),
+		sourced.Register[ReminderSent](reg, "courses.reminder_sent"),
 	)
 }
 
 // CourseNames keeps course names unique: its boundary is the name. A day
 // one course gets a reminder one second after it is created.
-var CourseNames = core.Decider[bool]{Group: "courses.course_names", PartitionBy: []string{"course_name"}}.With(
-	core.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
-	core.Decide(func(taken bool, c CreateCourse) ([]any, error) {
+var CourseNames = sourced.Decider[bool]{Group: "courses.course_names", PartitionBy: []string{"course_name"}}.With(
+	sourced.Evolve(func(_ bool, _ CourseCreated) bool { return true }),
+	sourced.Decide(func(taken bool, c CreateCourse) ([]any, error) {
 		if taken {
 			return nil, fmt.Errorf("course %q already exists", c.CourseName)
 		}
 		return []any{CourseCreated(c)}, nil
 	}),
-	core.React(func(_ bool, e CourseCreated) []any {
-		return []any{core.After(time.Second, SendReminder{CourseID: e.CourseID})}
+	sourced.React(func(_ bool, e CourseCreated) []any {
+		return []any{sourced.After(time.Second, SendReminder{CourseID: e.CourseID})}
 	}),
 )
 
@@ -84,9 +82,9 @@ var CourseNames = core.Decider[bool]{Group: "courses.course_names", PartitionBy:
 const Capacity = 2
 
 // Enrolments enforces each course's capacity and notifies the students.
-var Enrolments = core.Decider[[]string]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
-	core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
-	core.Decide(func(s []string, c EnrolStudent) ([]any, error) {
+var Enrolments = sourced.Decider[[]string]{Group: "courses.enrolments", PartitionBy: []string{"course_id"}}.With(
+	sourced.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
+	sourced.Decide(func(s []string, c EnrolStudent) ([]any, error) {
 		switch {
 		case slices.Contains(s, c.StudentID):
 			return nil, fmt.Errorf("%s is already enrolled in %s", c.StudentID, c.CourseID)
@@ -95,7 +93,7 @@ var Enrolments = core.Decider[[]string]{Group: "courses.enrolments", PartitionBy
 		}
 		return []any{StudentEnrolled(c)}, nil
 	}),
-	core.React(func(_ []string, e StudentEnrolled) []any {
+	sourced.React(func(_ []string, e StudentEnrolled) []any {
 		return []any{NotifyStudent{StudentID: e.StudentID, CourseID: e.CourseID}}
 	}),
 )
@@ -113,28 +111,30 @@ type Roster struct {
 // Each store has its own (see the SQLite and PostgreSQL mains).
 type ReadModel interface {
 	// Save writes a course's roster in tx, the batch's transaction.
-	Save(ctx context.Context, tx core.Tx, r Roster) error
+	Save(ctx context.Context, tx sourced.SyncTx, r Roster) error
 	// Rosters reads every roster, in course id order.
 	Rosters(ctx context.Context) ([]Roster, error)
 }
 
 // Rosters projects each course's roster into the read model, in the
 // transaction that acknowledges the events.
-func Rosters(rm ReadModel) core.Projector[Roster] {
-	return core.Projector[Roster]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
-		core.Evolve(func(r Roster, e CourseCreated) Roster { r.CourseID, r.Name = e.CourseID, e.CourseName; return r }),
-		core.Evolve(func(r Roster, e StudentEnrolled) Roster {
+func Rosters(rm ReadModel) sourced.Projector[Roster] {
+	return sourced.Projector[Roster]{Group: "courses.rosters", PartitionBy: []string{"course_id"}}.With(
+		sourced.Evolve(func(r Roster, e CourseCreated) Roster { r.CourseID, r.Name = e.CourseID, e.CourseName; return r }),
+		sourced.Evolve(func(r Roster, e StudentEnrolled) Roster {
 			r.CourseID, r.Students = e.CourseID, append(r.Students, e.StudentID)
 			return r
 		}),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[Roster]) error { return rm.Save(ctx, tx, b.State) }),
+		sourced.Sync(func(ctx context.Context, tx sourced.SyncTx, b sourced.Batch[Roster]) error {
+			return rm.Save(ctx, tx, b.State)
+		}),
 	)
 }
 
 // Notifications sends what the other reactors dispatch.
-var Notifications = core.Decider[struct{}]{Group: "notifications", PartitionBy: []string{"course_id"}}.With(
-	core.Decide(func(_ struct{}, c NotifyStudent) ([]any, error) { return []any{StudentNotified(c)}, nil }),
-	core.Decide(func(_ struct{}, c SendReminder) ([]any, error) { return []any{ReminderSent(c)}, nil }),
+var Notifications = sourced.Decider[struct{}]{Group: "notifications", PartitionBy: []string{"course_id"}}.With(
+	sourced.Decide(func(_ struct{}, c NotifyStudent) ([]any, error) { return []any{StudentNotified(c)}, nil }),
+	sourced.Decide(func(_ struct{}, c SendReminder) ([]any, error) { return []any{ReminderSent(c)}, nil }),
 )
 
 // Run runs the scenario on store, whose read model is rm, with the
@@ -142,10 +142,10 @@ var Notifications = core.Decider[struct{}]{Group: "notifications", PartitionBy: 
 // store): commands are handled synchronously (as a web handler would) and
 // also appended for the workers; it returns once everything has settled,
 // the scheduled reminder included.
-func Run(ctx context.Context, store shell.Store, rm ReadModel, where string, out io.Writer) error {
-	cfg := shell.DefaultConfig()
+func Run(ctx context.Context, store sourced.Store, rm ReadModel, where string, out io.Writer) error {
+	cfg := sourced.DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt, err := shell.NewRuntime(store, cfg, CourseNames, Enrolments, Rosters(rm), Notifications)
+	rt, err := sourced.NewRuntime(store, cfg, CourseNames, Enrolments, Rosters(rm), Notifications)
 	if err != nil {
 		return err
 	}
@@ -160,9 +160,9 @@ func Run(ctx context.Context, store shell.Store, rm ReadModel, where string, out
 		var err error
 		switch c := cmd.(type) {
 		case CreateCourse:
-			_, err = shell.Handle(ctx, store, CourseNames, c)
+			_, err = sourced.Handle(ctx, store, CourseNames, c)
 		case EnrolStudent:
-			_, err = shell.Handle(ctx, store, Enrolments, c)
+			_, err = sourced.Handle(ctx, store, Enrolments, c)
 		}
 		if err != nil {
 			fmt.Fprintf(out, "  %T %+v: rejected: %v\n", cmd, cmd, err)
@@ -180,11 +180,11 @@ func Run(ctx context.Context, store shell.Store, rm ReadModel, where string, out
 	handle(EnrolStudent{CourseID: "c2", StudentID: "edsger"})
 
 	// ... and the workers decide the ones appended for them.
-	async := core.Messages(
+	async := sourced.Messages(
 		EnrolStudent{CourseID: "c1", StudentID: "grace"},
 		EnrolStudent{CourseID: "c2", StudentID: "alan"},
 	)
-	if _, err := store.Append(ctx, async, shell.AppendOptions{}); err != nil {
+	if _, err := store.Append(ctx, async, sourced.AppendOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "appended 2 enrolments for the workers; waiting for everything to settle (a reminder is due in 1s)")
@@ -206,7 +206,7 @@ func Run(ctx context.Context, store shell.Store, rm ReadModel, where string, out
 		fmt.Fprintf(out, "  %s %s %v\n", r.CourseID, r.Name, r.Students)
 	}
 	counts := map[string]int{}
-	for m, err := range store.All(ctx, shell.ReadAllOptions{}) {
+	for m, err := range store.All(ctx, sourced.ReadAllOptions{}) {
 		if err != nil {
 			return err
 		}
@@ -228,7 +228,7 @@ func Run(ctx context.Context, store shell.Store, rm ReadModel, where string, out
 	fmt.Fprintln(out, "consumer groups:")
 	for _, g := range st.Groups {
 		line := fmt.Sprintf("  %-22s %-7s processed up to %d", g.ID, g.Status, g.NewestProcessed)
-		if g.Status == shell.StatusFailed {
+		if g.Status == "failed" {
 			line += ": " + g.Failure.Error
 		}
 		fmt.Fprintln(out, line)

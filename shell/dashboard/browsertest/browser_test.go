@@ -60,6 +60,17 @@ type browser struct {
 // its dashboard and opens a headless Chromium on it.
 func newBrowser(t *testing.T, width, height int64, refresh ...time.Duration) *browser {
 	t.Helper()
+	return newBrowserWith(t, width, height, func(o *dashboard.Options) {
+		if len(refresh) > 0 {
+			o.Refresh = refresh[0]
+		}
+	})
+}
+
+// newBrowserWith is newBrowser with the dashboard's options set by configure
+// (after the defaults: the demo's reactors and router, no timed refresh).
+func newBrowserWith(t *testing.T, width, height int64, configure func(*dashboard.Options)) *browser {
+	t.Helper()
 	exe := chromium(t)
 	app := demo.New()
 	store, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "browser.db"), sqlitestore.Options{Registry: app.Registry})
@@ -71,11 +82,9 @@ func newBrowser(t *testing.T, width, height int64, refresh ...time.Duration) *br
 	if err != nil {
 		t.Fatal(err)
 	}
-	every := time.Duration(-1)
-	if len(refresh) > 0 {
-		every = refresh[0]
-	}
-	dash, err := dashboard.New(store, dashboard.Options{Reactors: app.Reactors(), Router: router, Refresh: every}) // by default pages refresh on appends only: a timed refresh would replace nodes a test is about to click
+	o := dashboard.Options{Reactors: app.Reactors(), Router: router, Refresh: -1} // by default pages refresh on appends only: a timed refresh would replace nodes a test is about to click
+	configure(&o)
+	dash, err := dashboard.New(store, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +202,8 @@ func distinctColors(img image.Image, limit int) int {
 func TestGroupsPageRendersWithData(t *testing.T) {
 	b := newBrowser(t, 1280, 900)
 	b.run(chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(`tr.group[data-group="courses.catalog"]`, chromedp.ByQuery))
-	if n := b.count(`tr.group`); n != 7 {
-		t.Errorf("%d group rows, want the demo's 7", n)
+	if n := b.count(`tr.group`); n != 8 {
+		t.Errorf("%d group rows, want the demo's 8", n)
 	}
 	if n := b.count(`tr.group[data-status="retrying"] .failure strong`); n != 1 {
 		t.Errorf("the failing group's error is not shown (%d)", n)

@@ -1,7 +1,7 @@
 // Package demo is a small course-enrolment application with data, for the
-// dashboard's tests, its browser tests and its README screenshot: two
-// deciders, a projector, a machine, a workflow, a group that fails and a
-// scheduled message, a parked partition and two workers' heartbeats.
+// dashboard's tests, its browser tests and its README screenshot: three
+// deciders (one deciding on a query), a projector, a machine, a workflow,
+// a group that fails and a scheduled message, a parked partition and two workers' heartbeats.
 package demo
 
 import (
@@ -49,6 +49,23 @@ type (
 	CloseCourse struct {
 		CourseID string `json:"course_id" sourced:"required"`
 	}
+	// ReserveSeat is decided on a query of its own: the course created,
+	// and its enrolments.
+	ReserveSeat struct {
+		CourseID  string `json:"course_id" sourced:"required"`
+		StudentID string `json:"student_id" sourced:"required"`
+	}
+	SeatReserved struct {
+		CourseID  string `json:"course_id"`
+		StudentID string `json:"student_id"`
+		Seat      int    `json:"seat"`
+	}
+	// Seats is what a seat reservation decides on.
+	Seats struct {
+		Exists   bool `json:"exists"`
+		Enrolled int  `json:"enrolled"`
+		Reserved int  `json:"reserved"`
+	}
 	CourseRef struct {
 		CourseID string `json:"course_id"`
 	}
@@ -74,7 +91,10 @@ type App struct {
 	Welcomes   core.Decider[bool]
 	Catalog    core.Projector[int]
 	Lifecycle  statechart.Machine[struct{}]
-	Greeting   *workflow.Definition[string, string]
+	// Seats decides ReserveSeat on a query (the course's creation and its
+	// enrolments and Seats), across its course partition.
+	Seats    core.Decider[Seats]
+	Greeting *workflow.Definition[string, string]
 	// Broken is a projector that fails on every student_enrolled, to show
 	// a failed group.
 	Broken core.Projector[int]
@@ -91,6 +111,8 @@ func New() *App {
 	codec.MustRegister[WelcomeSent](reg, "courses.welcome_sent")
 	codec.MustRegister[OpenCourse](reg, "courses.open_course")
 	codec.MustRegister[CloseCourse](reg, "courses.close_course")
+	codec.MustRegister[ReserveSeat](reg, "courses.reserve_seat")
+	codec.MustRegister[SeatReserved](reg, "courses.seat_reserved")
 	a := &App{Registry: reg}
 	a.Courses = core.Decider[bool]{Group: "courses.course_decider", Label: "Courses", PartitionBy: []string{"course_id"}}.With(
 		core.Evolve(func(bool, CourseCreated) bool { return true }),
@@ -131,6 +153,26 @@ func New() *App {
 			return errors.New("search service unreachable: connection refused")
 		}),
 	)
+	exists := core.Projection[bool]{}.With(core.Evolve(func(bool, CourseCreated) bool { return true }))
+	enrolled := core.Projection[int]{}.With(core.Evolve(func(n int, _ StudentEnrolled) int { return n + 1 }))
+	reserved := core.Projection[int]{}.With(core.Evolve(func(n int, _ SeatReserved) int { return n + 1 }))
+	a.Seats = core.Decider[Seats]{Group: "courses.seats", Label: "Seats", PartitionBy: []string{"course_id"},
+		Snapshots: core.Snapshots[Seats]{Codec: core.JSONSnapshots[Seats]("seats/v1")}}.With(
+		core.Evolve(func(s Seats, _ SeatReserved) Seats { s.Reserved++; return s }),
+		core.Reads(func(c ReserveSeat) core.Query[Seats] {
+			return core.Query[Seats]{
+				core.Read(exists, func(s Seats, v bool) Seats { s.Exists = v; return s }, core.Where("course_id", c.CourseID)),
+				core.Read(enrolled, func(s Seats, n int) Seats { s.Enrolled = n; return s }, core.Where("course_id", c.CourseID)),
+				core.Read(reserved, func(s Seats, n int) Seats { s.Reserved = n; return s }, core.Where("course_id", c.CourseID)),
+			}
+		}),
+		core.Decide(func(s Seats, c ReserveSeat) ([]any, error) {
+			if !s.Exists {
+				return nil, fmt.Errorf("no course %s", c.CourseID)
+			}
+			return []any{SeatReserved{CourseID: c.CourseID, StudentID: c.StudentID, Seat: s.Reserved + 1}}, nil
+		}).Emits(SeatReserved{}),
+	)
 	draft := statechart.Declare[DraftState]("draft")
 	open := statechart.Declare[OpenState]("open")
 	closed := statechart.Declare[ClosedState]("closed")
@@ -160,7 +202,7 @@ func New() *App {
 
 // Reactors are the application's reactors, as it registers them.
 func (a *App) Reactors() []any {
-	return []any{a.Courses, a.Enrolments, a.Welcomes, a.Catalog, a.Lifecycle, a.Greeting, a.Broken}
+	return []any{a.Courses, a.Enrolments, a.Welcomes, a.Catalog, a.Lifecycle, a.Greeting, a.Broken, a.Seats}
 }
 
 // Seed fills store (opened with a.Registry) with a few courses,
@@ -189,8 +231,9 @@ func (a *App) Seed(ctx context.Context, store shell.Store) (*shell.Router, error
 	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
 		return nil, err
 	}
-	// Once the lifecycle machine saw the course created, it can open.
-	if _, err := store.Append(ctx, core.Messages(OpenCourse{CourseID: "algebra"}), shell.AppendOptions{}); err != nil {
+	// Once the lifecycle machine saw the course created, it can open; a
+	// seat is reserved once the enrolments are in.
+	if _, err := store.Append(ctx, core.Messages(OpenCourse{CourseID: "algebra"}, ReserveSeat{CourseID: "algebra", StudentID: "ada"}), shell.AppendOptions{}); err != nil {
 		return nil, err
 	}
 	if _, err := workflow.Start(ctx, store, a.Greeting, "Ada", workflow.WithID("greet-ada")); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/effects/sourcedtest"
+	"github.com/sourced-go/sourced/shell/sourced/sourcedtest"
 	"github.com/sourced-go/sourced/statechart"
 )
 

@@ -65,7 +65,7 @@ func newConfig(opts []Option) config {
 
 // check runs the definition check and validates payloads when a registry
 // was given.
-func (c config) check(t testing.TB, def interface{ Check(*codec.Registry) error }, payloads ...any) {
+func (c config) check(t testing.TB, def effects.Checker, payloads ...any) {
 	t.Helper()
 	if c.reg == nil {
 		return

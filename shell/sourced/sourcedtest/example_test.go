@@ -3,7 +3,7 @@ package sourcedtest_test
 import (
 	"testing"
 
-	"github.com/sourced-go/sourced/effects/sourcedtest"
+	"github.com/sourced-go/sourced/shell/sourced/sourcedtest"
 )
 
 // Given history, When a command, Then the events and reactions, or an
