@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // ErrNotPostgres is matched by the error of Conn given a transaction that
@@ -52,7 +53,7 @@ func Conn(txn core.Tx) (*pgx.Conn, error) {
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotPostgres)
 	}
-	if c, ok := txn.(interface{ Context() core.Tx }); ok {
+	if c, ok := txn.(shell.ContextProvider); ok {
 		if inner, ok := c.Context().(*TxContext); ok {
 			return Conn(inner)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -48,9 +49,6 @@ const (
 
 // appendQueries are the statements of the one-round-trip append.
 type appendQueries struct {
-	// head refuses a stale group configuration ($1, the version the
-	// client built its offsets from).
-	head string
 	// ids refuses when a message id ($1) is in the log or the schedule,
 	// with "id<TAB>where" as the detail.
 	ids string
@@ -58,20 +56,18 @@ type appendQueries struct {
 	// returns it; upsert creates or wakes an offset at the position of
 	// the message whose id is $5 (written before it in the transaction).
 	insert, upsert string
-	// global and globalExclusive take the store's lock, boundaries an
-	// append's boundary locks (see boundary.go).
-	global, globalExclusive, boundaries string
+	// lock takes an append's locks and checks the group configuration
+	// and the ids (<prefix>_lock; see queueLock).
+	lock string
 	// advance stores the horizon after a commit, up to the session's
-	// last position; fill puts tombstones at abandoned positions ($1)
-	// and advance follows.
+	// last position ($1: the number of positions the append drew, less
+	// one); fill puts tombstones at abandoned positions ($1).
 	advance, fill string
 }
 
 func newAppendQueries(n names, q queries) appendQueries {
 	refuse := n.prefix + "_refuse"
 	return appendQueries{
-		head: fmt.Sprintf(`SELECT CASE WHEN config_version <> $1 THEN %s('%s', config_version::text) END FROM %s WHERE id = 1`,
-			refuse, refuseConfig, n.head),
 		ids: fmt.Sprintf(`SELECT %[1]s('%[2]s', d.message_id::text || E'\t' || d.place) FROM (
 	SELECT message_id, 'in the log' AS place FROM %[3]s WHERE message_id = ANY($1::uuid[])
 	UNION ALL SELECT message_id, 'scheduled' FROM %[4]s WHERE message_id = ANY($1::uuid[]) LIMIT 1) d`,
@@ -82,10 +78,8 @@ VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`
 SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN least(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets, n.messages),
-		global:          `SELECT pg_advisory_xact_lock_shared($1)`,
-		globalExclusive: `SELECT pg_advisory_xact_lock($1)`,
-		boundaries:      fmt.Sprintf(`SELECT %s_lock($1, $2::int[], $3::bool[], $4)`, n.prefix),
-		advance:         fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance(currval('%s_positions'))`, n.prefix, n.prefix),
+		lock: fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
+		advance:         fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
 		fill:            fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
 	}
 }
@@ -201,13 +195,16 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	plan := planAppend(stamped, preps, opts.Guard)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	s.queueLocks(b, plan.locks(preps, nil), false)
-	b.Queue(s.q.a.head, gs.version)
-	s.queueChecks(b, plan)
+	keys := plan.locks(preps, nil)
+	s.queueLock(b, true, keys == nil, keys.missing(nil), false, &gs.version, plan.ids())
+	if plan.guard != nil {
+		sql, args := s.refuseConflictSQL(plan.guard, nil)
+		b.Queue(sql, args...)
+	}
 	s.queueWrites(b, gs, plan, preps, now)
 	b.Queue("COMMIT")
 	if plan.n > 0 {
-		b.Queue(s.q.a.advance)
+		b.Queue(s.q.a.advance, plan.n-1)
 	}
 
 	c, err := s.pool.Acquire(ctx)
@@ -303,7 +300,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 	}
 	b := &pgx.Batch{}
 	b.Queue(fill, positions)
-	b.Queue(s.q.a.advance)
+	b.Queue(s.q.advanceTo, int64(math.MaxInt64)) // as far as it goes
 	br := c.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var adv advanced
@@ -493,28 +490,37 @@ func (p *appendPlan) result(positions []int64) shell.AppendResult {
 	return res
 }
 
-// queueLocks queues the statements that take an append's locks: the
-// store's lock in shared mode and the boundary keys (sorted; with try,
-// refusing "busy" rather than waiting), or with keys nil the store's
-// lock in exclusive mode.
-func (s *Store) queueLocks(b *pgx.Batch, keys boundarySet, try bool) {
-	if keys == nil {
-		b.Queue(s.q.a.globalExclusive, s.lockKey)
-		return
+// queueLock queues <prefix>_lock: the store's lock (with store; in
+// exclusive mode with exclusive), the boundary keys in the order given
+// (with try, refusing "busy" rather than waiting), and, when given, the
+// check of the group configuration's version and of the ids (none
+// stored yet).
+func (s *Store) queueLock(b *pgx.Batch, store, exclusive bool, keys []boundaryKey, try bool, config *int64, ids []uuid.UUID) {
+	var key any
+	if store {
+		key = s.lockKey
 	}
-	b.Queue(s.q.a.global, s.lockKey)
-	ks, xs := lockArgs(keys.missing(nil))
-	b.Queue(s.q.a.boundaries, s.boundaryNS, ks, xs, try)
+	var idArg any
+	if ids != nil {
+		idArg = ids
+	}
+	ks, xs := lockArgs(keys)
+	b.Queue(s.q.a.lock, key, exclusive, s.boundaryNS, ks, xs, try, config, idArg)
+}
+
+// ids are the ids of the append's messages.
+func (p *appendPlan) ids() []uuid.UUID {
+	ids := make([]uuid.UUID, len(p.stamped))
+	for i := range p.stamped {
+		ids[i] = p.stamped[i].ID
+	}
+	return ids
 }
 
 // queueChecks queues the statements that refuse the append before it
 // writes (a stored id, the guard), and returns how many they are.
 func (s *Store) queueChecks(b *pgx.Batch, p *appendPlan) int {
-	ids := make([]uuid.UUID, len(p.stamped))
-	for i := range p.stamped {
-		ids[i] = p.stamped[i].ID
-	}
-	b.Queue(s.q.a.ids, ids)
+	b.Queue(s.q.a.ids, p.ids())
 	if p.guard == nil {
 		return 1
 	}

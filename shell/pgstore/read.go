@@ -39,7 +39,7 @@ const messageColumns = `position, message_id, message_type, payload_version, cau
 func newQueries(n names) queries {
 	q := queries{
 		readHead:       fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0), config_version FROM %s WHERE id = 1`, n.messages, n.prefix, n.head),
-		advanceTo:      fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance($1)`, n.prefix),
+		advanceTo:      fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance(9223372036854775807, $1)`, n.prefix),
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
 		lastPosition:   fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0)`, n.messages, n.prefix),

@@ -204,6 +204,10 @@ func (s *Store) Registry() *codec.Registry { return s.reg }
 // Notifier returns the notifier the store announces committed appends to.
 func (s *Store) Notifier() shell.Notifier { return s.notifier }
 
+// Logger returns the store's logger (Options.Logger), which a runtime on
+// the store logs with unless given its own (shell.LoggerProvider).
+func (s *Store) Logger() *slog.Logger { return s.log }
+
 // Prefix returns the store's table prefix.
 func (s *Store) Prefix() string { return s.names.prefix }
 

@@ -413,15 +413,8 @@ func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
 		keys.guard(r.Conditions)
 	}
 	b, pre := t.batch()
-	if t.holds == lockNone {
-		b.Queue(s.q.a.global, s.lockKey)
-	}
 	missing := keys.missing(t.keys)
-	if len(missing) > 0 {
-		ks, xs := lockArgs(missing)
-		b.Queue(s.q.a.boundaries, s.boundaryNS, ks, xs, t.holds != lockNone || len(t.keys) > 0)
-	}
-	b.Queue(s.q.a.head, gs.version)
+	s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
 	t.queueReadChecks(b)
 	b.Queue(s.q.lastPosition)
 	br, err := t.send(b, pre)
@@ -671,15 +664,8 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	b, pre := t.batch()
 	var missing []boundaryKey
 	if !locked {
-		if t.holds == lockNone {
-			b.Queue(s.q.a.global, s.lockKey)
-		}
 		missing = keys.missing(t.keys)
-		if len(missing) > 0 {
-			ks, xs := lockArgs(missing)
-			b.Queue(s.q.a.boundaries, s.boundaryNS, ks, xs, t.holds != lockNone || len(t.keys) > 0)
-		}
-		b.Queue(s.q.a.head, gs.version)
+		s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
 		t.queueReadChecks(b)
 	}
 	b.Queue("SAVEPOINT sourced_append")
@@ -760,16 +746,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 // since, or a boundary lock held elsewhere (when only tried) makes fn
 // run again, under the exclusive lock from its start.
 func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, missing []boundaryKey) error {
-	var err error
-	if t.holds == lockNone {
-		_, err = br.Exec()
-	}
-	if err == nil && len(missing) > 0 {
-		_, err = br.Exec()
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
+	_, err := br.Exec()
 	if err == nil {
 		err = t.readChecks(br)
 	}
