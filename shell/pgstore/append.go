@@ -78,9 +78,9 @@ VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`
 SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN least(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets, n.messages),
-		lock: fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
-		advance:         fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
-		fill:            fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
+		lock:    fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
+		advance: fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
+		fill:    fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
 	}
 }
 

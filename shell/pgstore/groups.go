@@ -28,18 +28,18 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                   string
-	insertGroup, updateConfig, updateLabel   string
-	groupRow, groupNames, probe              string
-	groupRowLocked                           string
-	ensureOffset                             string
-	remark, held, release, moveTo            string
-	remarkAt, raiseMoved                     string
-	claimMany, claimQueue, ackMany           string
+	loadGroups, bumpConfig                 string
+	insertGroup, updateConfig, updateLabel string
+	groupRow, groupNames, probe            string
+	groupRowLocked                         string
+	ensureOffset                           string
+	remark, held, release, moveTo          string
+	remarkAt, raiseMoved                   string
+	claimMany, claimQueue, ackMany         string
 	// claimManyOwn and claimQueueOwn claim up to the horizon as the
 	// statement sees it (the transaction's own appends in it): for a
 	// transaction that appended.
-	claimManyOwn, claimQueueOwn string
+	claimManyOwn, claimQueueOwn              string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
 	foldGroup, foldDrained                   string
