@@ -59,7 +59,7 @@
 //     transaction's own appends, visible to it, are in it).
 //   - A hole left by an append that never commits (rolled back, or its
 //     session gone: a killed process, a server restart) is filled with a
-//     tombstone, a row of type ” that no read returns
+//     tombstone, a row whose type is empty, which no read returns
 //     (<prefix>_fill): at once by a transaction that rolls back its own
 //     appends, else by whoever waits on it for longer than holeGrace
 //     (10 ms). The fill's insert waits at most 5 ms on the position's

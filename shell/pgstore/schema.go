@@ -274,7 +274,7 @@ $$;`},
 	// "Ordering and locking"). Positions come from a sequence, drawn as
 	// each message is inserted; <p>_head.last_position becomes the read
 	// horizon: every position at or below it is committed (or filled by
-	// a tombstone, a row of type '' that no read returns), so readers
+	// a tombstone, a row whose type is empty, which no read returns), so readers
 	// bounded by it never skip a position. <p>_horizon() is the horizon as
 	// a statement's snapshot sees it (the stored one and the run of
 	// positions after it), <p>_advance(upto) stores it after an append's
