@@ -85,7 +85,8 @@ type Store interface {
 type Tx interface {
 	// Append stamps and appends msgs. Messages dated after the store's now
 	// are scheduled instead (see Store.PromoteScheduled). The appended
-	// messages get consecutive positions, returned in AppendResult aligned
+	// messages get consecutive positions (increasing ones on a store that
+	// implements SkippingPositions), returned in AppendResult aligned
 	// with msgs (0 for a scheduled message). Each message is indexed under
 	// the key pairs of its payload.
 	//
@@ -347,3 +348,17 @@ var (
 	// as a reactor's failure.
 	ErrBusy = errors.New("sourced: store busy")
 )
+
+// SkippingPositions is implemented by a store whose positions may skip
+// numbers: one that hands positions out to appends in flight at once
+// (PostgreSQL draws them from a sequence as each message is inserted)
+// never hands a position out twice, so the positions of an append that
+// rolled back stay unused, and the messages of one append may lie
+// between another's. Positions still only increase, and a reader never
+// sees a position before a smaller one: code must not assume that
+// position p+1 follows p. SQLite and the memory store hand positions out
+// one writer at a time, consecutively, a rolled-back append's again.
+type SkippingPositions interface {
+	// PositionsMaySkip reports whether the store's positions may skip.
+	PositionsMaySkip() bool
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 )
 
 // ErrNotPostgres is matched by the error of Conn given a transaction that
@@ -44,15 +45,15 @@ func Conn(txn core.Tx) (*pgx.Conn, error) {
 			return nil, fmt.Errorf("pgstore: Conn: %w", errTxDone)
 		}
 		// The app writes in the transaction: it begins now, under the
-		// exclusive lock, as for sync work (tx.Context).
-		if err := t.enter(lockExclusive, true); err != nil {
+		// locks of sync work (tx.Context).
+		if err := t.syncLock(); err != nil {
 			return nil, fmt.Errorf("pgstore: Conn: %w", err)
 		}
 		return t.c.Conn(), nil
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotPostgres)
 	}
-	if c, ok := txn.(interface{ Context() core.Tx }); ok {
+	if c, ok := txn.(shell.ContextProvider); ok {
 		if inner, ok := c.Context().(*TxContext); ok {
 			return Conn(inner)
 		}

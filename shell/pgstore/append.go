@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -39,37 +42,45 @@ const (
 	refuseConfig    = "configuration"
 	refuseDuplicate = "duplicate"
 	refuseConflict  = "conflict"
+	// refuseBusy: a boundary lock taken with try is held elsewhere (the
+	// transaction runs again, see tx.Append).
+	refuseBusy = "busy"
 )
 
 // appendQueries are the statements of the one-round-trip append.
 type appendQueries struct {
-	// head reads the last position under the lock and refuses a stale
-	// group configuration ($1, the version the client built upserts from).
-	head string
 	// ids refuses when a message id ($1) is in the log or the schedule,
 	// with "id<TAB>where" as the detail.
 	ids string
-	// insert and upsert are insertMessage and upsertOffset with the
-	// position relative to the head read in the same transaction ($1 or
-	// $5 is the message's ordinal, 1 for the first of the log).
+	// insert writes a message at the next position of the sequence and
+	// returns it; upsert creates or wakes an offset at the position of
+	// the message whose id is $5 (written before it in the transaction).
 	insert, upsert string
-	// advance moves the head by $1 positions.
-	advance string
+	// lock takes an append's locks and checks the group configuration
+	// and the ids (<prefix>_lock; see queueLock).
+	lock string
+	// advance stores the horizon after a commit, up to the session's
+	// last position ($1: the number of positions the append drew, less
+	// one); fill puts tombstones at abandoned positions ($1).
+	advance, fill string
 }
 
 func newAppendQueries(n names, q queries) appendQueries {
 	refuse := n.prefix + "_refuse"
-	headPos := fmt.Sprintf("((SELECT last_position FROM %s WHERE id = 1) + $%%d)", n.head)
 	return appendQueries{
-		head: fmt.Sprintf(`SELECT last_position, CASE WHEN config_version <> $1 THEN %s('%s', config_version::text) END FROM %s WHERE id = 1`,
-			refuse, refuseConfig, n.head),
 		ids: fmt.Sprintf(`SELECT %[1]s('%[2]s', d.message_id::text || E'\t' || d.place) FROM (
 	SELECT message_id, 'in the log' AS place FROM %[3]s WHERE message_id = ANY($1::uuid[])
 	UNION ALL SELECT message_id, 'scheduled' FROM %[4]s WHERE message_id = ANY($1::uuid[]) LIMIT 1) d`,
 			refuse, refuseDuplicate, n.messages, n.scheduled),
-		insert:  strings.Replace(q.insertMessage, "VALUES ($1,", "VALUES ("+fmt.Sprintf(headPos, 1)+",", 1),
-		upsert:  strings.Replace(q.g.upsertOffset, "$4, $5)", "$4, "+fmt.Sprintf(headPos, 5)+")", 1),
-		advance: fmt.Sprintf(`UPDATE %s SET last_position = last_position + $1 WHERE id = 1`, n.head),
+		insert: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
+VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`, n.messages),
+		upsert: fmt.Sprintf(`INSERT INTO %[1]s AS o (consumer_group_id, partition_key, keys, message_id, next_position)
+SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
+ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
+	CASE WHEN excluded.next_position > o.last_position THEN least(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets, n.messages),
+		lock:    fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
+		advance: fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
+		fill:    fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
 	}
 }
 
@@ -88,12 +99,21 @@ const guardWindow = 1000
 // order (a guard's position is nearly always recent: the read it comes
 // from), and only when there are more does it look past them through the
 // index, a branch PostgreSQL skips whole otherwise (a one-time filter).
-func (s *Store) refuseConflictSQL(g *core.Guard) (string, []any) {
+//
+// own are positions the check ignores: a transaction's own messages,
+// which its reads returned (an append's own guard sees them, as on every
+// store: the check of an explicit guard passes none).
+func (s *Store) refuseConflictSQL(g *core.Guard, own []int64) (string, []any) {
 	var args sqlArgs
 	after := args.add(g.LastPosition)
 	window := args.add(int64(guardWindow))
 	near := condSQL(g.Conditions, &args)
 	far := condSQL(g.Conditions, &args)
+	if len(own) > 0 { // the transaction's own messages are no conflict
+		o := args.add(own)
+		near += " AND r.position <> ALL(" + o + "::bigint[])"
+		far += " AND position <> ALL(" + o + "::bigint[])"
+	}
 	m := s.names.messages
 	sql := fmt.Sprintf(`SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
 	(SELECT r.position FROM (SELECT position, message_type, keys FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s) r WHERE %[6]s LIMIT 1)
@@ -163,8 +183,9 @@ func (s *Store) currentGroups(ctx context.Context, fresh bool) (*groupSet, error
 
 // appendOnce sends the append's pipeline. again reports a refusal that
 // the next attempt may not meet: the group configuration changed since
-// it was cached, or a guard conflict whose messages were deleted before
-// they could be read back.
+// it was cached, a guard conflict whose messages were deleted before
+// they could be read back, or a position taken by a tombstone while the
+// append was being written (see fill).
 func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, again bool, err error) {
 	now := s.now()
 	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
@@ -173,10 +194,18 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	}
 	plan := planAppend(stamped, preps, opts.Guard)
 	b := &pgx.Batch{}
-	b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
-	b.Queue(s.q.a.head, gs.version)
-	s.queueChecks(b, plan)
-	s.queueWrites(b, gs, plan, preps, now, 0, true)
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	keys := plan.locks(preps, nil)
+	s.queueLock(b, true, keys == nil, keys.missing(nil), false, &gs.version, plan.ids())
+	if plan.guard != nil {
+		sql, args := s.refuseConflictSQL(plan.guard, nil)
+		b.Queue(sql, args...)
+	}
+	s.queueWrites(b, gs, plan, preps, now)
+	b.Queue("COMMIT")
+	if plan.n > 0 {
+		b.Queue(s.q.a.advance, plan.n-1)
+	}
 
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -186,40 +215,165 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	defer cancel()
 	stop := s.cancelOnDone(ctx, c)
 	br := c.SendBatch(sendCtx, b)
-	var base int64
-	_, err = br.Exec()
-	if err == nil {
-		var stale *int64
-		err = br.QueryRow().Scan(&base, &stale)
-	}
-	for i := 2; err == nil && i < b.Len(); i++ {
-		_, err = br.Exec()
+	positions := make([]int64, 0, plan.n)
+	var adv advanced
+	failedAt := -1
+	for i := 0; i < b.Len(); i++ {
+		switch {
+		case plan.isInsert(i):
+			var pos int64
+			if err = br.QueryRow().Scan(&pos); err == nil {
+				positions = append(positions, pos)
+			}
+		case i == b.Len()-1 && plan.n > 0:
+			err = adv.scan(br.QueryRow())
+		default:
+			_, err = br.Exec()
+		}
+		if err != nil {
+			failedAt = i
+			break
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if stop() {
-		s.discard(c) // a cancel request may still reach its session
-	} else {
-		c.Release()
+	committed := err == nil || failedAt > plan.commitAt
+	if committed && plan.n > 0 && adv.horizon < positions[len(positions)-1] {
+		s.awaitHorizon(c, &adv, slices.Max(positions))
 	}
-	if err != nil {
+	if !committed {
+		// The session is in a failed transaction: roll it back, and fill
+		// the positions the append drew (those it was given, and the
+		// one its failed insert drew) so that no reader waits for them.
+		drew := failedAt >= plan.firstInsert && plan.n > 0
+		if aerr := s.abandon(sendCtx, c, positions, drew); aerr != nil {
+			stop()
+			s.discard(c)
+			c = nil
+		}
+	}
+	if c != nil {
+		if stop() {
+			s.discard(c) // a cancel request may still reach its session
+		} else {
+			c.Release()
+		}
+	}
+	if !committed {
 		if cerr := ctx.Err(); cerr != nil && isCanceled(err) {
 			return shell.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", cerr)
+		}
+		if again, derr := s.uniqueViolation(err); derr != nil || again {
+			return shell.AppendResult{}, again, derr
 		}
 		if !isRefusal(err) {
 			return shell.AppendResult{}, false, s.wrap(ctx, "append", err)
 		}
 		return s.refused(ctx, s.pool, err, plan.guard)
 	}
-	res = plan.result(base)
-	if len(plan.types) > 0 {
-		s.notifier.Notify(plan.types)
-		s.wakes.add(res.Last, plan.types)
-	} else if len(plan.scheduledTypes) > 0 {
-		s.notifier.Notify(plan.scheduledTypes)
-	}
+	res = plan.result(positions)
+	s.afterCommit(adv, res.Last, plan.types, plan.scheduledTypes)
 	return res, false, nil
+}
+
+// abandon rolls back c's failed transaction and, when the append drew
+// positions (drew: its inserts were reached), fills them with
+// tombstones: positions, and the session's last one, which the insert
+// that failed drew.
+func (s *Store) abandon(ctx context.Context, c *pgxpool.Conn, positions []int64, drew bool) error {
+	if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+		return err
+	}
+	if !drew {
+		return nil
+	}
+	return s.fillOn(ctx, c, positions, true)
+}
+
+// fillOn puts tombstones at positions (and, with current, at the
+// session's last position too) on c, and advances the horizon past them.
+func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, current bool) error {
+	fill := s.q.a.fill
+	if current {
+		fill = strings.Replace(fill, "$1::bigint[]", fmt.Sprintf("$1::bigint[] || currval('%s_positions')", s.names.prefix), 1)
+	}
+	b := &pgx.Batch{}
+	b.Queue(fill, positions)
+	b.Queue(s.q.advanceTo, int64(math.MaxInt64)) // as far as it goes
+	br := c.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var adv advanced
+	if err == nil {
+		err = adv.scan(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		s.afterCommit(adv, 0, nil, nil)
+	}
+	return err
+}
+
+// uniqueViolation translates a unique violation of an append's insert:
+// its position taken by a tombstone (again: the append goes again, with
+// new positions), or its message id by a concurrent append of the same
+// id (shell.ErrDuplicateID, as the id check says when the other append
+// committed first).
+func (s *Store) uniqueViolation(err error) (again bool, _ error) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" {
+		return false, nil
+	}
+	switch pe.ConstraintName {
+	case s.names.messages + "_pkey":
+		return true, nil
+	case "idx_" + s.names.messages + "_id":
+		return false, fmt.Errorf("pgstore: append: a message id is already in the log (appended at the same time by another writer): %w", shell.ErrDuplicateID)
+	case "idx_" + s.names.scheduled + "_id":
+		return false, fmt.Errorf("pgstore: append: a message id is already scheduled (by another writer at the same time): %w", shell.ErrDuplicateID)
+	}
+	return false, nil
+}
+
+// advanced is what <prefix>_advance returned: the horizon, the first
+// visible position past it when a hole stops it (0: none), and the types
+// it newly covered.
+type advanced struct {
+	horizon, beyond int64
+	types           []string
+}
+
+func (a *advanced) scan(r pgx.Row) error {
+	var beyond *int64
+	if err := r.Scan(&a.horizon, &beyond, &a.types); err != nil {
+		return err
+	}
+	if beyond != nil {
+		a.beyond = *beyond
+	}
+	return nil
+}
+
+// afterCommit tells the notifier and other processes of a commit: the
+// types it appended (last, the newest position it wrote) and those its
+// advance of the horizon newly covered (another append's, which waited
+// behind a hole); a hole the advance met goes to the filler.
+func (s *Store) afterCommit(adv advanced, last int64, types, scheduled []string) {
+	all := slices.Clone(types)
+	for _, t := range adv.types {
+		all = appendDistinct(all, t)
+	}
+	if len(all) > 0 {
+		s.notifier.Notify(all)
+		s.wakes.add(max(last, adv.horizon), all)
+	} else if len(scheduled) > 0 {
+		s.notifier.Notify(scheduled)
+	}
+	if adv.beyond > adv.horizon+1 || last > adv.horizon {
+		s.holes.seen(adv.horizon, max(adv.beyond, last+1))
+	}
 }
 
 // cancelOnDone sends PostgreSQL a cancel request for c's running
@@ -263,12 +417,17 @@ func isCanceled(err error) bool {
 // will write.
 type appendPlan struct {
 	stamped []core.Message
-	// ordinals are each message's place among those written to the log
-	// (1 for the first, 0 for a scheduled one), n their number.
-	ordinals []int64
-	n        int64
-	// writes is the number of write statements (inserts, offset upserts,
-	// the head's advance).
+	// logged marks the messages written to the log (not scheduled), n
+	// their number.
+	logged []bool
+	n      int64
+	// inserts are the batch indexes of the log inserts, in message
+	// order; firstInsert the first (or -1), commitAt the COMMIT's index
+	// in a standalone append (or -1).
+	inserts     map[int]bool
+	firstInsert int
+	commitAt    int
+	// writes is the number of write statements (inserts, offset upserts).
 	writes                int
 	types, scheduledTypes []string
 	// guard is the append's guard, nil when it has no conditions.
@@ -276,7 +435,7 @@ type appendPlan struct {
 }
 
 func planAppend(stamped []core.Message, preps []prepared, guard *core.Guard) *appendPlan {
-	p := &appendPlan{stamped: stamped, ordinals: make([]int64, len(stamped))}
+	p := &appendPlan{stamped: stamped, logged: make([]bool, len(stamped)), firstInsert: -1, commitAt: -1}
 	if guard != nil && len(guard.Conditions) > 0 {
 		p.guard = guard
 	}
@@ -286,50 +445,97 @@ func planAppend(stamped []core.Message, preps []prepared, guard *core.Guard) *ap
 			continue
 		}
 		p.n++
-		p.ordinals[i] = p.n
+		p.logged[i] = true
 		p.types = appendDistinct(p.types, stamped[i].Type)
 	}
 	return p
 }
 
-// result is the append's result once its first position follows base.
-func (p *appendPlan) result(base int64) shell.AppendResult {
+// locks returns the boundary keys the append needs (see boundary.go),
+// with the guards of reads (extra) to check beside its own; nil asks
+// for the store's lock in exclusive mode instead (too many keys).
+func (p *appendPlan) locks(preps []prepared, extra []core.Guard) boundarySet {
+	set := boundarySet{}
+	for i := range p.stamped {
+		if p.logged[i] {
+			set.write(p.stamped[i].Type, preps[i].keys)
+		}
+	}
+	if p.guard != nil {
+		set.guard(p.guard.Conditions)
+	}
+	for _, g := range extra {
+		set.guard(g.Conditions)
+	}
+	if len(set) > maxBoundaryKeys {
+		return nil
+	}
+	return set
+}
+
+func (p *appendPlan) isInsert(i int) bool { return p.inserts[i] }
+
+// result is the append's result, given the positions its inserts
+// returned, in message order.
+func (p *appendPlan) result(positions []int64) shell.AppendResult {
 	res := shell.AppendResult{Positions: make([]int64, len(p.stamped)), Messages: p.stamped}
-	for i, o := range p.ordinals {
-		if o > 0 {
-			res.Positions[i] = base + o
-			res.Last = res.Positions[i]
+	j := 0
+	for i, logged := range p.logged {
+		if logged && j < len(positions) {
+			res.Positions[i] = positions[j]
+			res.Last = max(res.Last, positions[j])
+			j++
 		}
 	}
 	return res
 }
 
-// queueChecks queues the statements that refuse the append before it
-// writes (a stored id, the guard), and returns how many they are.
-func (s *Store) queueChecks(b *pgx.Batch, p *appendPlan) int {
+// queueLock queues <prefix>_lock: the store's lock (with store; in
+// exclusive mode with exclusive), the boundary keys in the order given
+// (with try, refusing "busy" rather than waiting), and, when given, the
+// check of the group configuration's version and of the ids (none
+// stored yet).
+func (s *Store) queueLock(b *pgx.Batch, store, exclusive bool, keys []boundaryKey, try bool, config *int64, ids []uuid.UUID) {
+	var key any
+	if store {
+		key = s.lockKey
+	}
+	var idArg any
+	if ids != nil {
+		idArg = ids
+	}
+	ks, xs := lockArgs(keys)
+	b.Queue(s.q.a.lock, key, exclusive, s.boundaryNS, ks, xs, try, config, idArg)
+}
+
+// ids are the ids of the append's messages.
+func (p *appendPlan) ids() []uuid.UUID {
 	ids := make([]uuid.UUID, len(p.stamped))
 	for i := range p.stamped {
 		ids[i] = p.stamped[i].ID
 	}
-	b.Queue(s.q.a.ids, ids)
+	return ids
+}
+
+// queueChecks queues the statements that refuse the append before it
+// writes (a stored id, the guard), and returns how many they are.
+func (s *Store) queueChecks(b *pgx.Batch, p *appendPlan) int {
+	b.Queue(s.q.a.ids, p.ids())
 	if p.guard == nil {
 		return 1
 	}
-	sql, args := s.refuseConflictSQL(p.guard)
+	sql, args := s.refuseConflictSQL(p.guard, nil)
 	b.Queue(sql, args...)
 	return 2
 }
 
 // queueWrites queues the append's writes: the messages, scheduled or at
-// the positions after base (relative: after the head row, which the last
-// statement then advances), and the offsets they create or wake.
-func (s *Store) queueWrites(b *pgx.Batch, gs *groupSet, p *appendPlan, preps []prepared, now time.Time, base int64, relative bool) {
-	insert, upsert := s.q.insertMessage, s.q.g.upsertOffset
-	if relative {
-		insert, upsert, base = s.q.a.insert, s.q.a.upsert, 0
-	}
+// the sequence's next positions, and the offsets they create or wake,
+// each at the position of the first message that wakes it.
+func (s *Store) queueWrites(b *pgx.Batch, gs *groupSet, p *appendPlan, preps []prepared, now time.Time) {
 	ups := newUpserts()
 	start := b.Len()
+	p.inserts = map[int]bool{}
 	for i := range p.stamped {
 		m, pr := &p.stamped[i], &preps[i]
 		if pr.scheduled {
@@ -337,24 +543,22 @@ func (s *Store) queueWrites(b *pgx.Batch, gs *groupSet, p *appendPlan, preps []p
 				string(pr.payload), jsonArg(pr.metadata), m.CreatedAt, now)
 			continue
 		}
-		pos := base + p.ordinals[i]
+		if p.firstInsert < 0 {
+			p.firstInsert = b.Len()
+		}
+		p.inserts[b.Len()] = true
 		keys, keyNames := keyStrings(pr.keys)
-		b.Queue(insert, pos, m.ID, m.Type, pr.version, m.CausationID, m.CorrelationID,
+		b.Queue(s.q.a.insert, m.ID, m.Type, pr.version, m.CausationID, m.CorrelationID,
 			string(pr.payload), jsonArg(pr.metadata), m.CreatedAt, keys, keyNames)
 		for _, g := range gs.byType[m.Type] {
 			for _, tp := range g.tuples(pr.keys, m.ID) {
-				ups.add(g.row, tp, pos)
+				ups.add(g.row, tp, m.ID, 0)
 			}
 		}
 	}
-	for _, k := range ups.order {
-		up := ups.first[k]
-		b.Queue(upsert, k.group, up.tp.key, up.tp.keys, up.tp.msgID, up.pos)
-	}
-	if relative && p.n > 0 {
-		b.Queue(s.q.a.advance, p.n)
-	}
+	ups.queue(b, s)
 	p.writes = b.Len() - start
+	p.commitAt = b.Len() // where a standalone append queues its COMMIT
 }
 
 // isRefusal reports whether err is <prefix>_refuse's.

@@ -244,7 +244,9 @@ func TestUpdateReadsWithoutTheLock(t *testing.T) {
 	}
 }
 
-// A standalone append that waits for the lock when its context ends
+var errHeld = errors.New("held, rolled back")
+
+// A standalone append that waits for a lock when its context ends
 // fails with the context's error and writes nothing; its connection is
 // not reused with a cancel request in flight, and the store goes on.
 func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
@@ -255,15 +257,17 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := s.Update(ctx, func(tx shell.Tx) error {
-			_ = tx.Context() // sync work: the exclusive lock
-			if _, err := tx.LastPosition(); err != nil {
+			// A guarded append holds its boundary's lock in exclusive
+			// mode until the transaction ends (rolled back here).
+			guard := &core.Guard{Conditions: []core.Condition{{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}}}
+			if _, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: guard}); err != nil {
 				return err
 			}
 			close(locked)
 			<-release
-			return nil
+			return errHeld
 		})
-		if err != nil {
+		if !errors.Is(err, errHeld) {
 			t.Error(err)
 		}
 	})

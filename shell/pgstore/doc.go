@@ -42,139 +42,137 @@
 // The classic PostgreSQL event-store bug is positions handed out by a
 // sequence at insert time while transactions commit in another order: a
 // reader sees 12 before 11 commits, moves its cursor past 11 and skips it
-// for ever. This store cannot do that: every transaction that appends
-// (Update, Append, PromoteScheduled, a claim that appends in ClaimUpdate)
-// takes the store's exclusive transaction-level advisory lock
-// (pg_advisory_xact_lock, one key per schema and prefix) before it
-// appends (at BEGIN, or at an Update's first operation, see below), reads
-// the last position from <prefix>_head under it, hands out the next positions itself
-// and writes the head back just before COMMIT. PostgreSQL releases a
-// transaction's locks only after its commit is visible to every new
-// snapshot, so the next appender starts after the previous one's
-// positions are visible: positions become visible in order, without gaps
-// (a rolled back append's positions are handed out again, as on SQLite),
-// and a reader (Read, ReadAll, a claim's fetch, a catch-up) that sees a
-// position sees every smaller one. TestPositionsVisibleInOrder tails the
-// log from several pools while others append; on stores broken on purpose
-// (no lock, positions handed out outside the transaction, as a sequence
-// does) it reports the skip (TestPositionsVisibleInOrderCatchesASkip).
+// for ever. This store hands positions out from a sequence
+// (<prefix>_positions, schema version 8), drawn as each message is
+// inserted, and never lets a reader past a position that may still
+// commit: every read (Read, ReadPartition, ReadAll, LastPosition, a
+// claim's fetch, a catch-up) is bounded by the read horizon, the highest
+// position below which every position is settled, committed or filled.
 //
-// The same lock serialises guards: an append checks its guard inside its
-// transaction, under the lock, so no conflicting append can commit between
-// the check and the commit (TestGuardsAcrossStores is the dcb.events
-// consistency check). Everything an append can be refused for (unknown
-// type, invalid payload, duplicate id in the log or the schedule, guard)
-// is checked before it writes, because PostgreSQL aborts a transaction at
-// its first failed statement: a refused append leaves the transaction
-// usable and writes nothing.
+//   - <prefix>_head.last_position stores the horizon. After each commit
+//     that appends (in the same round trip as its COMMIT) the appender
+//     advances it (<prefix>_advance): the run of visible positions after
+//     it, up to the first hole. An append in flight below is such a hole
+//     until it commits and advances the horizon itself. Claims read up to
+//     the stored horizon; reads up to the horizon their statement sees
+//     (<prefix>_horizon(): the stored one and the run after it, so a
+//     transaction's own appends, visible to it, are in it).
+//   - A hole left by an append that never commits (rolled back, or its
+//     session gone: a killed process, a server restart) is filled with a
+//     tombstone, a row whose type is empty, which no read returns
+//     (<prefix>_fill): at once by a transaction that rolls back its own
+//     appends, else by whoever waits on it for longer than holeGrace
+//     (10 ms). The fill's insert waits at most 5 ms on the position's
+//     row: a row still being written (an append in flight) makes it give
+//     up, and the primary key arbitrates between the tombstone and an
+//     append that drew the position but had not inserted it yet (that
+//     append then fails and is sent again with a new position). So
+//     positions may skip numbers (shell.SkippingPositions): a rolled-back
+//     append's positions are never handed out again, and the messages of
+//     concurrent appends interleave.
+//   - An append returns once the horizon covers it: it waits for the
+//     appends in flight below it (they advance the horizon as they
+//     commit, usually within a millisecond) and fills a hole that stays,
+//     so a read after Append returns sees it, as on SQLite.
 //
-// Claims, acks, releases and deletes take the same lock in shared mode
-// (pg_advisory_xact_lock_shared): workers of every process claim and
-// settle side by side, each picking the claimable offset furthest behind
-// with FOR UPDATE SKIP LOCKED, so two workers never wait on each other,
-// while an append waits for them and they for it (no append ever changes
-// an offset under a claim or an ack being made, so pending markers stay
-// exact). A delete needs no more: removing messages adds no position, so
-// no reader can see one before a smaller one, and a pending marker it
-// leaves on a deleted message is stale in the safe direction (the next
-// claim finds the fetch empty and repairs it); it never hides work. Other
-// group operations (registration, lifecycle, reset, reaping, drained
-// offsets) take the exclusive lock. Reads take no lock: each is one
-// statement (the log's newest position is read in the same statement as
-// the messages, for the guard), or one REPEATABLE READ snapshot.
+// TestPositionsVisibleInOrder tails the log from several pools while
+// others append; on a store broken on purpose (reads not bounded by the
+// horizon) it reports the skip (TestPositionsVisibleInOrderCatchesASkip).
+// TestTailingAcrossServerRestart does so across pg_ctl restart -m fast,
+// whose rolled-back appends leave holes that are filled.
 //
-// Appends hold the lock only while the server works. A standalone
-// append (Store.Append) is one pipeline, which PostgreSQL runs as one
-// implicit transaction: the lock, the head, the checks, the inserts, the
-// offsets and the head's advance, committed at the pipeline's end. Its
-// checks are statements that raise (<prefix>_refuse, schema version 6)
-// before anything is written, so a refused append rolls back whole and
-// the raising statement says which check refused it; the group
-// configuration the client built the offsets from is one of them (a
-// process whose cache is stale sends the append again with the
-// configuration read anew). TestAppendNeverHoldsTheLockIdle samples
-// pg_locks while writers append: the lock's holder is never "idle in
-// transaction". A context that ends while the pipeline runs sends a
-// cancel request: the append then fails at the statement it was waiting
-// in and writes nothing, or, had it committed, returns its result.
+// Appends do not take a store-wide lock. Each takes the store's advisory
+// lock (one key per schema and prefix) in shared mode, and
+// transaction-level advisory locks on what it touches (boundary.go): in
+// shared mode a key per (type, key pair) and per type of each message it
+// writes, in exclusive mode a key per condition of its guard (its type
+// and first key pair). A message that matches a condition carries its
+// type and every key pair of it, so its writer holds in shared mode the
+// key that the guard holds exclusively: a guarded append and an append
+// that could change what its guard read wait on each other, and nothing
+// else does (hash collisions aside: keys are 32-bit hashes, and two
+// boundaries that collide only wait for nothing). Keys are taken in
+// sorted order in one statement (<prefix>_lock), so first appends never
+// wait in a cycle; a transaction that already holds locks (a claim's row
+// locks, an earlier append's keys) only tries the keys it lacks, and runs
+// again under the exclusive lock when one is held elsewhere. An append
+// with more than 64 keys (a batch of hundreds of messages) takes the
+// store's lock in exclusive mode instead, so that PostgreSQL's lock table
+// never fills. The guard is checked under the keys, so no conflicting
+// append can commit between the check and the commit (TestGuardsAcrossStores
+// is the dcb.events consistency check; TestGuardsAcrossProcesses runs 16
+// writers in 4 processes on overlapping and disjoint boundaries: 0
+// violations, 0 false conflicts). Everything an append can be refused for
+// (unknown type, invalid payload, duplicate id in the log or the
+// schedule, guard) is checked before it writes, because PostgreSQL aborts
+// a transaction at its first failed statement: a refused append leaves
+// the transaction usable and writes nothing. TestWriterKilledHoldingTheLock
+// SIGKILLs a writer holding a boundary's lock: an append to another
+// boundary goes through meanwhile, one to the same boundary waits until
+// the server sees the session end; what the writer had not committed
+// never shows.
 //
-// Update takes its lock lazily, at fn's first operation that needs one. A
-// whole read (Read, ReadPartition without Upto or Limit) before any lock
-// takes none: the transaction keeps its guard, and whatever takes the
-// exclusive lock next (the append, in its own round trip; sync work; a
-// locking read) checks under it that nothing the read would have returned
-// was appended since (else fn runs again, under the exclusive lock from
-// its start: TestUpdateReadsWithoutTheLock,
-// TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock).
-// So a decision (Handle) reads and decides holding nothing, and holds the
-// lock from its append to its commit only: one client round trip. Other
-// reads, an append, an advance or sync work (tx.Context, Conn) take the
-// exclusive lock; a claim, an ack, a release or a delete takes the shared
-// one, so that a transaction which only settles claims (a delete-on-ack
-// queue's delete and ack, and the next claim) runs beside other workers.
-// Two transactions holding the shared lock cannot both upgrade to the
-// exclusive one (they would deadlock), so a transaction that needs the
-// exclusive lock after the shared one is rolled back and fn runs again
-// holding the exclusive lock from its start
-// (TestUpdateUpgradesByRunningAgain). LastPosition first takes no lock;
-// an append after it checks, under the exclusive lock, that the head has
-// not moved, else fn runs again too (TestUpdateLastPositionOvertaken):
-// what fn was told is the newest position stays true under the lock, as
-// on SQLite. fn therefore may run twice; its writes through the
-// transaction are rolled back in between, anything else it does is not.
+// The store's lock in exclusive mode is for what must see no append in
+// flight: registering a group and a reset (their discovery scans the
+// log), promotions, parking operations, Clear, and a transaction that
+// appends after LastPosition (LastPosition then stays the newest
+// position, with no other transaction's message after it: the router's
+// guarded reactions use that). Claims, acks, releases and deletes take it
+// in shared mode, as appends do, and run beside them: an append wakes the
+// offsets it writes to with least(marker, its position), and a
+// statement that recomputes a pending marker from its snapshot applies
+// only to the row version that snapshot saw (a row an append changed
+// meanwhile keeps its marker, or, acknowledged, points just after the
+// acknowledgement, for the next claim to repair), so no wake-up is lost.
+// Reads take no lock.
 //
-// What is left serialised: one append at a time per prefix, for as long
-// as the server takes to check and write it (a standalone append), or
-// from its append to its commit (an Update). Positions are handed out
-// under that lock, which is how they become visible in order; locks on
-// what an append touches, with a gap-safe read horizon, are the way past
-// it, not built yet. The alternatives, as measured and reasoned so far
-// (bench: BenchmarkPostgresAppendParallel, whose impl=floor is a bare pgx
-// program of the same rows, positions from a sequence and no lock):
+// Update takes its locks lazily, at fn's first operation that needs
+// them. A read before the transaction holds the exclusive lock takes none:
+// its guard is kept, and the next append (or sync work, or
+// AdvanceOffset) locks the read's boundaries in exclusive mode and checks
+// under them that nothing the read would have returned was appended since
+// (else fn runs again, under the exclusive lock from its start:
+// TestUpdateReadsWithoutTheLock,
+// TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock). So a decision
+// (Handle) reads and decides holding nothing, and holds its boundaries'
+// locks from its append to its commit only. Sync work (tx.Context, Conn)
+// takes the store's lock in shared mode and its reads' boundaries; a
+// claim, an ack, a release or a delete the shared lock. fn may therefore
+// run twice; its writes through the transaction are rolled back in
+// between (their positions filled), anything else it does is not
+// (TestUpdateUpgradesByRunningAgain, TestUpdateLastPositionOvertaken).
 //
-//   - The lock held across client round trips (before schema version 6):
-//     throughput was 1 / (four round trips + the server's work), whatever
-//     the number of writers or machines. Gone: the lock is now held only
-//     while the server works, which doubled single appends and made
-//     writers 500 µs from the server nearly as fast as local ones.
-//   - No lock, positions from a sequence (the floor): 2-3x faster at 16
-//     writers, and wrong: 12 can commit before 11, a reader moves past 11
-//     and skips it (TestPositionsVisibleInOrderCatchesASkip runs exactly
-//     this store and sees the skip).
+// Alternatives measured or reasoned (bench: BenchmarkPostgresAppendParallel,
+// whose impl=floor is a bare pgx program of the same rows, positions from
+// a sequence and no lock):
+//
+//   - One exclusive lock per prefix held across client round trips
+//     (before schema version 6): throughput was 1 / (four round trips +
+//     the server's work), whatever the number of writers or machines.
+//   - The same lock held only while the server works (schema versions 6
+//     and 7: one pipeline per append): about 1,400-1,700 appends/s on
+//     this 2-core machine whatever the number of writers, against 7,000
+//     for the floor at 16 writers.
+//   - No lock, positions from a sequence, no horizon (the floor): fast and
+//     wrong, as above (the negative twin test runs exactly this).
 //   - Reading below pg_snapshot_xmin(pg_current_snapshot()) with a
 //     transaction id column: gap-safe only for readers that order by
-//     (transaction id, position). Ordered by position it still skips: a
-//     transaction with the smaller xid can draw the larger position and
-//     commit first, so position 10 is visible below the horizon while 9
-//     (the other transaction's) is not. Every cursor of this store (offsets,
-//     guards, ReadAll's From) is a position, so this horizon would change
-//     every reader's order.
-//   - A high-water mark that never passes a hole: positions from a
-//     sequence, readers stop at the first missing position and fill a hole
-//     older than a short wait with a tombstone row inserted under a lock
-//     timeout, so that the primary key arbitrates between the tombstone and
-//     an append still in flight (the append then fails and is sent again
-//     with a new position). Gap-safe, and it lets appends to disjoint
-//     boundaries (locked by the key pairs they write and their guards read,
-//     in sorted order) run in parallel; it changes every read path (the
-//     guard's position becomes the read's horizon, not the newest position
-//     seen) and the offsets' pending markers, which are exact today because
-//     claims and acks hold the shared lock against appends.
-//
-// The last is the design the next step builds; the tests that will hold
-// it are in place: TestPositionsVisibleInOrder and its negative twin,
-// TestGuardsAcrossStores, TestGuardsAcrossProcesses (16 writers in 4
-// processes on overlapping and disjoint boundaries: 0 violations, 0 false
-// conflicts), TestTailingAcrossServerRestart (readers never skip across
-// pg_ctl restart -m fast) and TestWriterKilledHoldingTheLock (a SIGKILLed
-// writer frees the lock as soon as the server sees its session end; what
-// it had not committed never shows).
+//     (transaction id, position); ordered by position it still skips (a
+//     smaller xid can draw the larger position and commit first), and
+//     every cursor of this store is a position.
+//   - Positions assigned after commit by a sequencer: gap-free and
+//     ordered, but every message is written twice and an append would
+//     not know its positions when it returns.
+//   - The horizon with hole filling (built): positions from a sequence,
+//     readers stop at the first hole, holes of abandoned appends filled
+//     with tombstones under a short lock timeout, the primary key
+//     arbitrating.
 //
 // # Consumer groups
 //
 // As on SQLite: each offset carries a pending marker (next_position, the
-// first message after its position that wakes the partition), kept exact
-// by appends (which create and wake offsets in their transaction: the
+// first message after its position that wakes the partition), kept by
+// appends (which create and wake offsets in their transaction: the
 // configuration is stored and cached per version, so every process's
 // appends create offsets for every group), acks, advances, deletes and
 // the discovery at registration and reset. The claim scan is a range of a
@@ -206,9 +204,11 @@
 // notification lost with its process too.
 //
 // Costs, in round trips to the server: a standalone append one, guarded
-// or not (TestAppendIsOneRoundTrip), plus the coalesced notification
-// after it; a decision in an Update three (the read, with BEGIN queued;
-// the lock, the read's check, the append's checks and writes; COMMIT);
+// or not (TestAppendIsOneRoundTrip: BEGIN, the locks, the checks, the
+// writes, COMMIT and the horizon's advance), plus the coalesced
+// notification after it; a decision in an Update three (the read, with
+// BEGIN queued; the locks, the read's check, the append's checks and
+// writes; COMMIT and the advance);
 // a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR
@@ -230,8 +230,8 @@
 // LastPosition; LastPosition again under the shared lock (then kept for
 // the transaction); the deletes, the acks and the next K claims; COMMIT
 // (TestQueueRoundTrips counts them: under 0.1 per job). An idle poll is
-// the probe alone. Appends are serialised per store prefix (see
-// "Ordering and locking"); several messages per append amortise that.
+// the probe alone. Appends wait on each other only where their
+// boundaries meet (see "Ordering and locking").
 //
 // Lookups by key pairs go through the GIN index of messages.keys, built
 // without a pending list (fastupdate off, schema version 3), and are

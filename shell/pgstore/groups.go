@@ -28,14 +28,18 @@ var (
 
 // groupQueries is the SQL of the consumer-group side.
 type groupQueries struct {
-	loadGroups, bumpConfig                   string
-	insertGroup, updateConfig, updateLabel   string
-	groupRow, groupNames, probe              string
-	groupRowLocked                           string
-	upsertOffset, ensureOffset               string
-	remark, held, release, moveTo            string
-	remarkAt, raiseMoved                     string
-	claimMany, claimQueue, ackMany           string
+	loadGroups, bumpConfig                 string
+	insertGroup, updateConfig, updateLabel string
+	groupRow, groupNames, probe            string
+	groupRowLocked                         string
+	ensureOffset                           string
+	remark, held, release, moveTo          string
+	remarkAt, raiseMoved                   string
+	claimMany, claimQueue, ackMany         string
+	// claimManyOwn and claimQueueOwn claim up to the horizon as the
+	// statement sees it (the transaction's own appends in it): for a
+	// transaction that appended.
+	claimManyOwn, claimQueueOwn              string
 	ack                                      string
 	raiseHighest, recover, setStatus         string
 	foldGroup, foldDrained                   string
@@ -54,6 +58,14 @@ type groupQueries struct {
 }
 
 func newGroupQueries(n names) groupQueries {
+	q := newGroupQueriesAt(n)
+	stored := fmt.Sprintf(`(SELECT last_position FROM %s WHERE id = 1)`, n.head)
+	q.claimManyOwn = strings.ReplaceAll(q.claimMany, stored, n.prefix+"_horizon()")
+	q.claimQueueOwn = strings.ReplaceAll(q.claimQueue, stored, n.prefix+"_horizon()")
+	return q
+}
+
+func newGroupQueriesAt(n names) groupQueries {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 	next := f(`CASE WHEN o.message_id IS NOT NULL
 	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
@@ -61,6 +73,23 @@ func newGroupQueries(n names) groupQueries {
 	// The pending marker of an offset being acknowledged, from the
 	// position it moves to (r.pos, see ackMany).
 	nextAfterAck := strings.ReplaceAll(next, "o.last_position", "greatest(o.last_position, r.pos)")
+	// Appends run beside claims and acknowledgements, each waking the
+	// offsets it writes to with least(marker, its position) (see
+	// appendQueries.upsert). A marker recomputed from a statement's
+	// snapshot would lose the wake-up of an append that committed after
+	// the snapshot but before the recomputing statement locked the row
+	// (PostgreSQL then re-evaluates the statement on the new row version,
+	// but its subqueries keep the old snapshot): so a recomputation
+	// applies only when the row is the version the snapshot saw
+	// (unchanged), and an acknowledgement of a row changed meanwhile keeps
+	// the marker it finds past its position, or points just after it (the
+	// next claim looks and repairs it).
+	unchanged := f(`o.xmin = (SELECT o2.xmin FROM %s o2 WHERE o2.id = o.id)`, n.offsets)
+	ackNext := f(`CASE WHEN %[1]s THEN %[2]s ELSE least(%[2]s,
+	CASE WHEN o.next_position > greatest(o.last_position, r.pos) THEN o.next_position ELSE greatest(o.last_position, r.pos) + 1 END) END`, unchanged, nextAfterAck)
+	// horizon is the stored read horizon: claims fetch no message past
+	// it, and deletes (of claimed messages) so never open a hole above it.
+	horizon := f(`(SELECT last_position FROM %s WHERE id = 1)`, n.head)
 	return groupQueries{
 		loadGroups:   f(`SELECT id, group_id, partition_by, exclusive, handled FROM %s ORDER BY group_id`, n.groups),
 		bumpConfig:   f(`UPDATE %s SET config_version = config_version + 1 WHERE id = 1 RETURNING config_version`, n.head),
@@ -76,9 +105,9 @@ func newGroupQueries(n names) groupQueries {
 		// The probe: the status, and whether the group has claimable
 		// offsets and no operator transition waiting for its lifecycle
 		// hook (see ClaimTransition).
-		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL)
+		probe: f(`SELECT g.status, g.retry_at, EXISTS (SELECT 1 FROM %s o WHERE o.consumer_group_id = g.id AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL AND o.next_position <= %s)
 	AND NOT EXISTS (SELECT 1 FROM %s h WHERE h.consumer_group_id = g.id AND h.transitions > h.hooked)
-FROM %s g WHERE g.group_id = $1`, n.offsets, n.hooks, n.groups),
+FROM %s g WHERE g.group_id = $1`, n.offsets, horizon, n.hooks, n.groups),
 		hooksOn:      f(`INSERT INTO %s (consumer_group_id) VALUES ($1) ON CONFLICT DO NOTHING`, n.hooks),
 		hooksOff:     f(`DELETE FROM %s WHERE consumer_group_id = $1`, n.hooks),
 		hooksPending: f(`SELECT coalesce(h.transitions > h.hooked, false) FROM %s g LEFT JOIN %s h ON h.consumer_group_id = g.id WHERE g.group_id = $1`, n.groups, n.hooks),
@@ -86,9 +115,6 @@ FROM %s g WHERE g.group_id = $1`, n.offsets, n.hooks, n.groups),
 		hookRecord:   f(`UPDATE %s SET transitions = $2, pending = $3 WHERE consumer_group_id = $1`, n.hooks),
 		hookClaim:    f(`UPDATE %s SET claimed_by = $2, claimed_at = $3 WHERE consumer_group_id = $1`, n.hooks),
 		hookFinish:   f(`UPDATE %s SET hooked = $2, pending = $3, claimed_by = NULL, claimed_at = NULL WHERE consumer_group_id = $1`, n.hooks),
-		upsertOffset: f(`INSERT INTO %s AS o (consumer_group_id, partition_key, keys, message_id, next_position) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
-	CASE WHEN excluded.next_position > o.last_position THEN coalesce(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets),
 		ensureOffset: f(`INSERT INTO %s (consumer_group_id, partition_key, keys, message_id, drain_check) VALUES ($1, $2, $3, $4, true)
 ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 		ack: f(`WITH a AS (
@@ -105,27 +131,29 @@ SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_
 		// message): one statement, one snapshot. A stopped or failed
 		// group, or a retrying one before its retry time, has nothing to
 		// claim.
-		claimMany: f(`WITH g AS (SELECT id, handled FROM %[2]s gg
+		claimMany: f(`WITH hz AS (SELECT %[7]s AS h),
+g AS (SELECT id, handled FROM %[2]s gg
 	WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
 		AND NOT EXISTS (SELECT 1 FROM %[6]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked)),
 p AS (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
 	WHERE o.consumer_group_id = (SELECT id FROM g) AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL
+		AND o.next_position <= (SELECT h FROM hz)
 	ORDER BY o.last_position, o.id LIMIT $3 FOR UPDATE SKIP LOCKED),
 m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NOT NULL AND message_id = p.message_id
-		AND (position + 0) > p.last_position AND (message_type || '') = ANY(g.handled))
+		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled))
 	UNION ALL
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NULL AND keys && p.keys
-		AND (position + 0) > p.last_position AND (message_type || '') = ANY(g.handled)
+		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled)
 		AND NOT EXISTS (SELECT 1 FROM unnest(p.keys) k WHERE split_part(k, chr(31), 1) = ANY(key_names) AND NOT (k = ANY(keys)))
 		ORDER BY position LIMIT $4)) f),
 c AS (UPDATE %[1]s SET claimed = true, claimed_at = $2, claimed_by = $5 WHERE id IN (SELECT offset_id FROM m)),
 r AS (UPDATE %[1]s o SET next_position = %[5]s FROM g
-	WHERE o.id IN (SELECT id FROM p) AND o.id NOT IN (SELECT offset_id FROM m) RETURNING o.id, o.next_position)
+	WHERE o.id IN (SELECT id FROM p) AND o.id NOT IN (SELECT offset_id FROM m) AND %[8]s RETURNING o.id, o.next_position)
 SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
 FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
-ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks),
+ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks, horizon, unchanged),
 		// claimQueue is claimMany for the offsets of an id-partitioned
 		// group (a queue: one message per offset, found by its id), as
 		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
@@ -147,13 +175,14 @@ FROM (SELECT id, message_id, last_position FROM %[1]s
 			WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
 				AND NOT EXISTS (SELECT 1 FROM %[5]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked))
 		AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL AND message_id IS NOT NULL
+		AND next_position <= %[6]s
 		ORDER BY last_position, id LIMIT $3 FOR UPDATE SKIP LOCKED) p
 	JOIN %[2]s g ON g.group_id = $1
 	LEFT JOIN %[4]s m ON m.message_id = p.message_id AND (m.position + 0) > p.last_position AND (m.message_type || '') = ANY(g.handled)
 WHERE o.id = p.id
 RETURNING o.id, o.partition_key, o.last_position, o.replay_until, o.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at`,
-			n.offsets, n.groups, messageColumns, n.messages, n.hooks),
+			n.offsets, n.groups, messageColumns, n.messages, n.hooks, horizon),
 		// ackMany acknowledges the claims of offsets $1 (of groups $2, at
 		// positions $3, by workers $4) in one statement, as ack does one,
 		// recovering a retrying group whose failed partition is among
@@ -176,15 +205,15 @@ x AS (SELECT DISTINCT g.id FROM a JOIN %[2]s g ON g.id = a.consumer_group_id
 h AS (UPDATE %[2]s g SET status = 'active', retry_at = NULL, failure = '{"retry_count":0}', updated_at = $5
 	FROM x WHERE g.id = x.id)
 SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' of ' || $6::bigint)::bigint END FROM (SELECT count(*) AS n FROM a) c`,
-			n.offsets, n.groups, nextAfterAck, ackNotHeld),
-		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 RETURNING o.next_position`, n.offsets, next, n.groups),
+			n.offsets, n.groups, ackNext, ackNotHeld),
+		remark: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.id = $1 AND %s RETURNING o.next_position`, n.offsets, next, n.groups, unchanged),
 		held: f(`SELECT o.claimed, coalesce(o.claimed_by, '') FROM %s o JOIN %s g ON g.id = o.consumer_group_id
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		release: f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
 		moveTo:  f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
 		// remarkAt is remark for the offset of group $1 and partition $2
 		// that AdvanceOffset moved to $3 (none when it did not).
-		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3`, n.offsets, next, n.groups),
+		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3 AND %s`, n.offsets, next, n.groups, unchanged),
 		// raiseMoved raises the highest position for AdvanceOffset: group $1 rises to
 		// $2 when its offset of partition $3 is at or past it.
 		raiseMoved: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, $2) WHERE id = $1
@@ -206,7 +235,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position = exc
 q AS (UPDATE %[2]s o SET drain_check = true FROM d WHERE o.message_id = d.message_id AND NOT o.drain_check)
 UPDATE %[2]s o SET drain_check = true FROM d, %[3]s g
 WHERE cardinality(g.partition_by) > 0 AND g.id = o.consumer_group_id AND d.message_type = ANY(g.handled) AND o.keys && d.keys AND o.message_id IS NULL AND NOT o.drain_check`, n.messages, n.offsets, n.groups),
-		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[])`, n.offsets, next, n.groups),
+		remarkDeleted: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.next_position = ANY($1::bigint[]) AND %s`, n.offsets, next, n.groups, unchanged),
 		drainIDs: f(`DELETE FROM %s o WHERE o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NOT NULL
 	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
 		drainKeyed: f(`DELETE FROM %s o USING %s g WHERE g.id = o.consumer_group_id
@@ -393,7 +422,8 @@ func (g *groupConf) tuples(keys []codec.KeyPair, id uuid.UUID) []tuple {
 }
 
 // upserts collects the offsets an append creates or wakes, each once with
-// the first position that wakes it.
+// the first message that wakes it (its position is read back by the
+// upsert: the sequence hands it out at the insert).
 type upserts struct {
 	order []upsertKey
 	first map[upsertKey]upsert
@@ -406,18 +436,19 @@ type upsertKey struct {
 
 type upsert struct {
 	tp  tuple
-	pos int64
+	msg uuid.UUID
+	pos int64 // discovery's: the message's position, read with it
 }
 
 func newUpserts() *upserts { return &upserts{first: map[upsertKey]upsert{}} }
 
-func (u *upserts) add(group int64, tp tuple, pos int64) {
+func (u *upserts) add(group int64, tp tuple, msg uuid.UUID, pos int64) {
 	k := upsertKey{group, tp.key}
 	if _, ok := u.first[k]; ok {
 		return
 	}
 	u.order = append(u.order, k)
-	u.first[k] = upsert{tp, pos}
+	u.first[k] = upsert{tp, msg, pos}
 }
 
 // queue queues the upserts, in the order the append met them (offset ids
@@ -425,7 +456,7 @@ func (u *upserts) add(group int64, tp tuple, pos int64) {
 func (u *upserts) queue(b *pgx.Batch, s *Store) {
 	for _, k := range u.order {
 		up := u.first[k]
-		b.Queue(s.q.g.upsertOffset, k.group, up.tp.key, up.tp.keys, up.tp.msgID, up.pos)
+		b.Queue(s.q.a.upsert, k.group, up.tp.key, up.tp.keys, up.tp.msgID, up.msg)
 	}
 }
 
@@ -570,7 +601,7 @@ func (t *tx) discover(g *groupConf) error {
 			if l, ok := last[tp.key]; ok && pos <= l {
 				continue
 			}
-			ups.add(g.row, tp, pos)
+			ups.add(g.row, tp, id, pos)
 		}
 	}
 	rows.Close()
@@ -782,10 +813,14 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}
+		claimQueue, claimMany := q.claimQueue, q.claimMany
+		if t.drew {
+			claimQueue, claimMany = q.claimQueueOwn, q.claimManyOwn
+		}
 		if queue {
-			b.Queue(q.claimQueue, group, now, partitions, workerID)
+			b.Queue(claimQueue, group, now, partitions, workerID)
 		} else {
-			b.Queue(q.claimMany, group, now, partitions, batchSize, workerID)
+			b.Queue(claimMany, group, now, partitions, batchSize, workerID)
 		}
 		br, err := t.send(b, n)
 		if err != nil {
@@ -1168,6 +1203,7 @@ func (t *tx) Delete(positions ...int64) error {
 		return nil
 	}
 	t.deletes = append(t.deletes, positions...)
+	t.gone = append(t.gone, positions...)
 	if t.lastKnown && slices.Max(positions) >= t.lastPos {
 		t.lastKnown = false // the newest message may be gone: LastPosition reads again
 	}
@@ -1176,18 +1212,32 @@ func (t *tx) Delete(positions ...int64) error {
 
 // AdvanceOffset moves a partition's offset to position without a claim;
 // see shell.GroupTx.
+//
+// Unless the transaction holds the exclusive lock, it locks the
+// partition's boundary for the group's handled types in exclusive mode
+// (see boundary.go), as a guard on the partition would: no message of
+// the partition can then be in flight below position.
 func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
-	if err := t.enter(lockExclusive, true); err != nil {
+	if err := t.usable(); err != nil {
 		return false, err
 	}
 	s := t.s
+	newest := t.head
+	if gs := s.groups.Load(); t.holds != lockExclusive && gs != nil && gs.byName[group] != nil {
+		var err error
+		if newest, err = t.lockPartition(gs, gs.byName[group], partition); err != nil {
+			return false, err
+		}
+	} else if err := t.enter(lockExclusive, true); err != nil {
+		return false, err
+	}
 	q := s.q.g
 	g := t.gs.byName[group]
 	if g == nil {
 		return false, s.unknownGroup(t.ctx, t.c, group)
 	}
-	if position > t.head {
-		return false, fmt.Errorf("pgstore: advance %s to position %d, past the newest position %d", group, position, t.head)
+	if newest = max(newest, t.ownLast()); position > newest {
+		return false, fmt.Errorf("pgstore: advance %s to position %d, past the newest position %d", group, position, newest)
 	}
 	if position <= 0 {
 		return true, nil
@@ -1690,4 +1740,17 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// lockPartition takes, for AdvanceOffset, the boundary locks of g's
+// partition in exclusive mode (see lockBoundaries), and returns the
+// newest position.
+func (t *tx) lockPartition(gs *groupSet, g *groupConf, partition map[string]string) (int64, error) {
+	conds := make([]core.Condition, len(g.handled))
+	for i, typ := range g.handled {
+		conds[i] = core.Condition{Type: typ, Attrs: partition}
+	}
+	keys := boundarySet{}
+	keys.guard(conds)
+	return t.lockBoundaries(gs, keys)
 }

@@ -23,7 +23,7 @@ func (s *Store) Clear(ctx context.Context) error {
 		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`UPDATE %s SET last_position = 0, config_version = config_version + 1 WHERE id = 1`, n.head)); err != nil {
 			return t.fail("clear", err)
 		}
-		t.head, t.headDirty = 0, false
+		t.head = 0
 		return nil
 	})
 }

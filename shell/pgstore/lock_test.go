@@ -16,8 +16,8 @@ import (
 )
 
 // An Update takes its lock at its first operation: one that acks and
-// then appends needs the exclusive lock after the shared one, and runs
-// again holding the exclusive lock from the start; the first run's ack
+// then appends after LastPosition needs the exclusive lock after the
+// shared one, and runs again holding the exclusive lock from the start; the first run's ack
 // is rolled back, so the ack and the append each happen once.
 func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
@@ -37,6 +37,12 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 	err = s.Update(ctx, func(tx shell.Tx) error {
 		runs++
 		if err := tx.Ack(c, c.Last()); err != nil {
+			return err
+		}
+		// An append after LastPosition takes the exclusive lock (what fn
+		// was told stays the newest position), which a transaction
+		// holding the shared one cannot take: it runs again.
+		if _, err := tx.LastPosition(); err != nil {
 			return err
 		}
 		_, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{})

@@ -22,7 +22,7 @@ import (
 type queries struct {
 	readHead, writeHead, headPosition string
 	lastPosition, countScheduled      string
-	lastAndHead                       string
+	lastAndHead, advanceTo            string
 	insertMessage, insertScheduled    string
 	probeIDs                          string
 	correlation                       string
@@ -38,10 +38,11 @@ const messageColumns = `position, message_id, message_type, payload_version, cau
 
 func newQueries(n names) queries {
 	q := queries{
-		readHead:       fmt.Sprintf(`SELECT last_position, config_version FROM %s WHERE id = 1`, n.head),
+		readHead:       fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0), config_version FROM %s WHERE id = 1`, n.messages, n.prefix, n.head),
+		advanceTo:      fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance(9223372036854775807, $1)`, n.prefix),
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
-		lastPosition:   fmt.Sprintf(`SELECT coalesce(max(position), 0) FROM %s`, n.messages),
+		lastPosition:   fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0)`, n.messages, n.prefix),
 		lastAndHead:    fmt.Sprintf(`SELECT (SELECT coalesce(max(position), 0) FROM %s), (SELECT last_position FROM %s WHERE id = 1)`, n.messages, n.head),
 		countScheduled: fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
 		insertMessage: fmt.Sprintf(`INSERT INTO %s (position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
@@ -154,11 +155,38 @@ func partitionSQL(partition map[string]string, types []string, args *sqlArgs) st
 }
 
 // withLast wraps a query of messages so that every row also carries the
-// newest position of the log, read in the same statement (one snapshot),
-// and an empty result still gives one row (of NULL messages).
+// read horizon (see the package doc, "Ordering and locking"), read in the
+// same statement (one snapshot), and an empty result still gives one row
+// (of NULL messages). inner bounds its messages with visible(), which
+// refers to the horizon as h.last.
 func (s *Store) withLast(inner, order string) string {
-	return fmt.Sprintf(`WITH h AS (SELECT coalesce(max(position), 0) AS last FROM %s)
-SELECT h.last, m.* FROM h LEFT JOIN LATERAL (%s) m ON true ORDER BY m.position %s`, s.names.messages, inner, order)
+	return fmt.Sprintf(`WITH h AS (SELECT %s AS last)
+SELECT h.last, m.* FROM h LEFT JOIN LATERAL (%s) m ON true ORDER BY m.position %s`, s.horizonExpr(), inner, order)
+}
+
+// horizonExpr is the read horizon as a statement sees it; on a store
+// broken on purpose (BreakPositionOrder, tests only) the newest position
+// committed, as a store without the horizon would read.
+//
+// It is the newest message at or below the horizon: a tombstone (see
+// fill) is no message, so the newest position a reader is told of, and a
+// guard's, is always a message's (or 0).
+func (s *Store) horizonExpr() string {
+	bound := "position <= " + s.names.prefix + "_horizon() AND "
+	if s.unorderedPositions {
+		bound = ""
+	}
+	return fmt.Sprintf(`coalesce((SELECT position FROM %s WHERE %smessage_type <> '' ORDER BY position DESC LIMIT 1), 0)`, s.names.messages, bound)
+}
+
+// visible bounds a read of a query built by withLast to the horizon,
+// and the transaction's own messages (own, uncommitted, may lie beyond
+// it when another append's position is still in flight below them).
+func visible(pos string, own []int64, args *sqlArgs) string {
+	if len(own) == 0 {
+		return pos + " <= h.last"
+	}
+	return "(" + pos + " <= h.last OR position = ANY(" + args.add(own) + "::bigint[]))"
 }
 
 // queryLast runs a query built by withLast: the messages and the newest
@@ -295,7 +323,7 @@ func (s *Store) typed() *codec.Registry {
 	return s.reg
 }
 
-func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions, own []int64) (shell.ReadResult, error) {
 	if err := shell.CheckConditions(s.typed(), conds); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
 	}
@@ -304,14 +332,15 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	}
 	if len(conds) == 0 {
 		var last int64
-		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&last); err != nil {
+		if err := q.QueryRow(ctx, "SELECT "+s.horizonExpr()).Scan(&last); err != nil {
 			return shell.ReadResult{}, s.wrap(ctx, "read", err)
 		}
 		return shell.ReadResult{Guard: guardFor(conds, opts, nil, last)}, nil
 	}
 	var args sqlArgs
-	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFor(conds), args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	pos := positionFor(conds)
+	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
+		messageColumns, s.names.messages, pos, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint", visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read", err)
@@ -332,7 +361,7 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 	return out, nil
 }
 
-func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions, own []int64) (shell.ReadResult, error) {
 	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
 		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
@@ -345,13 +374,13 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 	}
 	conds := core.ConditionsFor(partition, typs...)
 	if len(partition) == 0 || len(types) == 0 {
-		res, err := s.read(ctx, q, nil, opts)
+		res, err := s.read(ctx, q, nil, opts, own)
 		res.Guard.Conditions = conds
 		return res, err
 	}
 	var args sqlArgs
-	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint")
+	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
+		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint", visible(positionFilter, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read partition", err)
@@ -367,7 +396,7 @@ func (s *Store) fetchSQL(partition map[string]string, types []string, after int6
 	return sql, args
 }
 
-func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions) (shell.Page, error) {
+func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions, own []int64) (shell.Page, error) {
 	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
 		return shell.Page{}, fmt.Errorf("pgstore: %w", err)
 	}
@@ -386,6 +415,7 @@ func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOption
 	} else {
 		where, order = "position >= "+args.add(from), "ASC"
 	}
+	where += " AND message_type <> '' AND " + visible("position", own, &args) // no tombstone (see fill)
 	if len(opts.Conditions) > 0 {
 		where += " AND " + condSQL(opts.Conditions, &args)
 	}

@@ -112,8 +112,20 @@ func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside
 	}
 	b.Queue(s.q.deleteScheduled, ids)
 	ups.queue(b, s)
-	if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
-		return 0, 0, after, nil, t.fail("promote", err)
+	br := t.c.SendBatch(t.ctx, b)
+	var err2 error
+	for range ids { // the inserts come first: their positions are the transaction's own
+		var pos int64
+		if err2 = br.QueryRow().Scan(&pos); err2 != nil {
+			break
+		}
+		t.own = append(t.own, pos)
+	}
+	if cerr := br.Close(); err2 == nil {
+		err2 = cerr
+	}
+	if err2 != nil {
+		return 0, 0, after, nil, t.fail("promote", err2)
 	}
 	return len(ids), len(dues), last, aside, nil
 }

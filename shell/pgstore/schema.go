@@ -95,7 +95,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -110,11 +110,11 @@ INSERT INTO {p}_schema_migrations (version, applied_at) VALUES ({v}, now()) ON C
 // the table prefix.
 //
 // Design notes (see the package doc):
-//   - <p>_head is one row: the last position handed out (so positions are
-//     consecutive, never reused once committed, and a rolled back
-//     append's positions are given again, as on SQLite) and the
-//     configuration version of the consumer groups, which writers of
-//     every process watch to reload the group configuration.
+//   - <p>_head is one row: the last position handed out (before version
+//     8; from version 8 the stored read horizon, positions coming from
+//     the sequence <p>_positions) and the configuration version of the
+//     consumer groups, which writers of every process watch to reload the
+//     group configuration.
 //   - messages.keys holds the message's key pairs as "name\x1fvalue"
 //     strings (attribute names cannot hold control characters), indexed
 //     by GIN: the key-pair dictionary and link table of the SQLite schema
@@ -123,7 +123,7 @@ INSERT INTO {p}_schema_migrations (version, applied_at) VALUES ({v}, now()) ON C
 //   - payload and metadata are json (kept byte for byte; jsonb would
 //     reorder keys and refuse \u0000).
 //   - offsets carry their partition as a JSON array of [name, value]
-//     pairs (unambiguous, hazard H9) and as keys (the same strings as
+//     pairs (unambiguous: hazard H9 of shell/storetest's package doc) and as keys (the same strings as
 //     messages.keys), a pending marker (next_position) indexed by a
 //     partial index of the claimable offsets, and a replay mark.
 var migrations = []Migration{
@@ -270,6 +270,147 @@ $$;`},
 	claimed_by        text,
 	claimed_at        timestamptz
 );`},
+	// 8: appends that do not wait on each other (see the package doc,
+	// "Ordering and locking"). Positions come from a sequence, drawn as
+	// each message is inserted; <p>_head.last_position becomes the read
+	// horizon: every position at or below it is committed (or filled by
+	// a tombstone, a row whose type is empty, which no read returns), so readers
+	// bounded by it never skip a position. <p>_horizon() is the horizon as
+	// a statement's snapshot sees it (the stored one and the run of
+	// positions after it), <p>_advance(upto) stores it after an append's
+	// commit and returns it with the first visible position past a hole
+	// and the types it newly covers, <p>_fill(positions) puts tombstones
+	// in the holes of an abandoned append (rolled back, or its session
+	// gone), waiting at most a few milliseconds on a position still being
+	// written (its append is in flight: the hole is not abandoned), and
+	// <p>_lock takes an append's locks (the store's, then its boundary
+	// locks in the order given, see boundary.go; with try set it refuses,
+	// "busy", when one is held) and checks the group configuration and
+	// that no message id is stored, raising what <p>_refuse raises.
+	{Version: 8, SQL: `CREATE SEQUENCE IF NOT EXISTS {p}_positions OWNED BY {p}_messages.position;
+SELECT setval('{p}_positions', greatest(m.last, 1), m.last > 0) FROM (
+	SELECT greatest((SELECT coalesce(max(position), 0) FROM {p}_messages), (SELECT last_position FROM {p}_head WHERE id = 1)) AS last) m;
+ALTER TABLE {p}_messages ALTER COLUMN position SET DEFAULT nextval('{p}_positions');
+
+CREATE OR REPLACE FUNCTION {p}_horizon() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	h bigint;
+	n integer := 0;
+BEGIN
+	SELECT last_position INTO h FROM {p}_head WHERE id = 1;
+	-- The run of positions after the stored horizon: probed one by one
+	-- (it is short: each append advances the stored one), counted in one
+	-- statement when long.
+	LOOP
+		IF n = 32 THEN
+			RETURN h + (SELECT count(*) FROM (
+				SELECT x.position - row_number() OVER (ORDER BY x.position) AS d
+				FROM (SELECT position FROM {p}_messages WHERE position > h ORDER BY position LIMIT 100000) x) y
+				WHERE y.d = h);
+		END IF;
+		EXIT WHEN NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = h + 1);
+		h := h + 1;
+		n := n + 1;
+	END LOOP;
+	RETURN h;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_advance(first bigint, upto bigint) RETURNS TABLE (horizon bigint, beyond bigint, types text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+	old bigint;
+	h bigint;
+BEGIN
+	SELECT last_position INTO old FROM {p}_head WHERE id = 1;
+	IF old >= upto THEN
+		RETURN QUERY SELECT old, NULL::bigint, NULL::text[];
+		RETURN;
+	END IF;
+	-- Every position up to the horizon this statement sees is settled,
+	-- so it may be stored whatever other advances store meanwhile: the
+	-- highest wins, and no advance waits for another but for the row's
+	-- update itself. The horizon is derived state: losing its last
+	-- advance in a crash only lowers it, so its commit need not wait for
+	-- the disk.
+	h := {p}_horizon();
+	IF h > old THEN
+		PERFORM set_config('synchronous_commit', 'off', true);
+		UPDATE {p}_head SET last_position = h WHERE id = 1 AND last_position < h;
+	END IF;
+	-- The types newly covered that are not the caller's own (first to
+	-- upto): another append's, which waited behind a hole.
+	RETURN QUERY SELECT h,
+		CASE WHEN h < upto THEN (SELECT min(position) FROM {p}_messages WHERE position > h) END,
+		CASE WHEN old < first - 1 OR h > upto THEN (SELECT array_agg(DISTINCT message_type) FROM {p}_messages
+			WHERE (position > old AND position < first OR position > upto AND position <= h) AND message_type <> '') END;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_fill(positions bigint[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	pos bigint;
+	n bigint := 0;
+BEGIN
+	PERFORM set_config('lock_timeout', '5ms', true);
+	PERFORM set_config('synchronous_commit', 'off', true);
+	FOR pos IN SELECT DISTINCT g FROM unnest(positions) g WHERE g > (SELECT last_position FROM {p}_head WHERE id = 1)
+		AND NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = g) ORDER BY g LOOP
+		BEGIN
+			INSERT INTO {p}_messages (position, message_id, message_type, payload, created_at)
+			VALUES (pos, gen_random_uuid(), '', 'null', now()) ON CONFLICT DO NOTHING;
+			n := n + 1;
+		EXCEPTION WHEN lock_not_available THEN
+			RETURN n; -- written by an append still in flight
+		END;
+	END LOOP;
+	RETURN n;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_lock(store_key bigint, store_exclusive boolean, ns integer, keys integer[], exclusive boolean[], try boolean,
+	config bigint, ids uuid[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+	v bigint;
+	dup text;
+BEGIN
+	IF store_key IS NOT NULL THEN
+		IF store_exclusive THEN
+			PERFORM pg_advisory_xact_lock(store_key);
+		ELSE
+			PERFORM pg_advisory_xact_lock_shared(store_key);
+		END IF;
+	END IF;
+	FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+		IF try THEN
+			IF NOT (CASE WHEN exclusive[i] THEN pg_try_advisory_xact_lock(ns, keys[i]) ELSE pg_try_advisory_xact_lock_shared(ns, keys[i]) END) THEN
+				RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: busy';
+			END IF;
+		ELSIF exclusive[i] THEN
+			PERFORM pg_advisory_xact_lock(ns, keys[i]);
+		ELSE
+			PERFORM pg_advisory_xact_lock_shared(ns, keys[i]);
+		END IF;
+	END LOOP;
+	IF config IS NOT NULL THEN
+		SELECT config_version INTO v FROM {p}_head WHERE id = 1;
+		IF v <> config THEN
+			RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: configuration', DETAIL = v::text;
+		END IF;
+	END IF;
+	IF ids IS NOT NULL THEN
+		SELECT d.message_id::text || E'\t' || d.place INTO dup FROM (
+			SELECT message_id, 'in the log' AS place FROM {p}_messages WHERE message_id = ANY(ids)
+			UNION ALL SELECT message_id, 'scheduled' FROM {p}_scheduled_messages WHERE message_id = ANY(ids) LIMIT 1) d;
+		IF dup IS NOT NULL THEN
+			RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: duplicate', DETAIL = dup;
+		END IF;
+	END IF;
+	RETURN 0;
+END
+$$;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

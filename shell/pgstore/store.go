@@ -67,8 +67,10 @@ type Store struct {
 	notifier shell.Notifier
 	log      *slog.Logger
 	pool     *pgxpool.Pool
-	// lockKey is the advisory lock of this store's tables (see doc.go).
-	lockKey int64
+	// lockKey is the advisory lock of this store's tables, boundaryNS
+	// the namespace of its boundary locks (see boundary.go).
+	lockKey    int64
+	boundaryNS int32
 	// unorderedPositions is a test's switch (BreakPositionOrder in
 	// export_test.go) that removes the ordering mechanism, to show the
 	// ordering test catches what it guards against.
@@ -81,6 +83,7 @@ type Store struct {
 	// <p>_head.config_version moves.
 	groups    atomic.Pointer[groupSet]
 	wakes     *wakes
+	holes     *holes
 	closeOnce sync.Once
 }
 
@@ -165,19 +168,21 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
 	s := &Store{
-		reg:      opts.Registry,
-		raw:      opts.RawPayloads,
-		names:    namesFor(prefix),
-		now:      opts.Now,
-		notifier: opts.Notifier,
-		log:      opts.Logger,
-		pool:     pool,
-		lockKey:  lockKey(schema, prefix),
-		origin:   uuid.NewString(),
-		channel:  channelFor(lockKey(schema, prefix)),
+		reg:        opts.Registry,
+		raw:        opts.RawPayloads,
+		names:      namesFor(prefix),
+		now:        opts.Now,
+		notifier:   opts.Notifier,
+		log:        opts.Logger,
+		pool:       pool,
+		lockKey:    lockKey(schema, prefix),
+		boundaryNS: boundaryNamespace(schema, prefix),
+		origin:     uuid.NewString(),
+		channel:    channelFor(lockKey(schema, prefix)),
 	}
 	s.q = newQueries(s.names)
 	s.wakes = newWakes(s)
+	s.holes = newHoles(s)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -199,6 +204,10 @@ func (s *Store) Registry() *codec.Registry { return s.reg }
 // Notifier returns the notifier the store announces committed appends to.
 func (s *Store) Notifier() shell.Notifier { return s.notifier }
 
+// Logger returns the store's logger (Options.Logger), which a runtime on
+// the store logs with unless given its own (shell.LoggerProvider).
+func (s *Store) Logger() *slog.Logger { return s.log }
+
 // Prefix returns the store's table prefix.
 func (s *Store) Prefix() string { return s.names.prefix }
 
@@ -209,6 +218,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // use to be released.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.holes.close()
 		s.wakes.close()
 		s.pool.Close()
 	})
@@ -311,16 +321,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 			c.Release()
 		}
 		if committed {
-			types := t.types
-			if len(types) == 0 {
-				types = t.scheduledTypes
-			}
-			if len(types) > 0 {
-				s.notifier.Notify(types)
-			}
-			if len(t.types) > 0 {
-				s.wakes.add(t.head, t.types)
-			}
+			s.afterCommit(t.adv, t.ownLast(), t.types, t.scheduledTypes)
 		}
 	}()
 	err = fn(t)
@@ -360,18 +361,18 @@ func (s *Store) discard(c interface {
 
 // Read returns the messages matching any of conds; see shell.Tx.Read.
 func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
-	return s.read(ctx, s.pool, conds, opts)
+	return s.read(ctx, s.pool, conds, opts, nil)
 }
 
 // ReadPartition reads one partition under conditional AND; see
 // shell.Tx.ReadPartition.
 func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
-	return s.readPartition(ctx, s.pool, partition, types, opts)
+	return s.readPartition(ctx, s.pool, partition, types, opts, nil)
 }
 
 // ReadAll returns one page of the log; see shell.ReadAllOptions.
 func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
-	return s.readAll(ctx, s.pool, opts)
+	return s.readAll(ctx, s.pool, opts, nil)
 }
 
 // All iterates the log (or the messages matching opts.Conditions) from

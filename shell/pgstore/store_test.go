@@ -43,3 +43,6 @@ func factory(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.No
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, factory) }
+
+// The store gives the runtime its logger (shell.LoggerProvider).
+var _ shell.LoggerProvider = (*pgstore.Store)(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -42,13 +41,24 @@ type tx struct {
 	// failed is the first error from PostgreSQL: the transaction is
 	// aborted and can only roll back.
 	failed error
-	// head is the last position handed out (read under the exclusive
-	// lock), and headRead whether it was read.
-	head     int64
-	headRead bool
-	// headDirty is set when head moved: the commit writes it back.
-	headDirty bool
-	gs        *groupSet
+	// head is the horizon read when the exclusive lock was taken, raised
+	// by the transaction's own appends.
+	head int64
+	gs   *groupSet
+	// keys are the boundary locks the transaction holds (see
+	// boundary.go); own the positions its appends were given, drew
+	// whether an insert was sent (its positions are filled with
+	// tombstones if it rolls back); adv what the advance after its
+	// commit returned.
+	keys boundarySet
+	own  []int64
+	drew bool
+	adv  advanced
+	// gone are the positions the transaction deletes: those above the
+	// stored horizon (claimed in the transaction of their append) are
+	// filled with tombstones after the commit, so that no reader waits at
+	// the hole they leave.
+	gone []int64
 	// claimState is the group row read by the claim in progress.
 	claimState groupState
 	// deletes and acks are the deletes and acknowledgements not sent yet:
@@ -71,10 +81,11 @@ type tx struct {
 	// notifications; scheduledTypes those only scheduled.
 	types          []string
 	scheduledTypes []string
-	// reads are the guards of the reads made before the transaction took
-	// a lock: whatever takes the exclusive lock checks, under it, that no
-	// message has since been appended that they would have read (else fn
-	// runs again, under the lock from its start).
+	// reads are the guards of the reads made before the transaction
+	// held the exclusive lock: the next append locks their boundaries and
+	// checks, under the locks, that no message has since been appended
+	// that they would have read, as whatever takes the exclusive lock
+	// does (else fn runs again, under the exclusive lock from its start).
 	reads []core.Guard
 }
 
@@ -164,6 +175,17 @@ func (t *tx) flush() error {
 	return nil
 }
 
+// flushShared sends the queued statements of a transaction holding the
+// shared lock (its deferred deletes among them), so that a read sees
+// them; before any lock, a read goes before BEGIN, outside the
+// transaction.
+func (t *tx) flushShared() error {
+	if t.holds != lockShared {
+		return nil
+	}
+	return t.flush()
+}
+
 // acquire takes the lock an operation wants, if the transaction does not
 // hold it (or a stronger one) yet. The shared lock is queued; the
 // exclusive one is taken at once, with the head row. A transaction
@@ -214,7 +236,8 @@ func (t *tx) acquire(want lockMode) error {
 	if err != nil {
 		return t.fail("begin", err)
 	}
-	t.holds, t.headRead, t.reads = lockExclusive, true, nil
+	t.holds, t.reads = lockExclusive, nil
+	t.head = max(t.head, t.ownLast())
 	if gs := s.groups.Load(); gs != nil && gs.version == version {
 		t.gs = gs
 	} else if t.gs, err = s.loadGroups(t.ctx, t.c, version); err != nil {
@@ -249,20 +272,25 @@ func (t *tx) enter(want lockMode, flush bool) error {
 	return nil
 }
 
-// commit writes the head back and commits, in one round trip, after the
-// statements still queued (the notification to other processes follows
-// the commit, see wakes). A transaction that sent nothing (fn did
-// nothing) ends without a word.
+// commit commits, in one round trip, after the statements still queued;
+// a transaction that appended advances the horizon in the same round
+// trip, after its COMMIT (the notification to other processes follows,
+// see wakes). A transaction that sent nothing (fn did nothing) ends
+// without a word.
 func (t *tx) commit() error {
 	s := t.s
 	if !t.sent && t.holds == lockNone {
 		return nil
 	}
 	b, n := t.batch()
-	if t.headDirty {
-		b.Queue(s.q.writeHead, t.head)
-	}
 	b.Queue("COMMIT")
+	advance := t.drew || len(t.gone) > 0
+	if len(t.gone) > 0 {
+		b.Queue(s.q.a.fill, t.gone)
+	}
+	if advance {
+		b.Queue(s.q.advanceTo, max(t.ownLast(), slices.Max(append([]int64{0}, t.gone...))))
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
 	defer cancel()
 	t.ctx = ctx
@@ -270,19 +298,54 @@ func (t *tx) commit() error {
 	if err != nil {
 		return err
 	}
-	return br.Close()
+	if _, err = br.Exec(); err == nil && advance {
+		if len(t.gone) > 0 {
+			_, err = br.Exec()
+		}
+		if err == nil {
+			err = t.adv.scan(br.QueryRow())
+		}
+		br.Close()
+		if err != nil { // committed: the horizon moves at the next advance
+			s.log.Debug("pgstore: advancing the horizon after a commit failed", "err", err)
+			return nil
+		}
+		if last := t.ownLast(); last > t.adv.horizon {
+			s.awaitHorizon(t.c, &t.adv, last)
+		}
+		return nil
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // rollback rolls the transaction back, whatever the state of its context
-// (nothing to do when BEGIN was never sent).
+// (nothing to do when BEGIN was never sent), and fills the positions its
+// appends drew with tombstones.
 func (t *tx) rollback() error {
 	if !t.sent {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := t.c.Exec(ctx, "ROLLBACK")
-	return err
+	if _, err := t.c.Exec(ctx, "ROLLBACK"); err != nil {
+		return err
+	}
+	if t.drew {
+		return t.s.fillOn(ctx, t.c, t.own, true)
+	}
+	return nil
+}
+
+// ownLast is the newest position of the transaction's own appends (0:
+// none).
+func (t *tx) ownLast() int64 {
+	if len(t.own) == 0 {
+		return 0
+	}
+	return slices.Max(t.own)
 }
 
 // usable reports why the transaction cannot be used, if it cannot.
@@ -308,13 +371,73 @@ func (t *tx) fail(op string, err error) error {
 	return err
 }
 
-// Context is the transaction handed to sync work, which takes the
-// exclusive lock (sync work writes in the transaction, serialised as
-// appends are).
+// Context is the transaction handed to sync work. Unless the transaction
+// holds the exclusive lock, it takes the store's lock in shared mode and
+// the boundaries of the transaction's reads in exclusive mode, checking
+// the reads under them (see lockBoundaries), as an append does: sync work
+// of transactions on other boundaries runs side by side, and writes what
+// the transaction decided on reads no other append has overtaken.
 func (t *tx) Context() core.Tx {
-	t.enter(lockExclusive, true) // a failure shows on the transaction's next use and at the commit
+	t.syncLock() // a failure shows on the transaction's next use and at the commit
 	return &TxContext{Conn: t.c.Conn(), tx: t}
 }
+
+// syncLock takes the locks of sync work (see Context), and sends what is
+// queued.
+func (t *tx) syncLock() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.holds == lockExclusive || t.s.unorderedPositions {
+		return t.enter(lockExclusive, true)
+	}
+	gs, err := t.s.currentGroups(t.ctx, false)
+	if err != nil {
+		return t.fail("sync", err)
+	}
+	if _, err := t.lockBoundaries(gs, boundarySet{}); err != nil {
+		return err
+	}
+	return t.flush()
+}
+
+// lockBoundaries takes the store's lock in shared mode (unless the
+// transaction holds it), the boundary locks of keys and of the
+// transaction's reads it does not hold (tried only, as an append's,
+// when it holds locks already: see Append), checks the group
+// configuration and the reads under them, and returns the newest
+// position, in one round trip.
+func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
+	s := t.s
+	for _, r := range t.reads {
+		keys.guard(r.Conditions)
+	}
+	b, pre := t.batch()
+	missing := keys.missing(t.keys)
+	s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
+	t.queueReadChecks(b)
+	b.Queue(s.q.lastPosition)
+	br, err := t.send(b, pre)
+	if err != nil {
+		return 0, t.fail("lock", err)
+	}
+	err = t.lockedByAppend(br, gs, missing)
+	var last int64
+	if err == nil {
+		if err = br.QueryRow().Scan(&last); err != nil {
+			err = t.fail("lock", err)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = t.fail("lock", cerr)
+	}
+	return last, err
+}
+
+// PositionsMaySkip reports that this store's positions may skip numbers
+// (see shell.SkippingPositions): they come from a sequence, drawn as each
+// message is inserted.
+func (s *Store) PositionsMaySkip() bool { return true }
 
 // TxContext is the transaction handed to sync work (core.Tx): Conn is the
 // connection of the open transaction, so sync work (a read model, an
@@ -330,41 +453,34 @@ type TxContext struct {
 	tx   *tx
 }
 
-// LastPosition returns the newest position. Before any other operation
-// it takes no lock: it reads the head too, which the exclusive lock, if an
-// append comes next, checks has not moved (else Update runs fn again).
+// LastPosition returns the newest position: the newest message at or
+// below the read horizon (see the package doc, "Ordering and locking"),
+// or the transaction's own newest position if greater. Unless the
+// transaction holds the exclusive lock it takes none, and its next
+// append takes the exclusive lock (so that what fn was told stays true
+// under it: no message of another transaction follows it), checking that
+// the newest position has not moved (else Update runs fn again, holding
+// the exclusive lock from its start; as it does when the transaction
+// holds the shared lock of a claim or an earlier append).
 //
-// Once the transaction holds a lock, the answer is kept: no other
-// transaction can append while it holds one (appends take the exclusive
-// lock), its own appends move it, and its own deletes of the newest
-// message make it read again; so a worker settling many claims in one
-// transaction (each batch asks for the newest position) pays one round
-// trip, not one per claim. A delete by another worker settling beside it
-// (under the shared lock) may remove the newest message meanwhile: the
-// answer is then the position that was newest while this transaction
-// held its lock, as a read committed a moment earlier would tell.
+// Under the exclusive lock the answer is kept: no other transaction can
+// append while it is held, its own appends move it, and its own deletes
+// of the newest message make it read again; so a worker settling many
+// claims in one transaction pays one round trip, not one per claim.
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
-	if t.lastKnown && t.holds != lockNone {
+	if t.lastKnown && t.holds == lockExclusive {
 		return t.lastPos, nil
 	}
-	unlocked := t.holds == lockNone
+	unlocked := t.holds != lockExclusive
 	b, n := t.batch()
-	if unlocked {
-		b.Queue(t.s.q.lastAndHead)
-	} else {
-		b.Queue(t.s.q.lastPosition)
-	}
+	b.Queue(t.s.q.lastPosition)
 	br, err := t.send(b, n)
-	var last, head int64
+	var last int64
 	if err == nil {
-		if unlocked {
-			err = br.QueryRow().Scan(&last, &head)
-		} else {
-			err = br.QueryRow().Scan(&last)
-		}
+		err = br.QueryRow().Scan(&last)
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
@@ -372,8 +488,9 @@ func (t *tx) LastPosition() (int64, error) {
 	if err != nil {
 		return 0, t.fail("last position", err)
 	}
+	last = max(last, t.ownLast())
 	if unlocked && !t.sawHead {
-		t.seenHead, t.sawHead = head, true
+		t.seenHead, t.sawHead = last, true
 	}
 	if !unlocked {
 		t.lastPos, t.lastKnown = last, true
@@ -381,23 +498,26 @@ func (t *tx) LastPosition() (int64, error) {
 	return last, nil
 }
 
-// Read reads as shell.Tx.Read. Before the transaction takes a lock, a
-// whole read (no Upto, no Limit) takes none: its guard is kept, and
-// whatever takes the exclusive lock next (an append, in its round trip;
-// sync work; a locking read) checks it under the lock; if an append has
-// since added a message the read would have returned, fn runs again under
-// the exclusive lock from its start. So a decision reads and decides with
-// no lock held, and its transaction holds the lock from its append to its
-// commit only. Other reads take the lock already held, else the exclusive
-// one.
+// Read reads as shell.Tx.Read. Before the transaction holds the
+// exclusive lock, a read takes none (a read with Upto or Limit before any
+// lock takes the exclusive one): its guard is kept, and the next append
+// locks its boundaries and checks it under them, as whatever takes the
+// exclusive lock does; if an append has since added a message the read
+// would have returned, fn runs again under the exclusive lock from its
+// start. So a decision reads and decides with no lock held, and holds
+// locks from its append to its commit only. The transaction's own
+// appends are read too.
 func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if t.unlockedRead(opts) {
-		return t.keepRead(t.s.read(t.ctx, t.c, conds, opts))
+		if err := t.flushShared(); err != nil {
+			return shell.ReadResult{}, err
+		}
+		return t.keepRead(t.s.read(t.ctx, t.c, conds, opts, t.own))
 	}
 	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
-	res, err := t.s.read(t.ctx, t.c, conds, opts)
+	res, err := t.s.read(t.ctx, t.c, conds, opts, t.own)
 	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
 		t.fail("read", err)
 	}
@@ -408,12 +528,15 @@ func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadRes
 // would take none.
 func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	if t.unlockedRead(opts) {
-		return t.keepRead(t.s.readPartition(t.ctx, t.c, partition, types, opts))
+		if err := t.flushShared(); err != nil {
+			return shell.ReadResult{}, err
+		}
+		return t.keepRead(t.s.readPartition(t.ctx, t.c, partition, types, opts, t.own))
 	}
 	if err := t.enter(lockAny, true); err != nil {
 		return shell.ReadResult{}, err
 	}
-	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts)
+	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts, t.own)
 	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
 		t.fail("read partition", err)
 	}
@@ -421,10 +544,11 @@ func (t *tx) ReadPartition(partition map[string]string, types []string, opts she
 }
 
 // queueReadChecks queues the checks of the transaction's unlocked reads
-// (see Read), for the statement that takes the exclusive lock.
+// (see Read), for the statement that takes the exclusive lock or the
+// append that locks their boundaries.
 func (t *tx) queueReadChecks(b *pgx.Batch) {
 	for i := range t.reads {
-		sql, args := t.s.refuseConflictSQL(&t.reads[i])
+		sql, args := t.s.refuseConflictSQL(&t.reads[i], t.own)
 		b.Queue(sql, args...)
 	}
 }
@@ -440,13 +564,17 @@ func (t *tx) readChecks(br pgx.BatchResults) error {
 	return nil
 }
 
-// unlockedRead reports whether a read with opts takes no lock (see Read).
+// unlockedRead reports whether a read with opts keeps its guard for the
+// next append (see Read).
 func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
-	return t.usable() == nil && t.holds == lockNone && opts.Upto == 0 && opts.Limit == 0 && !t.s.unorderedPositions
+	if t.usable() != nil || t.s.unorderedPositions {
+		return false
+	}
+	return t.holds == lockShared || t.holds == lockNone && opts.Upto == 0 && opts.Limit == 0
 }
 
-// keepRead keeps the guard of an unlocked read, for whatever takes the
-// exclusive lock next to check.
+// keepRead keeps the guard of an unlocked read, for the next append or
+// whatever takes the exclusive lock next to check.
 func (t *tx) keepRead(res shell.ReadResult, err error) (shell.ReadResult, error) {
 	if err != nil {
 		if t.sent && !errors.Is(err, codec.ErrUnregistered) {
@@ -465,7 +593,7 @@ func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
 	if err := t.enter(lockAny, true); err != nil {
 		return shell.Page{}, err
 	}
-	page, err := t.s.readAll(t.ctx, t.c, opts)
+	page, err := t.s.readAll(t.ctx, t.c, opts, t.own)
 	if err != nil {
 		t.fail("read all", err)
 	}
@@ -486,27 +614,33 @@ type prepared struct {
 // and that no id is stored yet, all before it writes anything, so an
 // append failing for a documented reason leaves no trace: the checks run
 // inside a savepoint, rolled back when one refuses (PostgreSQL aborts a
-// transaction at its first failed statement). The guard is checked under
-// the exclusive lock: no other append can come between the check and the
-// commit.
+// transaction at its first failed statement).
 //
-// An append that takes the lock sends it, the head, the checks of the
-// transaction's unlocked reads (see Read), its own checks and its writes
-// in one round trip, with positions relative to the head row; one made
-// under the lock already sends its checks and writes in one.
+// Unless the transaction holds the exclusive lock, the append takes the
+// store's lock in shared mode and the boundary locks of what it writes,
+// of its guard and of the transaction's reads since its last append (see
+// boundary.go), and checks those reads under them; all in the round trip
+// of its checks and writes. A transaction that already holds locks (a
+// claim's row locks, an earlier append's boundaries) only tries the
+// ones it lacks: when one is held elsewhere, fn runs again holding the
+// exclusive lock from its start, so that no two transactions ever wait
+// on each other in a cycle. An append after LastPosition, or with more
+// keys than maxBoundaryKeys, takes the exclusive lock.
 func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
 	if err := t.usable(); err != nil {
 		return shell.AppendResult{}, err
 	}
 	s := t.s
-	if len(msgs) == 0 || t.holds == lockShared || s.unorderedPositions {
-		if err := t.enter(lockExclusive, true); err != nil || len(msgs) == 0 {
+	if len(msgs) == 0 {
+		return shell.AppendResult{}, nil
+	}
+	if t.sawHead {
+		if err := t.enter(lockExclusive, true); err != nil {
 			return shell.AppendResult{}, err
 		}
 	}
-	locked := t.holds == lockExclusive
 	gs := t.gs
-	if !locked {
+	if t.holds != lockExclusive {
 		var err error
 		if gs, err = s.currentGroups(t.ctx, false); err != nil {
 			return shell.AppendResult{}, t.fail("append", err)
@@ -518,29 +652,32 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		return shell.AppendResult{}, err
 	}
 	plan := planAppend(stamped, preps, opts.Guard)
-	if s.unorderedPositions {
-		if err := t.allocateUnordered(preps); err != nil {
-			return shell.AppendResult{}, err
+	var keys boundarySet
+	if t.holds != lockExclusive {
+		if keys = plan.locks(preps, t.reads); keys == nil {
+			if err := t.enter(lockExclusive, true); err != nil {
+				return shell.AppendResult{}, err
+			}
 		}
 	}
+	locked := t.holds == lockExclusive
 	b, pre := t.batch()
+	var missing []boundaryKey
 	if !locked {
-		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
-		b.Queue(s.q.a.head, gs.version)
+		missing = keys.missing(t.keys)
+		s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
 		t.queueReadChecks(b)
 	}
 	b.Queue("SAVEPOINT sourced_append")
 	checks := s.queueChecks(b, plan)
 	b.Queue("RELEASE SAVEPOINT sourced_append")
-	base := t.head
-	s.queueWrites(b, gs, plan, preps, now, base, !locked)
+	s.queueWrites(b, gs, plan, preps, now)
 	br, err := t.send(b, pre)
 	if err != nil {
 		return shell.AppendResult{}, t.fail("append", err)
 	}
 	if !locked {
-		err = t.lockedByAppend(br, gs, &base)
-		if err != nil {
+		if err := t.lockedByAppend(br, gs, missing); err != nil {
 			br.Close()
 			return shell.AppendResult{}, err
 		}
@@ -556,16 +693,37 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		br.Close()
 		return t.refusedInTx(err, plan.guard)
 	}
-	for i := 0; i < plan.writes+1 && err == nil; i++ { // RELEASE and the writes
+	if _, err = br.Exec(); err == nil { // RELEASE
+		t.drew = t.drew || plan.n > 0
+	}
+	positions := make([]int64, 0, plan.n)
+	start := plan.commitAt - plan.writes // the batch index of the first write
+	for i := start; err == nil && i < plan.commitAt; i++ {
+		if plan.isInsert(i) {
+			var pos int64
+			if err = br.QueryRow().Scan(&pos); err == nil {
+				positions = append(positions, pos)
+				t.own = append(t.own, pos)
+			}
+			continue
+		}
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
+		if again, _ := s.uniqueViolation(err); again {
+			t.restart = true // a tombstone took a position: run again
+			return shell.AppendResult{}, errRestart
+		}
+		if _, derr := s.uniqueViolation(err); derr != nil {
+			t.fail("append", err)
+			return shell.AppendResult{}, derr
+		}
 		return shell.AppendResult{}, t.fail("append", err)
 	}
-	res := plan.result(base)
+	res := plan.result(positions)
 	for _, typ := range plan.types {
 		t.types = appendDistinct(t.types, typ)
 	}
@@ -573,27 +731,22 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		t.scheduledTypes = appendDistinct(t.scheduledTypes, typ)
 	}
 	if plan.n > 0 {
-		t.head = base + plan.n
-		if locked && !s.unorderedPositions {
-			t.headDirty = true // written back at the commit
+		t.head = max(t.head, res.Last)
+		if locked && t.lastKnown {
+			t.lastPos = max(t.lastPos, res.Last) // the newest, under the exclusive lock
 		}
-		t.lastPos, t.lastKnown = res.Last, true // the newest, under the exclusive lock
 	}
 	return res, nil
 }
 
-// lockedByAppend reads the results of the lock, the head and the checks
-// of the unlocked reads that an append sent before its own statements,
-// and records that the transaction holds the exclusive lock. A stale group
-// configuration, a read that another append has overtaken since, or a
-// head that moved since an unlocked LastPosition makes fn run again,
-// under the exclusive lock from its start.
-func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, base *int64) error {
+// lockedByAppend reads the results of the locks, the configuration check
+// and the checks of the unlocked reads that an append sent before its
+// own statements, and records the locks the transaction now holds. A
+// stale group configuration, a read that another append has overtaken
+// since, or a boundary lock held elsewhere (when only tried) makes fn
+// run again, under the exclusive lock from its start.
+func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, missing []boundaryKey) error {
 	_, err := br.Exec()
-	if err == nil {
-		var stale *int64
-		err = br.QueryRow().Scan(base, &stale)
-	}
 	if err == nil {
 		err = t.readChecks(br)
 	}
@@ -604,11 +757,13 @@ func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, base *int64) erro
 	if err != nil {
 		return t.fail("append", err)
 	}
-	t.holds, t.headRead, t.head, t.gs, t.reads = lockExclusive, true, *base, gs, nil
-	if t.sawHead && *base != t.seenHead {
-		t.restart = true
-		return errRestart
+	if t.keys == nil {
+		t.keys = boundarySet{}
 	}
+	for _, k := range missing {
+		t.keys.add(k.key, k.exclusive)
+	}
+	t.holds, t.gs, t.reads = lockShared, gs, nil
 	return nil
 }
 
@@ -657,44 +812,21 @@ func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opt
 	return stamped, preps, nil
 }
 
-// allocateUnordered is the broken position allocation of
-// BreakPositionOrder (tests only): the positions are taken from the head
-// row by a statement committed at once, outside the transaction, as a
-// sequence hands them out; a short wait then lets other appends commit
-// first.
-func (t *tx) allocateUnordered(preps []prepared) error {
-	n := 0
-	for _, p := range preps {
-		if !p.scheduled {
-			n++
-		}
-	}
-	var last int64
-	if err := t.s.pool.QueryRow(t.ctx, "UPDATE "+t.s.names.head+" SET last_position = last_position + $1 WHERE id = 1 RETURNING last_position", n).Scan(&last); err != nil {
-		return t.fail("append", err)
-	}
-	t.head = last - int64(n)
-	time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
-	return nil
-}
-
-// queueInsert queues the insert of one message at the next position, and
-// collects the offsets it creates or wakes; it returns the position.
-func (t *tx) queueInsert(b *pgx.Batch, ups *upserts, m *core.Message, p *prepared) int64 {
+// queueInsert queues the insert of one message at the sequence's next
+// position (a promotion's, under the exclusive lock), and collects the
+// offsets it creates or wakes.
+func (t *tx) queueInsert(b *pgx.Batch, ups *upserts, m *core.Message, p *prepared) {
 	s := t.s
-	t.head++
-	t.headDirty = true
-	pos := t.head
 	keys, keyNames := keyStrings(p.keys)
-	b.Queue(s.q.insertMessage, pos, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
+	b.Queue(s.q.a.insert, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
 		string(p.payload), jsonArg(p.metadata), m.CreatedAt, keys, keyNames)
+	t.drew = true
 	t.types = appendDistinct(t.types, m.Type)
 	for _, g := range t.gs.byType[m.Type] {
 		for _, tp := range g.tuples(p.keys, m.ID) {
-			ups.add(g.row, tp, pos)
+			ups.add(g.row, tp, m.ID, 0)
 		}
 	}
-	return pos
 }
 
 // jsonArg passes nil JSON as NULL.

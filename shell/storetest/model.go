@@ -97,7 +97,13 @@ func (m *model) gen(t *rapid.T) gen {
 	}
 }
 
-func (m *model) last() int64 { return int64(len(m.log)) }
+// last is the newest position of the log.
+func (m *model) last() int64 {
+	if len(m.log) == 0 {
+		return 0
+	}
+	return m.log[len(m.log)-1].Position
+}
 
 func (m *model) keys(msg core.Message) []codec.KeyPair { return keysOf(m.e.reg, msg.Payload) }
 
@@ -212,7 +218,7 @@ func (m *model) append(t *rapid.T) {
 	if prelude != nil {
 		pm := pres.Messages[0]
 		pm.Payload = prelude[0].Payload
-		base = append(slices.Clone(m.log), core.PositionedMessage{Message: pm, Position: m.last() + 1})
+		base = append(slices.Clone(m.log), core.PositionedMessage{Message: pm, Position: pres.Positions[0]})
 	}
 	var conflicts []core.PositionedMessage
 	if opts.Guard != nil {
@@ -282,8 +288,12 @@ func (m *model) append(t *rapid.T) {
 			m.sched = append(m.sched, got)
 			continue
 		}
-		last = m.last() + 1
-		if res.Positions[i] != last {
+		if skips(e.store) {
+			if p := res.Positions[i]; p <= max(last, m.last()) {
+				t.Fatalf("message %d: position %d, want one after %d", i, p, max(last, m.last()))
+			}
+			last = res.Positions[i]
+		} else if last = m.last() + 1; res.Positions[i] != last {
 			t.Fatalf("message %d: position %d, want %d", i, res.Positions[i], last)
 		}
 		m.log = append(m.log, core.PositionedMessage{Message: got, Position: last})
@@ -480,6 +490,8 @@ func (m *model) promote(t *rapid.T) {
 	}
 	var kept []core.Message
 	var types []string
+	var promoted []uuid.UUID
+	first := len(m.log)
 	for _, s := range m.sched {
 		if s.CreatedAt.After(now) {
 			kept = append(kept, s)
@@ -487,6 +499,7 @@ func (m *model) promote(t *rapid.T) {
 		}
 		m.log = append(m.log, core.PositionedMessage{Message: s, Position: m.last() + 1})
 		m.promoted[s.ID] = now
+		promoted = append(promoted, s.ID)
 		if !slices.Contains(types, s.Type) {
 			types = append(types, s.Type)
 		}
@@ -495,6 +508,9 @@ func (m *model) promote(t *rapid.T) {
 		t.Fatalf("promoted %d at %v, want %d", n, now, want)
 	}
 	m.sched = kept
+	if skips(e.store) && len(promoted) > 0 {
+		m.positionsOf(t, first, promoted)
+	}
 	if len(types) > 0 {
 		e.expectNotes(types)
 	} else {
@@ -558,5 +574,30 @@ func (m *model) same(what string, got, want []core.PositionedMessage) {
 	}
 	if err := diffMessages(got, want); err != nil {
 		m.e.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// positionsOf sets the positions of the messages promoted (ids, from
+// m.log[first] on) from the store, for a store whose positions may skip:
+// they follow the log in the order promoted.
+func (m *model) positionsOf(t *rapid.T, first int, ids []uuid.UUID) {
+	e := m.e.with(t)
+	var from int64
+	if first > 0 {
+		from = m.log[first-1].Position + 1
+	}
+	page, err := e.store.ReadAll(e.ctx, shell.ReadAllOptions{From: from, Limit: len(ids) + 1})
+	if err != nil {
+		t.Fatalf("read the promoted messages: %v", err)
+	}
+	if len(page.Messages) != len(ids) {
+		t.Fatalf("promoted %d messages, the log has %d after %d", len(ids), len(page.Messages), from-1)
+	}
+	prev := from - 1
+	for i, pm := range page.Messages {
+		if pm.ID != ids[i] || pm.Position <= prev {
+			t.Fatalf("promoted message %d: %s at %d, want %s after %d", i, pm.ID, pm.Position, ids[i], prev)
+		}
+		m.log[first+i].Position, prev = pm.Position, pm.Position
 	}
 }
