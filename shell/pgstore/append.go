@@ -42,9 +42,6 @@ const (
 	refuseConfig    = "configuration"
 	refuseDuplicate = "duplicate"
 	refuseConflict  = "conflict"
-	// refuseBusy: a boundary lock taken with try is held elsewhere (the
-	// transaction runs again, see tx.Append).
-	refuseBusy = "busy"
 )
 
 // appendQueries are the statements of the one-round-trip append.
