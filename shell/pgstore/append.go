@@ -56,6 +56,10 @@ type appendQueries struct {
 	// lock takes an append's locks and checks the group configuration
 	// and the ids (<prefix>_lock; see queueLock).
 	lock string
+	// advanceIn moves the stored horizon inside the appending
+	// transaction when it can (<prefix>_advance_in, up to $1 or, in a
+	// standalone append, the session's last position).
+	advanceIn, advanceInLast string
 	// advance stores the horizon after a commit, up to the session's
 	// last position ($1: the number of positions the append drew, less
 	// one); fill puts tombstones at abandoned positions ($1).
@@ -75,9 +79,11 @@ VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`
 SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN least(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets, n.messages),
-		lock:    fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
-		advance: fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
-		fill:    fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
+		lock:          fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
+		advanceIn:     fmt.Sprintf(`SELECT %s_advance_in($1)`, n.prefix),
+		advanceInLast: fmt.Sprintf(`SELECT %[1]s_advance_in(currval('%[1]s_positions'))`, n.prefix),
+		advance:       fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
+		fill:          fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
 	}
 }
 
@@ -199,6 +205,10 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		b.Queue(sql, args...)
 	}
 	s.queueWrites(b, gs, plan, preps, now)
+	if plan.n > 0 {
+		b.Queue(s.q.a.advanceInLast)
+		plan.commitAt++
+	}
 	b.Queue("COMMIT")
 	if plan.n > 0 {
 		b.Queue(s.q.a.advance, plan.n-1)

@@ -347,6 +347,30 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION {p}_advance_in(upto bigint) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+	old bigint;
+	h bigint;
+BEGIN
+	-- Inside the appending transaction, just before its COMMIT: when every
+	-- position up to its last is settled or its own, the stored horizon
+	-- moves with the commit itself (readers see the old one until then),
+	-- and the advance after the commit has nothing left to do. The head
+	-- row is skipped when another transaction holds it.
+	SELECT last_position INTO old FROM {p}_head WHERE id = 1 FOR UPDATE SKIP LOCKED;
+	IF NOT FOUND OR old >= upto THEN
+		RETURN 0;
+	END IF;
+	h := {p}_horizon();
+	IF h >= upto THEN
+		UPDATE {p}_head SET last_position = h WHERE id = 1;
+		RETURN 1;
+	END IF;
+	RETURN 0;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION {p}_fill(positions bigint[]) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE

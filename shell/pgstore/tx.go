@@ -283,6 +283,10 @@ func (t *tx) commit() error {
 		return nil
 	}
 	b, n := t.batch()
+	if t.drew {
+		b.Queue(s.q.a.advanceIn, t.ownLast())
+		n++ // read with the queued statements
+	}
 	b.Queue("COMMIT")
 	advance := t.drew || len(t.gone) > 0
 	if len(t.gone) > 0 {
