@@ -209,7 +209,7 @@ func (l *Listener) catchUp(ctx context.Context) ([]string, error) {
 	if head <= since {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT message_type FROM %s WHERE position > $1 AND position <= $2`, s.names.messages), since, head)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT DISTINCT message_type FROM %s WHERE position > $1 AND position <= $2 AND message_type <> ''`, s.names.messages), since, head)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 type queries struct {
 	readHead, writeHead, headPosition string
 	lastPosition, countScheduled      string
-	lastAndHead, advanceTo            string
+	advanceTo                         string
 	insertMessage, insertScheduled    string
 	probeIDs                          string
 	correlation                       string
@@ -43,7 +43,6 @@ func newQueries(n names) queries {
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
 		lastPosition:   fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0)`, n.messages, n.prefix),
-		lastAndHead:    fmt.Sprintf(`SELECT (SELECT coalesce(max(position), 0) FROM %s), (SELECT last_position FROM %s WHERE id = 1)`, n.messages, n.head),
 		countScheduled: fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
 		insertMessage: fmt.Sprintf(`INSERT INTO %s (position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
 VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, $10, $11)`, n.messages),
