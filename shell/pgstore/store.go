@@ -32,8 +32,14 @@ type Options struct {
 	// 40 characters) and is used in lower case. Default DefaultPrefix.
 	Prefix string
 	// Now is the store's clock: it stamps messages, decides which are
-	// future-dated (scheduled) and dates claims. Default time.Now.
+	// future-dated (scheduled) and dates claims. Default time.Now (or
+	// Clock's).
 	Now func() time.Time
+	// Clock, instead of Now (giving both is refused), is the store's
+	// clock and the one a shell.Runtime given no Config.Clock takes
+	// (shell.Clocked): one clock, a shell.SimClock in a test, then drives
+	// the store, the runtime and the workflows on it.
+	Clock shell.Clock
 	// Notifier is told, in this process, the distinct types of every
 	// committed append and promotion. Default a new *shell.InlineNotifier.
 	// Other processes learn of them through PostgreSQL (see Store.Listen).
@@ -67,6 +73,7 @@ type Store struct {
 	notifier shell.Notifier
 	log      *slog.Logger
 	pool     *pgxpool.Pool
+	clock    shell.Clock // Options.Clock
 	// lockKey is the advisory lock of this store's tables, boundaryNS
 	// the namespace of its boundary locks (see boundary.go).
 	lockKey    int64
@@ -148,6 +155,12 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if opts.Clock != nil {
+		if opts.Now != nil {
+			return nil, errors.New("pgstore: Options.Now and Options.Clock are both set: give one clock (Clock, to share it with the runtime)")
+		}
+		opts.Now = opts.Clock.Now
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
@@ -175,6 +188,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 		notifier:   opts.Notifier,
 		log:        opts.Logger,
 		pool:       pool,
+		clock:      opts.Clock,
 		lockKey:    lockKey(schema, prefix),
 		boundaryNS: boundaryNamespace(schema, prefix),
 		origin:     uuid.NewString(),
@@ -203,6 +217,11 @@ func (s *Store) Registry() *codec.Registry { return s.reg }
 
 // Notifier returns the notifier the store announces committed appends to.
 func (s *Store) Notifier() shell.Notifier { return s.notifier }
+
+// Clock returns the clock given as Options.Clock (nil when the store was
+// given Now or nothing), which a runtime on the store takes when its
+// Config.Clock is nil (shell.Clocked).
+func (s *Store) Clock() shell.Clock { return s.clock }
 
 // Logger returns the store's logger (Options.Logger), which a runtime on
 // the store logs with unless given its own (shell.LoggerProvider).

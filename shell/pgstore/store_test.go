@@ -2,10 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -46,3 +48,32 @@ func TestConformance(t *testing.T) { storetest.Run(t, factory) }
 
 // The store gives the runtime its logger (shell.LoggerProvider).
 var _ shell.LoggerProvider = (*pgstore.Store)(nil)
+
+// The store shares the clock it is given with the runtime (shell.Clocked).
+var _ shell.Clocked = (*pgstore.Store)(nil)
+
+// One clock, given to the store, drives the runtime too; giving Now
+// beside it is refused.
+func TestOptionsClock(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	s := open(t, pgstore.Options{Registry: reg, Clock: clk})
+	if s.Clock() != shell.Clock(clk) || !s.Now().Equal(clk.Now()) {
+		t.Fatalf("store clock %v now %v, want the sim clock's %v", s.Clock(), s.Now(), clk.Now())
+	}
+	res, err := s.Append(context.Background(), core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	if err != nil || !res.Messages[0].CreatedAt.Equal(clk.Now()) {
+		t.Fatalf("append dated %v (%v), want the sim clock's %v", res.Messages[0].CreatedAt, err, clk.Now())
+	}
+	if _, err := shell.NewRuntime(s, shell.DefaultConfig()); err != nil {
+		t.Fatalf("a runtime given no clock: %v, want it to take the store's", err)
+	}
+	cfg := shell.DefaultConfig()
+	cfg.Clock = shell.NewSimClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := shell.NewRuntime(s, cfg); !errors.Is(err, shell.ErrClockMismatch) {
+		t.Fatalf("a runtime given another clock: %v, want ErrClockMismatch", err)
+	}
+	if _, err := pgstore.Open(context.Background(), pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: s.Prefix(), Clock: clk, Now: time.Now}); err == nil {
+		t.Fatal("Open with both Now and Clock succeeded, want a refusal")
+	}
+}
