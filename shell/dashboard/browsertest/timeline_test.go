@@ -92,9 +92,11 @@ func TestChartsRenderAndUpdate(t *testing.T) {
 	if b.count(`body[data-before]`) != 1 {
 		t.Error("the page navigated instead of refreshing in place")
 	}
+	// A line once the recorder has two slots; within its first 5 s slot
+	// (a fast machine reaches this in under 5 s) the one slot is a point.
 	after := b.chart("throughput")
-	if after.Polylines == 0 {
-		t.Errorf("throughput after the observations: %+v, want a line", after)
+	if after.Polylines == 0 && after.Points == 0 || after.NoData {
+		t.Errorf("throughput after the observations: %+v, want it drawn (a line, or the first slot's point)", after)
 	}
 	var max string
 	b.run(chromedp.AttributeValue(`figure[data-chart="throughput"] svg`, "data-max", &max, nil, chromedp.ByQuery))
