@@ -106,15 +106,7 @@ func (h *holes) fillOnce(upto int64) (int64, error) {
 	if adv.horizon >= upto {
 		return adv.horizon, nil
 	}
-	end := upto + 1
-	if adv.beyond > 0 {
-		end = min(end, adv.beyond)
-	}
-	var missing []int64
-	for p := adv.horizon + 1; p < end && len(missing) < holeBatch; p++ {
-		missing = append(missing, p)
-	}
-	if _, err := s.pool.Exec(ctx, s.q.a.fill, missing); err != nil {
+	if _, err := s.pool.Exec(ctx, s.q.a.fill, adv.holes(upto)); err != nil {
 		return adv.horizon, err
 	}
 	if err := adv.scan(s.pool.QueryRow(ctx, s.q.advanceTo, upto)); err != nil {
@@ -147,15 +139,7 @@ func (s *Store) awaitHorizon(c *pgxpool.Conn, adv *advanced, last int64) {
 		time.Sleep(wait)
 		wait = min(2*wait, 2*time.Millisecond)
 		if time.Now().After(fillAt) {
-			end := last
-			if adv.beyond > 0 {
-				end = min(end, adv.beyond)
-			}
-			var missing []int64
-			for p := adv.horizon + 1; p < end && len(missing) < holeBatch; p++ {
-				missing = append(missing, p)
-			}
-			if _, err := c.Exec(ctx, s.q.a.fill, missing); err != nil {
+			if _, err := c.Exec(ctx, s.q.a.fill, adv.holes(last)); err != nil {
 				break
 			}
 			grace = min(2*grace, holeMaxWait)
@@ -168,6 +152,21 @@ func (s *Store) awaitHorizon(c *pgxpool.Conn, adv *advanced, last int64) {
 		next.types = append(adv.types, next.types...)
 		*adv = next
 	}
+}
+
+// holes are the positions an advance stopped at, up to upto: after the
+// horizon and before the first visible position past it (at most
+// holeBatch). A position that holds a row is skipped by the fill.
+func (adv *advanced) holes(upto int64) []int64 {
+	end := upto + 1
+	if adv.beyond > 0 {
+		end = min(end, adv.beyond)
+	}
+	var missing []int64
+	for p := adv.horizon + 1; p < end && len(missing) < holeBatch; p++ {
+		missing = append(missing, p)
+	}
+	return missing
 }
 
 // afterAdvance announces the types an advance newly covered.
