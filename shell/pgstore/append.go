@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"slices"
-
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,7 +45,9 @@ const (
 // appendQueries are the statements of the one-round-trip append.
 type appendQueries struct {
 	// ids refuses when a message id ($1) is in the log or the schedule,
-	// with "id<TAB>where" as the detail.
+	// with "id<TAB>where" as the detail: <prefix>_lock with the ids alone,
+	// whose probes of the unique indexes no cached plan turns into scans
+	// (see TestIDCheckNeverScansTheLog).
 	ids string
 	// insert writes a message at the next position of the sequence and
 	// returns it; upsert creates or wakes an offset at the position of
@@ -60,19 +60,19 @@ type appendQueries struct {
 	// transaction when it can (<prefix>_advance_in, up to $1 or, in a
 	// standalone append, the session's last position).
 	advanceIn, advanceInLast string
-	// advance stores the horizon after a commit, up to the session's
-	// last position ($1: the number of positions the append drew, less
-	// one); fill puts tombstones at abandoned positions ($1).
-	advance, fill string
+	// fill puts tombstones at abandoned positions ($1).
+	fill string
+	// settle waits for the appends in flight below $1 to end, fills the
+	// positions none will write, and advances the horizon to $1,
+	// waiting at most $2 milliseconds (<prefix>_settle); heal advances
+	// the stored horizon as far as the committed messages go (marked by
+	// healMark, which tests that count round trips leave out).
+	settle, heal string
 }
 
 func newAppendQueries(n names, q queries) appendQueries {
-	refuse := n.prefix + "_refuse"
 	return appendQueries{
-		ids: fmt.Sprintf(`SELECT %[1]s('%[2]s', d.message_id::text || E'\t' || d.place) FROM (
-	SELECT message_id, 'in the log' AS place FROM %[3]s WHERE message_id = ANY($1::uuid[])
-	UNION ALL SELECT message_id, 'scheduled' FROM %[4]s WHERE message_id = ANY($1::uuid[]) LIMIT 1) d`,
-			refuse, refuseDuplicate, n.messages, n.scheduled),
+		ids: fmt.Sprintf(`SELECT %s_lock(NULL, false, 0, NULL, NULL, false, NULL, $1::uuid[])`, n.prefix),
 		insert: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
 VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`, n.messages),
 		upsert: fmt.Sprintf(`INSERT INTO %[1]s AS o (consumer_group_id, partition_key, keys, message_id, next_position)
@@ -82,8 +82,9 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 		lock:          fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
 		advanceIn:     fmt.Sprintf(`SELECT %s_advance_in($1)`, n.prefix),
 		advanceInLast: fmt.Sprintf(`SELECT %[1]s_advance_in(currval('%[1]s_positions'))`, n.prefix),
-		advance:       fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %[1]s_advance(currval('%[1]s_positions') - $1, currval('%[1]s_positions'))`, n.prefix),
 		fill:          fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
+		settle:        fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_settle($1, $2)`, n.prefix),
+		heal:          fmt.Sprintf(`SELECT horizon, beyond, '{}'::text[] FROM %s_advance(9223372036854775807, 9223372036854775807) %s`, n.prefix, healMark),
 	}
 }
 
@@ -205,14 +206,16 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		b.Queue(sql, args...)
 	}
 	s.queueWrites(b, gs, plan, preps, now)
+	inline := false
 	if plan.n > 0 {
-		b.Queue(s.q.a.advanceInLast)
-		plan.commitAt++
+		s.appending.Add(1)
+		defer s.appending.Add(-1)
+		if inline = s.inlineAdvance(); inline {
+			b.Queue(s.q.a.advanceInLast)
+			plan.commitAt++
+		}
 	}
 	b.Queue("COMMIT")
-	if plan.n > 0 {
-		b.Queue(s.q.a.advance, plan.n-1)
-	}
 
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -223,7 +226,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	stop := s.cancelOnDone(ctx, c)
 	br := c.SendBatch(sendCtx, b)
 	positions := make([]int64, 0, plan.n)
-	var adv advanced
+	moved := 0 // what <prefix>_advance_in returned: 1 when it covered the append
 	failedAt := -1
 	for i := 0; i < b.Len(); i++ {
 		switch {
@@ -232,8 +235,8 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 			if err = br.QueryRow().Scan(&pos); err == nil {
 				positions = append(positions, pos)
 			}
-		case i == b.Len()-1 && plan.n > 0:
-			err = adv.scan(br.QueryRow())
+		case inline && i == plan.commitAt-1:
+			err = br.QueryRow().Scan(&moved)
 		default:
 			_, err = br.Exec()
 		}
@@ -245,10 +248,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	committed := err == nil || failedAt > plan.commitAt
-	if committed && plan.n > 0 && adv.horizon < positions[len(positions)-1] {
-		s.awaitHorizon(c, &adv, slices.Max(positions))
-	}
+	committed := err == nil
 	if !committed {
 		// The session is in a failed transaction: roll it back, and fill
 		// the positions the append drew (those it was given, and the
@@ -280,7 +280,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		return s.refused(ctx, s.pool, err, plan.guard)
 	}
 	res = plan.result(positions)
-	s.afterCommit(adv, res.Last, plan.types, plan.scheduledTypes)
+	s.afterCommit(moved == 1, res.Last, plan.types, plan.scheduledTypes)
 	return res, false, nil
 }
 
@@ -318,7 +318,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 		err = cerr
 	}
 	if err == nil {
-		s.afterCommit(adv, 0, nil, nil)
+		s.adv.covered(adv.horizon)
 	}
 	return err
 }
@@ -363,23 +363,34 @@ func (a *advanced) scan(r pgx.Row) error {
 	return nil
 }
 
-// afterCommit tells the notifier and other processes of a commit: the
-// types it appended (last, the newest position it wrote) and those its
-// advance of the horizon newly covered (another append's, which waited
-// behind a hole); a hole the advance met goes to the filler.
-func (s *Store) afterCommit(adv advanced, last int64, types, scheduled []string) {
-	all := slices.Clone(types)
-	for _, t := range adv.types {
-		all = appendDistinct(all, t)
-	}
-	if len(all) > 0 {
-		s.notifier.Notify(all)
-		s.wakes.add(max(last, adv.horizon), all)
-	} else if len(scheduled) > 0 {
-		s.notifier.Notify(scheduled)
-	}
-	if adv.beyond > adv.horizon+1 || last > adv.horizon {
-		s.holes.seen(adv.horizon, max(adv.beyond, last+1))
+// inlineAdvance reports whether an append about to commit should move
+// the stored horizon in its own transaction (<prefix>_advance_in): when
+// it is this store's only one in flight. Beside others, the head row it
+// would update is likely held by one of them, and the advancer moves the
+// horizon for all of them with one statement (holes.go), which costs
+// less than a statement in each.
+func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
+
+// afterCommit tells the notifier and other processes of a commit that
+// appended up to last (0: nothing to the log) the given types, once the
+// stored horizon covers it: at once when the commit moved it (stored),
+// else once the advancer has (see holes.go), which the caller waits
+// for. A commit that appended nothing may still tell types (a group
+// resumed); the types of scheduled messages are told only of a commit
+// that appended nothing to the log (their promotion tells them again).
+func (s *Store) afterCommit(stored bool, last int64, types, scheduled []string) {
+	switch {
+	case last == 0 && len(types) > 0: // a group resumed (tx.announce)
+		s.announce(0, types)
+	case last == 0:
+		if len(scheduled) > 0 {
+			s.notifier.Notify(scheduled)
+		}
+	case stored:
+		s.adv.covered(last)
+		s.announce(last, types)
+	default:
+		s.adv.await(last, types)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
@@ -365,5 +366,112 @@ func TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock(t *testing.T) {
 	})
 	if err != nil || runs != 2 || seen[1] != 1 {
 		t.Fatalf("update: %v after %d runs seeing %v messages, want 2 runs, the second seeing 1", err, runs, seen)
+	}
+}
+
+// TestIDCheckNeverScansTheLog: the check that refuses a message id
+// already stored probes the unique indexes, whatever the plan cached for
+// it. Version 8 matched ids = ANY(ids) with LIMIT 1, and the plan the
+// session cached while the log was small was a sequential scan, kept as
+// the log grew: every append read the whole log inside its transaction.
+// The plans of the check's statements are read with auto_explain,
+// reported to this session as notices, after the log grows.
+func TestIDCheckNeverScansTheLog(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	cfg, err := pgx.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Message)
+		mu.Unlock()
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	p := s.Prefix()
+	check := func() {
+		t.Helper()
+		if _, err := c.Exec(ctx, `SELECT `+p+`_lock(NULL, false, 0, NULL, NULL, false, NULL, $1::uuid[])`, []uuid.UUID{uuid.New()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill := func(from, to int) {
+		t.Helper()
+		if _, err := c.Exec(ctx, `INSERT INTO `+p+`_messages (position, message_id, message_type, payload, created_at)
+			SELECT g, gen_random_uuid(), 'x', '{}', now() FROM generate_series($1::bigint, $2::bigint) g`, from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(1, 20)
+	for range 10 { // the session's plans settle while the log is small
+		check()
+	}
+	fill(21, 20000)
+	for _, set := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_level = notice`} {
+		if _, err := c.Exec(ctx, set); err != nil {
+			t.Skipf("auto_explain is not available to this session (%v): the plan cannot be read", err)
+		}
+	}
+	check()
+	mu.Lock()
+	defer mu.Unlock()
+	plans := strings.Join(notices, "\n")
+	if !strings.Contains(plans, p+"_messages") {
+		t.Fatalf("no plan of the id check was reported:\n%s", plans)
+	}
+	if strings.Contains(plans, "Seq Scan on "+p+"_messages") || strings.Contains(plans, "Seq Scan on "+p+"_scheduled") {
+		t.Fatalf("the id check scans a table:\n%s", plans)
+	}
+}
+
+// TestStoredHorizonHeals: a message committed without its append moving
+// the stored horizon (its process died between its commit and its
+// advancer's statement) is covered by the stored horizon within about a
+// second, by any open store, without another append: claims, which read
+// up to the stored horizon, do not wait for the next append to see it.
+func TestStoredHorizonHeals(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	if _, err := s.Append(ctx, core.Messages(storetest.Deposit{Account: "a", Amount: 1}), shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.Prefix()
+	var pos int64
+	if err := s.Pool().QueryRow(ctx, `INSERT INTO `+p+`_messages (message_id, message_type, payload, created_at, keys, key_names)
+		VALUES (gen_random_uuid(), 'account.deposited', '{"account":"b","amount":1}', now(), '{"account`+"\x1f"+`b"}', '{account}') RETURNING position`).Scan(&pos); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() (h int64) {
+		t.Helper()
+		if err := s.Pool().QueryRow(ctx, `SELECT last_position FROM `+p+`_head WHERE id = 1`).Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h := stored(); h >= pos {
+		t.Fatalf("the stored horizon %d covers %d before any store moved it: the test proves nothing", h, pos)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for stored() < pos {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stored horizon stays at %d, below the committed position %d", stored(), pos)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

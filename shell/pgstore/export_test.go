@@ -10,3 +10,7 @@ func BreakPositionOrder(s *Store) { s.unorderedPositions = true }
 
 // LockKey is the key of s's advisory lock, for tests that watch pg_locks.
 func LockKey(s *Store) int64 { return s.lockKey }
+
+// HealMark ends the statement a store sends once a second to check the
+// stored horizon (see heal).
+const HealMark = healMark

@@ -4,184 +4,238 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// holeGrace is how long a hole below the horizon may stay before the
-// store fills it: an append in flight commits (and advances the horizon
-// past its positions itself) within it nearly always, so only an
-// abandoned position (a rolled-back append, a session gone) is filled;
-// one still being written makes the fill wait a few milliseconds and
-// give up (see <prefix>_fill), and the store tries again later, backing
-// off to holeMaxWait.
+// After its commit, an append waits until the stored horizon covers its
+// positions (see the package doc, "Ordering and locking"), so that a
+// read, a claim or a catch-up after Append returns sees it, as on every
+// store. Most appends move the stored horizon in their own transaction,
+// just before COMMIT (<prefix>_advance_in), and wait for nothing. The
+// others, whose transaction found the head row held by another or
+// positions below its own still in flight, hand their last position to
+// the store's advancer and wait for it.
+//
+// The advancer is one goroutine per store: it advances the stored
+// horizon for every append waiting on it at once, with one statement
+// (<prefix>_settle) that waits in the server for the appends in flight
+// below the positions it must cover (on the rows they wrote, so the wait
+// ends with their commit, without polling), fills with tombstones the
+// positions none will write (an append rolled back, a session gone), and
+// stores the horizon. Appends of one process so never queue on the head
+// row: a first version had each append advance the horizon after its
+// commit itself, and at 16 writers most backends waited on the head
+// row's lock (Lock:tuple and Lock:transactionid in pg_stat_activity).
+
+// visibleWait bounds how long an append waits, after its commit, for the
+// stored horizon to cover it; the advancer goes on after it returns.
+const visibleWait = 2 * time.Second
+
+// settleRetry is the first pause after a failed settle (a hole held
+// longer than visibleWait by a transaction still open, a lost
+// connection); the pauses double up to settleMaxRetry.
 const (
-	holeGrace   = 10 * time.Millisecond
-	holeMaxWait = time.Second
-	// holeBatch bounds the positions one fill writes.
-	holeBatch = 1000
+	settleRetry    = 10 * time.Millisecond
+	settleMaxRetry = time.Second
 )
 
-// holes fills the holes that this store's advances of the horizon met
-// (see the package doc, "Ordering and locking"): positions that were
-// drawn from the sequence but are neither committed nor known to be in
-// flight. One goroutine at most runs per store; any store of any process
-// that meets the hole may fill it (a fill is idempotent).
-type holes struct {
+// advancer moves the stored horizon for the appends waiting on it, and
+// announces their types (to the notifier and other processes) once it
+// covers them: a worker woken before would claim below the horizon and
+// find nothing.
+type advancer struct {
 	s  *Store
 	mu sync.Mutex
-	// upto is the highest position a hole holds back (the filler runs
-	// until the horizon reaches it).
-	upto    int64
+	// stored is the highest stored horizon this store has seen.
+	stored int64
+	// moved is closed (and replaced) when stored moves or the store
+	// closes.
+	moved chan struct{}
+	// pending are the appends waiting, want the highest position among
+	// them.
+	pending []pendingAppend
+	want    int64
 	running bool
 	closed  bool
 	done    sync.WaitGroup
+	// ctx ends the advancer's statement when the store closes.
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
-func newHoles(s *Store) *holes { return &holes{s: s} }
+// pendingAppend is an append committed up to last, whose types are
+// announced once the stored horizon covers it.
+type pendingAppend struct {
+	last  int64
+	types []string
+}
 
-// seen records that the horizon stopped below upto, and starts the
-// filler unless it runs.
-func (h *holes) seen(horizon, upto int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || upto <= horizon+1 {
+func newAdvancer(s *Store) *advancer {
+	ctx, stop := context.WithCancel(context.Background())
+	a := &advancer{s: s, moved: make(chan struct{}), ctx: ctx, stop: stop}
+	a.done.Add(1)
+	go a.heal()
+	return a
+}
+
+// healMark ends the statement of heal.
+const healMark = "/* heal */"
+
+// healInterval is how often a store checks that the stored horizon is not
+// behind the log (see heal).
+const healInterval = time.Second
+
+// heal moves the stored horizon every healInterval when it lags behind
+// the messages committed after it: those of a process that died between
+// its commit and its advancer's statement, which no other append has
+// covered since. Claims read up to the stored horizon, so without it
+// their messages would wait for the next append; reads, which probe past
+// the stored horizon, are not held back meanwhile. It costs an idle store
+// one indexed read of the head row and one probe a second.
+func (a *advancer) heal() {
+	defer a.done.Done()
+	t := time.NewTicker(healInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, healInterval)
+		var adv advanced
+		err := adv.scan(a.s.pool.QueryRow(ctx, a.s.q.a.heal))
+		cancel()
+		if err == nil {
+			a.covered(adv.horizon)
+		}
+	}
+}
+
+// covered records that the stored horizon reached h (an append's commit
+// moved it) and announces the waiting appends it covers.
+func (a *advancer) covered(h int64) {
+	a.mu.Lock()
+	last, types := a.raise(h)
+	a.mu.Unlock()
+	a.s.announce(last, types)
+}
+
+// raise (mu held) raises stored to h, and returns the waiting appends it
+// now covers: their newest position and the union of their types.
+func (a *advancer) raise(h int64) (last int64, types []string) {
+	if h <= a.stored {
+		return 0, nil
+	}
+	a.stored = h
+	if !a.closed { // (closed once by close)
+		close(a.moved)
+		a.moved = make(chan struct{})
+	}
+	kept := a.pending[:0]
+	for _, p := range a.pending {
+		if p.last > h {
+			kept = append(kept, p)
+			continue
+		}
+		last = max(last, p.last)
+		for _, t := range p.types {
+			types = appendDistinct(types, t)
+		}
+	}
+	clear(a.pending[len(kept):])
+	a.pending = kept
+	return last, types
+}
+
+// await hands an append committed up to last to the advancer and waits
+// until the stored horizon covers it (or visibleWait passes, or the store
+// closes); types are announced when it does.
+func (a *advancer) await(last int64, types []string) {
+	a.mu.Lock()
+	if last <= a.stored || a.closed {
+		a.mu.Unlock()
+		a.s.announce(last, types)
 		return
 	}
-	h.upto = max(h.upto, upto-1)
-	if !h.running {
-		h.running = true
-		h.done.Add(1)
-		go h.run()
+	a.pending = append(a.pending, pendingAppend{last: last, types: types})
+	a.want = max(a.want, last)
+	if !a.running {
+		a.running = true
+		a.done.Add(1)
+		go a.run()
 	}
+	timeout := time.NewTimer(visibleWait)
+	defer timeout.Stop()
+	for a.stored < last && !a.closed {
+		moved := a.moved
+		a.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timeout.C:
+			return // the advancer goes on
+		}
+		a.mu.Lock()
+	}
+	a.mu.Unlock()
 }
 
-// run advances the horizon after holeGrace, fills what still holds it
-// back, and goes on (backing off while nothing moves) until it reaches
-// the highest position seen held back.
-func (h *holes) run() {
-	defer h.done.Done()
-	wait := holeGrace
+// run settles until the stored horizon covers every waiting append,
+// pausing after a failure (doubling up to settleMaxRetry).
+func (a *advancer) run() {
+	defer a.done.Done()
+	pause := settleRetry
 	for {
-		time.Sleep(wait)
-		h.mu.Lock()
-		upto, closed := h.upto, h.closed
-		h.mu.Unlock()
-		if closed {
-			h.stop()
+		a.mu.Lock()
+		want := a.want
+		if a.closed || want <= a.stored {
+			a.running = false
+			a.mu.Unlock()
 			return
 		}
-		horizon, err := h.fillOnce(upto)
-		h.mu.Lock()
-		if err == nil && horizon >= h.upto {
-			h.running = false
-			h.mu.Unlock()
-			return
+		a.mu.Unlock()
+		h, err := a.settle(want)
+		a.mu.Lock()
+		last, types := a.raise(h)
+		a.mu.Unlock()
+		a.s.announce(last, types)
+		if err == nil {
+			pause = settleRetry
+			continue
 		}
-		h.mu.Unlock()
-		if err != nil {
-			h.s.log.Debug("pgstore: filling a hole below the horizon failed (tried again later)", "err", err)
-		}
-		wait = min(2*wait, holeMaxWait)
+		a.s.log.Debug("pgstore: advancing the horizon failed (tried again)", "upto", want, "err", err)
+		time.Sleep(pause)
+		pause = min(2*pause, settleMaxRetry)
 	}
 }
 
-func (h *holes) stop() {
-	h.mu.Lock()
-	h.running = false
-	h.mu.Unlock()
-}
-
-// fillOnce advances the horizon toward upto, filling the positions
-// missing between it and the next visible one, and returns the horizon.
-func (h *holes) fillOnce(upto int64) (int64, error) {
-	s := h.s
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// settle runs <prefix>_settle up to upto, returning the horizon it
+// stored.
+func (a *advancer) settle(upto int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(a.ctx, visibleWait+5*time.Second)
 	defer cancel()
 	var adv advanced
-	if err := adv.scan(s.pool.QueryRow(ctx, s.q.advanceTo, upto)); err != nil {
-		return 0, err
-	}
-	s.afterAdvance(adv)
-	if adv.horizon >= upto {
-		return adv.horizon, nil
-	}
-	if _, err := s.pool.Exec(ctx, s.q.a.fill, adv.holes(upto)); err != nil {
-		return adv.horizon, err
-	}
-	if err := adv.scan(s.pool.QueryRow(ctx, s.q.advanceTo, upto)); err != nil {
-		return 0, err
-	}
-	s.afterAdvance(adv)
-	return adv.horizon, nil
+	err := adv.scan(a.s.pool.QueryRow(ctx, a.s.q.a.settle, upto, visibleWait.Milliseconds()))
+	return adv.horizon, err
 }
 
-// visibleWait bounds how long an append waits, after its commit, for the
-// horizon to reach its positions (see awaitHorizon).
-const visibleWait = 2 * time.Second
-
-// awaitHorizon waits, after a commit that appended up to last, until the
-// horizon reaches last, so that an append returns once every reader sees
-// it (a read after Append returns sees the append, as on every store):
-// it waits for the appends in flight below it to commit and advance the
-// horizon themselves, advancing it again on c as they do, and fills a
-// hole that stays past holeGrace (an abandoned position). It gives up
-// after visibleWait, leaving the hole to the filler.
-func (s *Store) awaitHorizon(c *pgxpool.Conn, adv *advanced, last int64) {
-	if adv.horizon >= last {
-		return
+// close stops the advancer, releasing the appends waiting on it: a hole
+// left is settled by the next store that meets it.
+func (a *advancer) close() {
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.moved)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), visibleWait+5*time.Second)
-	defer cancel()
-	start := time.Now()
-	wait, fillAt, grace := 50*time.Microsecond, start.Add(holeGrace), holeGrace
-	for adv.horizon < last && time.Since(start) < visibleWait {
-		time.Sleep(wait)
-		wait = min(2*wait, 2*time.Millisecond)
-		if time.Now().After(fillAt) {
-			if _, err := c.Exec(ctx, s.q.a.fill, adv.holes(last)); err != nil {
-				break
-			}
-			grace = min(2*grace, holeMaxWait)
-			fillAt = time.Now().Add(grace)
-		}
-		var next advanced
-		if err := next.scan(c.QueryRow(ctx, s.q.advanceTo, last)); err != nil {
-			break
-		}
-		next.types = append(adv.types, next.types...)
-		*adv = next
-	}
+	a.mu.Unlock()
+	a.stop()
+	a.done.Wait()
 }
 
-// holes are the positions an advance stopped at, up to upto: after the
-// horizon and before the first visible position past it (at most
-// holeBatch). A position that holds a row is skipped by the fill.
-func (adv *advanced) holes(upto int64) []int64 {
-	end := upto + 1
-	if adv.beyond > 0 {
-		end = min(end, adv.beyond)
+// announce tells the notifier and other processes of appends up to last
+// with the given types, once the stored horizon covers them.
+func (s *Store) announce(last int64, types []string) {
+	if len(types) > 0 {
+		s.notifier.Notify(types)
+		s.wakes.add(last, types)
 	}
-	var missing []int64
-	for p := adv.horizon + 1; p < end && len(missing) < holeBatch; p++ {
-		missing = append(missing, p)
-	}
-	return missing
-}
-
-// afterAdvance announces the types an advance newly covered.
-func (s *Store) afterAdvance(adv advanced) {
-	if len(adv.types) > 0 {
-		s.notifier.Notify(adv.types)
-		s.wakes.add(adv.horizon, adv.types)
-	}
-}
-
-// close stops the filler: a hole left is filled by the next store that
-// meets it.
-func (h *holes) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	h.done.Wait()
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sourced-go/sourced/shell"
 )
@@ -66,6 +68,16 @@ func (n names) tables() []string {
 	return []string{n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
 }
 
+// functions are the server-side functions the migrations install (each
+// name has one signature).
+func (n names) functions() []string {
+	var fns []string
+	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "fill", "lock", "settle"} {
+		fns = append(fns, n.prefix+"_"+f)
+	}
+	return fns
+}
+
 // lockKey is the key of the store's advisory lock: one per prefix and
 // schema (see the package doc, "Ordering and locking").
 func lockKey(schema, prefix string) int64 {
@@ -95,7 +107,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -435,6 +447,104 @@ BEGIN
 	RETURN 0;
 END
 $$;`},
+	{Version: 9, SQL: `CREATE OR REPLACE FUNCTION {p}_lock(store_key bigint, store_exclusive boolean, ns integer, keys integer[], exclusive boolean[], try boolean,
+	config bigint, ids uuid[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+	v bigint;
+	dup text;
+	mid uuid;
+BEGIN
+	IF store_key IS NOT NULL THEN
+		IF store_exclusive THEN
+			PERFORM pg_advisory_xact_lock(store_key);
+		ELSE
+			PERFORM pg_advisory_xact_lock_shared(store_key);
+		END IF;
+	END IF;
+	IF try THEN
+		FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+			IF NOT (CASE WHEN exclusive[i] THEN pg_try_advisory_xact_lock(ns, keys[i]) ELSE pg_try_advisory_xact_lock_shared(ns, keys[i]) END) THEN
+				RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: busy';
+			END IF;
+		END LOOP;
+	ELSIF keys IS NOT NULL THEN
+		-- Every key in one statement, in the order given (a statement
+		-- each cost an append more than its insert).
+		PERFORM count(CASE WHEN e THEN pg_advisory_xact_lock(ns, k) ELSE pg_advisory_xact_lock_shared(ns, k) END)
+		FROM unnest(keys, exclusive) AS u(k, e);
+	END IF;
+	IF config IS NOT NULL THEN
+		SELECT config_version INTO v FROM {p}_head WHERE id = 1;
+		IF v <> config THEN
+			RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: configuration', DETAIL = v::text;
+		END IF;
+	END IF;
+	IF ids IS NOT NULL THEN
+		-- One equality probe of each unique index per id: a plan that
+		-- cannot become a scan (version 8 matched ids = ANY(ids) with
+		-- LIMIT 1, whose plan, cached while the table was small, read the
+		-- whole log inside every append).
+		FOREACH mid IN ARRAY ids LOOP
+			SELECT CASE WHEN EXISTS (SELECT 1 FROM {p}_messages WHERE message_id = mid) THEN 'in the log'
+				WHEN EXISTS (SELECT 1 FROM {p}_scheduled_messages WHERE message_id = mid) THEN 'scheduled' END INTO dup;
+			IF dup IS NOT NULL THEN
+				RAISE EXCEPTION USING ERRCODE = 'SR001', MESSAGE = 'sourced: append refused: duplicate', DETAIL = mid::text || E'\t' || dup;
+			END IF;
+		END LOOP;
+	END IF;
+	RETURN 0;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {p}_settle(upto bigint, wait_ms integer) RETURNS TABLE (horizon bigint, beyond bigint, types text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+	pos bigint;
+	got bigint;
+	unwritten boolean;
+	pauses integer := 0;
+BEGIN
+	-- After appends committed up to upto while the horizon stopped below
+	-- them: every position between is settled here, in ascending order,
+	-- and the horizon stored. A position with no visible row is probed by
+	-- the insert of a tombstone, which yields to a row: one an append in
+	-- flight has written makes the insert wait for that append's end (the
+	-- unique index's wait: no polling) and then do nothing if it
+	-- committed. A position no row holds is given a few milliseconds
+	-- (the probe's insert is undone), as an append may have drawn it and
+	-- not written it yet; then it gets the tombstone (an append that
+	-- still writes it fails on the position and goes again). Waiting
+	-- longer than wait_ms fails the call (lock_timeout); the caller tries
+	-- again later. The tombstones commit with the horizon that covers
+	-- them, in one transaction.
+	PERFORM set_config('lock_timeout', wait_ms::text || 'ms', true);
+	PERFORM set_config('synchronous_commit', 'off', true);
+	pos := {p}_horizon() + 1;
+	WHILE pos <= upto LOOP
+		IF NOT EXISTS (SELECT 1 FROM {p}_messages WHERE position = pos) THEN
+			unwritten := false;
+			BEGIN
+				got := NULL;
+				INSERT INTO {p}_messages (position, message_id, message_type, payload, created_at)
+				VALUES (pos, gen_random_uuid(), '', 'null', now()) ON CONFLICT DO NOTHING RETURNING position INTO got;
+				IF got IS NOT NULL AND pauses < 10 THEN
+					RAISE EXCEPTION USING ERRCODE = 'SR002'; -- undo the probe
+				END IF;
+			EXCEPTION WHEN SQLSTATE 'SR002' THEN
+				unwritten := true;
+			END;
+			IF unwritten THEN
+				pauses := pauses + 1;
+				PERFORM pg_sleep(0.001);
+				CONTINUE; -- the same position again
+			END IF;
+		END IF;
+		pos := pos + 1;
+	END LOOP;
+	RETURN QUERY SELECT * FROM {p}_advance(9223372036854775807, upto);
+END
+$$;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
@@ -537,29 +647,46 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	return nil
 }
 
-// Uninstall drops the store's tables (its prefix only), for tests and for
-// tools that remove a store. The store is unusable afterwards.
+// Uninstall drops the store's tables and functions (its prefix only), for
+// tests and for tools that remove a store. The store is unusable afterwards.
 func (s *Store) Uninstall(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := s.uninstall(ctx)
+		var pe *pgconn.PgError
+		if err == nil || attempt == 4 || !errors.As(err, &pe) || pe.Code != "40P01" {
+			return s.wrap(ctx, "uninstall", err)
+		}
+		// Deadlocked with a reader of this store's tables, which locked
+		// one table before the drop reached it and waited for another:
+		// the server chose the drop to fail; try again.
+	}
+}
+
+// uninstall drops the tables (and the sequence they own) and the
+// functions, under the store's exclusive lock, in one transaction.
+func (s *Store) uninstall(ctx context.Context) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return s.wrap(ctx, "uninstall", err)
+		return err
 	}
 	defer c.Release()
 	tx, err := c.Begin(ctx)
 	if err != nil {
-		return s.wrap(ctx, "uninstall", err)
+		return err
 	}
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey); err != nil {
-		return s.wrap(ctx, "uninstall", err)
+		return err
 	}
 	for _, t := range s.names.tables() {
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+t+" CASCADE"); err != nil {
-			return s.wrap(ctx, "uninstall", err)
+			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, "DROP FUNCTION IF EXISTS "+s.names.prefix+"_refuse(text, text)"); err != nil {
-		return s.wrap(ctx, "uninstall", err)
+	for _, f := range s.names.functions() {
+		if _, err := tx.Exec(ctx, "DROP FUNCTION IF EXISTS "+f); err != nil {
+			return err
+		}
 	}
-	return s.wrap(ctx, "uninstall", tx.Commit(ctx))
+	return tx.Commit(ctx)
 }

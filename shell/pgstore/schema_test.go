@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -92,5 +96,68 @@ func TestBadOptions(t *testing.T) {
 	}
 	if _, err := pgstore.Open(t.Context(), "postgres://nowhere.invalid/x", pgstore.Options{}); err == nil {
 		t.Error("no registry accepted")
+	}
+}
+
+// TestUninstallLeavesNothing: Uninstall drops every object the
+// migrations created under the prefix (tables, sequences, functions),
+// also while the store's readers and appenders are busy: a deadlock
+// with one of them is retried, not returned.
+func TestUninstallLeavesNothing(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	prefix := pgtest.Prefix()
+	s, err := pgstore.Install(ctx, pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	count := func() (n int) {
+		t.Helper()
+		err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE $1 || '\_%')
+			+ (SELECT count(*) FROM pg_proc WHERE proname LIKE $1 || '\_%')`, prefix).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n == 0 {
+		t.Fatal("install created no object under the prefix")
+	}
+	// Readers and appenders busy on other connections while it drops.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				msgs := core.Messages(storetest.Deposit{Account: fmt.Sprintf("a%d-%d", w, i), Amount: 1})
+				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+					return // the tables are gone
+				}
+				s.ReadAll(ctx, shell.ReadAllOptions{Limit: 10})
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	err = s.Uninstall(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("uninstall: %v", err)
+	}
+	if n := count(); n != 0 {
+		rows, _ := s.Pool().Query(ctx, `SELECT relname FROM pg_class WHERE relname LIKE $1 || '\_%' UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE $1 || '\_%'`, prefix)
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		t.Fatalf("uninstall left %d objects under the prefix: %v", n, names)
 	}
 }

@@ -88,9 +88,13 @@ type Store struct {
 	channel string
 	// groups is the cached consumer-group configuration, reloaded when
 	// <p>_head.config_version moves.
-	groups    atomic.Pointer[groupSet]
-	wakes     *wakes
-	holes     *holes
+	groups atomic.Pointer[groupSet]
+	wakes  *wakes
+	// adv advances the stored horizon for the appends whose commit did
+	// not (holes.go); appending counts this store's transactions that
+	// drew positions and have not ended.
+	adv       *advancer
+	appending atomic.Int64
 	closeOnce sync.Once
 }
 
@@ -171,6 +175,10 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
 	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerUUID(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
@@ -196,7 +204,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.q = newQueries(s.names)
 	s.wakes = newWakes(s)
-	s.holes = newHoles(s)
+	s.adv = newAdvancer(s)
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -237,7 +245,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // use to be released.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.holes.close()
+		s.adv.close()
 		s.wakes.close()
 		s.pool.Close()
 	})
@@ -330,6 +338,9 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 	committed := false
 	defer func() {
 		t.done = true
+		if t.drew {
+			s.appending.Add(-1)
+		}
 		if !committed {
 			if rerr := t.rollback(); rerr != nil {
 				s.discard(c)
@@ -340,7 +351,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 			c.Release()
 		}
 		if committed {
-			s.afterCommit(t.adv, t.ownLast(), t.types, t.scheduledTypes)
+			s.afterCommit(t.stored, t.ownLast(), t.types, t.scheduledTypes)
 		}
 	}()
 	err = fn(t)

@@ -48,12 +48,12 @@ type tx struct {
 	// keys are the boundary locks the transaction holds (see
 	// boundary.go); own the positions its appends were given, drew
 	// whether an insert was sent (its positions are filled with
-	// tombstones if it rolls back); adv what the advance after its
-	// commit returned.
-	keys boundarySet
-	own  []int64
-	drew bool
-	adv  advanced
+	// tombstones if it rolls back); stored whether its commit moved the
+	// stored horizon past its appends (<prefix>_advance_in).
+	keys   boundarySet
+	own    []int64
+	drew   bool
+	stored bool
 	// gone are the positions the transaction deletes: those above the
 	// stored horizon (claimed in the transaction of their append) are
 	// filled with tombstones after the commit, so that no reader waits at
@@ -283,17 +283,14 @@ func (t *tx) commit() error {
 		return nil
 	}
 	b, n := t.batch()
-	if t.drew {
+	inline := t.drew && s.inlineAdvance()
+	if inline {
 		b.Queue(s.q.a.advanceIn, t.ownLast())
-		n++ // read with the queued statements
 	}
 	b.Queue("COMMIT")
-	advance := t.drew || len(t.gone) > 0
 	if len(t.gone) > 0 {
 		b.Queue(s.q.a.fill, t.gone)
-	}
-	if advance {
-		b.Queue(s.q.advanceTo, max(t.ownLast(), slices.Max(append([]int64{0}, t.gone...))))
+		b.Queue(s.q.advanceTo, slices.Max(t.gone))
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Minute)
 	defer cancel()
@@ -302,27 +299,33 @@ func (t *tx) commit() error {
 	if err != nil {
 		return err
 	}
-	if _, err = br.Exec(); err == nil && advance {
-		if len(t.gone) > 0 {
-			_, err = br.Exec()
+	if inline {
+		moved := 0
+		if err := br.QueryRow().Scan(&moved); err != nil {
+			br.Close()
+			return err
+		}
+		t.stored = moved == 1
+	}
+	if _, err = br.Exec(); err != nil { // COMMIT
+		br.Close()
+		return err
+	}
+	if len(t.gone) > 0 {
+		// Committed: a failed fill leaves the holes to the next settle.
+		var adv advanced
+		_, err := br.Exec()
+		if err == nil {
+			err = adv.scan(br.QueryRow())
 		}
 		if err == nil {
-			err = t.adv.scan(br.QueryRow())
+			s.adv.covered(adv.horizon)
+		} else {
+			s.log.Debug("pgstore: filling deleted positions after a commit failed", "err", err)
 		}
-		br.Close()
-		if err != nil { // committed: the horizon moves at the next advance
-			s.log.Debug("pgstore: advancing the horizon after a commit failed", "err", err)
-			return nil
-		}
-		if last := t.ownLast(); last > t.adv.horizon {
-			s.awaitHorizon(t.c, &t.adv, last)
-		}
-		return nil
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	br.Close()
+	return nil
 }
 
 // rollback rolls the transaction back, whatever the state of its context
@@ -698,7 +701,10 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		return t.refusedInTx(err, plan.guard)
 	}
 	if _, err = br.Exec(); err == nil { // RELEASE
-		t.drew = t.drew || plan.n > 0
+		if !t.drew && plan.n > 0 {
+			t.drew = true
+			s.appending.Add(1)
+		}
 	}
 	positions := make([]int64, 0, plan.n)
 	start := plan.commitAt - plan.writes // the batch index of the first write
