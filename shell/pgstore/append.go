@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -53,6 +54,10 @@ type appendQueries struct {
 	// returns it; upsert creates or wakes an offset at the position of
 	// the message whose id is $5 (written before it in the transaction).
 	insert, upsert string
+	// insertMany writes several messages at the sequence's next
+	// positions, in the order of its array parameters, and returns them
+	// in that order.
+	insertMany string
 	// lock takes an append's locks and checks the group configuration
 	// and the ids (<prefix>_lock; see queueLock).
 	lock string
@@ -75,6 +80,12 @@ func newAppendQueries(n names, q queries) appendQueries {
 		ids: fmt.Sprintf(`SELECT %s_lock(NULL, false, 0, NULL, NULL, false, NULL, $1::uuid[])`, n.prefix),
 		insert: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
 VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10) RETURNING position`, n.messages),
+		insertMany: fmt.Sprintf(`INSERT INTO %s (message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
+SELECT u.id, u.typ, u.ver, u.cau, u.cor, u.payload::json, u.meta::json, u.at,
+	ARRAY(SELECT json_array_elements_text(u.keys)), ARRAY(SELECT json_array_elements_text(u.names))
+FROM unnest($1::uuid[], $2::text[], $3::int[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::timestamptz[], $9::json[], $10::json[])
+	WITH ORDINALITY AS u(id, typ, ver, cau, cor, payload, meta, at, keys, names, ord)
+ORDER BY u.ord RETURNING position`, n.messages),
 		upsert: fmt.Sprintf(`INSERT INTO %[1]s AS o (consumer_group_id, partition_key, keys, message_id, next_position)
 SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
@@ -231,10 +242,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	for i := 0; i < b.Len(); i++ {
 		switch {
 		case plan.isInsert(i):
-			var pos int64
-			if err = br.QueryRow().Scan(&pos); err == nil {
-				positions = append(positions, pos)
-			}
+			positions, err = readPositions(br, positions)
 		case inline && i == plan.commitAt-1:
 			err = br.QueryRow().Scan(&moved)
 		default:
@@ -554,6 +562,7 @@ func (s *Store) queueWrites(b *pgx.Batch, gs *groupSet, p *appendPlan, preps []p
 	ups := newUpserts()
 	start := b.Len()
 	p.inserts = map[int]bool{}
+	var rows insertRows
 	for i := range p.stamped {
 		m, pr := &p.stamped[i], &preps[i]
 		if pr.scheduled {
@@ -561,22 +570,98 @@ func (s *Store) queueWrites(b *pgx.Batch, gs *groupSet, p *appendPlan, preps []p
 				string(pr.payload), jsonArg(pr.metadata), m.CreatedAt, now)
 			continue
 		}
-		if p.firstInsert < 0 {
-			p.firstInsert = b.Len()
-		}
-		p.inserts[b.Len()] = true
-		keys, keyNames := keyStrings(pr.keys)
-		b.Queue(s.q.a.insert, m.ID, m.Type, pr.version, m.CausationID, m.CorrelationID,
-			string(pr.payload), jsonArg(pr.metadata), m.CreatedAt, keys, keyNames)
+		rows.add(m, pr)
 		for _, g := range gs.byType[m.Type] {
 			for _, tp := range g.tuples(pr.keys, m.ID) {
 				ups.add(g.row, tp, m.ID, 0)
 			}
 		}
 	}
+	if p.n > 0 {
+		p.firstInsert = b.Len()
+		p.inserts[b.Len()] = true
+		if p.n == 1 {
+			b.Queue(s.q.a.insert, rows.args(0)...)
+		} else {
+			b.Queue(s.q.a.insertMany, rows.arrays()...)
+		}
+	}
 	ups.queue(b, s)
 	p.writes = b.Len() - start
 	p.commitAt = b.Len() // where a standalone append queues its COMMIT
+}
+
+// insertRows are the columns of an append's messages to the log, in
+// message order: one statement inserts them all (insertMany, with a
+// parameter per column, each an array), at increasing positions.
+type insertRows struct {
+	ids, causations, correlations []uuid.UUID
+	types                         []string
+	versions                      []int32
+	payloads                      []string
+	metadata                      []*string
+	at                            []time.Time
+	keys, keyNames                [][]string
+}
+
+func (r *insertRows) add(m *core.Message, pr *prepared) {
+	keys, keyNames := keyStrings(pr.keys)
+	var meta *string
+	if pr.metadata != nil {
+		s := string(pr.metadata)
+		meta = &s
+	}
+	r.ids = append(r.ids, m.ID)
+	r.causations = append(r.causations, m.CausationID)
+	r.correlations = append(r.correlations, m.CorrelationID)
+	r.types = append(r.types, m.Type)
+	r.versions = append(r.versions, int32(pr.version))
+	r.payloads = append(r.payloads, string(pr.payload))
+	r.metadata = append(r.metadata, meta)
+	r.at = append(r.at, m.CreatedAt)
+	r.keys = append(r.keys, keys)
+	r.keyNames = append(r.keyNames, keyNames)
+}
+
+// args are the parameters of the one-message insert for row i.
+func (r *insertRows) args(i int) []any {
+	var meta any
+	if r.metadata[i] != nil {
+		meta = *r.metadata[i]
+	}
+	return []any{r.ids[i], r.types[i], r.versions[i], r.causations[i], r.correlations[i], r.payloads[i], meta, r.at[i], r.keys[i], r.keyNames[i]}
+}
+
+// arrays are the parameters of insertMany: the key pairs and names of
+// each message go as a JSON array of strings (PostgreSQL's arrays of
+// arrays are rectangular).
+func (r *insertRows) arrays() []any {
+	keys, names := make([]string, len(r.keys)), make([]string, len(r.keys))
+	for i := range r.keys {
+		k, _ := json.Marshal(r.keys[i])
+		n, _ := json.Marshal(r.keyNames[i])
+		keys[i], names[i] = string(k), string(n)
+	}
+	return []any{r.ids, r.types, r.versions, r.causations, r.correlations, r.payloads, r.metadata, r.at, keys, names}
+}
+
+// readPositions reads the positions an insert of the batch returned, in
+// message order, after those in positions.
+func readPositions(br pgx.BatchResults, positions []int64) ([]int64, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return positions, err
+	}
+	for rows.Next() {
+		var pos int64
+		if err := rows.Scan(&pos); err != nil {
+			rows.Close()
+			return positions, err
+		}
+		positions = append(positions, pos)
+	}
+	rows.Close()
+	return positions, rows.Err()
 }
 
 // isRefusal reports whether err is <prefix>_refuse's.

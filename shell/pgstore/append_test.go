@@ -448,13 +448,13 @@ func TestStoredHorizonHeals(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
-	if _, err := s.Append(ctx, core.Messages(storetest.Deposit{Account: "a", Amount: 1}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := s.Prefix()
 	var pos int64
 	if err := s.Pool().QueryRow(ctx, `INSERT INTO `+p+`_messages (message_id, message_type, payload, created_at, keys, key_names)
-		VALUES (gen_random_uuid(), 'account.deposited', '{"account":"b","amount":1}', now(), '{"account`+"\x1f"+`b"}', '{account}') RETURNING position`).Scan(&pos); err != nil {
+		VALUES (gen_random_uuid(), 'device.registered', '{"device_id":"d2","name":"b"}', now(), '{"device_id`+"\x1f"+`d2"}', '{device_id}') RETURNING position`).Scan(&pos); err != nil {
 		t.Fatal(err)
 	}
 	stored := func() (h int64) {

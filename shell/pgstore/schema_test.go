@@ -140,7 +140,7 @@ func TestUninstallLeavesNothing(t *testing.T) {
 					return
 				default:
 				}
-				msgs := core.Messages(storetest.Deposit{Account: fmt.Sprintf("a%d-%d", w, i), Amount: 1})
+				msgs := core.Messages(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"})
 				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
 					return // the tables are gone
 				}

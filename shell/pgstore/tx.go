@@ -710,10 +710,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	start := plan.commitAt - plan.writes // the batch index of the first write
 	for i := start; err == nil && i < plan.commitAt; i++ {
 		if plan.isInsert(i) {
-			var pos int64
-			if err = br.QueryRow().Scan(&pos); err == nil {
-				positions = append(positions, pos)
-				t.own = append(t.own, pos)
+			n := len(positions)
+			if positions, err = readPositions(br, positions); err == nil {
+				t.own = append(t.own, positions[n:]...)
 			}
 			continue
 		}
