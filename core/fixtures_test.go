@@ -7,41 +7,26 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 )
 
-// The course example of the manual, used throughout the tests.
+// The course domain of the tests, declared once in testdomain.
+type (
+	CreateCourse    = testdomain.CreateCourse
+	CourseCreated   = testdomain.CourseCreated
+	EnrolStudent    = testdomain.EnrolStudent
+	StudentEnrolled = testdomain.StudentEnrolled
+	SendReminder    = testdomain.SendReminder
+	CourseRenamed   = testdomain.CourseRenamed
+)
 
-type CreateCourse struct {
-	CourseID   string `json:"course_id" sourced:"required"`
-	CourseName string `json:"course_name" sourced:"required"`
-}
+// Fixtures of the core tests alone.
 
-type CourseCreated struct {
-	CourseID   string `json:"course_id"`
-	CourseName string `json:"course_name"`
-}
-
-type EnrolStudent struct {
-	CourseID  string `json:"course_id" sourced:"required"`
-	StudentID string `json:"student_id" sourced:"required"`
-}
-
-type StudentEnrolled struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
-}
-
+// NotifyStudent has student_id as its only attribute, unlike
+// testdomain.NotifyStudent: TestConditionsForUsesDeclaredAttributesOnly
+// counts the attributes of the conditions it derives.
 type NotifyStudent struct {
 	StudentID string `json:"student_id" sourced:"required"`
-}
-
-type SendReminder struct {
-	CourseID string `json:"course_id"`
-}
-
-type CourseRenamed struct {
-	CourseID string `json:"course_id"`
-	Name     string `json:"name"`
 }
 
 type Unregistered struct {

@@ -14,21 +14,15 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/internal/testdomain"
 )
 
-type EnrolStudent struct {
-	CourseID  string `json:"course_id" sourced:"required"`
-	StudentID string `json:"student_id" sourced:"required"`
-}
-
-type StudentEnrolled struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
-}
-
-type NotifyStudent struct {
-	StudentID string `json:"student_id" sourced:"required"`
-}
+// The course domain of the tests, declared once in testdomain.
+type (
+	EnrolStudent    = testdomain.EnrolStudent
+	StudentEnrolled = testdomain.StudentEnrolled
+	NotifyStudent   = testdomain.NotifyStudent
+)
 
 type RunJob struct {
 	N int `json:"n"`

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -37,30 +38,30 @@ func libraryEvent(t *rapid.T, label string) any {
 	o := rapid.SampledFrom(names).Draw(t, label+" other name")
 	switch rapid.IntRange(0, 5).Draw(t, label+" kind") {
 	case 0, 1:
-		return storetest.BookLent{MemberID: m, BookID: b}
+		return testdomain.BookLent{MemberID: m, BookID: b}
 	case 2:
-		return storetest.BookReturned{MemberID: m, BookID: b}
+		return testdomain.BookReturned{MemberID: m, BookID: b}
 	case 3:
-		return storetest.AccountRegistered{AccountID: m, Username: n}
+		return testdomain.AccountRegistered{AccountID: m, Username: n}
 	case 4:
-		return storetest.UsernameChanged{AccountID: m, OldUsername: o, NewUsername: n}
+		return testdomain.UsernameChanged{AccountID: m, OldUsername: o, NewUsername: n}
 	}
-	return storetest.PriceSet{ProductID: b, Price: 1}
+	return testdomain.PriceSet{ProductID: b, Price: 1}
 }
 
 // naiveLending folds the whole log as the lending decision's rules say.
-func naiveLending(log []any, c storetest.LendBook) storetest.Lending {
-	var s storetest.Lending
+func naiveLending(log []any, c testdomain.LendBook) testdomain.Lending {
+	var s testdomain.Lending
 	for _, e := range log {
 		switch e := e.(type) {
-		case storetest.BookLent:
+		case testdomain.BookLent:
 			if e.MemberID == c.MemberID {
 				s.MemberLoans++
 			}
 			if e.BookID == c.BookID {
 				s.BookOut = true
 			}
-		case storetest.BookReturned:
+		case testdomain.BookReturned:
 			if e.MemberID == c.MemberID {
 				s.MemberLoans--
 			}
@@ -72,11 +73,11 @@ func naiveLending(log []any, c storetest.LendBook) storetest.Lending {
 	return s
 }
 
-func lendingDependsOn(e any, c storetest.LendBook) bool {
+func lendingDependsOn(e any, c testdomain.LendBook) bool {
 	switch e := e.(type) {
-	case storetest.BookLent:
+	case testdomain.BookLent:
 		return e.MemberID == c.MemberID || e.BookID == c.BookID
-	case storetest.BookReturned:
+	case testdomain.BookReturned:
 		return e.MemberID == c.MemberID || e.BookID == c.BookID
 	}
 	return false
@@ -87,11 +88,11 @@ func naiveTaken(log []any, name string) bool {
 	taken := false
 	for _, e := range log {
 		switch e := e.(type) {
-		case storetest.AccountRegistered:
+		case testdomain.AccountRegistered:
 			if e.Username == name {
 				taken = true
 			}
-		case storetest.UsernameChanged:
+		case testdomain.UsernameChanged:
 			if e.NewUsername == name {
 				taken = true
 			} else if e.OldUsername == name {
@@ -104,9 +105,9 @@ func naiveTaken(log []any, name string) bool {
 
 func usernameDependsOn(e any, name string) bool {
 	switch e := e.(type) {
-	case storetest.AccountRegistered:
+	case testdomain.AccountRegistered:
 		return e.Username == name
-	case storetest.UsernameChanged:
+	case testdomain.UsernameChanged:
 		return e.OldUsername == name || e.NewUsername == name
 	}
 	return false
@@ -124,9 +125,9 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 	}
 	later := libraryEvent(t, "later")
 	if rapid.Bool().Draw(t, "lending") {
-		c := storetest.LendBook{MemberID: rapid.SampledFrom(members).Draw(t, "cmd member"), BookID: rapid.SampledFrom(books).Draw(t, "cmd book")}
+		c := testdomain.LendBook{MemberID: rapid.SampledFrom(members).Draw(t, "cmd member"), BookID: rapid.SampledFrom(books).Draw(t, "cmd book")}
 		want := naiveLending(log, c)
-		got, guard, err := shell.LoadDecision(ctx, store, storetest.LendingDecider, c)
+		got, guard, err := shell.LoadDecision(ctx, store, testdomain.LendingDecider, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,14 +137,14 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 		checkGuard(t, store, guard, later, lendingDependsOn(later, c))
 		log = append(log, later)
 		want = naiveLending(log, c)
-		_, err = shell.Handle(ctx, store, storetest.LendingDecider, c)
+		_, err = shell.Handle(ctx, store, testdomain.LendingDecider, c)
 		switch {
 		case want.BookOut:
-			if !errors.Is(err, storetest.ErrBookOut) {
+			if !errors.Is(err, testdomain.ErrBookOut) {
 				t.Fatalf("Handle %+v on %+v: %v, want ErrBookOut", c, want, err)
 			}
-		case want.MemberLoans >= storetest.MaxLoans:
-			if !errors.Is(err, storetest.ErrTooManyLoans) {
+		case want.MemberLoans >= testdomain.MaxLoans:
+			if !errors.Is(err, testdomain.ErrTooManyLoans) {
 				t.Fatalf("Handle %+v on %+v: %v, want ErrTooManyLoans", c, want, err)
 			}
 		case err != nil:
@@ -151,15 +152,15 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 		}
 		return
 	}
-	c := storetest.RenameAccount{AccountID: "a9", To: rapid.SampledFrom(names).Draw(t, "cmd name")}
-	_, guard, err := shell.LoadDecision(ctx, store, storetest.UsernameDecider, c)
+	c := testdomain.RenameAccount{AccountID: "a9", To: rapid.SampledFrom(names).Draw(t, "cmd name")}
+	_, guard, err := shell.LoadDecision(ctx, store, testdomain.UsernameDecider, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGuard(t, store, guard, later, usernameDependsOn(later, c.To))
 	log = append(log, later)
-	_, err = shell.Handle(ctx, store, storetest.UsernameDecider, c)
-	if taken := naiveTaken(log, c.To); taken != errors.Is(err, storetest.ErrNameTaken) || (!taken && err != nil) {
+	_, err = shell.Handle(ctx, store, testdomain.UsernameDecider, c)
+	if taken := naiveTaken(log, c.To); taken != errors.Is(err, testdomain.ErrNameTaken) || (!taken && err != nil) {
 		t.Fatalf("Handle %+v: %v; the whole log says taken=%v", c, err, taken)
 	}
 }
@@ -171,7 +172,7 @@ func checkGuard(t *rapid.T, store shell.Store, guard core.Guard, later any, depe
 	if _, err := store.Append(ctx, core.Messages(later), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := store.Append(ctx, core.Messages(storetest.CartOrdered{CartID: "probe", Total: 1}), shell.AppendOptions{Guard: &guard})
+	_, err := store.Append(ctx, core.Messages(testdomain.CartOrdered{CartID: "probe", Total: 1}), shell.AppendOptions{Guard: &guard})
 	if conflicted := errors.Is(err, shell.ErrConcurrentAppend); conflicted != depends || (err != nil && !conflicted) {
 		t.Fatalf("after %T%+v the guard %v gave %v; the decision depends on it: %v", later, later, guard.Conditions, err, depends)
 	}

@@ -462,7 +462,7 @@ func TestDeciderReactionsRunSyncWork(t *testing.T) {
 	if err := rt.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"shell_test.EnrolStudent", "shell_test.StudentEnrolled"}
+	want := []string{fmt.Sprintf("%T", EnrolStudent{}), fmt.Sprintf("%T", StudentEnrolled{})}
 	if !slices.Equal(synced, want) || !slices.Equal(after, want) {
 		t.Fatalf("sync work ran for %v, after-sync work for %v; want both for %v (the command, then the reaction)", synced, after, want)
 	}

@@ -10,35 +10,17 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 )
 
-// The course and enrolment example of the manual, as test fixtures.
-
+// The course domain of the tests, declared once in testdomain.
 type (
-	CreateCourse struct {
-		CourseID   string `json:"course_id" sourced:"required"`
-		CourseName string `json:"course_name" sourced:"required"`
-	}
-	CourseCreated struct {
-		CourseID   string `json:"course_id"`
-		CourseName string `json:"course_name"`
-	}
-	EnrolStudent struct {
-		CourseID  string `json:"course_id" sourced:"required"`
-		StudentID string `json:"student_id" sourced:"required"`
-	}
-	StudentEnrolled struct {
-		CourseID  string `json:"course_id"`
-		StudentID string `json:"student_id"`
-	}
-	NotifyStudent struct {
-		StudentID string `json:"student_id" sourced:"required"`
-		CourseID  string `json:"course_id"`
-	}
-	StudentNotified struct {
-		StudentID string `json:"student_id"`
-		CourseID  string `json:"course_id"`
-	}
+	CreateCourse    = testdomain.CreateCourse
+	CourseCreated   = testdomain.CourseCreated
+	EnrolStudent    = testdomain.EnrolStudent
+	StudentEnrolled = testdomain.StudentEnrolled
+	NotifyStudent   = testdomain.NotifyStudent
+	StudentNotified = testdomain.StudentNotified
 )
 
 func courseRegistry() *codec.Registry {

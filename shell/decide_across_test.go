@@ -9,6 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -41,11 +42,11 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 		},
 	}
 	for name, open := range stores {
-		run := func(t *testing.T, first []any, then []any, want error) []storetest.BookLent {
+		run := func(t *testing.T, first []any, then []any, want error) []testdomain.BookLent {
 			t.Helper()
 			ctx := context.Background()
 			store := open(t)
-			rt, err := shell.NewRouter(store, shell.RouterOptions{}, storetest.LendingDecider)
+			rt, err := shell.NewRouter(store, shell.RouterOptions{}, testdomain.LendingDecider)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,9 +72,9 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 			if _, err := shell.AwaitCommand(actx, store, last.ID); !errors.Is(err, want) || !errors.Is(err, core.ErrRefused) {
 				t.Fatalf("outcome of the last command: %v, want refused with %v", err, want)
 			}
-			var lent []storetest.BookLent
+			var lent []testdomain.BookLent
 			for _, m := range readAll(t, store) {
-				if e, ok := m.Payload.(storetest.BookLent); ok {
+				if e, ok := m.Payload.(testdomain.BookLent); ok {
 					lent = append(lent, e)
 				}
 			}
@@ -83,17 +84,17 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 			// m1's loans land in one batch: each decision sees the ones
 			// before it, so the fourth is over the limit; the three before
 			// it are kept.
-			lent := run(t, []any{storetest.LendBook{MemberID: "m2", BookID: "b9"}},
-				[]any{storetest.LendBook{MemberID: "m1", BookID: "b1"}, storetest.LendBook{MemberID: "m1", BookID: "b2"},
-					storetest.LendBook{MemberID: "m1", BookID: "b3"}, storetest.LendBook{MemberID: "m1", BookID: "b4"}},
-				storetest.ErrTooManyLoans)
+			lent := run(t, []any{testdomain.LendBook{MemberID: "m2", BookID: "b9"}},
+				[]any{testdomain.LendBook{MemberID: "m1", BookID: "b1"}, testdomain.LendBook{MemberID: "m1", BookID: "b2"},
+					testdomain.LendBook{MemberID: "m1", BookID: "b3"}, testdomain.LendBook{MemberID: "m1", BookID: "b4"}},
+				testdomain.ErrTooManyLoans)
 			if len(lent) != 4 {
 				t.Fatalf("loans %v: want m2's and m1's first three", lent)
 			}
 			// m2's loan of b1 is claimed in m2's partition, yet its
 			// decision reads the book, lent in m1's partition.
-			lent = run(t, []any{storetest.LendBook{MemberID: "m1", BookID: "b1"}},
-				[]any{storetest.LendBook{MemberID: "m2", BookID: "b1"}}, storetest.ErrBookOut)
+			lent = run(t, []any{testdomain.LendBook{MemberID: "m1", BookID: "b1"}},
+				[]any{testdomain.LendBook{MemberID: "m2", BookID: "b1"}}, testdomain.ErrBookOut)
 			if len(lent) != 1 {
 				t.Fatalf("loans %v: want m1's only", lent)
 			}

@@ -24,7 +24,7 @@ func ExampleErrorStrategy_park() {
 		ErrorStrategy: shell.ErrorStrategy{Park: true}, // no retries: park at the first failure
 	}, strictEnrolments) // a refusal fails the batch (core.Hooks.RefusalsFail)
 	_ = router.Setup(ctx)
-	for _, e := range []EnrolStudent{{"c1", "s1"}, {"c1", "s2"}, {"c1", "s3"}, {"c2", "s4"}} { // c1 is full at s3
+	for _, e := range []EnrolStudent{{CourseID: "c1", StudentID: "s1"}, {CourseID: "c1", StudentID: "s2"}, {CourseID: "c1", StudentID: "s3"}, {CourseID: "c2", StudentID: "s4"}} { // c1 is full at s3
 		_, _ = store.Append(ctx, core.Messages(e), shell.AppendOptions{})
 	}
 

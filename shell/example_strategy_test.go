@@ -76,7 +76,7 @@ func ExampleAwaitCommand() {
 	store := memstore.New(courseRegistry())
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	_ = router.Setup(ctx)
-	res, _ := store.Append(ctx, core.Messages(EnrolStudent{"c1", "s1"}, EnrolStudent{"c1", "s2"}, EnrolStudent{"c1", "s3"}), shell.AppendOptions{})
+	res, _ := store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: "s1"}, EnrolStudent{CourseID: "c1", StudentID: "s2"}, EnrolStudent{CourseID: "c1", StudentID: "s3"}), shell.AppendOptions{})
 	fmt.Println("drain:", router.Drain(ctx)) // the capacity is 2
 
 	for _, cmd := range res.Messages {

@@ -16,6 +16,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/internal/sqlitetest"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -141,10 +142,13 @@ func (t faultyTx) Ack(c *shell.Claim, position int64) error {
 // partition's history reaching at least the batch's last message, ending
 // on the fold of the whole history, on every store.
 func TestRouterCacheDecidesAsAFullFold(t *testing.T) {
+	t.Parallel()                       // its stores are its own
+	install := sqlitetest.Installer(t) // copies of one installed store: the property opens a hundred
+	var files atomic.Int64
 	stores := map[string]func(t *rapid.T) shell.Store{
 		"memstore": func(*rapid.T) shell.Store { return memstore.New(tillRegistry()) },
 		"sqlitestore": func(rt *rapid.T) shell.Store {
-			s, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "till-"+strconv.Itoa(rapid.IntRange(0, 1<<30).Draw(rt, "file"))+".db"),
+			s, err := install(context.Background(), filepath.Join(t.TempDir(), "till-"+strconv.Itoa(int(files.Add(1)))+".db"),
 				sqlitestore.Options{Registry: tillRegistry(), Logger: quiet()})
 			if err != nil {
 				rt.Fatal(err)

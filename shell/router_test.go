@@ -579,7 +579,7 @@ func TestBatchesPerHandle(t *testing.T) {
 func TestFailureAmongInlineBatches(t *testing.T) {
 	ctx := context.Background()
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, strictEnrolments)
-	for _, c := range []EnrolStudent{{"c1", "s1"}, {"c2", "s1"}, {"c2", "s2"}, {"c2", "s3"}, {"c3", "s1"}} {
+	for _, c := range []EnrolStudent{{CourseID: "c1", StudentID: "s1"}, {CourseID: "c2", StudentID: "s1"}, {CourseID: "c2", StudentID: "s2"}, {CourseID: "c2", StudentID: "s3"}, {CourseID: "c3", StudentID: "s1"}} {
 		store.Append(ctx, []core.Message{core.NewMessage(c)}, shell.AppendOptions{})
 	}
 	var failed *shell.GroupFailedError

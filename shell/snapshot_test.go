@@ -9,11 +9,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/sqlitetest"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -56,10 +58,12 @@ func walletsFolding(factor int, version string, every int) (snapshotting, plain 
 
 // snapshotStores are the stores the snapshot property runs on.
 func snapshotStores(t *testing.T) map[string]func(rt *rapid.T) shell.Store {
+	install := sqlitetest.Installer(t) // copies of one installed store: the property opens a hundred
+	var files atomic.Int64
 	return map[string]func(rt *rapid.T) shell.Store{
 		"memstore": func(*rapid.T) shell.Store { return memstore.New(walletRegistry(), memstore.WithLogger(quiet())) },
 		"sqlitestore": func(rt *rapid.T) shell.Store {
-			s, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "snap-"+strconv.Itoa(rapid.IntRange(0, 1<<30).Draw(rt, "file"))+".db"),
+			s, err := install(context.Background(), filepath.Join(t.TempDir(), "snap-"+strconv.Itoa(int(files.Add(1)))+".db"),
 				sqlitestore.Options{Registry: walletRegistry(), Logger: quiet()})
 			if err != nil {
 				rt.Fatal(err)
@@ -81,6 +85,7 @@ func snapshotStores(t *testing.T) map[string]func(rt *rapid.T) shell.Store {
 // of the partition gives: the same events or the same refusal, and the
 // same state, on every store that keeps snapshots.
 func TestSnapshotsDecideAsAFullFold(t *testing.T) {
+	t.Parallel() // its stores are its own
 	for name, open := range snapshotStores(t) {
 		t.Run(name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/sqlitetest"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -95,10 +97,13 @@ var wallets = core.Decider[walletState]{Group: "wallets", PartitionBy: []string{
 // partition decides: the same events or the same refusal, and the same
 // state after them, on every store.
 func TestStateCacheDecidesAsAFullFold(t *testing.T) {
+	t.Parallel()                       // its stores are its own
+	install := sqlitetest.Installer(t) // copies of one installed store: the property opens a hundred
+	var files atomic.Int64
 	stores := map[string]func(t *rapid.T) shell.Store{
 		"memstore": func(*rapid.T) shell.Store { return memstore.New(walletRegistry()) },
 		"sqlitestore": func(rt *rapid.T) shell.Store {
-			s, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "cache-"+strconv.Itoa(rapid.IntRange(0, 1<<30).Draw(rt, "file"))+".db"),
+			s, err := install(context.Background(), filepath.Join(t.TempDir(), "cache-"+strconv.Itoa(int(files.Add(1)))+".db"),
 				sqlitestore.Options{Registry: walletRegistry(), Logger: quiet()})
 			if err != nil {
 				rt.Fatal(err)

@@ -218,7 +218,7 @@ func TestBusinessRefusalIsAnOutcome(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet()}, enrolments)
-			res, err := store.Append(ctx, core.Messages(EnrolStudent{"c1", "s1"}, EnrolStudent{"c1", "s2"}, EnrolStudent{"c1", "s3"}, EnrolStudent{"c2", "s4"}), shell.AppendOptions{})
+			res, err := store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: "s1"}, EnrolStudent{CourseID: "c1", StudentID: "s2"}, EnrolStudent{CourseID: "c1", StudentID: "s3"}, EnrolStudent{CourseID: "c2", StudentID: "s4"}), shell.AppendOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

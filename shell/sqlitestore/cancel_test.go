@@ -106,6 +106,7 @@ func TestHousekeep(t *testing.T) {
 // clean stop leaving its heartbeat rows behind: Stop cancels the
 // planner-statistics task).
 func TestOptimizeCancelledLeavesTheWriterClean(t *testing.T) {
+	t.Parallel() // its store is its own
 	ctx := t.Context()
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	var batch []core.Message

@@ -256,6 +256,7 @@ func TestReadOnlyStore(t *testing.T) {
 }
 
 func TestOpenRefreshesMissingOrStaleStatistics(t *testing.T) {
+	t.Parallel() // its store is its own
 	path := dbPath(t)
 	s := install(t, path, sqlitestore.Options{})
 	appendOK(t, s, courseCreated{"Algebra"})

@@ -93,15 +93,15 @@ func (s suite) testAppend(t *testing.T) {
 		payloads := []any{
 			DeviceRegistered{"d1", "Thermostat"},
 			AssetRegistered{"a1", "Boiler"},
-			DeviceBound{"d1", "a1"},
+			deviceBound{"d1", "a1"},
 			CourseCreated{"Algebra"},
 			UserRegistered{"joe", "Joe"},
 			UserJoinedCourse{"Algebra", "joe"},
 			CourseClosed{"Algebra"},
-			Transfer{Accounts: []string{"acc1", "acc2"}, Amount: 42},
-			Reading{SensorID: "s1", Count: -7, Active: true, At: at},
-			Signup{Email: "joe@example.com"},
-			Deposit{Account: "acc1", Amount: 10},
+			transfer{Accounts: []string{"acc1", "acc2"}, Amount: 42},
+			reading{SensorID: "s1", Count: -7, Active: true, At: at},
+			signup{Email: "joe@example.com"},
+			deposit{Account: "acc1", Amount: 10},
 		}
 		e.append(payloads...)
 		for i, m := range e.log() {
@@ -115,23 +115,23 @@ func (s suite) testAppend(t *testing.T) {
 		e := s.env(t)
 		at := time.Date(2024, 2, 29, 23, 59, 58, 123456000, time.UTC)
 		e.append(
-			DeviceBound{"d1", "a1"},
-			Reading{SensorID: "s1", Count: 42, Active: true, At: at},
-			DeviceBound{"d2", "a1"},
+			deviceBound{"d1", "a1"},
+			reading{SensorID: "s1", Count: 42, Active: true, At: at},
+			deviceBound{"d2", "a1"},
 		)
 		cases := []struct {
 			name string
 			cond core.Condition
 			want []int64
 		}{
-			{"by one string attribute", cond(TypeDeviceBound, "asset_id", "a1"), []int64{1, 3}},
-			{"by two attributes", cond(TypeDeviceBound, "asset_id", "a1", "device_id", "d2"), []int64{3}},
-			{"by an int", cond(TypeReading, "count", e.canonical(42)), []int64{2}},
-			{"by a bool", cond(TypeReading, "active", e.canonical(true)), []int64{2}},
-			{"by a time in another zone", cond(TypeReading, "at", e.canonical(at.In(time.FixedZone("X", -7*3600)))), []int64{2}},
-			{"by a wrong int", cond(TypeReading, "count", e.canonical(41)), nil},
-			{"by a bool of the wrong value", cond(TypeReading, "active", e.canonical(false)), nil},
-			{"by a value of another attribute", cond(TypeDeviceBound, "device_id", "a1"), nil},
+			{"by one string attribute", cond(typeDeviceBound, "asset_id", "a1"), []int64{1, 3}},
+			{"by two attributes", cond(typeDeviceBound, "asset_id", "a1", "device_id", "d2"), []int64{3}},
+			{"by an int", cond(typeReading, "count", e.canonical(42)), []int64{2}},
+			{"by a bool", cond(typeReading, "active", e.canonical(true)), []int64{2}},
+			{"by a time in another zone", cond(typeReading, "at", e.canonical(at.In(time.FixedZone("X", -7*3600)))), []int64{2}},
+			{"by a wrong int", cond(typeReading, "count", e.canonical(41)), nil},
+			{"by a bool of the wrong value", cond(typeReading, "active", e.canonical(false)), nil},
+			{"by a value of another attribute", cond(typeDeviceBound, "device_id", "a1"), nil},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -145,14 +145,14 @@ func (s suite) testAppend(t *testing.T) {
 	t.Run("a slice attribute indexes every element", func(t *testing.T) {
 		e := s.env(t)
 		e.append(
-			Transfer{Accounts: []string{"acc1", "acc2"}, Amount: 5},
-			Transfer{Accounts: []string{"acc2", "acc3"}, Amount: 6},
-			Transfer{Accounts: []string{"acc4"}, Amount: 7},
+			transfer{Accounts: []string{"acc1", "acc2"}, Amount: 5},
+			transfer{Accounts: []string{"acc2", "acc3"}, Amount: 6},
+			transfer{Accounts: []string{"acc4"}, Amount: 7},
 		)
 		for acc, want := range map[string][]int64{"acc1": {1}, "acc2": {1, 2}, "acc3": {2}, "acc4": {3}, "acc5": nil} {
-			got := e.read([]core.Condition{cond(TypeTransfer, "accounts", acc)}, shell.ReadOptions{})
+			got := e.read([]core.Condition{cond(typeTransfer, "accounts", acc)}, shell.ReadOptions{})
 			e.expectPositions("read accounts="+acc, got.Messages, want...)
-			got = e.readPartition(part("accounts", acc), []string{TypeTransfer}, shell.ReadOptions{})
+			got = e.readPartition(part("accounts", acc), []string{typeTransfer}, shell.ReadOptions{})
 			e.expectPositions("partition accounts="+acc, got.Messages, want...)
 		}
 	})
@@ -221,29 +221,29 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("a payload shared by several types is stored under the type its message carries", func(t *testing.T) {
 		e, _, _ := seed(t)
-		opened := core.Message{Type: TypeTicketOpened, Payload: Ticket{"t1"}}
-		closed := core.Message{Type: TypeTicketClosed, Payload: Ticket{"t1"}}
+		opened := core.Message{Type: typeTicketOpened, Payload: ticket{"t1"}}
+		closed := core.Message{Type: typeTicketClosed, Payload: ticket{"t1"}}
 		res := e.append(opened, closed)
-		if res.Messages[0].Type != TypeTicketOpened || res.Messages[1].Type != TypeTicketClosed {
-			t.Fatalf("stored types %q, %q, want %q, %q", res.Messages[0].Type, res.Messages[1].Type, TypeTicketOpened, TypeTicketClosed)
+		if res.Messages[0].Type != typeTicketOpened || res.Messages[1].Type != typeTicketClosed {
+			t.Fatalf("stored types %q, %q, want %q, %q", res.Messages[0].Type, res.Messages[1].Type, typeTicketOpened, typeTicketClosed)
 		}
-		got := e.read([]core.Condition{{Type: TypeTicketClosed, Attrs: map[string]string{"ticket_id": "t1"}}}, shell.ReadOptions{})
-		if len(got.Messages) != 1 || got.Messages[0].Type != TypeTicketClosed || got.Messages[0].Payload != (Ticket{"t1"}) {
-			t.Fatalf("read of %s: %+v, want the one closed ticket", TypeTicketClosed, got.Messages)
+		got := e.read([]core.Condition{{Type: typeTicketClosed, Attrs: map[string]string{"ticket_id": "t1"}}}, shell.ReadOptions{})
+		if len(got.Messages) != 1 || got.Messages[0].Type != typeTicketClosed || got.Messages[0].Payload != (ticket{"t1"}) {
+			t.Fatalf("read of %s: %+v, want the one closed ticket", typeTicketClosed, got.Messages)
 		}
 		// Unnamed, the payload names no type; named wrongly, it is refused.
 		e, _, _ = seed(t)
-		rejects(e, []core.Message{core.NewMessage(Ticket{"t2"})}, codec.ErrUnregistered)
-		rejects(e, []core.Message{{Type: TypeTicketOpened, Payload: UserRegistered{"joe", "Joe"}}}, codec.ErrInvalid)
+		rejects(e, []core.Message{core.NewMessage(ticket{"t2"})}, codec.ErrUnregistered)
+		rejects(e, []core.Message{{Type: typeTicketOpened, Payload: UserRegistered{"joe", "Joe"}}}, codec.ErrInvalid)
 	})
 
 	t.Run("a missing required attribute fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
 		ok := fresh(UserRegistered{"joe", "Joe"})
-		err := rejects(e, []core.Message{ok, core.NewMessage(Signup{})}, codec.ErrInvalid)
+		err := rejects(e, []core.Message{ok, core.NewMessage(signup{})}, codec.ErrInvalid)
 		var ve *codec.ValidationError
-		if !errors.As(err, &ve) || ve.Type != TypeSignup {
-			t.Fatalf("error %v: want a *codec.ValidationError naming %s", err, TypeSignup)
+		if !errors.As(err, &ve) || ve.Type != typeSignup {
+			t.Fatalf("error %v: want a *codec.ValidationError naming %s", err, typeSignup)
 		}
 		e.append(ok)
 	})
@@ -251,7 +251,7 @@ func (s suite) testBadInput(t *testing.T) {
 	t.Run("a failing Validate method fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
 		ok := fresh(UserRegistered{"joe", "Joe"})
-		rejects(e, []core.Message{ok, core.NewMessage(Deposit{Account: "acc1", Amount: 0})}, codec.ErrInvalid)
+		rejects(e, []core.Message{ok, core.NewMessage(deposit{Account: "acc1", Amount: 0})}, codec.ErrInvalid)
 		e.append(ok)
 	})
 
@@ -273,7 +273,7 @@ func (s suite) testBadInput(t *testing.T) {
 	t.Run("an invalid future-dated message schedules nothing", func(t *testing.T) {
 		e, _, _ := seed(t)
 		later := fresh(UserRegistered{"joe", "Joe"}).At(epoch.Add(2 * time.Hour))
-		rejects(e, []core.Message{later, core.NewMessage(Signup{}).At(epoch.Add(time.Hour))}, codec.ErrInvalid)
+		rejects(e, []core.Message{later, core.NewMessage(signup{}).At(epoch.Add(time.Hour))}, codec.ErrInvalid)
 		e.append(later)
 	})
 

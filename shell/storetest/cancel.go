@@ -201,14 +201,14 @@ func (s suite) cancelFixture(t *testing.T) *cancelFixture {
 	t.Helper()
 	e := s.genv(t, enrolments, devices, jobs)
 	e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"}, UserJoinedCourse{"Algebra", "joe"},
-		DeviceRegistered{"d1", "one"}, DeviceRegistered{"d2", "two"}, Deposit{"acc", 5})
+		DeviceRegistered{"d1", "one"}, DeviceRegistered{"d2", "two"}, deposit{"acc", 5})
 	e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour)))
 	if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, e.clock.Now()); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
 	f := &cancelFixture{genv: e}
 	f.claim = e.claim(devices, "w1", 1)
-	res := e.read([]core.Condition{cond(TypeDeposit)}, shell.ReadOptions{})
+	res := e.read([]core.Condition{cond(typeDeposit)}, shell.ReadOptions{})
 	if len(res.Messages) != 1 {
 		t.Fatalf("fixture: %d deposits, want 1", len(res.Messages))
 	}

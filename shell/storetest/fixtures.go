@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/internal/testdomain"
 )
 
 // The fixture message types of the suite (those of the Conditional AND
@@ -22,8 +23,8 @@ type (
 		AssetID string `json:"asset_id"`
 		Label   string `json:"label"`
 	}
-	// DeviceBound is "device.bound".
-	DeviceBound struct {
+	// deviceBound is "device.bound".
+	deviceBound struct {
 		DeviceID string `json:"device_id"`
 		AssetID  string `json:"asset_id"`
 	}
@@ -45,41 +46,41 @@ type (
 	CourseClosed struct {
 		CourseName string `json:"course_name"`
 	}
-	// CourseReviewed is "course.reviewed": its user_id is optional, and a
+	// courseReviewed is "course.reviewed": its user_id is optional, and a
 	// review without one is indexed under course_name alone.
-	CourseReviewed struct {
+	courseReviewed struct {
 		CourseName string  `json:"course_name"`
 		UserID     *string `json:"user_id,omitempty"`
 	}
-	// Transfer is "transfer.made": its accounts attribute holds several
+	// transfer is "transfer.made": its accounts attribute holds several
 	// values, so a transfer belongs to the partition of each account.
-	Transfer struct {
+	transfer struct {
 		Accounts []string `json:"accounts"`
 		Amount   int      `json:"amount"`
 	}
-	// Reading is "sensor.read": non-string attributes, indexed under their
+	// reading is "sensor.read": non-string attributes, indexed under their
 	// canonical strings (codec.Canonical).
-	Reading struct {
+	reading struct {
 		SensorID string    `json:"sensor_id"`
 		Count    int       `json:"count"`
 		Active   bool      `json:"active"`
 		At       time.Time `json:"at"`
 	}
-	// Signup is "user.signed_up": its email is required, so a Signup with
+	// signup is "user.signed_up": its email is required, so a signup with
 	// an empty email is invalid.
-	Signup struct {
+	signup struct {
 		Email string `json:"email" sourced:"required"`
 	}
-	// Deposit is "account.deposited": its Validate method rejects an amount
+	// deposit is "account.deposited": its Validate method rejects an amount
 	// that is not positive.
-	Deposit struct {
+	deposit struct {
 		Account string `json:"account"`
 		Amount  int    `json:"amount"`
 	}
 )
 
 // Validate rejects a deposit whose amount is not positive.
-func (d Deposit) Validate() error {
+func (d deposit) Validate() error {
 	if d.Amount <= 0 {
 		return codec.FieldError{Field: "amount", Problem: "must be positive"}
 	}
@@ -90,25 +91,25 @@ func (d Deposit) Validate() error {
 const (
 	TypeDeviceRegistered = "device.registered"
 	TypeAssetRegistered  = "asset.registered"
-	TypeDeviceBound      = "device.bound"
+	typeDeviceBound      = "device.bound"
 	TypeCourseCreated    = "course.created"
 	TypeUserRegistered   = "user.registered"
 	TypeUserJoinedCourse = "user.joined_course"
 	TypeCourseClosed     = "course.closed"
-	TypeCourseReviewed   = "course.reviewed"
-	TypeTransfer         = "transfer.made"
-	TypeReading          = "sensor.read"
-	TypeSignup           = "user.signed_up"
-	TypeDeposit          = "account.deposited"
-	// TypeTicketOpened and TypeTicketClosed share the Go type Ticket
+	typeCourseReviewed   = "course.reviewed"
+	typeTransfer         = "transfer.made"
+	typeReading          = "sensor.read"
+	typeSignup           = "user.signed_up"
+	typeDeposit          = "account.deposited"
+	// typeTicketOpened and typeTicketClosed share the Go type ticket
 	// (codec.RegisterAs): messages of it carry their Type.
-	TypeTicketOpened = "ticket.opened"
-	TypeTicketClosed = "ticket.closed"
+	typeTicketOpened = "ticket.opened"
+	typeTicketClosed = "ticket.closed"
 )
 
-// Ticket is the payload of two message types, "ticket.opened" and
+// ticket is the payload of two message types, "ticket.opened" and
 // "ticket.closed", registered with codec.RegisterAs.
-type Ticket struct {
+type ticket struct {
 	TicketID string `json:"ticket_id"`
 }
 
@@ -119,19 +120,19 @@ func NewRegistry() (*codec.Registry, error) {
 	err := errors.Join(
 		codec.Register[DeviceRegistered](reg, TypeDeviceRegistered),
 		codec.Register[AssetRegistered](reg, TypeAssetRegistered),
-		codec.Register[DeviceBound](reg, TypeDeviceBound),
+		codec.Register[deviceBound](reg, typeDeviceBound),
 		codec.Register[CourseCreated](reg, TypeCourseCreated),
 		codec.Register[UserRegistered](reg, TypeUserRegistered),
 		codec.Register[UserJoinedCourse](reg, TypeUserJoinedCourse),
 		codec.Register[CourseClosed](reg, TypeCourseClosed),
-		codec.Register[CourseReviewed](reg, TypeCourseReviewed),
-		codec.Register[Transfer](reg, TypeTransfer),
-		codec.Register[Reading](reg, TypeReading),
-		codec.Register[Signup](reg, TypeSignup),
-		codec.Register[Deposit](reg, TypeDeposit),
-		codec.RegisterAs[Ticket](reg, TypeTicketOpened),
-		codec.RegisterAs[Ticket](reg, TypeTicketClosed),
-		registerDecisionFixtures(reg),
+		codec.Register[courseReviewed](reg, typeCourseReviewed),
+		codec.Register[transfer](reg, typeTransfer),
+		codec.Register[reading](reg, typeReading),
+		codec.Register[signup](reg, typeSignup),
+		codec.Register[deposit](reg, typeDeposit),
+		codec.RegisterAs[ticket](reg, typeTicketOpened),
+		codec.RegisterAs[ticket](reg, typeTicketClosed),
+		testdomain.RegisterDecisions(reg),
 		registerQueueFixtures(reg),
 	)
 	if err != nil {

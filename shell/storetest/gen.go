@@ -20,14 +20,14 @@ type gen struct {
 // allTypes are the fixture types the random tests draw (the invalid Signup
 // and Deposit are drawn on purpose elsewhere).
 var allTypes = []string{
-	TypeDeviceRegistered, TypeAssetRegistered, TypeDeviceBound,
+	TypeDeviceRegistered, TypeAssetRegistered, typeDeviceBound,
 	TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed,
-	TypeCourseReviewed, TypeTransfer, TypeReading,
+	typeCourseReviewed, typeTransfer, typeReading,
 }
 
 // courseTypes are the types of the course fixtures, a domain where random
 // guards contend often.
-var courseTypes = []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed, TypeCourseReviewed}
+var courseTypes = []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed, typeCourseReviewed}
 
 // readingTimes are the times Reading.At takes.
 var readingTimes = [...]time.Time{epoch.Add(-time.Hour), epoch.Add(-time.Hour + 1500*time.Microsecond)}
@@ -81,8 +81,8 @@ func (g gen) payload() any {
 		return DeviceRegistered{g.value("device_id"), g.value("name")}
 	case TypeAssetRegistered:
 		return AssetRegistered{g.value("asset_id"), g.value("label")}
-	case TypeDeviceBound:
-		return DeviceBound{g.value("device_id"), g.value("asset_id")}
+	case typeDeviceBound:
+		return deviceBound{g.value("device_id"), g.value("asset_id")}
 	case TypeCourseCreated:
 		return CourseCreated{g.value("course_name")}
 	case TypeUserRegistered:
@@ -91,13 +91,13 @@ func (g gen) payload() any {
 		return UserJoinedCourse{g.value("course_name"), g.value("user_id")}
 	case TypeCourseClosed:
 		return CourseClosed{g.value("course_name")}
-	case TypeCourseReviewed:
-		r := CourseReviewed{CourseName: g.value("course_name")}
+	case typeCourseReviewed:
+		r := courseReviewed{CourseName: g.value("course_name")}
 		if g.pick(2, "reviewer?") == 1 {
 			r.UserID = new(g.value("user_id"))
 		}
 		return r
-	case TypeTransfer:
+	case typeTransfer:
 		accounts := domain("accounts")
 		var in []string
 		for _, a := range accounts {
@@ -108,9 +108,9 @@ func (g gen) payload() any {
 		if len(in) == 0 {
 			in = accounts[:1]
 		}
-		return Transfer{Accounts: in, Amount: 1 + g.pick(2, "amount")}
-	case TypeReading:
-		return Reading{SensorID: g.value("sensor_id"), Count: g.pick(2, "count"), Active: g.pick(2, "active") == 1, At: readingTimes[g.pick(len(readingTimes), "at")]}
+		return transfer{Accounts: in, Amount: 1 + g.pick(2, "amount")}
+	case typeReading:
+		return reading{SensorID: g.value("sensor_id"), Count: g.pick(2, "count"), Active: g.pick(2, "active") == 1, At: readingTimes[g.pick(len(readingTimes), "at")]}
 	default:
 		panic("storetest: no generator for " + typ)
 	}

@@ -74,11 +74,11 @@ func groupSpec(id string) shell.GroupSpec {
 	case devices:
 		return shell.GroupSpec{ID: id, Label: "Devices", PartitionBy: []string{"device_id"}, Handled: []string{TypeDeviceRegistered}}
 	case bindings:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{TypeDeviceBound}}
+		return shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceBound}}
 	case accounts:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"accounts"}, Handled: []string{TypeTransfer}}
+		return shell.GroupSpec{ID: id, PartitionBy: []string{"accounts"}, Handled: []string{typeTransfer}}
 	case jobs:
-		return shell.GroupSpec{ID: id, Exclusive: true, Handled: []string{TypeDeposit}}
+		return shell.GroupSpec{ID: id, Exclusive: true, Handled: []string{typeDeposit}}
 	}
 	panic("storetest: no fixture group " + id)
 }

@@ -65,8 +65,8 @@ func (s suite) testRegister(t *testing.T) {
 		}{
 			{"no id", shell.GroupSpec{Handled: []string{TypeCourseCreated}, PartitionBy: []string{"course_name"}}, nil},
 			{"no handled types", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}}, nil},
-			{"id-partitioned but not exclusive", shell.GroupSpec{ID: "storetest.bad", Handled: []string{TypeDeposit}}, nil},
-			{"the reserved key as a partition key", shell.GroupSpec{ID: "storetest.bad", Exclusive: true, PartitionBy: []string{core.IDKey}, Handled: []string{TypeDeposit}}, nil},
+			{"id-partitioned but not exclusive", shell.GroupSpec{ID: "storetest.bad", Handled: []string{typeDeposit}}, nil},
+			{"the reserved key as a partition key", shell.GroupSpec{ID: "storetest.bad", Exclusive: true, PartitionBy: []string{core.IDKey}, Handled: []string{typeDeposit}}, nil},
 			{"an id that is not normalised", shell.GroupSpec{ID: "Storetest::BadGroup", PartitionBy: []string{"course_name"}, Handled: []string{TypeCourseCreated}}, nil},
 			{"an unknown handled type", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}, Handled: []string{TypeCourseCreated, "course.renamed"}}, codec.ErrUnknownType},
 		}
@@ -100,9 +100,9 @@ func (s suite) testRegister(t *testing.T) {
 			_, err = e.gs.Group(e.ctx, spec.ID)
 			unknownGroup(t, err, spec.ID, devices, jobs)
 		}
-		conflict(shell.GroupSpec{ID: "storetest.ledger", PartitionBy: []string{"account"}, Handled: []string{TypeDeposit}}, jobs, TypeDeposit)
-		conflict(shell.GroupSpec{ID: "storetest.ledger", Exclusive: true, PartitionBy: []string{"account"}, Handled: []string{TypeDeposit}}, jobs, TypeDeposit)
-		conflict(shell.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{TypeDeviceBound, TypeDeviceRegistered}}, devices, TypeDeviceRegistered)
+		conflict(shell.GroupSpec{ID: "storetest.ledger", PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
+		conflict(shell.GroupSpec{ID: "storetest.ledger", Exclusive: true, PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
+		conflict(shell.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{typeDeviceBound, TypeDeviceRegistered}}, devices, TypeDeviceRegistered)
 		e.register(groupSpec(jobs)) // itself is no conflict
 	})
 
@@ -158,7 +158,7 @@ func (s suite) testClaim(t *testing.T) {
 
 	t.Run("a message of several partitions is delivered once to each", func(t *testing.T) {
 		e := s.genv(t, accounts)
-		e.append(Transfer{[]string{"acc1", "acc2"}, 1}, Transfer{[]string{"acc2"}, 2}, Transfer{[]string{"acc3", "acc1"}, 3})
+		e.append(transfer{[]string{"acc1", "acc2"}, 1}, transfer{[]string{"acc2"}, 2}, transfer{[]string{"acc3", "acc1"}, 3})
 		got := map[string][]int64{}
 		for _, w := range []string{"w1", "w2", "w3"} {
 			c := e.claim(accounts, w, 10)
@@ -178,7 +178,7 @@ func (s suite) testClaim(t *testing.T) {
 			CourseCreated{"Algebra"},         // 2: some keys of enrolments
 			UserRegistered{"joe", "Joe"},     // 3
 			CourseClosed{"Algebra"},          // 4
-			DeviceBound{"d7", "a1"},          // 5: carries device_id, not handled by devices
+			deviceBound{"d7", "a1"},          // 5: carries device_id, not handled by devices
 		)
 		e.noClaim(enrolments, "w1")
 		if got := e.offsets(enrolments); len(got) != 0 {
@@ -189,7 +189,7 @@ func (s suite) testClaim(t *testing.T) {
 		e.ack(c, 1)
 		e.noClaim(devices, "w1")
 		if _, ok := e.offset(devices, part("device_id", "d7")); ok {
-			t.Fatal("a DeviceBound made a partition of devices, which does not handle it")
+			t.Fatal("a deviceBound made a partition of devices, which does not handle it")
 		}
 		e.append(UserJoinedCourse{"Algebra", "joe"}) // 6
 		c = e.claim(enrolments, "w1", 10)
@@ -340,7 +340,7 @@ func (s suite) testAck(t *testing.T) {
 		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
 		c := e.claim(devices, "w1", 10)
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceBound{"d1", "a1"}), shell.AppendOptions{Guard: &c.Guard}); err != nil {
+			if _, err := tx.Append(msgs(deviceBound{"d1", "a1"}), shell.AppendOptions{Guard: &c.Guard}); err != nil {
 				return err
 			}
 			return gtx.Ack(c, c.Last())
@@ -418,7 +418,7 @@ func (s suite) testAdvance(t *testing.T) {
 		}
 		// Other partitions, and types the group does not handle, do not
 		// hold an advance back.
-		e.append(DeviceRegistered{"d2", "b"}, DeviceBound{"d1", "a1"}) // 2, 3
+		e.append(DeviceRegistered{"d2", "b"}, deviceBound{"d1", "a1"}) // 2, 3
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, part("device_id", "d2"), false, 2)
 		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "c"}); !moved || pos != 4 {
@@ -698,7 +698,7 @@ func (s suite) testLatch(t *testing.T) {
 				err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 					for _, m := range c.Messages {
 						processed[m.ID]++
-						if _, err := tx.Append(msgs(DeviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}), shell.AppendOptions{}); err != nil {
+						if _, err := tx.Append(msgs(deviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}), shell.AppendOptions{}); err != nil {
 							return err
 						}
 					}

@@ -95,7 +95,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 			if c.Group == devices {
 				events := make([]any, len(c.Messages))
 				for i, m := range c.Messages {
-					events[i] = DeviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}
+					events[i] = deviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}
 				}
 				if _, err := tx.Append(msgs(events...), shell.AppendOptions{}); err != nil {
 					return err

@@ -138,7 +138,7 @@ func (s suite) testReadParked(t *testing.T) {
 	if !ok {
 		t.Fatalf("the store %T is not a shell.ParkedReader", e.gs)
 	}
-	e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceBound{"d9", "x"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
+	e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, deviceBound{"d9", "x"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
 	park := func(group string) {
 		t.Helper()
 		c := e.claim(group, "w1", 10)

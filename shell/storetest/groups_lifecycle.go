@@ -248,7 +248,7 @@ func (s suite) testLifecycle(t *testing.T) {
 
 	t.Run("reset leaves a queue as it is", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"acc1", 1}, Deposit{"acc1", 2})
+		e.append(deposit{"acc1", 1}, deposit{"acc1", 2})
 		e.ack(e.claim(jobs, "w1", 10), 1)
 		before := e.offsets(jobs)
 		if err := e.gs.StopGroup(e.ctx, jobs, ""); err != nil {
@@ -430,7 +430,7 @@ func (s suite) testOffsets(t *testing.T) {
 	})
 	t.Run("ReadOffsets pages by id, filtered by group", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceBound{"d1", "a1"}, DeviceRegistered{"d2", "b"}, DeviceBound{"d2", "a2"}, DeviceRegistered{"d3", "c"})
+		e.append(DeviceRegistered{"d1", "a"}, deviceBound{"d1", "a1"}, DeviceRegistered{"d2", "b"}, deviceBound{"d2", "a2"}, DeviceRegistered{"d3", "c"})
 		all := e.offsets("")
 		if len(all) != 5 {
 			t.Fatalf("%d offsets, want 5: %+v", len(all), all)
@@ -563,7 +563,7 @@ func (s suite) testOffsets(t *testing.T) {
 func (s suite) testQueue(t *testing.T) {
 	t.Run("a queue hands each message alone to concurrent workers and deletes it on ack", func(t *testing.T) {
 		e := s.genv(t, jobs, devices)
-		res := e.append(Deposit{"acc1", 1}, DeviceRegistered{"d1", "a"}, Deposit{"acc1", 2}, Deposit{"acc1", 3})
+		res := e.append(deposit{"acc1", 1}, DeviceRegistered{"d1", "a"}, deposit{"acc1", 2}, deposit{"acc1", 3})
 		ids := map[int64]string{1: res.Messages[0].ID.String(), 3: res.Messages[2].ID.String(), 4: res.Messages[3].ID.String()}
 		var claims []*shell.Claim
 		seen := map[int64]bool{}
@@ -603,14 +603,14 @@ func (s suite) testQueue(t *testing.T) {
 		if n, err := e.gs.PruneOrphanKeyPairs(e.ctx); err != nil || n < 0 {
 			t.Fatalf("prune orphan key pairs: %d, %v", n, err)
 		}
-		e.append(Deposit{"acc2", 4}) // 5: positions are not reused
+		e.append(deposit{"acc2", 4}) // 5: positions are not reused
 		c := e.claim(jobs, "w1", 10)
 		e.expectPositions("a new job", c.Messages, 5)
 	})
 
 	t.Run("a scheduled job is claimed once promoted", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(core.NewMessage(Deposit{"acc1", 1}).At(epoch.Add(time.Hour)))
+		e.append(core.NewMessage(deposit{"acc1", 1}).At(epoch.Add(time.Hour)))
 		e.noClaim(jobs, "w1")
 		if n, err := e.store.PromoteScheduled(e.ctx, epoch.Add(time.Hour)); err != nil || n != 1 {
 			t.Fatalf("promote: %d, %v", n, err)
@@ -621,7 +621,7 @@ func (s suite) testQueue(t *testing.T) {
 	t.Run("a job handled synchronously is skipped", func(t *testing.T) {
 		e := s.genv(t, jobs)
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			res, err := tx.Append(msgs(Deposit{"acc1", 1}), shell.AppendOptions{})
+			res, err := tx.Append(msgs(deposit{"acc1", 1}), shell.AppendOptions{})
 			if err != nil {
 				return err
 			}
@@ -663,7 +663,7 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("deletes of every message of a partition across calls drain it", func(t *testing.T) {
 		e := s.genv(t, devices, jobs)
-		e.append(DeviceRegistered{"d1", "a"}, Deposit{"acc1", 1}, DeviceRegistered{"d1", "b"}, Deposit{"acc1", 2})
+		e.append(DeviceRegistered{"d1", "a"}, deposit{"acc1", 1}, DeviceRegistered{"d1", "b"}, deposit{"acc1", 2})
 		job := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job", job.Messages, 2)
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
@@ -690,7 +690,7 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("a delete of a claimed message and a rolled-back ack write nothing", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"acc1", 1}, Deposit{"acc1", 2})
+		e.append(deposit{"acc1", 1}, deposit{"acc1", 2})
 		c := e.claim(jobs, "w1", 10)
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
 			if err := gtx.Delete(c.Last()); err != nil {
@@ -714,7 +714,7 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("deleting positions not in the log does nothing", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"acc1", 1})
+		e.append(deposit{"acc1", 1})
 		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Delete(7, 0, -1) }); err != nil {
 			t.Fatalf("delete of missing positions: %v", err)
 		}
@@ -725,7 +725,7 @@ func (s suite) testQueue(t *testing.T) {
 func (s suite) testGroupTx(t *testing.T) {
 	t.Run("a failed Update undoes offsets, claims, acks, deletes and advances", func(t *testing.T) {
 		e := s.genv(t, devices, jobs)
-		e.append(DeviceRegistered{"d1", "a"}, Deposit{"acc1", 1})
+		e.append(DeviceRegistered{"d1", "a"}, deposit{"acc1", 1})
 		c := e.claim(devices, "w1", 10)
 		job := e.claim(jobs, "w1", 10)
 		e.release(job)
@@ -736,7 +736,7 @@ func (s suite) testGroupTx(t *testing.T) {
 		log, offsets := e.log(), e.offsets("")
 		infos := []shell.GroupInfo{e.info(devices), e.info(jobs)}
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "b"}, Deposit{"acc2", 2}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "b"}, deposit{"acc2", 2}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 			if err := gtx.Ack(c, 1); err != nil {

@@ -274,7 +274,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("a delete-on-ack queue: many jobs claimed, acknowledged and deleted in one transaction", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3}, Deposit{"a4", 4}, Deposit{"a5", 5})
+		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, deposit{"a4", 4}, deposit{"a5", 5})
 		var got []*shell.Claim
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 			var err error
@@ -314,7 +314,7 @@ func (s suite) testClaimMany(t *testing.T) {
 	// the same contract, job by job.
 	t.Run("a queue: the oldest jobs first, held and deleted ones skipped, other types never", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3}, DeviceRegistered{"d1", "x"}, Deposit{"a4", 4}, Deposit{"a5", 5})
+		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, DeviceRegistered{"d1", "x"}, deposit{"a4", 4}, deposit{"a5", 5})
 		held := e.claim(jobs, "w1", 10)
 		e.expectPositions("the held job", held.Messages, 1)
 		// Job 3 is deleted before a worker claims it: its partition has
@@ -342,7 +342,7 @@ func (s suite) testClaimMany(t *testing.T) {
 			e.ack(c, c.Last())
 		}
 		e.noClaims(jobs, "w1")
-		e.append(Deposit{"a6", 6})
+		e.append(deposit{"a6", 6})
 		last := e.claimMany(jobs, "w1", 10, 10)
 		if len(last) != 1 {
 			t.Fatalf("%d claims of the job appended after the acks, want 1", len(last))
@@ -352,7 +352,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("a queue: rolled back, stopped, retrying and parked jobs give no claims", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"a1", 1}, Deposit{"a2", 2}, Deposit{"a3", 3})
+		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3})
 		offsets := e.offsets(jobs)
 		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
 			got, err := manyTx(t, tx).ClaimMany(jobs, "w1", 10, 2)
@@ -392,7 +392,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.clock.Advance(time.Minute)
 		first := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job once the retry time came", first.Messages, 1)
-		f := shell.Failure{OffsetID: first.OffsetID, Partition: shell.PartitionKey(first.Partition), MessageType: TypeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: first.OffsetID, Partition: shell.PartitionKey(first.Partition), MessageType: typeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, jobs, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {

@@ -142,7 +142,7 @@ func (m *groupModel) payload(t *rapid.T) any {
 		if len(in) == 0 {
 			in = []string{"acc1"}
 		}
-		return Transfer{Accounts: in, Amount: 1}
+		return transfer{Accounts: in, Amount: 1}
 	default:
 		return DeviceRegistered{"d1", user}
 	}

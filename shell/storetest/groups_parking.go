@@ -86,7 +86,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("parking recovers a retrying group, and leaves a stopped one stopped", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceBound{"d1", "x"})
+		e.append(DeviceRegistered{"d1", "a"}, deviceBound{"d1", "x"})
 		c := e.claim(devices, "w1", 10)
 		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(-time.Second), shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Error: "poison"}); err != nil {
 			t.Fatal(err)
@@ -229,7 +229,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("an id-partitioned queue parks a message and skips it", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(Deposit{"a", 1}, Deposit{"b", 2})
+		e.append(deposit{"a", 1}, deposit{"b", 2})
 		c := e.claim(jobs, "w1", 10)
 		id := c.Partition[core.IDKey]
 		park(e, jobs, c, c.Messages[0].Position, 0)
@@ -313,7 +313,7 @@ func (s suite) testResumeWakes(t *testing.T) {
 	if err := e.gs.StartGroup(e.ctx, bindings); err != nil { // retry now
 		t.Fatal(err)
 	}
-	e.expectNotes([]string{TypeDeviceBound})
+	e.expectNotes([]string{typeDeviceBound})
 
 	c := e.claim(devices, "w1", 10)
 	f := shell.Failure{OffsetID: c.OffsetID, Position: 1, Error: "poison"}

@@ -219,18 +219,18 @@ func (s suite) testWriteSkew(t *testing.T) {
 		},
 		{
 			"partitions of two accounts of a slice attribute",
-			skewWriter{partitionGuard(part("accounts", "acc1"), TypeTransfer), Transfer{Accounts: []string{"acc2", "acc3"}, Amount: 1}},
-			skewWriter{partitionGuard(part("accounts", "acc2"), TypeTransfer), Transfer{Accounts: []string{"acc1", "acc4"}, Amount: 2}},
+			skewWriter{partitionGuard(part("accounts", "acc1"), typeTransfer), transfer{Accounts: []string{"acc2", "acc3"}, Amount: 1}},
+			skewWriter{partitionGuard(part("accounts", "acc2"), typeTransfer), transfer{Accounts: []string{"acc1", "acc4"}, Amount: 2}},
 		},
 		{
 			"several conditions against one",
-			skewWriter{readGuard(cond(TypeDeviceBound, "device_id", "d1"), cond(TypeAssetRegistered, "asset_id", "a1")), DeviceRegistered{"d2", "Sensor"}},
+			skewWriter{readGuard(cond(typeDeviceBound, "device_id", "d1"), cond(TypeAssetRegistered, "asset_id", "a1")), DeviceRegistered{"d2", "Sensor"}},
 			skewWriter{readGuard(cond(TypeDeviceRegistered, "device_id", "d2")), AssetRegistered{"a1", "Boiler"}},
 		},
 		{
 			"partitions on different attributes",
-			skewWriter{partitionGuard(part("device_id", "d1"), TypeDeviceRegistered, TypeDeviceBound), AssetRegistered{"a1", "Boiler"}},
-			skewWriter{partitionGuard(part("asset_id", "a1"), TypeAssetRegistered, TypeDeviceBound), DeviceBound{"d1", "a2"}},
+			skewWriter{partitionGuard(part("device_id", "d1"), TypeDeviceRegistered, typeDeviceBound), AssetRegistered{"a1", "Boiler"}},
+			skewWriter{partitionGuard(part("asset_id", "a1"), TypeAssetRegistered, typeDeviceBound), deviceBound{"d1", "a2"}},
 		},
 	}
 	setup := []any{UserRegistered{"joe", "Joe"}, DeviceRegistered{"d9", "Other"}}

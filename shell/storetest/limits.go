@@ -34,9 +34,9 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 	}{
 		{"a string over the limit", core.NewMessage(CourseCreated{long}), "course_name", "MaxIndexedValueBytes"},
 		{"a string holding a NUL", core.NewMessage(CourseCreated{"Alg\x00ebra"}), "course_name", "NUL"},
-		{"a list element over the limit", core.NewMessage(Transfer{Accounts: []string{"a1", long}, Amount: 1}), "accounts", "MaxIndexedValueBytes"},
-		{"a list element holding a NUL", core.NewMessage(Transfer{Accounts: []string{"a1", "a\x00"}, Amount: 1}), "accounts", "NUL"},
-		{"an optional attribute over the limit", core.NewMessage(CourseReviewed{CourseName: "Algebra", UserID: &long}), "user_id", "MaxIndexedValueBytes"},
+		{"a list element over the limit", core.NewMessage(transfer{Accounts: []string{"a1", long}, Amount: 1}), "accounts", "MaxIndexedValueBytes"},
+		{"a list element holding a NUL", core.NewMessage(transfer{Accounts: []string{"a1", "a\x00"}, Amount: 1}), "accounts", "NUL"},
+		{"an optional attribute over the limit", core.NewMessage(courseReviewed{CourseName: "Algebra", UserID: &long}), "user_id", "MaxIndexedValueBytes"},
 		{"a scheduled string over the limit", core.NewMessage(CourseCreated{long}).At(epoch.Add(time.Hour)), "course_name", "MaxIndexedValueBytes"},
 		{"a scheduled string holding a NUL", core.NewMessage(CourseCreated{"\x00"}).At(epoch.Add(time.Hour)), "course_name", "NUL"},
 	}
@@ -85,15 +85,15 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 
 	t.Run("values at the limit are stored and found", func(t *testing.T) {
 		e := s.envWith(t, withNote)
-		e.append(CourseCreated{atLimit}, Transfer{Accounts: []string{atLimit, "a2"}, Amount: 1},
+		e.append(CourseCreated{atLimit}, transfer{Accounts: []string{atLimit, "a2"}, Amount: 1},
 			// An attribute that is not indexed takes long text and NUL.
-			Note{Topic: "t1", Body: varied(10*codec.MaxIndexedValueBytes) + "\x00end"})
-		res := e.read([]core.Condition{cond(TypeCourseCreated, "course_name", atLimit), cond(TypeTransfer, "accounts", atLimit)}, shell.ReadOptions{})
+			note{Topic: "t1", Body: varied(10*codec.MaxIndexedValueBytes) + "\x00end"})
+		res := e.read([]core.Condition{cond(TypeCourseCreated, "course_name", atLimit), cond(typeTransfer, "accounts", atLimit)}, shell.ReadOptions{})
 		e.expectPositions("read by the longest values", res.Messages, 1, 2)
 		res = e.readPartition(part("course_name", atLimit), []string{TypeCourseCreated}, shell.ReadOptions{})
 		e.expectPositions("read the partition of the longest value", res.Messages, 1)
 		got := e.log()
-		if n, ok := got[2].Payload.(Note); !ok || !strings.HasSuffix(n.Body, "\x00end") || len(n.Body) != 10*codec.MaxIndexedValueBytes+4 {
+		if n, ok := got[2].Payload.(note); !ok || !strings.HasSuffix(n.Body, "\x00end") || len(n.Body) != 10*codec.MaxIndexedValueBytes+4 {
 			t.Fatalf("the note read back is %T, not the one appended", got[2].Payload)
 		}
 	})

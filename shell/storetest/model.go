@@ -130,7 +130,7 @@ func (m *model) append(t *rapid.T) {
 	for i := range batch {
 		var msg core.Message
 		if rapid.IntRange(0, 39).Draw(t, "invalid") == 0 {
-			msg = core.NewMessage(Signup{})
+			msg = core.NewMessage(signup{})
 			wantErrs = append(wantErrs, codec.ErrInvalid)
 		} else {
 			msg = core.NewMessage(g.payload())

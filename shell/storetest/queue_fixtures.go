@@ -11,15 +11,15 @@ import (
 // decider with no PartitionBy, deciding each command on its own (a
 // concurrent, unordered queue of commands).
 type (
-	// ChargeCard is "payments.charge".
-	ChargeCard struct {
+	// chargeCard is "payments.charge".
+	chargeCard struct {
 		CardID string `json:"card_id" sourced:"required"`
 		Amount int    `json:"amount"`
 	}
-	// CardCharged is "payments.charged". Seen is how many charges the
+	// cardCharged is "payments.charged". Seen is how many charges the
 	// decider's state had folded when it decided: always 0, since a
 	// command's partition holds only the command.
-	CardCharged struct {
+	cardCharged struct {
 		CardID string `json:"card_id"`
 		Amount int    `json:"amount"`
 		Seen   int    `json:"seen"`
@@ -28,26 +28,26 @@ type (
 
 // Type strings of the queue fixtures.
 const (
-	TypeChargeCard  = "payments.charge"
-	TypeCardCharged = "payments.charged"
+	typeChargeCard  = "payments.charge"
+	typeCardCharged = "payments.charged"
 )
 
-// ChargeGroup is the consumer group of ChargeQueue.
-const ChargeGroup = "storetest.charges"
+// chargeGroup is the consumer group of ChargeQueue.
+const chargeGroup = "storetest.charges"
 
 func registerQueueFixtures(reg *codec.Registry) error {
 	return errors.Join(
-		codec.Register[ChargeCard](reg, TypeChargeCard),
-		codec.Register[CardCharged](reg, TypeCardCharged),
+		codec.Register[chargeCard](reg, typeChargeCard),
+		codec.Register[cardCharged](reg, typeCardCharged),
 	)
 }
 
-// ChargeQueue decides ChargeCard commands, each in its own partition
+// chargeQueue decides ChargeCard commands, each in its own partition
 // ({core.IDKey: the command's id}): it is Exclusive and declares no
 // PartitionBy.
-var ChargeQueue = core.Decider[int]{Group: ChargeGroup, Exclusive: true}.With(
-	core.Evolve(func(n int, _ CardCharged) int { return n + 1 }),
-	core.Decide(func(n int, c ChargeCard) ([]any, error) {
-		return []any{CardCharged{CardID: c.CardID, Amount: c.Amount, Seen: n}}, nil
+var chargeQueue = core.Decider[int]{Group: chargeGroup, Exclusive: true}.With(
+	core.Evolve(func(n int, _ cardCharged) int { return n + 1 }),
+	core.Decide(func(n int, c chargeCard) ([]any, error) {
+		return []any{cardCharged{CardID: c.CardID, Amount: c.Amount, Seen: n}}, nil
 	}),
 )

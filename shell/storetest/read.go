@@ -101,10 +101,10 @@ func (s suite) testReadPartition(t *testing.T) {
 			{UserJoinedCourse{"History", "joe"}, false},
 			{CourseClosed{"Algebra"}, true},
 			// Matching is on indexed keys: an absent attribute is ignored.
-			{CourseReviewed{CourseName: "Algebra"}, true},
-			{CourseReviewed{CourseName: "Algebra", UserID: new("joe")}, true},
-			{CourseReviewed{CourseName: "Algebra", UserID: new("jake")}, false},
-			{CourseReviewed{CourseName: "History"}, false},
+			{courseReviewed{CourseName: "Algebra"}, true},
+			{courseReviewed{CourseName: "Algebra", UserID: new("joe")}, true},
+			{courseReviewed{CourseName: "Algebra", UserID: new("jake")}, false},
+			{courseReviewed{CourseName: "History"}, false},
 			{CourseCreated{"History"}, false},
 			{UserRegistered{"jake", "Jake"}, false},
 			{DeviceRegistered{"d1", "Thermostat"}, false},
@@ -116,7 +116,7 @@ func (s suite) testReadPartition(t *testing.T) {
 				want = append(want, int64(i+1))
 			}
 		}
-		res := e.readPartition(algebraJoe, append(slices.Clone(handled), TypeCourseReviewed), shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, append(slices.Clone(handled), typeCourseReviewed), shell.ReadOptions{})
 		e.expectPositions("partition course_name=Algebra,user_id=joe", res.Messages, want...)
 	})
 

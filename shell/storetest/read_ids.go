@@ -44,13 +44,13 @@ func (s suite) testReadIDPartition(t *testing.T) {
 
 	t.Run("a message of a queue's type", func(t *testing.T) {
 		e := s.env(t)
-		e.append(Deposit{"acc1", 1}) // before the queue is registered
+		e.append(deposit{"acc1", 1}) // before the queue is registered
 		ge := &genv{env: e, gs: e.store}
 		ge.register(groupSpec(jobs))
-		e.append(Deposit{"acc1", 2}, Deposit{"acc1", 3})
+		e.append(deposit{"acc1", 2}, deposit{"acc1", 3})
 		log := e.log()
 		for i, m := range log {
-			check(e, "a job", byID(m), []string{TypeDeposit}, shell.ReadOptions{}, 3, int64(i+1))
+			check(e, "a job", byID(m), []string{typeDeposit}, shell.ReadOptions{}, 3, int64(i+1))
 		}
 		check(e, "a job, other types", byID(log[1]), handled, shell.ReadOptions{}, 3)
 	})

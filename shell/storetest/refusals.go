@@ -14,9 +14,9 @@ import (
 // Input a store refuses, with an error that says what is wrong, rather
 // than store it wrongly or answer as if it made sense. Nothing changes.
 
-// Note is "note.taken": its body is left out of the index by its tag. It
+// note is "note.taken": its body is left out of the index by its tag. It
 // is registered only by the tests that need it (see envWith).
-type Note struct {
+type note struct {
 	Topic string `json:"topic"`
 	Body  string `json:"body" sourced:"noindex"`
 	Meta  struct {
@@ -24,8 +24,8 @@ type Note struct {
 	} `json:"meta"`
 }
 
-// TypeNote is the type string of Note.
-const TypeNote = "note.taken"
+// typeNote is the type string of Note.
+const typeNote = "note.taken"
 
 // envWith opens a store on the fixture registry plus extra types.
 func (s suite) envWith(t *testing.T, register func(reg *codec.Registry) error) *env {
@@ -46,7 +46,7 @@ func (s suite) envWith(t *testing.T, register func(reg *codec.Registry) error) *
 	return &env{t: t, ctx: t.Context(), store: st, reg: reg, clock: c, notes: rec}
 }
 
-func withNote(reg *codec.Registry) error { return codec.Register[Note](reg, TypeNote) }
+func withNote(reg *codec.Registry) error { return codec.Register[note](reg, typeNote) }
 
 func (s suite) testRefusals(t *testing.T) {
 	t.Run("indexed text that is not valid UTF-8", s.testInvalidUTF8)
@@ -90,8 +90,8 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 		field string
 	}{
 		{"a string attribute", core.NewMessage(CourseCreated{bad}), "course_name"},
-		{"a slice element", core.NewMessage(Transfer{Accounts: []string{"acc1", bad}, Amount: 1}), "accounts"},
-		{"an optional attribute", core.NewMessage(CourseReviewed{CourseName: "Algebra", UserID: &bad}), "user_id"},
+		{"a slice element", core.NewMessage(transfer{Accounts: []string{"acc1", bad}, Amount: 1}), "accounts"},
+		{"an optional attribute", core.NewMessage(courseReviewed{CourseName: "Algebra", UserID: &bad}), "user_id"},
 		// Promotion re-indexes the stored payload: a scheduled message must
 		// be refused too, or it would be indexed under U+FFFD once due.
 		{"a scheduled message", core.NewMessage(CourseCreated{bad}).At(epoch.Add(time.Hour)), "course_name"},
@@ -123,8 +123,8 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 
 func (s suite) testImpossibleConditions(t *testing.T) {
 	e := s.envWith(t, withNote)
-	e.append(CourseCreated{"Algebra"}, Note{Topic: "t1", Body: "b"})
-	e.expectNotes([]string{TypeCourseCreated, TypeNote})
+	e.append(CourseCreated{"Algebra"}, note{Topic: "t1", Body: "b"})
+	e.expectNotes([]string{TypeCourseCreated, typeNote})
 	cases := []struct {
 		name string
 		cond core.Condition
@@ -136,8 +136,8 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 		{"an unregistered type alone", cond("course.craeted"), "", "course.craeted"},
 		{"an attribute the type does not declare", cond(TypeCourseCreated, "user_id", "joe"), "user_id", "user_id"},
 		{"a misspelt attribute", cond(TypeCourseCreated, "course", "Algebra"), "course", "course"},
-		{"an attribute tagged noindex", cond(TypeNote, "body", "b"), "body", "noindex"},
-		{"an attribute that is not a scalar", cond(TypeNote, "meta", "x"), "meta", "not indexed"},
+		{"an attribute tagged noindex", cond(typeNote, "body", "b"), "body", "noindex"},
+		{"an attribute that is not a scalar", cond(typeNote, "meta", "x"), "meta", "not indexed"},
 		{"the reserved id key", cond(TypeCourseCreated, core.IDKey, "x"), core.IDKey, "reserved"},
 		{"a value that is not UTF-8", cond(TypeCourseCreated, "course_name", "Alg\xe8bre"), "course_name", "UTF-8"},
 	}
@@ -185,13 +185,13 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 		for _, c := range []core.Condition{
 			cond(TypeCourseClosed),                          // no message of the type yet
 			cond(TypeCourseCreated, "course_name", "Latin"), // no message with the value yet
-			cond(TypeNote, "topic", "t1"),
+			cond(typeNote, "topic", "t1"),
 		} {
 			if _, err := e.store.Read(e.ctx, []core.Condition{c}, shell.ReadOptions{}); err != nil {
 				t.Fatalf("read %v: %v", c, err)
 			}
 		}
-		res := e.read([]core.Condition{cond(TypeNote, "topic", "t1")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeNote, "topic", "t1")}, shell.ReadOptions{})
 		e.expectPositions("note by topic", res.Messages, 2)
 	})
 }

@@ -88,7 +88,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 	t.Run("a partition key no handled type indexes", func(t *testing.T) {
 		for _, spec := range []shell.GroupSpec{
 			{ID: "storetest.typo", PartitionBy: []string{"device"}, Handled: []string{TypeDeviceRegistered}},
-			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{TypeDeviceRegistered, TypeDeviceBound}},
+			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{TypeDeviceRegistered, typeDeviceBound}},
 			{ID: "storetest.typo", PartitionBy: []string{"user_id"}, Handled: []string{TypeCourseCreated, TypeCourseClosed}},
 		} {
 			e := s.genv(t)
@@ -102,11 +102,11 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		}
 		e := &genv{env: s.envWith(t, withNote)}
 		e.gs = e.store
-		err := e.gs.RegisterGroup(e.ctx, shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"body"}, Handled: []string{TypeNote}})
+		err := e.gs.RegisterGroup(e.ctx, shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"body"}, Handled: []string{typeNote}})
 		if err == nil || !strings.Contains(err.Error(), "noindex") {
 			t.Fatalf("register a group partitioned by a noindex attribute: %v, want an error naming the tag", err)
 		}
-		e.register(shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"topic"}, Handled: []string{TypeNote}})
+		e.register(shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"topic"}, Handled: []string{typeNote}})
 	})
 }
 
@@ -117,24 +117,24 @@ func (s suite) testGroupRefusals(t *testing.T) {
 // attributes see them (a guard on them is honest).
 func (s suite) testQueueIndex(t *testing.T) {
 	e := s.genv(t)
-	e.append(Deposit{"acc1", 1}) // 1, before the queue exists
+	e.append(deposit{"acc1", 1}) // 1, before the queue exists
 	e.register(groupSpec(jobs))
-	e.append(Deposit{"acc1", 2}, Deposit{"acc2", 3}) // 2, 3
-	acc1 := []core.Condition{cond(TypeDeposit, "account", "acc1")}
+	e.append(deposit{"acc1", 2}, deposit{"acc2", 3}) // 2, 3
+	acc1 := []core.Condition{cond(typeDeposit, "account", "acc1")}
 
 	res := e.read(acc1, shell.ReadOptions{})
 	e.expectPositions("deposits to acc1", res.Messages, 1, 2)
-	e.expectPositions("deposits of 3", e.read([]core.Condition{cond(TypeDeposit, "amount", "3")}, shell.ReadOptions{}).Messages, 3)
-	e.expectPositions("acc1's partition", e.readPartition(part("account", "acc1"), []string{TypeDeposit}, shell.ReadOptions{}).Messages, 1, 2)
+	e.expectPositions("deposits of 3", e.read([]core.Condition{cond(typeDeposit, "amount", "3")}, shell.ReadOptions{}).Messages, 3)
+	e.expectPositions("acc1's partition", e.readPartition(part("account", "acc1"), []string{typeDeposit}, shell.ReadOptions{}).Messages, 1, 2)
 	page := e.readAll(shell.ReadAllOptions{Conditions: acc1, Order: shell.Descending})
 	e.expectPositions("acc1 newest first", page.Messages, 2, 1)
 
 	// A guard on the payload conflicts with a later deposit to acc1 only.
-	if _, err := e.appendGuarded(res.Guard, Deposit{"acc2", 4}); err != nil { // 4
+	if _, err := e.appendGuarded(res.Guard, deposit{"acc2", 4}); err != nil { // 4
 		t.Fatalf("a deposit to acc2 conflicted with a guard on acc1: %v", err)
 	}
-	e.append(Deposit{"acc1", 5}) // 5
-	e.conflict(e.mustFail(e.appendGuarded(res.Guard, Deposit{"acc1", 6})), 5)
+	e.append(deposit{"acc1", 5}) // 5
+	e.conflict(e.mustFail(e.appendGuarded(res.Guard, deposit{"acc1", 6})), 5)
 
 	// The queue still hands out every job, one per claim, and deletes it.
 	seen := map[int64]bool{}
@@ -162,6 +162,6 @@ func (s suite) testQueueIndex(t *testing.T) {
 	if _, err := e.gs.PruneOrphanKeyPairs(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.append(Deposit{"acc1", 7}) // 6
+	e.append(deposit{"acc1", 7}) // 6
 	e.expectPositions("a new deposit to acc1", e.read(acc1, shell.ReadOptions{}).Messages, 6)
 }

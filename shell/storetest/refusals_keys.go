@@ -17,7 +17,7 @@ import (
 // written; an empty value no such group partitions by, and an optional key
 // left out, are appended.
 func (s suite) testEmptyPartitionValues(t *testing.T) {
-	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{TypeCourseCreated, TypeCourseReviewed}}
+	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{TypeCourseCreated, typeCourseReviewed}}
 	empty := ""
 
 	refused := func(e *genv, field string, payloads ...any) {
@@ -53,7 +53,7 @@ func (s suite) testEmptyPartitionValues(t *testing.T) {
 		refused(e, "course_name", CourseCreated{""})
 		refused(e, "user_id", UserJoinedCourse{"Algebra", ""})
 		// One empty value of a list attribute.
-		refused(e, "accounts", Transfer{Accounts: []string{"a1", ""}, Amount: 1})
+		refused(e, "accounts", transfer{Accounts: []string{"a1", ""}, Amount: 1})
 		// Dated in the future: refused now, not when it falls due.
 		refused(e, "device_id", core.NewMessage(DeviceRegistered{"", "d"}).At(epoch.Add(time.Hour)))
 		// The group still claims what was appended before.
@@ -65,15 +65,15 @@ func (s suite) testEmptyPartitionValues(t *testing.T) {
 		e.register(reviews)
 		res := e.append(
 			DeviceRegistered{"d1", ""},                  // name is no partition key
-			DeviceBound{"d1", ""},                       // nor is asset_id, for bindings
+			deviceBound{"d1", ""},                       // nor is asset_id, for bindings
 			AssetRegistered{"", "no group"},             // no group handles it
 			UserRegistered{"", "no group"},              // enrolments is not registered here
-			CourseReviewed{"Algebra", nil},              // an optional key left out
-			Transfer{Accounts: []string{""}, Amount: 1}, // accounts is not registered here
+			courseReviewed{"Algebra", nil},              // an optional key left out
+			transfer{Accounts: []string{""}, Amount: 1}, // accounts is not registered here
 		)
 		if len(res.Positions) != 6 || res.Last != 6 {
 			t.Fatalf("appended %v, want six positions", res.Positions)
 		}
-		refused(e, "user_id", CourseReviewed{"Algebra", &empty})
+		refused(e, "user_id", courseReviewed{"Algebra", &empty})
 	})
 }

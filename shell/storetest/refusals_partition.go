@@ -20,7 +20,7 @@ import (
 func (s suite) testImpossiblePartitions(t *testing.T) {
 	e := s.envWith(t, withNote)
 	courseLog(e)
-	e.append(Note{Topic: "t1", Body: "b"})
+	e.append(note{Topic: "t1", Body: "b"})
 	e.notes.take()
 	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
 	id := e.log()[2].ID.String()
@@ -35,8 +35,8 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 		{"a misspelt attribute alone (would empty the read)", part("course", "Algebra"), handled, "course", []string{"course", TypeCourseCreated}},
 		{"a misspelt attribute no type read declares", part("usr_id", "joe"), []string{TypeUserJoinedCourse}, "usr_id", []string{"usr_id", TypeUserJoinedCourse}},
 		{"attributes none of the types read declares (would empty the read)", part("user_id", "joe", "device_id", "d1"), []string{TypeCourseCreated, TypeCourseClosed}, "device_id", []string{"device_id, user_id", TypeCourseCreated, TypeCourseClosed, "empty"}},
-		{"an attribute tagged noindex", part("topic", "t1", "body", "b"), []string{TypeNote}, "body", []string{"body", "noindex"}},
-		{"an attribute that is not a scalar", part("meta", "x"), []string{TypeNote}, "meta", []string{"meta", "not indexed"}},
+		{"an attribute tagged noindex", part("topic", "t1", "body", "b"), []string{typeNote}, "body", []string{"body", "noindex"}},
+		{"an attribute that is not a scalar", part("meta", "x"), []string{typeNote}, "meta", []string{"meta", "not indexed"}},
 		{"a reserved attribute", part("__key", "x"), handled, "__key", []string{"reserved"}},
 		{"the id key beside another attribute", part(core.IDKey, id, "course_name", "Algebra"), handled, core.IDKey, []string{core.IDKey, "alone"}},
 		{"the id key with a value that is no message id", part(core.IDKey, "not-a-uuid"), handled, core.IDKey, []string{"not-a-uuid", "id"}},
@@ -82,7 +82,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 			{part("course_name", "Latin"), handled}, // no message with the value yet
 			{part("user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered}},
 			{part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeCourseClosed}}, // user_id is another type's
-			{part("topic", "t1", "course_name", "Algebra"), append(slices.Clone(handled), TypeNote)},
+			{part("topic", "t1", "course_name", "Algebra"), append(slices.Clone(handled), typeNote)},
 			{part(core.IDKey, uuid.NewString()), handled}, // no such message yet
 			{part("course", "Algebra"), nil},              // no types: nothing to read
 		} {

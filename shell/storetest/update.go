@@ -133,7 +133,7 @@ func (s suite) testUpdate(t *testing.T) {
 			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
-			if _, err := tx.Append(msgs(UserRegistered{"jake", "Jake"}, Signup{}), shell.AppendOptions{}); err == nil {
+			if _, err := tx.Append(msgs(UserRegistered{"jake", "Jake"}, signup{}), shell.AppendOptions{}); err == nil {
 				t.Error("an invalid append succeeded")
 			}
 			_, err := tx.Append(msgs(UserRegistered{"joe", "Joe"}), shell.AppendOptions{})

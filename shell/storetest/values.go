@@ -9,27 +9,27 @@ import (
 	"github.com/sourced-go/sourced/shell"
 )
 
-// Invoice is "invoice.issued": a civil date and exact decimals, registered
+// invoice is "invoice.issued": a civil date and exact decimals, registered
 // only by the tests that need it (see envWith).
-type Invoice struct {
+type invoice struct {
 	Invoice string          `json:"invoice"`
 	Due     codec.Date      `json:"due"`
 	Amount  codec.Decimal   `json:"amount"`
 	Lines   []codec.Decimal `json:"lines"`
 }
 
-// TypeInvoice is the type string of Invoice.
-const TypeInvoice = "invoice.issued"
+// typeInvoice is the type string of Invoice.
+const typeInvoice = "invoice.issued"
 
-func withInvoice(reg *codec.Registry) error { return codec.Register[Invoice](reg, TypeInvoice) }
+func withInvoice(reg *codec.Registry) error { return codec.Register[invoice](reg, typeInvoice) }
 
 // testValueTypes checks that codec.Date and codec.Decimal values come back
 // exactly (the decimal's scale included) and are indexed under their text.
 func (s suite) testValueTypes(t *testing.T) {
 	e := s.envWith(t, withInvoice)
 	due := codec.Date{Year: 2026, Month: time.January, Day: 2}
-	a := Invoice{Invoice: "i-1", Due: due, Amount: codec.MustDecimal("19.90"), Lines: []codec.Decimal{codec.MustDecimal("0.1"), codec.MustDecimal("19.80")}}
-	b := Invoice{Invoice: "i-2", Due: due.AddDays(1), Amount: codec.MustDecimal("19.9"), Lines: []codec.Decimal{codec.MustDecimal("-0.000000000000000001")}}
+	a := invoice{Invoice: "i-1", Due: due, Amount: codec.MustDecimal("19.90"), Lines: []codec.Decimal{codec.MustDecimal("0.1"), codec.MustDecimal("19.80")}}
+	b := invoice{Invoice: "i-2", Due: due.AddDays(1), Amount: codec.MustDecimal("19.9"), Lines: []codec.Decimal{codec.MustDecimal("-0.000000000000000001")}}
 	res := e.append(a, b)
 	got := e.log()
 	if len(got) != 2 || !equalPayload(got[0].Payload, a) || !equalPayload(got[1].Payload, b) {
@@ -38,7 +38,7 @@ func (s suite) testValueTypes(t *testing.T) {
 	e.sameMessages("log", got, []core.PositionedMessage{{Message: res.Messages[0], Position: 1}, {Message: res.Messages[1], Position: 2}})
 	byKey := func(attr string, v any, want ...int64) {
 		t.Helper()
-		r := e.read([]core.Condition{cond(TypeInvoice, attr, e.canonical(v))}, shell.ReadOptions{})
+		r := e.read([]core.Condition{cond(typeInvoice, attr, e.canonical(v))}, shell.ReadOptions{})
 		e.expectPositions(attr+" = "+e.canonical(v), r.Messages, want...)
 	}
 	byKey("due", due, 1)
@@ -47,6 +47,6 @@ func (s suite) testValueTypes(t *testing.T) {
 	byKey("amount", codec.MustDecimal("19.9"), 2)
 	byKey("lines", codec.MustDecimal("19.80"), 1)
 	byKey("lines", codec.MustDecimal("-0.000000000000000001"), 2)
-	p := e.readPartition(part("due", e.canonical(due)), []string{TypeInvoice}, shell.ReadOptions{})
+	p := e.readPartition(part("due", e.canonical(due)), []string{typeInvoice}, shell.ReadOptions{})
 	e.expectPositions("due partition", p.Messages, 1)
 }

@@ -6,27 +6,20 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell/workflow"
 	"github.com/sourced-go/sourced/statechart"
 )
 
+// The course domain of the tests, declared once in testdomain.
 type (
-	CreateCourse struct {
-		CourseID   string `json:"course_id" sourced:"required"`
-		CourseName string `json:"course_name" sourced:"required"`
-	}
-	CourseCreated struct {
-		CourseID   string `json:"course_id"`
-		CourseName string `json:"course_name"`
-	}
-	EnrolStudent struct {
-		CourseID  string `json:"course_id" sourced:"required"`
-		StudentID string `json:"student_id" sourced:"required"`
-	}
-	StudentEnrolled struct {
-		CourseID  string `json:"course_id"`
-		StudentID string `json:"student_id"`
-	}
+	CreateCourse    = testdomain.CreateCourse
+	CourseCreated   = testdomain.CourseCreated
+	EnrolStudent    = testdomain.EnrolStudent
+	StudentEnrolled = testdomain.StudentEnrolled
+)
+
+type (
 	OpenEnrolment struct {
 		CourseID string `json:"course_id" sourced:"required"`
 	}

@@ -8,11 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,12 +18,13 @@ import (
 	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
+	"github.com/sourced-go/sourced/shell/storetest/proctest"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
 
 // The tests in this file run worker processes: the test binary re-executed
-// with SOURCED_WORKFLOW_DB set runs a runtime driving the pipeline
-// workflow on that SQLite file until SIGTERM (see TestMain). Each step
+// (proctest) with the path of a SQLite file runs a runtime driving the
+// pipeline workflow on it until SIGTERM (see TestMain). Each step
 // execution appends "<run> <step key> <generation>" to the file
 // SOURCED_WORKFLOW_LOG, so the test sees what ran where.
 
@@ -62,80 +60,22 @@ func pipeline(logFile, gen string, slow time.Duration) *workflow.Definition[int,
 }
 
 func TestMain(m *testing.M) {
-	if db := os.Getenv("SOURCED_WORKFLOW_DB"); db != "" {
+	if db, ok := proctest.Child(); ok {
 		os.Exit(runWorker(db))
 	}
 	os.Exit(m.Run())
 }
 
+// runWorker is the worker process: a runtime driving the pipeline on the
+// SQLite file db, supervised until SIGTERM.
 func runWorker(db string) int {
-	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := sqlitestore.Open(ctx, db, sqlitestore.Options{Registry: codec.NewRegistry(), Logger: logger})
+	store, err := sqlitestore.Open(context.Background(), db, sqlitestore.Options{Registry: codec.NewRegistry(), Logger: logger})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
+		return proctest.Fail(err)
 	}
 	defer store.Close()
-	cfg, err := shell.DefaultConfig().FromEnv(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
-	cfg.Logger = logger
-	rt, err := shell.NewRuntime(store, cfg, pipeline(os.Getenv("SOURCED_WORKFLOW_LOG"), os.Getenv("SOURCED_WORKFLOW_GEN"), 20*time.Millisecond))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 3
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-	defer stop()
-	fmt.Println("ready")
-	if err := shell.Supervise(ctx, rt); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		return 4
-	}
-	return 0
-}
-
-type worker struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startWorker(t *testing.T, db string, env ...string) *worker {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"SOURCED_WORKFLOW_DB=" + db}, env...)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
-		t.Fatalf("worker did not start: %q %v", buf, err)
-	}
-	w := &worker{cmd: cmd, done: make(chan error, 1)}
-	go func() { w.done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return w
-}
-
-func (w *worker) stop(t *testing.T) {
-	t.Helper()
-	w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-w.done:
-		if err != nil {
-			t.Fatalf("worker exited with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("worker did not stop")
-	}
+	return proctest.Serve(store, logger, pipeline(os.Getenv("SOURCED_WORKFLOW_LOG"), os.Getenv("SOURCED_WORKFLOW_GEN"), 20*time.Millisecond))
 }
 
 // pipelineStore installs a SQLite file and starts runs of the pipeline.
@@ -248,7 +188,7 @@ func TestWorkflowKillAndRestart(t *testing.T) {
 	db, store, ids := pipelineStore(t, 6)
 	logFile := filepath.Join(t.TempDir(), "steps.log")
 	env := []string{shell.EnvCatchUpInterval + "=50ms", shell.EnvHeartbeatInterval + "=100ms", shell.EnvClaimTTL + "=1s", "SOURCED_WORKFLOW_LOG=" + logFile}
-	a := startWorker(t, db, append(env, "SOURCED_WORKFLOW_GEN=1")...)
+	a := proctest.Start(t, db, append(env, "SOURCED_WORKFLOW_GEN=1")...)
 	deadline := time.Now().Add(30 * time.Second)
 	for len(count(t, store, durable.SuffixStepComplete)) < 10 {
 		if time.Now().After(deadline) {
@@ -256,15 +196,14 @@ func TestWorkflowKillAndRestart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	a.cmd.Process.Kill() // SIGKILL: its steps sleep, so some are mid-run
-	<-a.done
+	a.Kill() // SIGKILL: its steps sleep, so some are mid-run
 	committed := count(t, store, durable.SuffixStepComplete)
 	if len(committed) == len(ids)*pipelineSteps {
 		t.Fatal("the first worker finished everything before it was killed")
 	}
-	b := startWorker(t, db, append(env, "SOURCED_WORKFLOW_GEN=2")...)
+	b := proctest.Start(t, db, append(env, "SOURCED_WORKFLOW_GEN=2")...)
 	waitComplete(t, store, ids)
-	b.stop(t)
+	b.Stop(t, 20*time.Second)
 	reran := 0
 	for key, gens := range executions(t, logFile) {
 		if committed[key] > 0 && len(gens) > 1 {
@@ -286,11 +225,11 @@ func TestWorkflowTwoWorkerProcesses(t *testing.T) {
 	db, store, ids := pipelineStore(t, 12)
 	logFile := filepath.Join(t.TempDir(), "steps.log")
 	env := []string{shell.EnvCatchUpInterval + "=50ms", shell.EnvWorkers + "=2", "SOURCED_WORKFLOW_LOG=" + logFile}
-	a := startWorker(t, db, append(env, "SOURCED_WORKFLOW_GEN=a")...)
-	b := startWorker(t, db, append(env, "SOURCED_WORKFLOW_GEN=b")...)
+	a := proctest.Start(t, db, append(env, "SOURCED_WORKFLOW_GEN=a")...)
+	b := proctest.Start(t, db, append(env, "SOURCED_WORKFLOW_GEN=b")...)
 	waitComplete(t, store, ids)
-	a.stop(t)
-	b.stop(t)
+	a.Stop(t, 20*time.Second)
+	b.Stop(t, 20*time.Second)
 	by := map[string]int{}
 	for key, gens := range executions(t, logFile) {
 		if len(gens) != 1 {

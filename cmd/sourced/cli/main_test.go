@@ -12,18 +12,16 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
-type CourseCreated struct {
-	CourseID   string `json:"course_id"`
-	CourseName string `json:"course_name"`
-}
-
-type Reminder struct {
-	CourseID string `json:"course_id"`
-}
+// The course domain of the tests, declared once in testdomain.
+type (
+	CourseCreated = testdomain.CourseCreated
+	Reminder      = testdomain.Reminder
+)
 
 // emptyStore installs a store of the fixture types in a new file.
 func emptyStore(t testing.TB) (string, *sqlitestore.Store) {

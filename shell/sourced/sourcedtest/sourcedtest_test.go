@@ -12,28 +12,19 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell/sourced/sourcedtest"
 )
 
-type CreateCourse struct {
-	CourseID   string `json:"course_id" sourced:"required"`
-	CourseName string `json:"course_name" sourced:"required"`
-}
-type CourseCreated struct {
-	CourseID   string `json:"course_id"`
-	CourseName string `json:"course_name"`
-}
-type EnrolStudent struct {
-	CourseID  string `json:"course_id" sourced:"required"`
-	StudentID string `json:"student_id" sourced:"required"`
-}
-type StudentEnrolled struct {
-	CourseID  string `json:"course_id"`
-	StudentID string `json:"student_id"`
-}
-type NotifyStudent struct {
-	StudentID string `json:"student_id"`
-}
+// The course domain of the tests, declared once in testdomain.
+type (
+	CreateCourse    = testdomain.CreateCourse
+	CourseCreated   = testdomain.CourseCreated
+	EnrolStudent    = testdomain.EnrolStudent
+	StudentEnrolled = testdomain.StudentEnrolled
+	NotifyStudent   = testdomain.NotifyStudent
+)
+
 type Noop struct {
 	CourseName string `json:"course_name" sourced:"required"`
 }

@@ -1,4 +1,4 @@
-package storetest
+package testdomain
 
 import (
 	"errors"
@@ -105,7 +105,9 @@ const (
 	TypeOrderPlaced       = "orders.placed"
 )
 
-func registerDecisionFixtures(reg *codec.Registry) error {
+// RegisterDecisions registers the decision fixtures under their Type
+// strings.
+func RegisterDecisions(reg *codec.Registry) error {
 	return errors.Join(
 		codec.Register[LendBook](reg, TypeLendBook),
 		codec.Register[BookLent](reg, TypeBookLent),
@@ -201,15 +203,15 @@ var UsernameDecider = core.Decider[bool]{Group: "storetest.usernames", Partition
 	}),
 )
 
-// lastInvoice is the number of the last invoice created.
-var lastInvoice = core.Projection[int]{}.With(
+// LastInvoice is the number of the last invoice created.
+var LastInvoice = core.Projection[int]{}.With(
 	core.Evolve(func(_ int, e InvoiceCreated) int { return e.Number }),
 )
 
 // InvoiceDecider numbers invoices without gaps: a type-only boundary.
 var InvoiceDecider = core.Decider[int]{Group: "storetest.invoices", PartitionBy: []string{"invoice_id"}}.With(
 	core.Reads(func(CreateInvoice) core.Query[int] {
-		return core.Query[int]{core.Read(lastInvoice, func(_ int, n int) int { return n }, core.AllEvents())}
+		return core.Query[int]{core.Read(LastInvoice, func(_ int, n int) int { return n }, core.AllEvents())}
 	}),
 	core.Decide(func(last int, c CreateInvoice) ([]any, error) {
 		return []any{InvoiceCreated{InvoiceID: c.InvoiceID, Number: last + 1}}, nil
