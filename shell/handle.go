@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,9 +50,17 @@ type HandleOptions struct {
 	Metadata map[string]any
 	// Cache, when set, keeps the decider's folded state per partition
 	// between commands (see StateCache), so that Handle reads and folds
-	// only the messages appended since the partition's last decision.
-	// HandleCommand ignores it.
+	// only the messages appended since the partition's last decision,
+	// whatever the decider's state type (its Evolve and Decide must then
+	// treat states as values). Default: the store's own cache
+	// (StateCacheKeeper: sqlitestore.Store), for the deciders whose state
+	// type holds no references (CacheValueStates); the others fold their
+	// partition on every command. HandleCommand ignores it.
 	Cache *StateCache
+	// NoCache turns the state cache off (Cache and the store's own):
+	// every command folds its partition's history from the log (or from
+	// the decider's latest snapshot, core.Snapshots).
+	NoCache bool
 	// Observer hears about the append (see Observer); nil: nobody.
 	Observer Observer
 }
@@ -94,38 +103,50 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	if err := d.Err(); err != nil {
 		return res, err
 	}
-	var cache *StateCache
-	if len(opts) > 0 && cacheable(store) && len(d.Spec().PartitionBy) > 0 {
-		// (An id-partitioned decider decides each partition once: a
-		// cached state would never be used again.)
-		cache = opts[0].Cache
+	var o HandleOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
+	cache := handleCache[S](store, d, o)
 	var (
 		plan     *core.Plan
 		queried  S // the state after a query decision
 		key      stateKey
-		base     S     // the state the history read is folded onto
-		folded   S     // base and the history read
-		position int64 // the read's guard position: folded is the state there
+		gen      uint64 // the cache's generation when the state was taken
+		base     S      // the state the history read is folded onto
+		folded   S      // base and the history read
+		position int64  // the read's guard position: folded is the state there
 		attempts int
 	)
 	snaps := snapshotsOf(store, d)
 	var unsaved int // events folded since the state's last snapshot
 	hook := &decideHook{
-		begin: func(tx Tx, partition map[string]string) int64 {
+		read: func(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
 			attempts++
 			if cache == nil && snaps == nil {
-				base, folded = d.Initial(), d.Initial()
-				return 0
+				base = d.Initial()
+				folded = base
+				return tx.ReadPartition(partition, types, ReadOptions{})
 			}
 			key = stateKey{store: store, group: d.Spec().Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
+			if cache != nil {
+				gen = cache.generation()
+			}
 			// Only the first attempt starts from the cache: the entry is
 			// out of the cache until this Handle puts it back, and a
 			// second attempt (after registering the group) folds in full.
 			var from int64
 			base, from, unsaved = startState(tx, cache, snaps, key, attempts == 1, d.Initial)
 			folded = base
-			return from
+			h, err := tx.ReadPartition(partition, types, ReadOptions{After: from})
+			if err != nil || from == 0 || h.Guard.LastPosition >= from {
+				return h, err
+			}
+			// The log ends before the state's position (a log cleared and
+			// written again): fold the partition in full.
+			base, unsaved = d.Initial(), 0
+			folded = base
+			return tx.ReadPartition(partition, types, ReadOptions{})
 		},
 		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
 			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
@@ -145,7 +166,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	case err == nil && (cache != nil || snaps != nil) && attempts > 0:
 		unsaved = snaps.save(ctx, key.partition, folded, position, unsaved)
 		if cache != nil {
-			cache.putUnsaved(key, folded, position, unsaved)
+			cache.putAt(gen, key, folded, position, unsaved)
 		}
 	case err != nil && attempts > 0:
 		res.State = folded // nothing was stored: the state the decision read
@@ -154,13 +175,46 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	return res, err
 }
 
-// decideHook lets Handle fold a decider's state itself (from a StateCache
-// entry, or in full) instead of leaving it to DecideCommand, for the
-// decisions on a partition's history (not those with a query).
+// handleCache returns the StateCache Handle keeps d's states in: none
+// with o.NoCache, or for a decider partitioned by message id (it decides
+// each partition once: a cached state would never be used again); else
+// o.Cache when given; else, when d's state type holds no references
+// (CacheValueStates), the store's own (StateCacheKeeper).
+func handleCache[S any](store Store, d core.Decider[S], o HandleOptions) *StateCache {
+	if o.NoCache || len(d.Spec().PartitionBy) == 0 || !cacheable(store) {
+		return nil
+	}
+	if o.Cache != nil {
+		return o.Cache
+	}
+	if k, ok := store.(StateCacheKeeper); ok && valueState[S]() {
+		return k.StateCache()
+	}
+	return nil
+}
+
+// valueTypes memoizes valueType by type.
+var valueTypes sync.Map // reflect.Type -> bool
+
+// valueState tells whether S holds no reference at any depth (valueType).
+func valueState[S any]() bool {
+	t := reflect.TypeFor[S]()
+	if v, ok := valueTypes.Load(t); ok {
+		return v.(bool)
+	}
+	v := valueType(t)
+	valueTypes.Store(t, v)
+	return v
+}
+
+// decideHook lets Handle read and fold a decider's state itself (from a
+// StateCache entry or a snapshot, or in full) instead of leaving it to
+// DecideCommand, for the decisions on a partition's history (not those
+// with a query).
 type decideHook struct {
-	// begin is called at the start of each attempt's transaction with the
-	// partition's key; the history is read after the position it returns.
-	begin func(tx Tx, partition map[string]string) int64
+	// read reads, in the attempt's transaction, the partition's history
+	// of types the decision folds onto the state it starts from.
+	read func(tx Tx, partition map[string]string, types []string) (ReadResult, error)
 	// decide decides the command on the history read.
 	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
@@ -257,15 +311,14 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
-		var after int64
-		if hook != nil && !queried {
-			after = hook.begin(tx, partition)
-		}
 		var h ReadResult
-		if queried {
+		switch {
+		case queried:
 			h, err = tx.Read(plan.Union, ReadOptions{})
-		} else {
-			h, err = tx.ReadPartition(partition, history, ReadOptions{After: after})
+		case hook != nil:
+			h, err = hook.read(tx, partition, history)
+		default:
+			h, err = tx.ReadPartition(partition, history, ReadOptions{})
 		}
 		if err != nil {
 			return err

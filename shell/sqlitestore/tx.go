@@ -53,6 +53,7 @@ type tx struct {
 	// configuration: the writer reloads it after a rollback too.
 	configChanged bool
 	prunedBump    bool // the transaction bumped the key_pairs counter
+	deletedBump   bool // the transaction bumped the deleted counter
 	group         *commitGroup
 	member        int     // this transaction's place in its group (1 is the first)
 	kpIDs         []int64 // scratch: the key pair ids of the message being inserted
