@@ -289,21 +289,23 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			}
 		}
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return res, err
-	}
 	// The time is left to the transaction: the store stamps the command
 	// with the same reading of its clock that decides whether a message is
-	// scheduled, so a clock stepping back cannot defer the command.
-	msg = msg.Stamp(id, time.Time{})
-	res.Command = msg
+	// scheduled, so a clock stepping back cannot defer the command. So is
+	// the id, unless the partition needs it: an id the store gives is one
+	// it need not look for among the stored ones.
 	if len(spec.PartitionBy) == 0 {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return res, err
+		}
+		msg = msg.Stamp(id, time.Time{})
+		res.Command = msg
 		// An exclusive decider with no partition keys is partitioned by
 		// message id (a queue of commands): the command is decided in its
 		// own partition, whose history is empty, and its offset there is
 		// moved past it, as for a worker's claim of it.
-		partition = map[string]string{core.IDKey: id.String()}
+		partition = map[string]string{core.IDKey: msg.ID.String()}
 	}
 	var afters []func(context.Context) error
 	started := time.Now()

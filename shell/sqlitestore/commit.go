@@ -21,7 +21,7 @@ type commitGroup struct {
 	types          []string // distinct types the members appended to the log
 	scheduledTypes []string
 	prunedBump     bool
-	deletedBumps   int64 // members that bumped the deleted counter
+	deletedBumps   int64         // members that bumped the deleted counter
 	done           chan struct{} // closed once the group committed or rolled back
 	err            error         // why the group did not commit
 	commitNo       int64         // Store.commits after the group's commit
