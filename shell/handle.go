@@ -99,98 +99,110 @@ var ErrFutureCommand = errors.New("sourced: command dated after the store's cloc
 // the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
 // Never ErrConcurrentAppend. In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
-	var res HandleResult[S]
 	if err := d.Err(); err != nil {
-		return res, err
+		return HandleResult[S]{}, err
 	}
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	cache := handleCache[S](store, d, o)
-	var (
-		plan     *core.Plan
-		queried  S // the state after a query decision
-		key      stateKey
-		gen      uint64 // the cache's generation when the state was taken
-		base     S      // the state the history read is folded onto
-		folded   S      // base and the history read
-		position int64  // the read's guard position: folded is the state there
-		attempts int
-	)
-	snaps := snapshotsOf(store, d)
-	var unsaved int // events folded since the state's last snapshot
-	hook := &decideHook{
-		read: func(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
-			attempts++
-			if cache == nil && snaps == nil {
-				base = d.Initial()
-				folded = base
-				return tx.ReadPartition(partition, types, ReadOptions{})
-			}
-			key = stateKey{store: store, group: d.Spec().Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
-			if cache != nil {
-				gen = cache.generation()
-			}
-			// Only the first attempt starts from the cache: the entry is
-			// out of the cache until this Handle puts it back, and a
-			// second attempt (after registering the group) folds in full.
-			var from int64
-			base, from, unsaved = startState(tx, cache, snaps, key, attempts == 1, d.Initial)
-			folded = base
-			h, err := tx.ReadPartition(partition, types, ReadOptions{After: from})
-			if err != nil || from == 0 || h.Guard.LastPosition >= from {
-				return h, err
-			}
-			// The log ends before the state's position (a log cleared and
-			// written again): fold the partition in full.
-			base, unsaved = d.Initial(), 0
-			folded = base
-			return tx.ReadPartition(partition, types, ReadOptions{})
-		},
-		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
-			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
-			position = history.Guard.LastPosition
-			unsaved += len(history.Messages)
-			out, after, err := d.DecideOn(folded, partition, cmd)
-			res.State = after
-			return out, err
-		},
+	// One value holds what the decision's callbacks share (one
+	// allocation, not one per variable they capture).
+	r := &handleRun[S]{Decider: d, store: store, spec: d.Spec()}
+	if !o.NoCache && len(r.spec.PartitionBy) > 0 && cacheable(store) {
+		// (An id-partitioned decider decides each partition once: a
+		// cached state would never be used again.)
+		r.cache = o.Cache
+		if k, ok := store.(StateCacheKeeper); ok && r.cache == nil && valueState[S]() {
+			r.cache = k.StateCache()
+		}
 	}
-	res.State = d.Initial()
-	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(_ []core.PositionedMessage, p *core.Plan) { plan = p }, hook)
+	r.snaps = snapshotsOf(store, d)
+	r.res.State = d.Initial()
+	cr, err := handle(ctx, store, r, cmd, opts, nil, r)
+	res := r.res
 	res.CommandResult = cr
 	switch {
-	case plan != nil: // a query decision (not cached)
-		res.State = queried
-	case err == nil && (cache != nil || snaps != nil) && attempts > 0:
-		unsaved = snaps.save(ctx, key.partition, folded, position, unsaved)
-		if cache != nil {
-			cache.putAt(gen, key, folded, position, unsaved)
+	case r.queried: // a query decision (not cached)
+	case err == nil && (r.cache != nil || r.snaps != nil) && r.attempts > 0:
+		r.unsaved = r.snaps.save(ctx, r.key.partition, r.folded, r.position, r.unsaved)
+		if r.cache != nil {
+			r.cache.putAt(r.gen, r.key, r.folded, r.position, r.unsaved)
 		}
-	case err != nil && attempts > 0:
-		res.State = folded // nothing was stored: the state the decision read
-		snaps.dropStale(ctx, key.partition)
+	case err != nil && r.attempts > 0:
+		res.State = r.folded // nothing was stored: the state the decision read
+		r.snaps.dropStale(ctx, r.key.partition)
 	}
 	return res, err
 }
 
-// handleCache returns the StateCache Handle keeps d's states in: none
-// with o.NoCache, or for a decider partitioned by message id (it decides
-// each partition once: a cached state would never be used again); else
-// o.Cache when given; else, when d's state type holds no references
-// (CacheValueStates), the store's own (StateCacheKeeper).
-func handleCache[S any](store Store, d core.Decider[S], o HandleOptions) *StateCache {
-	if o.NoCache || len(d.Spec().PartitionBy) == 0 || !cacheable(store) {
-		return nil
+// handleRun is one Handle of a decider: the decider (whose query
+// decisions keep the state after their events, for HandleResult.State),
+// and the decideHook that reads and folds its partition's state from the
+// cache, a snapshot or the log.
+type handleRun[S any] struct {
+	core.Decider[S]
+	store Store
+	spec  core.Spec // the decider's, computed once
+	cache *StateCache
+	snaps *snapshots
+	res   HandleResult[S]
+	// queried is set by a query decision.
+	queried bool
+	key     stateKey
+	gen     uint64 // the cache's generation when the state was taken
+	base    S      // the state the history read is folded onto
+	folded  S      // base and the history read
+	// position is the read's guard position: folded is the state there.
+	position int64
+	attempts int
+	unsaved  int // events folded since the state's last snapshot
+}
+
+// Spec is the decider's, computed once.
+func (r *handleRun[S]) Spec() core.Spec { return r.spec }
+
+func (r *handleRun[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out, s, err := r.DecideQueryState(plan, index, partition, read, cmd)
+	r.queried, r.res.State = true, s
+	return out, err
+}
+
+func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
+	r.attempts++
+	if r.cache == nil && r.snaps == nil {
+		r.base = r.Initial()
+		r.folded = r.base
+		return tx.ReadPartition(partition, types, ReadOptions{})
 	}
-	if o.Cache != nil {
-		return o.Cache
+	r.key = stateKey{store: r.store, group: r.spec.Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
+	if r.cache != nil {
+		r.gen = r.cache.generation()
 	}
-	if k, ok := store.(StateCacheKeeper); ok && valueState[S]() {
-		return k.StateCache()
+	// Only the first attempt starts from the cache: the entry is out of
+	// the cache until this Handle puts it back, and a second attempt
+	// (after registering the group) folds in full.
+	var from int64
+	r.base, from, r.unsaved = startState(tx, r.cache, r.snaps, r.key, r.attempts == 1, r.Initial)
+	r.folded = r.base
+	h, err := tx.ReadPartition(partition, types, ReadOptions{After: from})
+	if err != nil || from == 0 || h.Guard.LastPosition >= from {
+		return h, err
 	}
-	return nil
+	// The log ends before the state's position (a log cleared and written
+	// again): fold the partition in full.
+	r.base, r.unsaved = r.Initial(), 0
+	r.folded = r.base
+	return tx.ReadPartition(partition, types, ReadOptions{})
+}
+
+func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
+	r.folded = r.Evolve(r.base, core.MessagesOf(history.Messages)...)
+	r.position = history.Guard.LastPosition
+	r.unsaved += len(history.Messages)
+	out, after, err := r.Decider.DecideOn(r.folded, partition, cmd)
+	r.res.State = after
+	return out, err
 }
 
 // valueTypes memoizes valueType by type.
@@ -211,25 +223,12 @@ func valueState[S any]() bool {
 // StateCache entry or a snapshot, or in full) instead of leaving it to
 // DecideCommand, for the decisions on a partition's history (not those
 // with a query).
-type decideHook struct {
-	// read reads, in the attempt's transaction, the partition's history
-	// of types the decision folds onto the state it starts from.
-	read func(tx Tx, partition map[string]string, types []string) (ReadResult, error)
-	// decide decides the command on the history read.
-	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
-}
-
-// statefulDecider is a decider whose query decisions keep the state after
-// their events, for HandleResult.State.
-type statefulDecider[S any] struct {
-	core.Decider[S]
-	state *S
-}
-
-func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
-	out, s, err := d.DecideQueryState(plan, index, partition, read, cmd)
-	*d.state = s
-	return out, err
+type decideHook interface {
+	// readHistory reads, in the attempt's transaction, the partition's
+	// history of types the decision folds onto the state it starts from.
+	readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error)
+	// decideOn decides the command on the history read.
+	decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -244,7 +243,7 @@ func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd 
 // its partition's history, and is decided on what it read; read, when
 // given, receives what was read (and the plan, for a query); hook, when
 // given, decides the decisions on the partition's history.
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook *decideHook) (CommandResult, error) {
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook decideHook) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -318,7 +317,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		case queried:
 			h, err = tx.Read(plan.Union, ReadOptions{})
 		case hook != nil:
-			h, err = hook.read(tx, partition, history)
+			h, err = hook.readHistory(tx, partition, history)
 		default:
 			h, err = tx.ReadPartition(partition, history, ReadOptions{})
 		}
@@ -350,7 +349,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if queried {
 			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
 		} else if hook != nil {
-			out, err = hook.decide(partition, h, cmdMsg)
+			out, err = hook.decideOn(partition, h, cmdMsg)
 		} else {
 			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
 		}
