@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -109,13 +110,20 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	// One value holds what the decision's callbacks share (one
 	// allocation, not one per variable they capture).
 	r := &handleRun[S]{Decider: d, store: store, spec: d.Spec()}
-	if !o.NoCache && len(r.spec.PartitionBy) > 0 && cacheable(store) {
-		// (An id-partitioned decider decides each partition once: a
-		// cached state would never be used again.)
+	if !o.NoCache && cacheable(store) {
+		// The cache given takes any state; the store's own, value states
+		// only (the parts of a query decision are checked one by one).
+		r.anyState = o.Cache != nil
 		r.cache = o.Cache
-		if k, ok := store.(StateCacheKeeper); ok && r.cache == nil && valueState[S]() {
+		if k, ok := store.(StateCacheKeeper); ok && r.cache == nil {
 			r.cache = k.StateCache()
 		}
+	}
+	r.parts = r.cache
+	if len(r.spec.PartitionBy) == 0 || !r.anyState && !valueState[S]() {
+		// (An id-partitioned decider decides each partition once: a
+		// cached state would never be used again.)
+		r.cache = nil
 	}
 	r.snaps = snapshotsOf(store, d)
 	r.res.State = d.Initial()
@@ -123,7 +131,12 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	res := r.res
 	res.CommandResult = cr
 	switch {
-	case r.queried: // a query decision (not cached)
+	case r.queried || r.query > 0:
+		if err == nil && r.qf != nil {
+			for _, p := range r.cachedParts {
+				r.parts.putAt(r.gen, p.key, p.state, r.position, 0)
+			}
+		}
 	case err == nil && (r.cache != nil || r.snaps != nil) && r.attempts > 0:
 		r.unsaved = r.snaps.save(ctx, r.key.partition, r.folded, r.position, r.unsaved)
 		if r.cache != nil {
@@ -144,11 +157,21 @@ type handleRun[S any] struct {
 	core.Decider[S]
 	store Store
 	spec  core.Spec // the decider's, computed once
-	cache *StateCache
-	snaps *snapshots
-	res   HandleResult[S]
-	// queried is set by a query decision.
+	// cache keeps the partition's state; parts the states of a query
+	// decision's parts (whose types anyState lets through, or value
+	// types only).
+	cache, parts *StateCache
+	anyState     bool
+	snaps        *snapshots
+	// cachedParts are the parts of a query decision whose states go
+	// into parts once the decision committed.
+	cachedParts []cachedPart
+	res         HandleResult[S]
+	// queried is set by a query decision; qf is its folding, when
+	// readQuery folded its parts.
 	queried bool
+	qf      *core.QueryFolding[S]
+	query   int // readQuery's attempts
 	key     stateKey
 	gen     uint64 // the cache's generation when the state was taken
 	base    S      // the state the history read is folded onto
@@ -205,12 +228,114 @@ func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult,
 	return out, err
 }
 
+// cachedPart is a query decision's part whose state is cached.
+type cachedPart struct {
+	i     int // the part's index in the query
+	key   stateKey
+	state any // after the read, before the decision
+}
+
+// readQuery reads a query decision's union after the position every part
+// of it was folded up to (its cached state's, or 0), and folds each part
+// past its own position.
+func (r *handleRun[S]) readQuery(tx Tx, plan core.Plan, cmd core.Message) (ReadResult, error) {
+	r.query++
+	r.cachedParts = r.cachedParts[:0]
+	index := core.IndexWith(r.store.Registry())
+	q, ok := r.StartQuery(plan, index, cmd)
+	if !ok || r.parts == nil {
+		r.qf = nil // decided by DecideQuery
+		return tx.Read(plan.Union, ReadOptions{})
+	}
+	r.gen = r.parts.generation()
+	from, newest := int64(-1), int64(0)
+	for i := range q.Parts() {
+		var at int64
+		_, typ := q.PartState(i)
+		if fold := q.PartKey(i); fold != nil && i < len(plan.Parts) && (r.anyState || valueTypeOf(typ)) {
+			key := stateKey{store: r.store, group: r.spec.Group, partition: conditionsKey(plan.Parts[i]), state: typ, fold: fold}
+			// Only the first attempt starts from the cache (see
+			// readHistory).
+			if e, hit := r.takePart(key); hit && q.StartPart(i, e.state, e.position) {
+				at = e.position
+				newest = max(newest, at)
+			}
+			r.cachedParts = append(r.cachedParts, cachedPart{i: i, key: key})
+		}
+		if from < 0 || at < from {
+			from = at
+		}
+	}
+	h, err := tx.Read(plan.Union, ReadOptions{After: max(from, 0)})
+	if err == nil && h.Guard.LastPosition < newest {
+		// The log ends before a part's position (a log cleared and
+		// written again): fold every part in full.
+		q, _ = r.StartQuery(plan, index, cmd)
+		h, err = tx.Read(plan.Union, ReadOptions{})
+	}
+	if err != nil {
+		return h, err
+	}
+	for _, m := range h.Messages {
+		q.Add(m)
+	}
+	for j := range r.cachedParts {
+		r.cachedParts[j].state, _ = q.PartState(r.cachedParts[j].i)
+	}
+	r.qf, r.position = q, h.Guard.LastPosition
+	return h, nil
+}
+
+// takePart takes a part's state out of the cache on the first attempt.
+func (r *handleRun[S]) takePart(key stateKey) (*stateEntry, bool) {
+	if r.query != 1 {
+		return nil, false
+	}
+	return r.parts.take(key)
+}
+
+// decideQuery decides a query decision on the parts readQuery folded.
+func (r *handleRun[S]) decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	if r.qf == nil {
+		return r.DecideQuery(plan, index, partition, read, cmd)
+	}
+	out, s, err := r.qf.Decide(partition, cmd)
+	r.queried, r.res.State = true, s
+	return out, err
+}
+
+// conditionsKey writes a part's conditions as a cache key: each
+// condition's type and attributes in name order, as JSON.
+func conditionsKey(conds []core.Condition) string {
+	type cond struct {
+		T string      `json:"t"`
+		A [][2]string `json:"a"`
+	}
+	out := make([]cond, len(conds))
+	for i, c := range conds {
+		out[i].T = c.Type
+		for _, k := range slices.Sorted(maps.Keys(c.Attrs)) {
+			out[i].A = append(out[i].A, [2]string{k, c.Attrs[k]})
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // strings always marshal
+		panic(err)
+	}
+	return string(b)
+}
+
 // valueTypes memoizes valueType by type.
 var valueTypes sync.Map // reflect.Type -> bool
 
 // valueState tells whether S holds no reference at any depth (valueType).
-func valueState[S any]() bool {
-	t := reflect.TypeFor[S]()
+func valueState[S any]() bool { return valueTypeOf(reflect.TypeFor[S]()) }
+
+// valueTypeOf is valueType, memoized.
+func valueTypeOf(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
 	if v, ok := valueTypes.Load(t); ok {
 		return v.(bool)
 	}
@@ -229,6 +354,10 @@ type decideHook interface {
 	readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error)
 	// decideOn decides the command on the history read.
 	decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
+	// readQuery reads a query decision's union, and decideQuery decides
+	// on what it read.
+	readQuery(tx Tx, plan core.Plan, cmd core.Message) (ReadResult, error)
+	decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -314,6 +443,8 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		var h ReadResult
 		switch {
+		case queried && hook != nil:
+			h, err = hook.readQuery(tx, plan, msg)
 		case queried:
 			h, err = tx.Read(plan.Union, ReadOptions{})
 		case hook != nil:
@@ -346,7 +477,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
 		var out core.Outcome
-		if queried {
+		if queried && hook != nil {
+			out, err = hook.decideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+		} else if queried {
 			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
 		} else if hook != nil {
 			out, err = hook.decideOn(partition, h, cmdMsg)

@@ -70,6 +70,10 @@ type stateKey struct {
 	group     string
 	partition string
 	state     reflect.Type
+	// fold identifies the projection of a query decision's part
+	// (core.QueryFolding.PartKey), whose partition is its conditions
+	// (conditionsKey); nil for a partition's state.
+	fold any
 }
 
 type stateEntry struct {

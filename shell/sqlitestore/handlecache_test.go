@@ -221,3 +221,130 @@ func TestHandleCachesValueStatesOnly(t *testing.T) {
 		t.Fatalf("%d states cached with HandleOptions.Cache, want 1", n)
 	}
 }
+
+// The query decisions' domain: a transfer reads the balances of two
+// accounts (two parts, one projection).
+type (
+	cacheTransfer struct {
+		From   string `json:"from" sourced:"required"`
+		To     string `json:"to" sourced:"required"`
+		Amount int    `json:"amount"`
+	}
+	cacheTransferred struct {
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Amount int    `json:"amount"`
+	}
+	cachePair struct{ From, To int }
+)
+
+// cacheAccount is an account's balance: its deposits, plus what it
+// received, minus what it sent.
+var cacheAccount = core.Projection[int]{}.With(
+	core.Evolve(func(b int, e cacheDeposited) int { return b + e.Amount }),
+)
+
+var cacheTransfers = core.Decider[cachePair]{Group: "cache.transfers", PartitionBy: []string{"from"}}.With(
+	core.Reads(func(c cacheTransfer) core.Query[cachePair] {
+		return core.Query[cachePair]{
+			core.Read(cacheAccount, func(s cachePair, n int) cachePair { s.From = n; return s }, core.Where("account", c.From)),
+			core.Read(cacheAccount, func(s cachePair, n int) cachePair { s.To = n; return s }, core.Where("account", c.To)),
+		}
+	}),
+	core.Decide(func(s cachePair, c cacheTransfer) ([]any, error) {
+		return []any{cacheTransferred(c), cacheDeposited{Account: c.To, Amount: c.Amount}, cacheDeposited{Account: c.From, Amount: -c.Amount}}, nil
+	}),
+)
+
+func queryRegistry() *codec.Registry {
+	reg := cacheRegistry()
+	codec.MustRegister[cacheTransfer](reg, "cache.transfer")
+	codec.MustRegister[cacheTransferred](reg, "cache.transferred")
+	return reg
+}
+
+func transfer(t *testing.T, s shell.Store, from, to string, amount int, opts ...shell.HandleOptions) cachePair {
+	t.Helper()
+	res, err := shell.Handle(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state is the full fold's.
+	full, _, err := shell.LoadDecision(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != full {
+		t.Fatalf("Handle's state %+v, the full fold's %+v", res.State, full)
+	}
+	return res.State
+}
+
+// TestHandleQueryPartsCached: a decision with a query keeps each part's
+// state in the store's cache, and the next decisions reading those parts
+// (in any role: an account read as From, then as To) start from them, fold
+// what other processes appended since, and forget them when another
+// process deletes messages.
+func TestHandleQueryPartsCached(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "query.db")
+	a, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: queryRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: queryRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	seed := []core.Message{
+		core.NewMessage(cacheDeposited{Account: "x", Amount: 100}),
+		core.NewMessage(cacheDeposited{Account: "y", Amount: 10}),
+	}
+	if _, err := a.Append(ctx, seed, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := transfer(t, a, "x", "y", 5); got != (cachePair{95, 15}) {
+		t.Fatalf("state %+v, want {95 15}", got)
+	}
+	if n := a.StateCache().Len(); n != 2 {
+		t.Fatalf("%d states cached, want the 2 parts", n)
+	}
+	// y moves on alone: its part is now cached further than x's.
+	if got := transfer(t, a, "y", "z", 1); got != (cachePair{14, 1}) {
+		t.Fatalf("state %+v, want {14 1}", got)
+	}
+	// Another process deposits into y.
+	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "y", Amount: 1000})}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// y as From, x as To: both parts from the cache, each folding only
+	// what its own position has not seen (the read starts at x's).
+	if got := transfer(t, a, "y", "x", 15); got != (cachePair{999, 110}) {
+		t.Fatalf("state %+v, want {999 110}", got)
+	}
+	if hits, _ := a.StateCache().Stats(); hits != 3 {
+		t.Fatalf("%d hits, want 3 (y, then y and x)", hits)
+	}
+	// Another process deletes x's first deposit.
+	deleted := false
+	err = b.Update(ctx, func(tx shell.Tx) error {
+		res, err := tx.ReadPartition(map[string]string{"account": "x"}, []string{"cache.deposited"}, shell.ReadOptions{})
+		if err != nil || len(res.Messages) == 0 {
+			return err
+		}
+		deleted = true
+		return tx.Delete(res.Messages[0].Position)
+	})
+	if err != nil || !deleted {
+		t.Fatal("no delete", err)
+	}
+	if got := transfer(t, a, "x", "y", 1); got != (cachePair{9, 1000}) {
+		t.Fatalf("state %+v after another process deleted x's deposit of 100, want {9 1000}", got)
+	}
+	// Without the cache: the same decisions.
+	if got := transfer(t, a, "x", "y", 1, shell.HandleOptions{NoCache: true}); got != (cachePair{8, 1001}) {
+		t.Fatalf("state %+v without the cache, want {8 1001}", got)
+	}
+}
