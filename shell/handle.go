@@ -2,12 +2,12 @@ package shell
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -305,22 +305,30 @@ func (r *handleRun[S]) decideQuery(plan core.Plan, index core.Indexer, partition
 }
 
 // conditionsKey writes a part's conditions as a cache key: each
-// condition's type and attributes in name order, as JSON.
+// condition's type and attributes in name order, every string prefixed
+// with its length (unambiguous whatever the strings hold).
 func conditionsKey(conds []core.Condition) string {
-	type cond struct {
-		T string      `json:"t"`
-		A [][2]string `json:"a"`
+	var b []byte
+	str := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
 	}
-	out := make([]cond, len(conds))
-	for i, c := range conds {
-		out[i].T = c.Type
-		for _, k := range slices.Sorted(maps.Keys(c.Attrs)) {
-			out[i].A = append(out[i].A, [2]string{k, c.Attrs[k]})
+	for _, c := range conds {
+		str(c.Type)
+		b = strconv.AppendInt(b, int64(len(c.Attrs)), 10)
+		b = append(b, '|')
+		if len(c.Attrs) == 1 {
+			for k, v := range c.Attrs {
+				str(k)
+				str(v)
+			}
+			continue
 		}
-	}
-	b, err := json.Marshal(out)
-	if err != nil { // strings always marshal
-		panic(err)
+		for _, k := range slices.Sorted(maps.Keys(c.Attrs)) {
+			str(k)
+			str(c.Attrs[k])
+		}
 	}
 	return string(b)
 }
