@@ -348,3 +348,31 @@ func TestHandleQueryPartsCached(t *testing.T) {
 		t.Fatalf("state %+v without the cache, want {8 1001}", got)
 	}
 }
+
+// TestRouterResetDropsHandleStates: a router's Reset of a group drops the
+// states Handle cached for it in the store's cache (a reset usually comes
+// with a changed definition), and only those.
+func TestRouterResetDropsHandleStates(t *testing.T) {
+	ctx := context.Background()
+	a, _ := twoHandles(t)
+	deposit(t, a, 1)
+	if _, err := shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 1}, shell.HandleOptions{Cache: a.StateCache()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.StateCache().Len(); n != 2 {
+		t.Fatalf("%d states cached, want 2", n)
+	}
+	rt, err := shell.NewRouter(a, shell.RouterOptions{}, cacheBalance, cacheBalances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx, cacheBalance, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Reset(ctx, cacheBalance); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.StateCache().Len(); n != 1 {
+		t.Fatalf("%d states cached after the reset of one group, want the other's 1", n)
+	}
+}
