@@ -97,3 +97,83 @@ func BenchmarkDecideAcross(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
 }
+
+// BenchmarkDecideAcrossWarm is BenchmarkDecideAcross on 100 accounts of
+// 10 events each, round-robin (account i transfers 1 to account i+1), with
+// the store's own state cache (Handle's default): after the first lap each
+// part's state (an account's balance) is cached, and a decision reads and
+// folds only what was appended since. Compare with
+// BenchmarkHandleHistory/history=10 (one boundary, the same partitions,
+// cached) in the same run. It reports commands per second.
+func BenchmarkDecideAcrossWarm(b *testing.B) {
+	ctx := context.Background()
+	reg := routerRegistry(b)
+	codec.MustRegister[benchTransfer](reg, "bench.transfer")
+	codec.MustRegister[benchTransferred](reg, "bench.transferred")
+	s, err := sqlitestore.Install(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	// Transfers move money: the projection folds transferred events too.
+	balance := core.Projection[int]{}.With(
+		core.Evolve(func(n int, e benchDeposited) int { return n + e.Amount }),
+	)
+	transfers := core.Decider[benchBalances]{Group: "bench.transfers", PartitionBy: []string{"from"}}.With(
+		core.Reads(func(c benchTransfer) core.Query[benchBalances] {
+			return core.Query[benchBalances]{
+				core.Read(balance, func(s benchBalances, n int) benchBalances { s.From = n; return s }, core.Where("account", c.From)),
+				core.Read(balance, func(s benchBalances, n int) benchBalances { s.To = n; return s }, core.Where("account", c.To)),
+			}
+		}),
+		core.Decide(func(s benchBalances, c benchTransfer) ([]any, error) {
+			if s.From < c.Amount {
+				return nil, fmt.Errorf("balance %d is below %d", s.From, c.Amount)
+			}
+			return []any{benchDeposited{Account: c.From, Amount: -c.Amount}, benchDeposited{Account: c.To, Amount: c.Amount}}, nil
+		}),
+	)
+	rt, err := shell.NewRouter(s, shell.RouterOptions{}, transfers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		b.Fatal(err)
+	}
+	const accounts = 100
+	var seed []core.Message
+	for i := range accounts * 10 {
+		seed = append(seed, core.NewMessage(benchDeposited{Account: account(i % accounts), Amount: 1}))
+	}
+	if _, err := s.Append(ctx, seed, shell.AppendOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	balances := make([]int, accounts)
+	for i := range balances {
+		balances[i] = 10
+	}
+	transfer := func(i int) {
+		from, to := i%accounts, (i+1)%accounts
+		res, err := shell.Handle(ctx, s, transfers, benchTransfer{From: account(from), To: account(to), Amount: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		balances[from]--
+		balances[to]++
+		if res.State != (benchBalances{From: balances[from], To: balances[to]}) {
+			b.Fatalf("state %+v, want {%d %d}", res.State, balances[from], balances[to])
+		}
+	}
+	for i := range accounts { // a lap: every part folded once
+		transfer(i)
+	}
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		transfer(accounts + n)
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
+}

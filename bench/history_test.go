@@ -69,9 +69,9 @@ func BenchmarkHandleHistoryUncached(b *testing.B) {
 func handleHistory(b *testing.B, history int, cached bool) {
 	ctx := context.Background()
 	s := historyStore(b, history)
-	var opts shell.HandleOptions
+	opts := shell.HandleOptions{NoCache: true} // not the store's own cache
 	if cached {
-		opts.Cache = shell.NewStateCache(10 * historyPartitions)
+		opts = shell.HandleOptions{Cache: shell.NewStateCache(10 * historyPartitions)}
 	}
 	balances := make([]int, historyPartitions)
 	for i := range balances {

@@ -47,16 +47,40 @@ type Part[S any] struct {
 type partRun[S any] interface {
 	evolve(m Message)
 	set(s S) S
+	// fold identifies what the part folds (see QueryFolding.PartKey);
+	// value and load give and replace its state; stateType is its type.
+	fold() any
+	value() any
+	load(v any) bool
+	stateType() reflect.Type
 }
 
 type projectionRun[S, P any] struct {
 	h     *handlers[P]
+	init  uintptr // the code of the projection's Init (0: none)
 	state P
 	put   func(S, P) S
 }
 
-func (r *projectionRun[S, P]) evolve(m Message) { r.state, _ = r.h.evolveOne(r.state, m) }
-func (r *projectionRun[S, P]) set(s S) S        { return r.put(s, r.state) }
+// projectionFold identifies a projection's fold: its handlers (built once
+// by With) and the code of its Init.
+type projectionFold struct {
+	h    any
+	init uintptr
+}
+
+func (r *projectionRun[S, P]) evolve(m Message)        { r.state, _ = r.h.evolveOne(r.state, m) }
+func (r *projectionRun[S, P]) set(s S) S               { return r.put(s, r.state) }
+func (r *projectionRun[S, P]) fold() any               { return projectionFold{r.h, r.init} }
+func (r *projectionRun[S, P]) value() any              { return r.state }
+func (r *projectionRun[S, P]) stateType() reflect.Type { return reflect.TypeFor[P]() }
+func (r *projectionRun[S, P]) load(v any) bool {
+	s, ok := v.(P)
+	if ok {
+		r.state = s
+	}
+	return ok
+}
 
 // Read is a part of a decision's state: projection p folded over the events
 // that match any of filters (OR), from p's initial state, and set into the
@@ -68,7 +92,11 @@ func (r *projectionRun[S, P]) set(s S) S        { return r.put(s, r.state) }
 func Read[S, P any](p Projection[P], set func(S, P) S, filters ...Filter) Part[S] {
 	part := Part[S]{types: p.EvolvedTypes(), filters: filters, err: p.Err()}
 	h := p.compiled()
-	part.start = func() partRun[S] { return &projectionRun[S, P]{h: h, state: p.Initial(), put: set} }
+	var init uintptr
+	if p.Init != nil {
+		init = reflect.ValueOf(p.Init).Pointer()
+	}
+	part.start = func() partRun[S] { return &projectionRun[S, P]{h: h, init: init, state: p.Initial(), put: set} }
 	if set == nil {
 		part.err = errors.Join(part.err, errors.New("core.Read: a nil set function"))
 	}
@@ -340,8 +368,94 @@ type liftedRun[S, T any] struct {
 	put func(T, S) T
 }
 
-func (l liftedRun[S, T]) evolve(m Message) { l.r.evolve(m) }
-func (l liftedRun[S, T]) set(t T) T        { return l.put(t, l.r.set(l.get(t))) }
+func (l liftedRun[S, T]) evolve(m Message)        { l.r.evolve(m) }
+func (l liftedRun[S, T]) set(t T) T               { return l.put(t, l.r.set(l.get(t))) }
+func (l liftedRun[S, T]) fold() any               { return l.r.fold() }
+func (l liftedRun[S, T]) value() any              { return l.r.value() }
+func (l liftedRun[S, T]) load(v any) bool         { return l.r.load(v) }
+func (l liftedRun[S, T]) stateType() reflect.Type { return l.r.stateType() }
+
+// QueryFolding is a query decision's state being folded part by part, for
+// a shell that keeps each part's state between decisions (a state cache,
+// as shell.Handle does): it starts parts from states folded earlier, folds
+// each message read into the parts whose conditions match it and that
+// have not folded it yet, then decides. Deciding on a QueryFolding whose
+// parts started from states folded up to their positions, with every
+// message after those positions added, is deciding on the full fold
+// (DecideQueryState), provided the states are values (the projection's
+// Evolve returns new ones).
+type QueryFolding[S any] struct {
+	d     Decider[S]
+	f     *folding[S]
+	after []int64 // by part: the position its state was folded up to
+}
+
+// StartQuery begins the folding of cmd's query under plan (from Plan or
+// QueryPlan), every part at its projection's initial state; false when
+// cmd's type has no query.
+func (d Decider[S]) StartQuery(plan Plan, index Indexer, cmd Message) (*QueryFolding[S], bool) {
+	q, ok := d.Query(cmd)
+	if !ok {
+		return nil, false
+	}
+	f := q.folding(plan, index)
+	return &QueryFolding[S]{d: d, f: f, after: make([]int64, len(f.runs))}, true
+}
+
+// Parts returns the number of parts of the query.
+func (q *QueryFolding[S]) Parts() int { return len(q.f.runs) }
+
+// PartKey identifies what part i folds: its projection (as built by
+// With, with its Init), comparable with ==. Two parts of equal keys and
+// equal conditions (Plan.Parts) fold the same state from the same log.
+// nil for a zero part.
+func (q *QueryFolding[S]) PartKey(i int) any {
+	if r := q.f.runs[i]; r != nil {
+		return r.fold()
+	}
+	return nil
+}
+
+// PartState returns part i's state so far (before Decide: what the
+// messages added so far fold to) and its Go type.
+func (q *QueryFolding[S]) PartState(i int) (any, reflect.Type) {
+	r := q.f.runs[i]
+	if r == nil {
+		return nil, nil
+	}
+	return r.value(), r.stateType()
+}
+
+// StartPart starts part i from state, a PartState of a folding of the
+// same PartKey and conditions that folded the log up to position: Add
+// folds into it only the messages after position. false (and nothing
+// changes) when the state is not of the part's type.
+func (q *QueryFolding[S]) StartPart(i int, state any, position int64) bool {
+	r := q.f.runs[i]
+	if r == nil || !r.load(state) {
+		return false
+	}
+	q.after[i] = position
+	return true
+}
+
+// Add folds m, the next message of the read in position order, into
+// every part whose conditions match it and that started before its
+// position.
+func (q *QueryFolding[S]) Add(m PositionedMessage) {
+	typ, keys := q.f.index(m.Message)
+	for i, r := range q.f.runs {
+		if r != nil && m.Position > q.after[i] && MatchAny(q.f.plan.Parts[i], typ, keys) {
+			r.evolve(m.Message)
+		}
+	}
+}
+
+// Decide decides cmd on the state the parts compose, then folds the
+// decision's events into them, as DecideQueryState does after its read.
+func (q *QueryFolding[S]) Decide(partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+	return q.d.finishQuery(q.f, partition, cmd)
+}
 
 // Reads declares the query of the decisions on commands of type C: the
 // decider decides such a command on the state its query composes (see

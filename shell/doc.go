@@ -114,7 +114,10 @@
 //
 //   - StateCache (HandleOptions.Cache) keeps folded states in memory
 //     between one process's decisions: a partition's next decision folds
-//     only what was appended since its last one.
+//     only what was appended since its last one (by any process). Handle
+//     uses the store's own by default (StateCacheKeeper: sqlitestore) for
+//     value states, and for the parts of a decision with a query
+//     (core.Reads); HandleOptions.NoCache turns it off.
 //   - Persisted snapshots survive a restart and serve partitions the
 //     cache never saw. A decider opts in with core.Snapshots: a codec
 //     (core.JSONSnapshots for plain-data states; an invalid option or a

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,9 +51,17 @@ type HandleOptions struct {
 	Metadata map[string]any
 	// Cache, when set, keeps the decider's folded state per partition
 	// between commands (see StateCache), so that Handle reads and folds
-	// only the messages appended since the partition's last decision.
-	// HandleCommand ignores it.
+	// only the messages appended since the partition's last decision,
+	// whatever the decider's state type (its Evolve and Decide must then
+	// treat states as values). Default: the store's own cache
+	// (StateCacheKeeper: sqlitestore.Store), for the deciders whose state
+	// type holds no references (CacheValueStates); the others fold their
+	// partition on every command. HandleCommand ignores it.
 	Cache *StateCache
+	// NoCache turns the state cache off (Cache and the store's own):
+	// every command folds its partition's history from the log (or from
+	// the decider's latest snapshot, core.Snapshots).
+	NoCache bool
 	// Observer hears about the append (see Observer); nil: nobody.
 	Observer Observer
 }
@@ -90,92 +100,272 @@ var ErrFutureCommand = errors.New("sourced: command dated after the store's cloc
 // the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
 // Never ErrConcurrentAppend. In every case nothing is appended.
 func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
-	var res HandleResult[S]
 	if err := d.Err(); err != nil {
-		return res, err
+		return HandleResult[S]{}, err
 	}
-	var cache *StateCache
-	if len(opts) > 0 && cacheable(store) && len(d.Spec().PartitionBy) > 0 {
+	var o HandleOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	// One value holds what the decision's callbacks share (one
+	// allocation, not one per variable they capture).
+	r := &handleRun[S]{Decider: d, store: store, spec: d.Spec()}
+	if !o.NoCache && cacheable(store) {
+		// The cache given takes any state; the store's own, value states
+		// only (the parts of a query decision are checked one by one).
+		r.anyState = o.Cache != nil
+		r.cache = o.Cache
+		if k, ok := store.(StateCacheKeeper); ok && r.cache == nil {
+			r.cache = k.StateCache()
+		}
+	}
+	r.parts = r.cache
+	if len(r.spec.PartitionBy) == 0 || !r.anyState && !valueState[S]() {
 		// (An id-partitioned decider decides each partition once: a
 		// cached state would never be used again.)
-		cache = opts[0].Cache
+		r.cache = nil
 	}
-	var (
-		plan     *core.Plan
-		queried  S // the state after a query decision
-		key      stateKey
-		base     S     // the state the history read is folded onto
-		folded   S     // base and the history read
-		position int64 // the read's guard position: folded is the state there
-		attempts int
-	)
-	snaps := snapshotsOf(store, d)
-	var unsaved int // events folded since the state's last snapshot
-	hook := &decideHook{
-		begin: func(tx Tx, partition map[string]string) int64 {
-			attempts++
-			if cache == nil && snaps == nil {
-				base, folded = d.Initial(), d.Initial()
-				return 0
-			}
-			key = stateKey{store: store, group: d.Spec().Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
-			// Only the first attempt starts from the cache: the entry is
-			// out of the cache until this Handle puts it back, and a
-			// second attempt (after registering the group) folds in full.
-			var from int64
-			base, from, unsaved = startState(tx, cache, snaps, key, attempts == 1, d.Initial)
-			folded = base
-			return from
-		},
-		decide: func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
-			folded = d.Evolve(base, core.MessagesOf(history.Messages)...)
-			position = history.Guard.LastPosition
-			unsaved += len(history.Messages)
-			out, after, err := d.DecideOn(folded, partition, cmd)
-			res.State = after
-			return out, err
-		},
-	}
-	res.State = d.Initial()
-	cr, err := handle(ctx, store, statefulDecider[S]{d, &queried}, cmd, opts, func(_ []core.PositionedMessage, p *core.Plan) { plan = p }, hook)
+	r.snaps = snapshotsOf(store, d)
+	r.res.State = d.Initial()
+	cr, err := handle(ctx, store, r, cmd, opts, nil, r)
+	res := r.res
 	res.CommandResult = cr
 	switch {
-	case plan != nil: // a query decision (not cached)
-		res.State = queried
-	case err == nil && (cache != nil || snaps != nil) && attempts > 0:
-		unsaved = snaps.save(ctx, key.partition, folded, position, unsaved)
-		if cache != nil {
-			cache.putUnsaved(key, folded, position, unsaved)
+	case r.queried || r.query > 0:
+		if err == nil && r.qf != nil {
+			for _, p := range r.cachedParts {
+				r.parts.putAt(r.gen, p.key, p.state, r.position, 0)
+			}
 		}
-	case err != nil && attempts > 0:
-		res.State = folded // nothing was stored: the state the decision read
-		snaps.dropStale(ctx, key.partition)
+	case err == nil && (r.cache != nil || r.snaps != nil) && r.attempts > 0:
+		r.unsaved = r.snaps.save(ctx, r.key.partition, r.folded, r.position, r.unsaved)
+		if r.cache != nil {
+			r.cache.putAt(r.gen, r.key, r.folded, r.position, r.unsaved)
+		}
+	case err != nil && r.attempts > 0:
+		res.State = r.folded // nothing was stored: the state the decision read
+		r.snaps.dropStale(ctx, r.key.partition)
 	}
 	return res, err
 }
 
-// decideHook lets Handle fold a decider's state itself (from a StateCache
-// entry, or in full) instead of leaving it to DecideCommand, for the
-// decisions on a partition's history (not those with a query).
-type decideHook struct {
-	// begin is called at the start of each attempt's transaction with the
-	// partition's key; the history is read after the position it returns.
-	begin func(tx Tx, partition map[string]string) int64
-	// decide decides the command on the history read.
-	decide func(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
-}
-
-// statefulDecider is a decider whose query decisions keep the state after
-// their events, for HandleResult.State.
-type statefulDecider[S any] struct {
+// handleRun is one Handle of a decider: the decider (whose query
+// decisions keep the state after their events, for HandleResult.State),
+// and the decideHook that reads and folds its partition's state from the
+// cache, a snapshot or the log.
+type handleRun[S any] struct {
 	core.Decider[S]
-	state *S
+	store Store
+	spec  core.Spec // the decider's, computed once
+	// cache keeps the partition's state; parts the states of a query
+	// decision's parts (whose types anyState lets through, or value
+	// types only).
+	cache, parts *StateCache
+	anyState     bool
+	snaps        *snapshots
+	// cachedParts are the parts of a query decision whose states go
+	// into parts once the decision committed.
+	cachedParts []cachedPart
+	res         HandleResult[S]
+	// queried is set by a query decision; qf is its folding, when
+	// readQuery folded its parts.
+	queried bool
+	qf      *core.QueryFolding[S]
+	query   int // readQuery's attempts
+	key     stateKey
+	gen     uint64 // the cache's generation when the state was taken
+	base    S      // the state the history read is folded onto
+	folded  S      // base and the history read
+	// position is the read's guard position: folded is the state there.
+	position int64
+	attempts int
+	unsaved  int // events folded since the state's last snapshot
 }
 
-func (d statefulDecider[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
-	out, s, err := d.DecideQueryState(plan, index, partition, read, cmd)
-	*d.state = s
+// Spec is the decider's, computed once.
+func (r *handleRun[S]) Spec() core.Spec { return r.spec }
+
+func (r *handleRun[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	out, s, err := r.DecideQueryState(plan, index, partition, read, cmd)
+	r.queried, r.res.State = true, s
 	return out, err
+}
+
+func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
+	r.attempts++
+	if r.cache == nil && r.snaps == nil {
+		r.base = r.Initial()
+		r.folded = r.base
+		return tx.ReadPartition(partition, types, ReadOptions{})
+	}
+	r.key = stateKey{store: r.store, group: r.spec.Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
+	if r.cache != nil {
+		r.gen = r.cache.generation()
+	}
+	// Only the first attempt starts from the cache: the entry is out of
+	// the cache until this Handle puts it back, and a second attempt
+	// (after registering the group) folds in full.
+	var from int64
+	r.base, from, r.unsaved = startState(tx, r.cache, r.snaps, r.key, r.attempts == 1, r.Initial)
+	r.folded = r.base
+	h, err := tx.ReadPartition(partition, types, ReadOptions{After: from})
+	if err != nil || from == 0 || h.Guard.LastPosition >= from {
+		return h, err
+	}
+	// The log ends before the state's position (a log cleared and written
+	// again): fold the partition in full.
+	r.base, r.unsaved = r.Initial(), 0
+	r.folded = r.base
+	return tx.ReadPartition(partition, types, ReadOptions{})
+}
+
+func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
+	r.folded = r.Evolve(r.base, core.MessagesOf(history.Messages)...)
+	r.position = history.Guard.LastPosition
+	r.unsaved += len(history.Messages)
+	out, after, err := r.Decider.DecideOn(r.folded, partition, cmd)
+	r.res.State = after
+	return out, err
+}
+
+// cachedPart is a query decision's part whose state is cached.
+type cachedPart struct {
+	i     int // the part's index in the query
+	key   stateKey
+	state any // after the read, before the decision
+}
+
+// readQuery reads a query decision's union after the position every part
+// of it was folded up to (its cached state's, or 0), and folds each part
+// past its own position.
+func (r *handleRun[S]) readQuery(tx Tx, plan core.Plan, cmd core.Message) (ReadResult, error) {
+	r.query++
+	r.cachedParts = r.cachedParts[:0]
+	index := core.IndexWith(r.store.Registry())
+	q, ok := r.StartQuery(plan, index, cmd)
+	if !ok || r.parts == nil {
+		r.qf = nil // decided by DecideQuery
+		return tx.Read(plan.Union, ReadOptions{})
+	}
+	r.gen = r.parts.generation()
+	from, newest := int64(-1), int64(0)
+	for i := range q.Parts() {
+		var at int64
+		_, typ := q.PartState(i)
+		if fold := q.PartKey(i); fold != nil && i < len(plan.Parts) && (r.anyState || valueTypeOf(typ)) {
+			key := stateKey{store: r.store, group: r.spec.Group, partition: conditionsKey(plan.Parts[i]), state: typ, fold: fold}
+			// Only the first attempt starts from the cache (see
+			// readHistory).
+			if e, hit := r.takePart(key); hit && q.StartPart(i, e.state, e.position) {
+				at = e.position
+				newest = max(newest, at)
+			}
+			r.cachedParts = append(r.cachedParts, cachedPart{i: i, key: key})
+		}
+		if from < 0 || at < from {
+			from = at
+		}
+	}
+	h, err := tx.Read(plan.Union, ReadOptions{After: max(from, 0)})
+	if err == nil && h.Guard.LastPosition < newest {
+		// The log ends before a part's position (a log cleared and
+		// written again): fold every part in full.
+		q, _ = r.StartQuery(plan, index, cmd)
+		h, err = tx.Read(plan.Union, ReadOptions{})
+	}
+	if err != nil {
+		return h, err
+	}
+	for _, m := range h.Messages {
+		q.Add(m)
+	}
+	for j := range r.cachedParts {
+		r.cachedParts[j].state, _ = q.PartState(r.cachedParts[j].i)
+	}
+	r.qf, r.position = q, h.Guard.LastPosition
+	return h, nil
+}
+
+// takePart takes a part's state out of the cache on the first attempt.
+func (r *handleRun[S]) takePart(key stateKey) (*stateEntry, bool) {
+	if r.query != 1 {
+		return nil, false
+	}
+	return r.parts.take(key)
+}
+
+// decideQuery decides a query decision on the parts readQuery folded.
+func (r *handleRun[S]) decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+	if r.qf == nil {
+		return r.DecideQuery(plan, index, partition, read, cmd)
+	}
+	out, s, err := r.qf.Decide(partition, cmd)
+	r.queried, r.res.State = true, s
+	return out, err
+}
+
+// conditionsKey writes a part's conditions as a cache key: each
+// condition's type and attributes in name order, every string prefixed
+// with its length (unambiguous whatever the strings hold).
+func conditionsKey(conds []core.Condition) string {
+	var b []byte
+	str := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	for _, c := range conds {
+		str(c.Type)
+		b = strconv.AppendInt(b, int64(len(c.Attrs)), 10)
+		b = append(b, '|')
+		if len(c.Attrs) == 1 {
+			for k, v := range c.Attrs {
+				str(k)
+				str(v)
+			}
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Attrs)) {
+			str(k)
+			str(c.Attrs[k])
+		}
+	}
+	return string(b)
+}
+
+// valueTypes memoizes valueType by type.
+var valueTypes sync.Map // reflect.Type -> bool
+
+// valueState tells whether S holds no reference at any depth (valueType).
+func valueState[S any]() bool { return valueTypeOf(reflect.TypeFor[S]()) }
+
+// valueTypeOf is valueType, memoized.
+func valueTypeOf(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	if v, ok := valueTypes.Load(t); ok {
+		return v.(bool)
+	}
+	v := valueType(t)
+	valueTypes.Store(t, v)
+	return v
+}
+
+// decideHook lets Handle read and fold a decider's state itself (from a
+// StateCache entry or a snapshot, or in full) instead of leaving it to
+// DecideCommand, for the decisions on a partition's history (not those
+// with a query).
+type decideHook interface {
+	// readHistory reads, in the attempt's transaction, the partition's
+	// history of types the decision folds onto the state it starts from.
+	readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error)
+	// decideOn decides the command on the history read.
+	decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
+	// readQuery reads a query decision's union, and decideQuery decides
+	// on what it read.
+	readQuery(tx Tx, plan core.Plan, cmd core.Message) (ReadResult, error)
+	decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -190,7 +380,7 @@ func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd 
 // its partition's history, and is decided on what it read; read, when
 // given, receives what was read (and the plan, for a query); hook, when
 // given, decides the decisions on the partition's history.
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook *decideHook) (CommandResult, error) {
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook decideHook) (CommandResult, error) {
 	var o HandleOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -235,21 +425,23 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			}
 		}
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return res, err
-	}
 	// The time is left to the transaction: the store stamps the command
 	// with the same reading of its clock that decides whether a message is
-	// scheduled, so a clock stepping back cannot defer the command.
-	msg = msg.Stamp(id, time.Time{})
-	res.Command = msg
+	// scheduled, so a clock stepping back cannot defer the command. So is
+	// the id, unless the partition needs it: an id the store gives is one
+	// it need not look for among the stored ones.
 	if len(spec.PartitionBy) == 0 {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return res, err
+		}
+		msg = msg.Stamp(id, time.Time{})
+		res.Command = msg
 		// An exclusive decider with no partition keys is partitioned by
 		// message id (a queue of commands): the command is decided in its
 		// own partition, whose history is empty, and its offset there is
 		// moved past it, as for a worker's claim of it.
-		partition = map[string]string{core.IDKey: id.String()}
+		partition = map[string]string{core.IDKey: msg.ID.String()}
 	}
 	var afters []func(context.Context) error
 	started := time.Now()
@@ -257,15 +449,16 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		if o.Now != nil {
 			msg.CreatedAt = o.Now()
 		}
-		var after int64
-		if hook != nil && !queried {
-			after = hook.begin(tx, partition)
-		}
 		var h ReadResult
-		if queried {
+		switch {
+		case queried && hook != nil:
+			h, err = hook.readQuery(tx, plan, msg)
+		case queried:
 			h, err = tx.Read(plan.Union, ReadOptions{})
-		} else {
-			h, err = tx.ReadPartition(partition, history, ReadOptions{After: after})
+		case hook != nil:
+			h, err = hook.readHistory(tx, partition, history)
+		default:
+			h, err = tx.ReadPartition(partition, history, ReadOptions{})
 		}
 		if err != nil {
 			return err
@@ -292,10 +485,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
 		var out core.Outcome
-		if queried {
+		if queried && hook != nil {
+			out, err = hook.decideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+		} else if queried {
 			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
 		} else if hook != nil {
-			out, err = hook.decide(partition, h, cmdMsg)
+			out, err = hook.decideOn(partition, h, cmdMsg)
 		} else {
 			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
 		}

@@ -1688,9 +1688,7 @@ func (rt *Router) runHook(ctx context.Context, re *reactor, tr *GroupTransition,
 		}
 		done, name = "started", "OnStart"
 	case CmdReset:
-		if rt.opts.StateCache != nil {
-			rt.opts.StateCache.Drop(re.info.Group)
-		}
+		rt.dropStates(re.info.Group)
 		if h := re.hooks.OnReset; h != nil {
 			run = func() error { return h(ctx) }
 		}
@@ -1744,11 +1742,20 @@ func (rt *Router) Reset(ctx context.Context, target any) error {
 	if err := rt.store.ResetGroup(ctx, re.info.Group); err != nil {
 		return err
 	}
-	if rt.opts.StateCache != nil {
-		// The log is unchanged, but a reset usually comes with a changed
-		// definition or upcasters: fold the group's partitions again.
-		rt.opts.StateCache.Drop(re.info.Group)
-	}
+	// The log is unchanged, but a reset usually comes with a changed
+	// definition or upcasters: fold the group's partitions again.
+	rt.dropStates(re.info.Group)
 	_, err = rt.runHooks(ctx, re)
 	return err
+}
+
+// dropStates drops the states cached for group: the router's, and those
+// Handle keeps in the store's own cache (StateCacheKeeper).
+func (rt *Router) dropStates(group string) {
+	if rt.opts.StateCache != nil {
+		rt.opts.StateCache.Drop(group)
+	}
+	if k, ok := rt.store.(StateCacheKeeper); ok && k.StateCache() != rt.opts.StateCache {
+		k.StateCache().Drop(group)
+	}
 }

@@ -67,6 +67,14 @@ type SnapshotTx interface {
 // pairs in name order, e.g. [["owner","ann"]]. Unlike PartitionKey, it is
 // unambiguous whatever the values hold.
 func SnapshotPartition(partition map[string]string) string {
+	if len(partition) == 1 {
+		for k, v := range partition {
+			if plainJSON(k) && plainJSON(v) {
+				// What json.Marshal writes, without its reflection.
+				return `[["` + k + `","` + v + `"]]`
+			}
+		}
+	}
 	keys := slices.Sorted(maps.Keys(partition))
 	pairs := make([][2]string, len(keys))
 	for i, k := range keys {
@@ -77,6 +85,19 @@ func SnapshotPartition(partition map[string]string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// plainJSON tells whether json.Marshal writes s between quotes as it is:
+// printable ASCII with no quote, backslash or character it escapes for
+// HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // snapshots is a decider's snapshot option on a store that keeps them:

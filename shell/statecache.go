@@ -57,6 +57,9 @@ type StateCache struct {
 	lru     list.List // of *stateEntry, most recently used first
 	hits    int64
 	misses  int64
+	// gen counts the calls of Drop: a state folded before a Drop is not
+	// cached after it (see putAt).
+	gen uint64
 }
 
 // stateKey identifies one cached state: the store, the decider's group,
@@ -67,6 +70,10 @@ type stateKey struct {
 	group     string
 	partition string
 	state     reflect.Type
+	// fold identifies the projection of a query decision's part
+	// (core.QueryFolding.PartKey), whose partition is its conditions
+	// (conditionsKey); nil for a partition's state.
+	fold any
 }
 
 type stateEntry struct {
@@ -107,6 +114,12 @@ func (c *StateCache) Drop(group string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
+	if group == "" {
+		clear(c.entries)
+		c.lru.Init()
+		return
+	}
 	for k, e := range c.entries {
 		if group == "" || k.group == group {
 			c.lru.Remove(e)
@@ -143,6 +156,29 @@ func (c *StateCache) put(k stateKey, state any, position int64) {
 func (c *StateCache) putUnsaved(k stateKey, state any, position int64, unsaved int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(k, state, position, unsaved)
+}
+
+// generation returns the number of Drop calls so far, for putAt.
+func (c *StateCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// putAt is putUnsaved of a state whose fold began at generation gen: it
+// caches nothing if the cache was dropped since (a deletion from the log,
+// a reset, may have come between the fold's read and now).
+func (c *StateCache) putAt(gen uint64, k stateKey, state any, position int64, unsaved int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	c.putLocked(k, state, position, unsaved)
+}
+
+func (c *StateCache) putLocked(k stateKey, state any, position int64, unsaved int) {
 	if e, ok := c.entries[k]; ok {
 		if e.Value.(*stateEntry).position >= position {
 			return
@@ -156,6 +192,19 @@ func (c *StateCache) putUnsaved(k stateKey, state any, position int64, unsaved i
 		delete(c.entries, last.Value.(*stateEntry).key)
 	}
 	c.entries[k] = c.lru.PushFront(&stateEntry{key: k, state: state, position: position, unsaved: unsaved})
+}
+
+// StateCacheKeeper is implemented by a Store that keeps a StateCache of
+// its own for Handle, dropped whenever messages are deleted from its log
+// by any process that opened it (a delete-on-ack queue's ack, a Clear):
+// with the guard position of each cached state, which Handle reads the
+// partition after, a cached state is then always the one a full fold of
+// the log gives, whoever appended or deleted. Handle uses that cache by
+// default for the deciders whose state types hold no references (see
+// CacheValueStates and HandleOptions.NoCache). sqlitestore.Store is one.
+type StateCacheKeeper interface {
+	// StateCache returns the store's cache (never nil).
+	StateCache() *StateCache
 }
 
 // cacheable reports whether a store can key a cache (its dynamic type is

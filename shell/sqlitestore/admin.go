@@ -102,7 +102,7 @@ func (s *Store) clear(conn *sqlite.Conn) error {
 	}
 	// Bumped, not deleted: other processes' writers compare the values with
 	// the ones they loaded their caches at, so the values must move.
-	for _, c := range []string{counterGroups, counterPruned} {
+	for _, c := range []string{counterGroups, counterPruned, counterDeleted} {
 		if _, err := exec(conn, s.q.g.bumpCount, func(stmt *sqlite.Stmt) { stmt.BindText(1, c) }); err != nil {
 			return err
 		}

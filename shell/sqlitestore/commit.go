@@ -21,6 +21,7 @@ type commitGroup struct {
 	types          []string // distinct types the members appended to the log
 	scheduledTypes []string
 	prunedBump     bool
+	deletedBumps   int64         // members that bumped the deleted counter
 	done           chan struct{} // closed once the group committed or rolled back
 	err            error         // why the group did not commit
 	commitNo       int64         // Store.commits after the group's commit
@@ -76,6 +77,9 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 		g.types = appendNew(g.types, t.types...)
 		g.scheduledTypes = appendNew(g.scheduledTypes, t.scheduledTypes...)
 		g.prunedBump = g.prunedBump || t.prunedBump
+		if t.deletedBump {
+			g.deletedBumps++
+		}
 	}
 	if w.conn.AutocommitEnabled() {
 		// The transaction is gone: the first member failed, or SQLite
@@ -206,6 +210,7 @@ func (s *Store) endGroup(w *writer, err error) {
 		if g.prunedBump {
 			w.prunedVersion++ // our own prune: the cache dropped its ids already
 		}
+		w.deletedVersion += g.deletedBumps // our own deletes dropped the states already
 	}
 	g.err = err
 	s.putWriter(w)

@@ -89,6 +89,9 @@ func (gs *groupSet) lookup(name string) (*groupConf, error) {
 const (
 	counterGroups = "groups"    // a group's partitioning or handled types changed
 	counterPruned = "key_pairs" // key pairs were deleted (cached ids may be stale)
+	// counterDeleted: messages were deleted from the log (Delete, Clear):
+	// the states cached for Handle (Store.StateCache) may be stale.
+	counterDeleted = "deleted"
 )
 
 // sync brings the writer's caches up to date at the start of a
@@ -106,17 +109,26 @@ func (w *writer) sync(s *Store) error {
 		return nil
 	}
 	w.dataVersion = dv
-	var groups, pruned int64
+	var groups, pruned, deleted int64
 	err = w.rows(s.q.g.counters, nil, func(stmt *sqlite.Stmt) {
 		switch stmt.ColumnText(0) {
 		case counterGroups:
 			groups = stmt.ColumnInt64(1)
 		case counterPruned:
 			pruned = stmt.ColumnInt64(1)
+		case counterDeleted:
+			deleted = stmt.ColumnInt64(1)
 		}
 	})
 	if err != nil {
 		return err
+	}
+	if deleted != w.deletedVersion {
+		// Another process deleted messages (or cleared the log): a cached
+		// state may hold them. Dropped before this transaction's work
+		// takes any.
+		s.states.Drop("")
+		w.deletedVersion = deleted
 	}
 	if pruned != w.prunedVersion {
 		w.reset()

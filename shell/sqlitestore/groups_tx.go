@@ -461,6 +461,16 @@ func (t *tx) Delete(positions ...int64) error {
 		if n == 0 {
 			continue
 		}
+		if !t.deletedBump {
+			// Other processes drop their cached states when they see the
+			// counter move (writer.sync); this one drops them now, before
+			// a later member of the transaction takes one.
+			if _, err := exec(t.conn, q.bumpCount, func(stmt *sqlite.Stmt) { stmt.BindText(1, counterDeleted) }); err != nil {
+				return fmt.Errorf("sqlitestore: delete %d: %w", pos, err)
+			}
+			t.deletedBump = true
+		}
+		t.s.states.Drop("")
 		type waiting struct{ id, group, last int64 }
 		var offs []waiting
 		err = t.w.rows(q.offsetsAtNext, bind, func(stmt *sqlite.Stmt) {

@@ -140,14 +140,32 @@ type Store struct {
 	// read-only; see checkpointer.go).
 	ckpt *checkpointer
 
+	// states is the cache Handle keeps deciders' states in (StateCache).
+	states *shell.StateCache
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
 var (
-	_ shell.Store   = (*Store)(nil)
-	_ shell.Clocked = (*Store)(nil)
+	_ shell.Store            = (*Store)(nil)
+	_ shell.Clocked          = (*Store)(nil)
+	_ shell.StateCacheKeeper = (*Store)(nil)
 )
+
+// StateCache returns the cache in which shell.Handle keeps, by default,
+// the folded states of the deciders it decides with this store (those
+// whose state types hold no references; see shell.HandleOptions.Cache and
+// NoCache): at most shell.DefaultStateCacheSize partitions. It is dropped
+// whenever messages are deleted from the log (a delete-on-ack queue's
+// ack, Clear), by this process or, noticed at the start of the next write
+// transaction, by any other that opened the file and prefix; each
+// decision reads the messages appended after its cached state's position,
+// by any process, so a cached state is always the one a full fold gives.
+// Messages deleted with SQL of one's own (AppConn) are not noticed: decide
+// with NoCache, or call Drop on this cache. Give it to a Runtime
+// (shell.Config.StateCache) to share the states with its workers.
+func (s *Store) StateCache() *shell.StateCache { return s.states }
 
 // indexBasis is what a message is indexed under.
 type indexBasis uint8
@@ -234,6 +252,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		notifier:   opts.Notifier,
 		log:        opts.Logger,
 		writer:     make(chan *writer, 1),
+		states:     shell.NewStateCache(shell.DefaultStateCacheSize),
 	}
 	if opts.Clock != nil {
 		if opts.Now != nil {

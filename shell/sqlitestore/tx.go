@@ -53,6 +53,7 @@ type tx struct {
 	// configuration: the writer reloads it after a rollback too.
 	configChanged bool
 	prunedBump    bool // the transaction bumped the key_pairs counter
+	deletedBump   bool // the transaction bumped the deleted counter
 	group         *commitGroup
 	member        int     // this transaction's place in its group (1 is the first)
 	kpIDs         []int64 // scratch: the key pair ids of the message being inserted
@@ -120,6 +121,10 @@ type prepared struct {
 	metadata  []byte // nil: NULL
 	scheduled bool
 	keys      []codec.KeyPair
+	// fresh marks a message that came without an id: prepare gave it a
+	// new one (a version 7 UUID, random past its time), which no stored
+	// message holds, so checkIDs need not look for it.
+	fresh bool
 }
 
 // Append validates, stamps and encodes every message, checks the guard and
@@ -236,6 +241,9 @@ func (t *tx) checkIDs(msgs []core.Message, preps []prepared) error {
 	anyScheduled := -1
 	for i := range msgs {
 		id := msgs[i].ID
+		if preps[i].fresh {
+			continue
+		}
 		if preps[i].scheduled {
 			inLog = append(inLog, id)
 			if !t.solo {
@@ -468,12 +476,13 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 // handles its type is refused (shell.CheckPartitionValues), scheduled or
 // not.
 func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, gs *groupSet) (core.Message, prepared, error) {
+	fresh := !m.Stamped()
 	pm, err := shell.PrepareMessage(s.reg, m, now)
 	if err != nil {
 		return m, prepared{}, err
 	}
 	m, typ := pm.Message, pm.Type
-	p := prepared{typ: typ, version: typ.Version, payload: pm.Payload, metadata: pm.Metadata, scheduled: pm.Scheduled}
+	p := prepared{typ: typ, version: typ.Version, payload: pm.Payload, metadata: pm.Metadata, scheduled: pm.Scheduled, fresh: fresh}
 	keys := keysOf(typ, &m, keyBuf, gs.basis)
 	if err := shell.CheckPartitionValues(typ.Name, keys, gs.partitionKeys(typ.Name)); err != nil {
 		return m, prepared{}, err

@@ -36,6 +36,8 @@ type writer struct {
 	dataVersion   int64 // PRAGMA data_version at the last sync
 	groupsVersion int64 // the groups counter the configuration was loaded at
 	prunedVersion int64 // the key_pairs counter the key pair cache is valid at
+	// deletedVersion is the deleted counter Store.StateCache is valid at.
+	deletedVersion int64
 }
 
 type keyPair struct{ name, value string }
