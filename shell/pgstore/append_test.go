@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -474,4 +475,49 @@ func TestStoredHorizonHeals(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestAppendAfterClearWaitsForTheStoredHorizon: after Clear starts
+// positions at 1 again, an append beside others (which hands its position
+// to the store's advancer) still returns only once the stored horizon
+// covers it, though the store saw a higher stored horizon before.
+func TestAppendAfterClearWaitsForTheStoredHorizon(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	appendOne := func(w, i int) shell.AppendResult {
+		t.Helper()
+		res, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"}), shell.AppendOptions{})
+		if err != nil {
+			t.Error(err)
+		}
+		return res
+	}
+	for i := range 200 {
+		appendOne(0, i)
+	}
+	if err := s.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 20 {
+				res := appendOne(w, i)
+				var stored int64
+				if err := s.Pool().QueryRow(ctx, `SELECT last_position FROM `+s.Prefix()+`_head WHERE id = 1`).Scan(&stored); err != nil {
+					t.Error(err)
+					return
+				}
+				if stored < res.Last {
+					t.Errorf("append at %d returned with the stored horizon at %d", res.Last, stored)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

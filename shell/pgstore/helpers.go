@@ -11,9 +11,12 @@ import (
 // consumer groups with their offsets and lifecycle-hook records,
 // heartbeats, snapshots) and starts positions at 1
 // again, for tests that reuse one store. It touches only the store's
-// prefix and takes the exclusive lock.
+// prefix and takes the exclusive lock. Stores of other processes, which
+// saw higher positions, may announce their next appends before the
+// stored horizon covers them, for at most a second (their check of the
+// stored horizon moves it).
 func (s *Store) Clear(ctx context.Context) error {
-	return s.update(ctx, lockExclusive, func(t *tx) error {
+	err := s.update(ctx, lockExclusive, func(t *tx) error {
 		n := s.names
 		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`TRUNCATE %s, %s, %s, %s, %s, %s, %s RESTART IDENTITY`, n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages)); err != nil {
 			return t.fail("clear", err)
@@ -26,6 +29,10 @@ func (s *Store) Clear(ctx context.Context) error {
 		t.head = 0
 		return nil
 	})
+	if err == nil {
+		s.adv.cleared()
+	}
+	return err
 }
 
 // ReadScheduled returns up to limit scheduled messages (all when limit <=

@@ -120,6 +120,16 @@ func (a *advancer) covered(h int64) {
 	a.s.announce(last, types)
 }
 
+// cleared forgets the stored horizon and the appends waiting: Clear
+// started positions at 1 again.
+func (a *advancer) cleared() {
+	a.mu.Lock()
+	a.stored, a.want = 0, 0
+	clear(a.pending)
+	a.pending = a.pending[:0]
+	a.mu.Unlock()
+}
+
 // raise (mu held) raises stored to h, and returns the waiting appends it
 // now covers: their newest position and the union of their types.
 func (a *advancer) raise(h int64) (last int64, types []string) {
