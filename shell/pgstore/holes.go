@@ -57,6 +57,8 @@ type advancer struct {
 	running bool
 	closed  bool
 	done    sync.WaitGroup
+	// gen counts Clears: a horizon read before one is not raised to.
+	gen int
 	// ctx ends the advancer's statement when the store closes.
 	ctx  context.Context
 	stop context.CancelFunc
@@ -101,12 +103,22 @@ func (a *advancer) heal() {
 			return
 		case <-t.C:
 		}
+		a.mu.Lock()
+		gen := a.gen
+		a.mu.Unlock()
 		ctx, cancel := context.WithTimeout(a.ctx, healInterval)
 		var adv advanced
 		err := adv.scan(a.s.pool.QueryRow(ctx, a.s.q.a.heal))
 		cancel()
 		if err == nil {
-			a.covered(adv.horizon)
+			a.mu.Lock()
+			var last int64
+			var types []string
+			if a.gen == gen {
+				last, types = a.raise(adv.horizon)
+			}
+			a.mu.Unlock()
+			a.s.announce(last, types)
 		}
 	}
 }
@@ -124,6 +136,7 @@ func (a *advancer) covered(h int64) {
 // started positions at 1 again.
 func (a *advancer) cleared() {
 	a.mu.Lock()
+	a.gen++
 	a.stored, a.want = 0, 0
 	clear(a.pending)
 	a.pending = a.pending[:0]
@@ -196,7 +209,7 @@ func (a *advancer) run() {
 	pause := settleRetry
 	for {
 		a.mu.Lock()
-		want := a.want
+		want, gen := a.want, a.gen
 		if a.closed || want <= a.stored {
 			a.running = false
 			a.mu.Unlock()
@@ -205,7 +218,11 @@ func (a *advancer) run() {
 		a.mu.Unlock()
 		h, err := a.settle(want)
 		a.mu.Lock()
-		last, types := a.raise(h)
+		var last int64
+		var types []string
+		if a.gen == gen {
+			last, types = a.raise(h)
+		}
 		a.mu.Unlock()
 		a.s.announce(last, types)
 		if err == nil {
