@@ -202,6 +202,7 @@ func (s *Store) currentGroups(ctx context.Context, fresh bool) (*groupSet, error
 // they could be read back, or a position taken by a tombstone while the
 // append was being written (see fill).
 func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, again bool, err error) {
+	gen := s.adv.generation()
 	now := s.now()
 	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
 	if err != nil {
@@ -288,7 +289,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		return s.refused(ctx, s.pool, err, plan.guard)
 	}
 	res = plan.result(positions)
-	s.afterCommit(moved == 1, res.Last, plan.types, plan.scheduledTypes)
+	s.afterCommit(gen, moved == 1, res.Last, plan.types, plan.scheduledTypes)
 	return res, false, nil
 }
 
@@ -313,6 +314,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 	if current {
 		fill = strings.Replace(fill, "$1::bigint[]", fmt.Sprintf("$1::bigint[] || currval('%s_positions')", s.names.prefix), 1)
 	}
+	gen := s.adv.generation()
 	b := &pgx.Batch{}
 	b.Queue(fill, positions)
 	b.Queue(s.q.advanceTo, int64(math.MaxInt64)) // as far as it goes
@@ -326,7 +328,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 		err = cerr
 	}
 	if err == nil {
-		s.adv.covered(adv.horizon)
+		s.adv.covered(gen, adv.horizon)
 	}
 	return err
 }
@@ -386,7 +388,7 @@ func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
 // for. A commit that appended nothing may still tell types (a group
 // resumed); the types of scheduled messages are told only of a commit
 // that appended nothing to the log (their promotion tells them again).
-func (s *Store) afterCommit(stored bool, last int64, types, scheduled []string) {
+func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled []string) {
 	switch {
 	case last == 0 && len(types) > 0: // a group resumed (tx.announce)
 		s.announce(0, types)
@@ -395,10 +397,10 @@ func (s *Store) afterCommit(stored bool, last int64, types, scheduled []string) 
 			s.notifier.Notify(scheduled)
 		}
 	case stored:
-		s.adv.covered(last)
+		s.adv.covered(gen, last)
 		s.announce(last, types)
 	default:
-		s.adv.await(last, types)
+		s.adv.await(gen, last, types)
 	}
 }
 

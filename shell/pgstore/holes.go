@@ -123,11 +123,24 @@ func (a *advancer) heal() {
 	}
 }
 
-// covered records that the stored horizon reached h (an append's commit
-// moved it) and announces the waiting appends it covers.
-func (a *advancer) covered(h int64) {
+// generation returns the number of Clears so far: a horizon read after
+// it is passed to covered with it.
+func (a *advancer) generation() int {
 	a.mu.Lock()
-	last, types := a.raise(h)
+	defer a.mu.Unlock()
+	return a.gen
+}
+
+// covered records that the stored horizon reached h (an append's commit
+// moved it), read in generation gen, and announces the waiting appends
+// it covers; a horizon read before a Clear is ignored.
+func (a *advancer) covered(gen int, h int64) {
+	a.mu.Lock()
+	var last int64
+	var types []string
+	if a.gen == gen {
+		last, types = a.raise(h)
+	}
 	a.mu.Unlock()
 	a.s.announce(last, types)
 }
@@ -170,12 +183,12 @@ func (a *advancer) raise(h int64) (last int64, types []string) {
 	return last, types
 }
 
-// await hands an append committed up to last to the advancer and waits
+// await hands an append committed up to last (in generation gen) to the advancer and waits
 // until the stored horizon covers it (or visibleWait passes, or the store
 // closes); types are announced when it does.
-func (a *advancer) await(last int64, types []string) {
+func (a *advancer) await(gen int, last int64, types []string) {
 	a.mu.Lock()
-	if last <= a.stored || a.closed {
+	if last <= a.stored || a.closed || a.gen != gen { // (a Clear removed it)
 		a.mu.Unlock()
 		a.s.announce(last, types)
 		return

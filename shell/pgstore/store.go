@@ -330,7 +330,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 	if err != nil {
 		return false, s.wrap(ctx, "begin", err)
 	}
-	t := &tx{s: s, ctx: ctx, c: c, holds: lockNone}
+	t := &tx{s: s, ctx: ctx, c: c, holds: lockNone, gen: s.adv.generation()}
 	if err := t.begin(mode); err != nil {
 		s.discard(c)
 		return false, s.wrap(ctx, "begin", err)
@@ -351,7 +351,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 			c.Release()
 		}
 		if committed {
-			s.afterCommit(t.stored, t.ownLast(), t.types, t.scheduledTypes)
+			s.afterCommit(t.gen, t.stored, t.ownLast(), t.types, t.scheduledTypes)
 		}
 	}()
 	err = fn(t)

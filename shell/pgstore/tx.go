@@ -54,6 +54,9 @@ type tx struct {
 	own    []int64
 	drew   bool
 	stored bool
+	// gen is the store's count of Clears when the transaction began (see
+	// advancer.covered).
+	gen int
 	// gone are the positions the transaction deletes: those above the
 	// stored horizon (claimed in the transaction of their append) are
 	// filled with tombstones after the commit, so that no reader waits at
@@ -319,7 +322,7 @@ func (t *tx) commit() error {
 			err = adv.scan(br.QueryRow())
 		}
 		if err == nil {
-			s.adv.covered(adv.horizon)
+			s.adv.covered(t.gen, adv.horizon)
 		} else {
 			s.log.Debug("pgstore: filling deleted positions after a commit failed", "err", err)
 		}
