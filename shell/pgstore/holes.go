@@ -9,11 +9,12 @@ import (
 // After its commit, an append waits until the stored horizon covers its
 // positions (see the package doc, "Ordering and locking"), so that a
 // read, a claim or a catch-up after Append returns sees it, as on every
-// store. Most appends move the stored horizon in their own transaction,
-// just before COMMIT (<prefix>_advance_in), and wait for nothing. The
-// others, whose transaction found the head row held by another or
-// positions below its own still in flight, hand their last position to
-// the store's advancer and wait for it.
+// store. An append that is its store's only one in flight moves the
+// stored horizon in its own transaction, just before COMMIT
+// (<prefix>_advance_in), and waits for nothing. The others, and one
+// whose transaction found the head row held by another or positions
+// below its own still in flight, hand their last position to the
+// store's advancer and wait for it.
 //
 // The advancer is one goroutine per store: it advances the stored
 // horizon for every append waiting on it at once, with one statement
@@ -92,7 +93,7 @@ const healInterval = time.Second
 // covered since. Claims read up to the stored horizon, so without it
 // their messages would wait for the next append; reads, which probe past
 // the stored horizon, are not held back meanwhile. It costs an idle store
-// one indexed read of the head row and one probe a second.
+// a statement of a few index probes a second.
 func (a *advancer) heal() {
 	defer a.done.Done()
 	t := time.NewTicker(healInterval)
