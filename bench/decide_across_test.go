@@ -56,14 +56,7 @@ var benchTransfers = core.Decider[benchBalances]{Group: "bench.transfers", Parti
 // with BenchmarkHandle (one boundary of 10 events) in the same run.
 func BenchmarkDecideAcross(b *testing.B) {
 	ctx := context.Background()
-	reg := routerRegistry(b)
-	codec.MustRegister[benchTransfer](reg, "bench.transfer")
-	codec.MustRegister[benchTransferred](reg, "bench.transferred")
-	s, err := sqlitestore.Install(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Registry: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := transferStore(b)
 	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchTransfers)
 	if err != nil {
 		b.Fatal(err)
@@ -107,14 +100,7 @@ func BenchmarkDecideAcross(b *testing.B) {
 // cached) in the same run. It reports commands per second.
 func BenchmarkDecideAcrossWarm(b *testing.B) {
 	ctx := context.Background()
-	reg := routerRegistry(b)
-	codec.MustRegister[benchTransfer](reg, "bench.transfer")
-	codec.MustRegister[benchTransferred](reg, "bench.transferred")
-	s, err := sqlitestore.Install(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Registry: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := transferStore(b)
 	// Transfers move money: the projection folds transferred events too.
 	balance := core.Projection[int]{}.With(
 		core.Evolve(func(n int, e benchDeposited) int { return n + e.Amount }),
@@ -176,4 +162,19 @@ func BenchmarkDecideAcrossWarm(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
+}
+
+// transferStore is a file store with the transfer messages registered
+// beside the router's, for the DecideAcross benchmarks.
+func transferStore(b *testing.B) *sqlitestore.Store {
+	b.Helper()
+	reg := routerRegistry(b)
+	codec.MustRegister[benchTransfer](reg, "bench.transfer")
+	codec.MustRegister[benchTransferred](reg, "bench.transferred")
+	s, err := sqlitestore.Install(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Registry: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
