@@ -14,3 +14,7 @@ func LockKey(s *Store) int64 { return s.lockKey }
 // HealMark ends the statement a store sends once a second to check the
 // stored horizon (see heal).
 const HealMark = healMark
+
+// LastPositionSQL is the statement s reads the newest position with (see
+// horizonExpr), for the test of its plans.
+func LastPositionSQL(s *Store) string { return s.q.lastPosition }

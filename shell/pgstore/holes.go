@@ -93,11 +93,13 @@ const healInterval = time.Second
 // covered since. Claims read up to the stored horizon, so without it
 // their messages would wait for the next append; reads, which probe past
 // the stored horizon, are not held back meanwhile. It costs an idle store
-// a statement of a few index probes a second.
+// a statement of a few index probes a second, and another that reads the
+// sizes of its tables (refreshStats, which analyses those that grew).
 func (a *advancer) heal() {
 	defer a.done.Done()
 	t := time.NewTicker(healInterval)
 	defer t.Stop()
+	stats := &statsWatch{tables: a.s.names.statsTables(), tried: map[string]int64{}}
 	for {
 		select {
 		case <-a.ctx.Done():
@@ -110,6 +112,9 @@ func (a *advancer) heal() {
 		ctx, cancel := context.WithTimeout(a.ctx, healInterval)
 		var adv advanced
 		err := adv.scan(a.s.pool.QueryRow(ctx, a.s.q.a.heal))
+		if err == nil {
+			a.s.refreshStats(ctx, stats)
+		}
 		cancel()
 		if err == nil {
 			a.mu.Lock()

@@ -38,11 +38,11 @@ const messageColumns = `position, message_id, message_type, payload_version, cau
 
 func newQueries(n names) queries {
 	q := queries{
-		readHead:       fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0), config_version FROM %s WHERE id = 1`, n.messages, n.prefix, n.head),
+		readHead:       fmt.Sprintf(`SELECT %s_last(), config_version FROM %s WHERE id = 1`, n.prefix, n.head),
 		advanceTo:      fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance(9223372036854775807, $1)`, n.prefix),
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
 		headPosition:   fmt.Sprintf(`SELECT last_position FROM %s WHERE id = 1`, n.head),
-		lastPosition:   fmt.Sprintf(`SELECT coalesce((SELECT position FROM %s WHERE position <= %s_horizon() AND message_type <> '' ORDER BY position DESC LIMIT 1), 0)`, n.messages, n.prefix),
+		lastPosition:   fmt.Sprintf(`SELECT %s_last()`, n.prefix),
 		countScheduled: fmt.Sprintf(`SELECT count(*) FROM %s`, n.scheduled),
 		insertMessage: fmt.Sprintf(`INSERT INTO %s (position, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, created_at, keys, key_names)
 VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9, $10, $11)`, n.messages),
@@ -171,11 +171,10 @@ SELECT h.last, m.* FROM h LEFT JOIN LATERAL (%s) m ON true ORDER BY m.position %
 // fill) is no message, so the newest position a reader is told of, and a
 // guard's, is always a message's (or 0).
 func (s *Store) horizonExpr() string {
-	bound := "position <= " + s.names.prefix + "_horizon() AND "
 	if s.unorderedPositions {
-		bound = ""
+		return fmt.Sprintf(`coalesce((SELECT position FROM %s WHERE message_type <> '' ORDER BY position DESC LIMIT 1), 0)`, s.names.messages)
 	}
-	return fmt.Sprintf(`coalesce((SELECT position FROM %s WHERE %smessage_type <> '' ORDER BY position DESC LIMIT 1), 0)`, s.names.messages, bound)
+	return s.names.prefix + "_last()"
 }
 
 // visible bounds a read of a query built by withLast to the horizon,
