@@ -145,9 +145,9 @@
 // flight: registering a group and a reset (their discovery scans the
 // log), promotions, parking operations, Clear, and a transaction that
 // appends after LastPosition (LastPosition then stays the newest
-// position, with no other transaction's message after it: the router's
-// guarded reactions use that). Claims, acks, releases and deletes take it
-// in shared mode, as appends do, and run beside them: an append wakes the
+// position, with no other transaction's message after it). Claims
+// (ClaimUpdate's too: the router's transactions), acks, releases and
+// deletes take it in shared mode, as appends do, and run beside them: an append wakes the
 // offsets it writes to with least(marker, its position), and a
 // statement that recomputes a pending marker from its snapshot applies
 // only to the row version that snapshot saw (a row an append changed
@@ -170,6 +170,41 @@
 // run twice; its writes through the transaction are rolled back in
 // between (their positions filled), anything else it does is not
 // (TestUpdateUpgradesByRunningAgain, TestUpdateLastPositionOvertaken).
+//
+// The router's transactions follow the same rules. A decider's batch
+// reads its partition holding the claim's row locks and the shared lock,
+// and its guarded appends try their boundary locks; a later guarded
+// append of the same batch is checked by a read against the messages
+// that are not the batch's own, not by reading the newest position first
+// (which would make the transaction run again under the exclusive lock).
+// And a transaction that appended commits at the end of its batch rather
+// than claiming more for up to InlineBudget: the positions it drew are
+// holes that no reader passes while it is open (shell.SkippingPositions).
+// Up to schema version 9 ClaimUpdate took the exclusive lock from its
+// start; at 1,000 accounts BenchmarkPostgresEndToEnd then spent most of
+// its time waiting for it (4.1 ms per statement on average), and every
+// append with it (TestRouterDecidesUnderBoundaryLocks,
+// TestClaimUpdateBesideAppends).
+//
+// # Plans that stay probes
+//
+// A session plans each statement once and reuses the plan until the
+// planner's knowledge of its tables changes (ANALYZE, VACUUM, DDL). A plan
+// made while a table was small and analysed as small (autovacuum analyses
+// a new table after 50 rows) is a sequential scan, even for an equality
+// probe of a unique index, and stays one as the table grows, until
+// autovacuum looks again (a minute apart by default, then every 10 % of
+// growth). Measured on BenchmarkPostgresEndToEnd: the newest position,
+// read first in every exclusive transaction, took 4.4 ms on average and
+// 90 ms at worst, its cached plan scanning the log and calling
+// <prefix>_horizon() for every row. So every open store analyses its log,
+// offsets and scheduled messages once they outgrow twice what the planner
+// knows of them (checked each second with heal; a table growing from
+// nothing to millions of rows is analysed about twenty times), and the
+// newest position is <prefix>_last() (schema version 10): primary-key
+// probes down from the horizon, and past a longer run of tombstones or
+// deleted messages a statement planned afresh
+// (TestNewestPositionNeverScansTheLog, TestIDCheckNeverScansTheLog).
 //
 // Alternatives measured or reasoned (bench: BenchmarkPostgresAppendParallel,
 // whose impl=floor is a bare pgx program of the same rows, positions from
@@ -237,7 +272,10 @@
 // writes, COMMIT and the horizon's advance), plus the coalesced
 // notification after it; a decision in an Update three (the read, with
 // BEGIN queued; the locks, the read's check, the append's checks and
-// writes; COMMIT and the advance);
+// writes; COMMIT and the advance); shell.Handle five (the read; the
+// command's append with the locks and the read's check; the events'
+// append; the offset's move, with its boundary lock and the server's
+// check of its position; COMMIT and the advance);
 // a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR

@@ -35,6 +35,7 @@ type groupQueries struct {
 	ensureOffset                           string
 	remark, held, release, moveTo          string
 	remarkAt, raiseMoved                   string
+	pastNewest                             string
 	claimMany, claimQueue, ackMany         string
 	// claimManyOwn and claimQueueOwn claim up to the horizon as the
 	// statement sees it (the transaction's own appends in it): for a
@@ -211,6 +212,10 @@ SELECT CASE WHEN n = $6::bigint THEN n ELSE ('%[4]s ' || ($6::bigint - n) || ' o
 WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		release: f(`UPDATE %s SET claimed = false, claimed_at = NULL, claimed_by = NULL WHERE id = $1`, n.offsets),
 		moveTo:  f(`UPDATE %s SET last_position = greatest(last_position, $2) WHERE id = $1`, n.offsets),
+		// pastNewest refuses to move an offset to position $1 past the
+		// newest position (the newest message at or below the horizon, or
+		// $2, the transaction's own newest), which it gives as the detail.
+		pastNewest: f(`SELECT %[1]s_refuse('past the newest position', x.n::text) FROM (SELECT greatest(%[1]s_last(), $2::bigint) AS n) x WHERE $1::bigint > x.n`, n.prefix),
 		// remarkAt is remark for the offset of group $1 and partition $2
 		// that AdvanceOffset moved to $3 (none when it did not).
 		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3 AND %s`, n.offsets, next, n.groups, unchanged),
@@ -1225,27 +1230,25 @@ func (t *tx) Delete(positions ...int64) error {
 // Unless the transaction holds the exclusive lock, it locks the
 // partition's boundary for the group's handled types in exclusive mode
 // (see boundary.go), as a guard on the partition would: no message of
-// the partition can then be in flight below position.
+// the partition can then be in flight below position. The locks, the
+// check that position is not past the newest one and the move go in one
+// round trip (advanceLocked).
 func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
 	if err := t.usable(); err != nil {
 		return false, err
 	}
 	s := t.s
-	newest := t.head
 	if gs := s.groups.Load(); t.holds != lockExclusive && gs != nil && gs.byName[group] != nil {
-		var err error
-		if newest, err = t.lockPartition(gs, gs.byName[group], partition); err != nil {
-			return false, err
-		}
-	} else if err := t.enter(lockExclusive, true); err != nil {
+		return t.advanceLocked(gs, gs.byName[group], partition, position)
+	}
+	if err := t.enter(lockExclusive, true); err != nil {
 		return false, err
 	}
-	q := s.q.g
 	g := t.gs.byName[group]
 	if g == nil {
 		return false, s.unknownGroup(t.ctx, t.c, group)
 	}
-	if newest = max(newest, t.ownLast()); position > newest {
+	if newest := max(t.head, t.ownLast()); position > newest {
 		return false, fmt.Errorf("pgstore: advance %s to position %d, past the newest position %d", group, position, newest)
 	}
 	if position <= 0 {
@@ -1255,10 +1258,69 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 	if err != nil {
 		return false, err
 	}
-	// One round trip: the offset made sure of, then moved in one
-	// statement unless it is past position already or a message it has
-	// not processed lies before position, its pending marker recomputed
-	// and the group's highest position raised when it moved.
+	b := &pgx.Batch{}
+	t.queueAdvance(b, g, tp, position)
+	return t.advanced(t.c.SendBatch(t.ctx, b), position)
+}
+
+// advanceLocked is AdvanceOffset for a transaction without the exclusive
+// lock, in one round trip: the partition's boundary lock (and those of
+// the transaction's reads, checked), the server's refusal of a position
+// past the newest one (the transaction's own appends count), and the
+// move. A refusal of the position aborts the transaction, as any failed
+// statement does.
+func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]string, position int64) (bool, error) {
+	if position <= 0 {
+		return true, nil
+	}
+	tp, err := g.tupleOf("advance", partition)
+	if err != nil {
+		return false, err
+	}
+	s := t.s
+	keys := boundarySet{}
+	conds := make([]core.Condition, len(g.handled))
+	for i, typ := range g.handled {
+		conds[i] = core.Condition{Type: typ, Attrs: partition}
+	}
+	keys.guard(conds)
+	for _, r := range t.reads {
+		keys.guard(r.Conditions)
+	}
+	b, pre := t.batch()
+	missing := keys.missing(t.keys)
+	s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
+	t.queueReadChecks(b)
+	b.Queue(s.q.g.pastNewest, position, t.ownLast())
+	t.queueAdvance(b, g, tp, position)
+	br, err := t.send(b, pre)
+	if err != nil {
+		return false, t.fail("advance", err)
+	}
+	if err := t.lockedByAppend(br, gs, missing); err != nil {
+		br.Close()
+		return false, err
+	}
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		var pe *pgconn.PgError
+		if isRefusal(err) && errors.As(err, &pe) {
+			t.fail("advance", err)
+			return false, fmt.Errorf("pgstore: advance %s to position %d, past the newest position %s", g.name, position, pe.Detail)
+		}
+		return false, t.fail("advance", err)
+	}
+	return t.advanced(br, position)
+}
+
+// queueAdvance queues the move of g's offset of tp to position: the
+// offset made sure of, then moved in one statement unless it is past
+// position already or a message it has not processed lies before
+// position, its pending marker recomputed and the group's highest
+// position raised when it moved.
+func (t *tx) queueAdvance(b *pgx.Batch, g *groupConf, tp tuple, position int64) {
+	s := t.s
+	q := s.q.g
 	var args sqlArgs
 	groupArg, keyArg, posArg := args.add(g.row), args.add(tp.key), args.add(position)
 	move := fmt.Sprintf(`WITH o AS (SELECT id, last_position FROM %[1]s WHERE consumer_group_id = %[3]s AND partition_key = %[4]s FOR UPDATE),
@@ -1267,15 +1329,18 @@ c AS (SELECT o.id, o.last_position, o.last_position < %[5]s AND EXISTS (
 u AS (UPDATE %[1]s x SET last_position = %[5]s FROM c WHERE x.id = c.id AND c.last_position < %[5]s AND NOT c.blocked RETURNING x.id)
 SELECT c.last_position, c.blocked FROM c`,
 		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args))
-	b := &pgx.Batch{}
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(move, args...)
 	b.Queue(q.remarkAt, g.row, tp.key, position)
 	b.Queue(q.raiseMoved, g.row, position, tp.key)
-	br := t.c.SendBatch(t.ctx, b)
+}
+
+// advanced reads the results of queueAdvance's statements (the rest of
+// br) and closes br: whether the offset is at position now.
+func (t *tx) advanced(br pgx.BatchResults, position int64) (bool, error) {
 	var last int64
 	var blocked bool
-	_, err = br.Exec()
+	_, err := br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(&last, &blocked)
 	}
@@ -1749,17 +1814,4 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 		out = append(out, o)
 	}
 	return out, rows.Err()
-}
-
-// lockPartition takes, for AdvanceOffset, the boundary locks of g's
-// partition in exclusive mode (see lockBoundaries), and returns the
-// newest position.
-func (t *tx) lockPartition(gs *groupSet, g *groupConf, partition map[string]string) (int64, error) {
-	conds := make([]core.Condition, len(g.handled))
-	for i, typ := range g.handled {
-		conds[i] = core.Condition{Type: typ, Attrs: partition}
-	}
-	keys := boundarySet{}
-	keys.guard(conds)
-	return t.lockBoundaries(gs, keys)
 }
