@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -448,7 +449,9 @@ type appendPlan struct {
 	// logged marks the messages written to the log (not scheduled), n
 	// their number.
 	logged []bool
-	n      int64
+	// given marks the messages that came with their ids (see ids).
+	given []bool
+	n     int64
 	// inserts are the batch indexes of the log inserts, in message
 	// order; firstInsert the first (or -1), commitAt the COMMIT's index
 	// in a standalone append (or -1).
@@ -463,11 +466,12 @@ type appendPlan struct {
 }
 
 func planAppend(stamped []core.Message, preps []prepared, guard *core.Guard) *appendPlan {
-	p := &appendPlan{stamped: stamped, logged: make([]bool, len(stamped)), firstInsert: -1, commitAt: -1}
+	p := &appendPlan{stamped: stamped, logged: make([]bool, len(stamped)), given: make([]bool, len(stamped)), firstInsert: -1, commitAt: -1}
 	if guard != nil && len(guard.Conditions) > 0 {
 		p.guard = guard
 	}
 	for i := range stamped {
+		p.given[i] = preps[i].givenID
 		if preps[i].scheduled {
 			p.scheduledTypes = appendDistinct(p.scheduledTypes, stamped[i].Type)
 			continue
@@ -536,25 +540,38 @@ func (s *Store) queueLock(b *pgx.Batch, store, exclusive bool, keys []boundaryKe
 	b.Queue(s.q.a.lock, key, exclusive, s.boundaryNS, ks, xs, try, config, idArg)
 }
 
-// ids are the ids of the append's messages.
+// ids are the ids the append's messages came with (nil: none). The ids
+// the store gave (version 7 UUIDs, drawn as the message was stamped) are
+// not looked for among the stored ones: no append had them before, and
+// the unique indexes would refuse one anyway (see uniqueViolation).
 func (p *appendPlan) ids() []uuid.UUID {
-	ids := make([]uuid.UUID, len(p.stamped))
+	var ids []uuid.UUID
 	for i := range p.stamped {
-		ids[i] = p.stamped[i].ID
+		if p.given[i] {
+			ids = append(ids, p.stamped[i].ID)
+		}
 	}
 	return ids
 }
 
+// checked reports whether the append has checks to run before it writes:
+// an id it came with, or a guard.
+func (p *appendPlan) checked() bool { return p.guard != nil || slices.Contains(p.given, true) }
+
 // queueChecks queues the statements that refuse the append before it
 // writes (a stored id, the guard), and returns how many they are.
 func (s *Store) queueChecks(b *pgx.Batch, p *appendPlan) int {
-	b.Queue(s.q.a.ids, p.ids())
-	if p.guard == nil {
-		return 1
+	n := 0
+	if ids := p.ids(); ids != nil {
+		b.Queue(s.q.a.ids, ids)
+		n++
 	}
-	sql, args := s.refuseConflictSQL(p.guard, nil)
-	b.Queue(sql, args...)
-	return 2
+	if p.guard != nil {
+		sql, args := s.refuseConflictSQL(p.guard, nil)
+		b.Queue(sql, args...)
+		n++
+	}
+	return n
 }
 
 // queueWrites queues the append's writes: the messages, scheduled or at

@@ -618,6 +618,9 @@ type prepared struct {
 	metadata  []byte // nil: NULL
 	scheduled bool
 	keys      []codec.KeyPair
+	// givenID is set when the message came with its id (else the store
+	// stamped it).
+	givenID bool
 }
 
 // Append validates, stamps and encodes every message, checks the guard
@@ -678,9 +681,15 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
 		t.queueReadChecks(b)
 	}
-	b.Queue("SAVEPOINT sourced_append")
-	checks := s.queueChecks(b, plan)
-	b.Queue("RELEASE SAVEPOINT sourced_append")
+	// The checks run inside a savepoint, so that a refusal leaves the
+	// transaction usable; an append with none (no guard, every id the
+	// store's own) needs no savepoint.
+	checks := 0
+	if plan.checked() {
+		b.Queue("SAVEPOINT sourced_append")
+		checks = s.queueChecks(b, plan)
+		b.Queue("RELEASE SAVEPOINT sourced_append")
+	}
 	s.queueWrites(b, gs, plan, preps, now)
 	br, err := t.send(b, pre)
 	if err != nil {
@@ -692,22 +701,23 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 			return shell.AppendResult{}, err
 		}
 	}
-	if _, err = br.Exec(); err == nil { // SAVEPOINT
-		for range checks {
-			if _, err = br.Exec(); err != nil {
-				break
+	if checks > 0 {
+		if _, err = br.Exec(); err == nil { // SAVEPOINT
+			for range checks {
+				if _, err = br.Exec(); err != nil {
+					break
+				}
 			}
 		}
-	}
-	if err != nil {
-		br.Close()
-		return t.refusedInTx(err, plan.guard)
-	}
-	if _, err = br.Exec(); err == nil { // RELEASE
-		if !t.drew && plan.n > 0 {
-			t.drew = true
-			s.appending.Add(1)
+		if err != nil {
+			br.Close()
+			return t.refusedInTx(err, plan.guard)
 		}
+		_, err = br.Exec() // RELEASE
+	}
+	if err == nil && !t.drew && plan.n > 0 {
+		t.drew = true
+		s.appending.Add(1)
 	}
 	positions := make([]int64, 0, plan.n)
 	start := plan.commitAt - plan.writes // the batch index of the first write
@@ -803,7 +813,9 @@ func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opt
 	preps := make([]prepared, len(msgs))
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
 	for i, m := range msgs {
+		given := m.ID != uuid.Nil
 		m, p, err := s.prepare(m, now, gs.byID)
+		p.givenID = given
 		if err == nil {
 			err = gs.checkValues(m, p)
 		}
