@@ -362,3 +362,14 @@ type SkippingPositions interface {
 	// PositionsMaySkip reports whether the store's positions may skip.
 	PositionsMaySkip() bool
 }
+
+// AppendWaiter is implemented by a store whose positions may skip and
+// whose appends, once committed, wait until every position below theirs
+// is settled (pgstore: the read horizon). AppendsWaiting reports whether
+// an append of this process waits so now: a transaction holding
+// positions in flight then holds it back, and the router commits its
+// transaction at the end of the batch instead of handling more batches
+// in it (see RouterOptions.InlineBudget).
+type AppendWaiter interface {
+	AppendsWaiting() bool
+}

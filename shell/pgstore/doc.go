@@ -176,10 +176,13 @@
 // and its guarded appends try their boundary locks; a later guarded
 // append of the same batch is checked by a read against the messages
 // that are not the batch's own, not by reading the newest position first
-// (which would make the transaction run again under the exclusive lock).
-// And a transaction that appended commits at the end of its batch rather
-// than claiming more for up to InlineBudget: the positions it drew are
-// holes that no reader passes while it is open (shell.SkippingPositions).
+// (which would make the transaction run again under the exclusive lock),
+// and only when no earlier guard of the batch with the same conditions
+// covers it (the transaction holds that boundary's lock). And a
+// transaction that appended commits at the end of its batch, rather than
+// claiming more for up to InlineBudget, when an append of this process
+// waits (Store.AppendsWaiting, shell.AppendWaiter): the positions it drew
+// are holes that no reader passes while it is open.
 // Up to schema version 9 ClaimUpdate took the exclusive lock from its
 // start; at 1,000 accounts BenchmarkPostgresEndToEnd then spent most of
 // its time waiting for it (4.1 ms per statement on average), and every

@@ -129,6 +129,16 @@ func (a *advancer) heal() {
 	}
 }
 
+// AppendsWaiting reports whether an append of this store waits for the
+// stored horizon to cover it (shell.AppendWaiter): the router then ends
+// its transactions that hold positions in flight at the end of a batch.
+func (s *Store) AppendsWaiting() bool {
+	a := s.adv
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) > 0
+}
+
 // generation returns the number of Clears so far: a horizon read after
 // it is passed to covered with it.
 func (a *advancer) generation() int {
