@@ -1284,13 +1284,7 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 		conds[i] = core.Condition{Type: typ, Attrs: partition}
 	}
 	keys.guard(conds)
-	for _, r := range t.reads {
-		keys.guard(r.Conditions)
-	}
-	b, pre := t.batch()
-	missing := keys.missing(t.keys)
-	s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
-	t.queueReadChecks(b)
+	b, pre, missing := t.lockBatch(gs, keys)
 	b.Queue(s.q.g.pastNewest, position, t.ownLast())
 	t.queueAdvance(b, g, tp, position)
 	br, err := t.send(b, pre)

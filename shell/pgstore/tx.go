@@ -419,13 +419,7 @@ func (t *tx) syncLock() error {
 // position, in one round trip.
 func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
 	s := t.s
-	for _, r := range t.reads {
-		keys.guard(r.Conditions)
-	}
-	b, pre := t.batch()
-	missing := keys.missing(t.keys)
-	s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
-	t.queueReadChecks(b)
+	b, pre, missing := t.lockBatch(gs, keys)
 	b.Queue(s.q.lastPosition)
 	br, err := t.send(b, pre)
 	if err != nil {
@@ -442,6 +436,22 @@ func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
 		err = t.fail("lock", cerr)
 	}
 	return last, err
+}
+
+// lockBatch starts a batch (the queued statements first, pre of them)
+// with the statement that takes the store's lock in shared mode (unless
+// the transaction holds it) and the boundary locks of keys and of the
+// transaction's reads it does not hold yet (missing), and the checks of
+// those reads: lockedByAppend reads their results.
+func (t *tx) lockBatch(gs *groupSet, keys boundarySet) (b *pgx.Batch, pre int, missing []boundaryKey) {
+	for _, r := range t.reads {
+		keys.guard(r.Conditions)
+	}
+	b, pre = t.batch()
+	missing = keys.missing(t.keys)
+	t.s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
+	t.queueReadChecks(b)
+	return b, pre, missing
 }
 
 // PositionsMaySkip reports that this store's positions may skip numbers
