@@ -27,7 +27,7 @@ import (
 // and analyses those that have more than doubled since. The statistics
 // change, every session's cached plans of the table are planned again,
 // and a table that grows from nothing to millions of rows is analysed
-// about twenty times in all. Another store's ANALYZE counts for this one;
+// about a dozen times in all. Another store's ANALYZE counts for this one;
 // one the role may not run (not the table's owner: the server skips it
 // with a warning) is not tried again before the table doubles again.
 

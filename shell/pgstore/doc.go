@@ -203,7 +203,7 @@
 // <prefix>_horizon() for every row. So every open store analyses its log,
 // offsets and scheduled messages once they outgrow twice what the planner
 // knows of them (checked each second with heal; a table growing from
-// nothing to millions of rows is analysed about twenty times), and the
+// nothing to millions of rows is analysed about a dozen times), and the
 // newest position is <prefix>_last() (schema version 10): primary-key
 // probes down from the horizon, and past a longer run of tombstones or
 // deleted messages a statement planned afresh
