@@ -492,7 +492,13 @@ func TestTailingAcrossServerRestart(t *testing.T) {
 	if err := checkTails(ctx, first, seen); err != nil {
 		t.Fatal(err)
 	}
-	if failed.Load() == 0 || readErrs.Load() == 0 {
+	// Some operation must have met the restart, or the test tried
+	// nothing. Not necessarily an append: one whose connection broke
+	// before it sent anything is retried by pgx on a new connection
+	// unseen, and in one CI run all 624 appends went through so (their
+	// writers were waiting for the horizon while the server was down),
+	// while 40 reads failed.
+	if failed.Load()+readErrs.Load() == 0 {
 		t.Errorf("%d failed appends and %d failed reads: the restart was not met (the test tried nothing)", failed.Load(), readErrs.Load())
 	}
 	t.Logf("%d positions, %d appends (%d failed across the restart), %d reads (%d failed)", st.MaxPosition, appended.Load(), failed.Load(), reads.Load(), readErrs.Load())
