@@ -384,7 +384,7 @@ func (t *tx) fail(op string, err error) error {
 // Context is the transaction handed to sync work. Unless the transaction
 // holds the exclusive lock, it takes the store's lock in shared mode and
 // the boundaries of the transaction's reads in exclusive mode, checking
-// the reads under them (see lockBoundaries), as an append does: sync work
+// the reads under them (see lockReads), as an append does: sync work
 // of transactions on other boundaries runs side by side, and writes what
 // the transaction decided on reads no other append has overtaken.
 func (t *tx) Context() core.Tx {
@@ -405,37 +405,28 @@ func (t *tx) syncLock() error {
 	if err != nil {
 		return t.fail("sync", err)
 	}
-	if _, err := t.lockBoundaries(gs, boundarySet{}); err != nil {
+	if err := t.lockReads(gs); err != nil {
 		return err
 	}
 	return t.flush()
 }
 
-// lockBoundaries takes the store's lock in shared mode (unless the
-// transaction holds it), the boundary locks of keys and of the
-// transaction's reads it does not hold (tried only, as an append's,
-// when it holds locks already: see Append), checks the group
-// configuration and the reads under them, and returns the newest
-// position, in one round trip.
-func (t *tx) lockBoundaries(gs *groupSet, keys boundarySet) (int64, error) {
-	s := t.s
-	b, pre, missing := t.lockBatch(gs, keys)
-	b.Queue(s.q.lastPosition)
+// lockReads takes the store's lock in shared mode (unless the
+// transaction holds it) and the boundary locks of the transaction's reads
+// it does not hold (tried only, as an append's, when it holds locks
+// already: see Append), and checks the group configuration and the reads
+// under them, in one round trip.
+func (t *tx) lockReads(gs *groupSet) error {
+	b, pre, missing := t.lockBatch(gs, boundarySet{})
 	br, err := t.send(b, pre)
 	if err != nil {
-		return 0, t.fail("lock", err)
+		return t.fail("lock", err)
 	}
 	err = t.lockedByAppend(br, gs, missing)
-	var last int64
-	if err == nil {
-		if err = br.QueryRow().Scan(&last); err != nil {
-			err = t.fail("lock", err)
-		}
-	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = t.fail("lock", cerr)
 	}
-	return last, err
+	return err
 }
 
 // lockBatch starts a batch (the queued statements first, pre of them)
