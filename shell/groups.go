@@ -175,6 +175,18 @@ type GroupTx interface {
 	AdvanceOffset(group string, partition map[string]string, position int64) (bool, error)
 }
 
+// DeferredAdvancer is implemented by a Tx that can send an offset's move
+// (GroupTx.AdvanceOffset) with the transaction's COMMIT instead of in a
+// round trip of its own, as an append with AppendOptions.Deferred: Handle
+// moves its decider's offset past the command it decided this way, since
+// it needs no answer. A failure the store can tell at once (an unknown
+// group, a partition missing a key) is returned at once; one the server
+// finds fails the transaction: Update returns it. A store may move the
+// offset at once instead.
+type DeferredAdvancer interface {
+	AdvanceOffsetDeferred(group string, partition map[string]string, position int64) error
+}
+
 // ClaimManyTx is implemented by a store's Tx that can claim several
 // partitions of a group in one step (one statement where the store can),
 // so that a worker draining a group of many small partitions (a

@@ -501,8 +501,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 			}
 			return err
 		}
+		// Nothing below needs the events' positions, nor an answer from
+		// the offset's move: a store over a network sends both with the
+		// commit, or with the sync work's first statement
+		// (AppendOptions.Deferred, DeferredAdvancer).
 		if len(out.Events) > 0 {
-			evs, err := tx.Append(out.Events, AppendOptions{})
+			evs, err := tx.Append(out.Events, AppendOptions{Deferred: true})
 			if err != nil {
 				return err
 			}
@@ -510,7 +514,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, op
 		}
 		// An unregistered group fails here (*UnknownGroupError), which rolls
 		// the command and its events back.
-		if _, err := tx.AdvanceOffset(spec.Group, partition, res.Position); err != nil {
+		if da, ok := tx.(DeferredAdvancer); ok {
+			err = da.AdvanceOffsetDeferred(spec.Group, partition, res.Position)
+		} else {
+			_, err = tx.AdvanceOffset(spec.Group, partition, res.Position)
+		}
+		if err != nil {
 			return err
 		}
 		for _, w := range out.Sync {

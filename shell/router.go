@@ -1294,8 +1294,11 @@ func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, bg *batchG
 		switch s := s.(type) {
 		case effects.Append:
 			msgs := effects.Correlate(s, p.Source.Message)
-			opts := AppendOptions{Guard: s.Guard}
-			if s.Guard != nil && len(bg.own) > 0 {
+			// On a store whose positions may skip, the batch knows its
+			// own messages by id: their positions are the store's to send
+			// with the commit (AppendOptions.Deferred).
+			opts := AppendOptions{Guard: s.Guard, Deferred: bg.skips}
+			if s.Guard != nil && bg.wrote {
 				// Check the guard against the messages that are not the
 				// batch's own, so a batch never conflicts with itself.
 				if err := bg.check(tx, *s.Guard); err != nil {
@@ -1313,11 +1316,7 @@ func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, bg *batchG
 			if s.Guard != nil {
 				bg.checked = append(bg.checked, *s.Guard)
 			}
-			for _, pos := range res.Positions {
-				if pos > 0 { // 0: scheduled, not in the log yet
-					bg.own = append(bg.own, pos)
-				}
-			}
+			bg.add(res)
 		case effects.Sync:
 			if err := protect(func() error { return s.Work(ctx, tx.Context()) }); err != nil {
 				return err
@@ -1355,13 +1354,38 @@ func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, bg *batchG
 // write, which would conflict with the batch's own messages if the store
 // checked them.
 type batchGuards struct {
-	// own are the positions the batch's appends were given; checked the
-	// guards its appends passed (checked by the store or by check).
+	// own are the positions the batch's appends were given, ownIDs the
+	// ids of their messages (on a store whose positions may skip, which
+	// may defer the positions); wrote is set after the first append that
+	// wrote to the log; checked are the guards its appends passed (checked by the
+	// store or by check).
 	own     []int64
+	ownIDs  map[uuid.UUID]bool
+	wrote   bool
 	checked []core.Guard
 	// skips: the store hands positions out to transactions in flight at
 	// once (positionsMaySkip).
 	skips bool
+}
+
+// add records an append of the batch.
+func (bg *batchGuards) add(res AppendResult) {
+	for _, pos := range res.Positions {
+		if pos > 0 { // 0: scheduled, not in the log yet
+			bg.own = append(bg.own, pos)
+		}
+	}
+	if bg.skips {
+		if bg.ownIDs == nil {
+			bg.ownIDs = make(map[uuid.UUID]bool, len(res.Messages))
+		}
+		for _, m := range res.Messages {
+			bg.ownIDs[m.ID] = true
+		}
+	}
+	// On a store that may defer the positions, an append of messages all
+	// scheduled counts as a write too: the check after it only reads.
+	bg.wrote = bg.wrote || len(bg.own) > 0 || bg.skips && len(res.Messages) > 0
 }
 
 // check fails with a *core.ConflictError if a message matching g follows
@@ -1378,7 +1402,8 @@ type batchGuards struct {
 // message after the batch's first position is the batch's own: the read
 // stops before it. On one whose positions may skip, others' messages may
 // lie among the batch's own: the read has no upper bound and leaves the
-// batch's out. Such a store (pgstore) checks an unbounded read again under
+// batch's out (by id: such a store may send the batch's appends, and
+// learn their positions, only with its next statement). Such a store (pgstore) checks an unbounded read again under
 // the locks of the append that follows, whereas reading the newest
 // position first would make its transaction run again under its
 // exclusive lock.
@@ -1403,7 +1428,7 @@ func (bg *batchGuards) check(tx Tx, g core.Guard) error {
 	}
 	var conflicts []core.PositionedMessage
 	for _, m := range res.Messages {
-		if !slices.Contains(bg.own, m.Position) {
+		if !slices.Contains(bg.own, m.Position) && !bg.ownIDs[m.ID] {
 			conflicts = append(conflicts, m)
 		}
 	}

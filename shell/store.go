@@ -151,12 +151,24 @@ type AppendOptions struct {
 	// Guard, when set, makes the append fail with a *core.ConflictError
 	// if a message matching its conditions arrived after its position.
 	Guard *core.Guard
+	// Deferred tells a transaction's Append that the caller needs no
+	// positions: a store over a network may then send the append with
+	// the transaction's next statement or its COMMIT instead of in a
+	// round trip of its own (pgstore does, for an append with no Guard
+	// and no ids of its own, on boundaries it can lock side by side),
+	// which also keeps the positions it draws in flight for one round
+	// trip only. The result of a deferred append has the stamped
+	// Messages and no Positions (nil, Last 0); a failure of it fails the
+	// transaction (Update returns it) instead of the Append. A store that
+	// writes at once ignores it, as does a standalone append.
+	Deferred bool
 }
 
 // AppendResult reports what an append did.
 type AppendResult struct {
 	// Positions holds, for each appended message in order, its position in
-	// the log, or 0 when it was scheduled for later.
+	// the log, or 0 when it was scheduled for later; nil when the append
+	// was deferred (AppendOptions.Deferred).
 	Positions []int64
 	// Messages are the messages as stored, stamped, aligned with Positions.
 	Messages []core.Message

@@ -1279,13 +1279,11 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 	}
 	s := t.s
 	keys := boundarySet{}
-	conds := make([]core.Condition, len(g.handled))
-	for i, typ := range g.handled {
-		conds[i] = core.Condition{Type: typ, Attrs: partition}
-	}
-	keys.guard(conds)
+	keys.guard(g.conditions(partition))
 	b, pre, missing := t.lockBatch(gs, keys)
-	b.Queue(s.q.g.pastNewest, position, t.ownLast())
+	if position > t.ownLast() { // at or below its own, a position is not past the newest
+		b.Queue(s.q.g.pastNewest, position, t.ownLast())
+	}
 	t.queueAdvance(b, g, tp, position)
 	br, err := t.send(b, pre)
 	if err != nil {
@@ -1294,6 +1292,9 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 	if err := t.lockedByAppend(br, gs, missing); err != nil {
 		br.Close()
 		return false, err
+	}
+	if position <= t.ownLast() {
+		return t.advanced(br, position)
 	}
 	if _, err := br.Exec(); err != nil {
 		br.Close()
@@ -1305,6 +1306,16 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 		return false, t.fail("advance", err)
 	}
 	return t.advanced(br, position)
+}
+
+// conditions are the conditions of g's handled types in partition: what
+// an offset's move locks.
+func (g *groupConf) conditions(partition map[string]string) []core.Condition {
+	conds := make([]core.Condition, len(g.handled))
+	for i, typ := range g.handled {
+		conds[i] = core.Condition{Type: typ, Attrs: partition}
+	}
+	return conds
 }
 
 // queueAdvance queues the move of g's offset of tp to position: the
@@ -1808,4 +1819,51 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// AdvanceOffsetDeferred is AdvanceOffset sent with the transaction's next
+// batch, its COMMIT's at the latest (see shell.DeferredAdvancer): the
+// partition's boundary lock, the server's refusal of a position past the
+// newest one and the move, with no answer read. Where AdvanceOffset would
+// take the exclusive lock (a group this process has not loaded, a
+// transaction holding it already), or the position lies beyond the
+// transaction's own positions known so far, it moves the offset at once.
+func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, position int64) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	s := t.s
+	gs := s.groups.Load()
+	if t.holds == lockExclusive || gs == nil || gs.byName[group] == nil || s.unorderedPositions || t.drawing && position > t.ownLast() {
+		_, err := t.AdvanceOffset(group, partition, position)
+		return err
+	}
+	if position <= 0 {
+		return nil
+	}
+	g := gs.byName[group]
+	tp, err := g.tupleOf("advance", partition)
+	if err != nil {
+		return err
+	}
+	keys := boundarySet{}
+	keys.guard(g.conditions(partition))
+	past := fmt.Sprintf("pgstore: advance %s to position %d, past the newest position", g.name, position)
+	t.deferLocked(gs, keys, func(b *pgx.Batch) {
+		if position > t.ownLast() {
+			b.Queue(s.q.g.pastNewest, position, t.ownLast())
+		}
+		t.queueAdvance(b, g, tp, position)
+	}, func(i int, q *queued) {
+		if q.sql == s.q.g.pastNewest {
+			q.onErr = func(err error) error {
+				var pe *pgconn.PgError
+				if isRefusal(err) && errors.As(err, &pe) {
+					return fmt.Errorf("%s %s", past, pe.Detail)
+				}
+				return err
+			}
+		}
+	})
+	return nil
 }

@@ -176,3 +176,62 @@ func TestClaimAckRoundTrips(t *testing.T) {
 		t.Errorf("%d round trips for 15 claims and %d for 15 acks, want at most 3 and 1 each", claims, acks)
 	}
 }
+
+// TestHandleRoundTrips counts the round trips of shell.Handle on a
+// partition of its own: the read (before the transaction), the command's
+// append (BEGIN, its locks and its insert, whose position the decision
+// needs), and the COMMIT, which carries the events' append and the
+// offset's move (shell.AppendOptions.Deferred, shell.DeferredAdvancer).
+// Sent one by one, as before, they were five; the balances show that
+// what went with the COMMIT was written. (The notification to other
+// processes after the commit goes on a connection of its own, off the
+// command's path: not counted.)
+func TestHandleRoundTrips(t *testing.T) {
+	rts := &appendTrips{}
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), Tracer: rts, MaxConns: 2})
+	ctx := context.Background()
+	const warm, n = 5, 20
+	var total int64
+	for i := range warm + n {
+		before := rts.n.Load()
+		acct := "a" + strconv.Itoa(i%3)
+		res, err := shell.Handle(ctx, s, rlAccounts, rlDeposit{Account: acct, Amount: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 2 * (i/3 + 1); res.State != want {
+			t.Fatalf("command %d: balance %d, want %d", i, res.State, want)
+		}
+		if len(res.Events) != 1 {
+			t.Fatalf("command %d: %d events, want 1", i, len(res.Events))
+		}
+		if i >= warm { // the first registers the group and warms the caches
+			total += rts.n.Load() - before
+		}
+	}
+	t.Logf("%.2f round trips per Handle", float64(total)/n)
+	if total > 3*n {
+		t.Errorf("%d round trips for %d Handles, want at most 3 each", total, n)
+	}
+	// Every event and every offset's move went with a COMMIT: the
+	// balances read back, and the group has nothing left to claim.
+	for i := range 3 {
+		acct := "a" + strconv.Itoa(i)
+		bal, _, err := shell.Load(ctx, s, rlAccounts, map[string]string{"account": acct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for j := range warm + n {
+			if j%3 == i {
+				want += 2
+			}
+		}
+		if bal != want {
+			t.Errorf("%s: balance %d read back, want %d", acct, bal, want)
+		}
+	}
+	if c, err := s.ClaimNext(ctx, rlAccounts.Group, "w1", 10); err != nil || c != nil {
+		t.Errorf("after the Handles a worker claimed %+v (%v), want nothing: every offset moved past its command", c, err)
+	}
+}

@@ -371,6 +371,9 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 		return false, err
 	}
 	if err := t.commit(); err != nil {
+		if t.restart { // a deferred append's lock or insert refused
+			return true, nil
+		}
 		return false, s.wrap(context.Background(), "commit", err)
 	}
 	committed = true

@@ -54,6 +54,9 @@ type tx struct {
 	own    []int64
 	drew   bool
 	stored bool
+	// drawing is set while a deferred append's insert waits in pre: the
+	// positions it will draw are not known until its result is read.
+	drawing bool
 	// gen is the store's count of Clears when the transaction began (see
 	// advancer.covered).
 	gen int
@@ -93,11 +96,14 @@ type tx struct {
 }
 
 // queued is a statement waiting in tx.pre; onErr, if set, translates
-// its failure (a deferred acknowledgement's, into shell.ErrNotClaimant).
+// its failure (a deferred acknowledgement's, into shell.ErrNotClaimant);
+// read, if set, reads its result in place of an Exec (a deferred
+// append's positions, see deferAppend).
 type queued struct {
 	sql   string
 	args  []any
 	onErr func(error) error
+	read  func(pgx.BatchResults) error
 }
 
 var _ shell.Tx = (*tx)(nil)
@@ -139,7 +145,7 @@ func (t *tx) batch() (*pgx.Batch, int) {
 		b.Queue(q.sql, q.args...)
 	}
 	n := len(t.pre)
-	t.sending, t.pre = t.pre, nil
+	t.sending, t.pre, t.drawing = t.pre, nil, false
 	return b, n
 }
 
@@ -151,7 +157,13 @@ func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 	sending := t.sending
 	t.sending = nil
 	for i := range n {
-		if _, err := br.Exec(); err != nil {
+		var err error
+		if i < len(sending) && sending[i].read != nil {
+			err = sending[i].read(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			br.Close()
 			if i < len(sending) && sending[i].onErr != nil {
 				err = sending[i].onErr(err)
@@ -285,9 +297,12 @@ func (t *tx) commit() error {
 	if !t.sent && t.holds == lockNone {
 		return nil
 	}
+	drawing := t.drawing // before batch: a deferred insert goes in this batch
 	b, n := t.batch()
-	inline := t.drew && s.inlineAdvance()
-	if inline {
+	inline := (t.drew || drawing) && s.inlineAdvance()
+	if inline && drawing {
+		b.Queue(s.q.a.advanceInLast) // the session's last position: the newest own
+	} else if inline {
 		b.Queue(s.q.a.advanceIn, t.ownLast())
 	}
 	b.Queue("COMMIT")
@@ -675,6 +690,9 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		}
 	}
 	locked := t.holds == lockExclusive
+	if opts.Deferred && !locked && !plan.checked() && !s.unorderedPositions {
+		return t.deferAppend(gs, plan, preps, keys, now), nil
+	}
 	b, pre := t.batch()
 	var missing []boundaryKey
 	if !locked {
@@ -760,6 +778,104 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		}
 	}
 	return res, nil
+}
+
+// deferAppend queues an append that has no checks of its own (no guard,
+// no ids it came with; see shell.AppendOptions.Deferred) to go with the
+// transaction's next batch, its COMMIT's at the latest (see deferLocked):
+// its inserts and the offsets' wake-ups, after the locks. The positions
+// the inserts are given are read into own as their results come.
+func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys boundarySet, now time.Time) shell.AppendResult {
+	t.deferLocked(gs, keys, func(b *pgx.Batch) { t.s.queueWrites(b, gs, plan, preps, now) }, func(i int, q *queued) {
+		if plan.isInsert(i) {
+			q.read = t.deferredInsert
+			t.drawing = true
+		}
+	})
+	for _, typ := range plan.types {
+		t.types = appendDistinct(t.types, typ)
+	}
+	for _, typ := range plan.scheduledTypes {
+		t.scheduledTypes = appendDistinct(t.scheduledTypes, typ)
+	}
+	return shell.AppendResult{Messages: plan.stamped}
+}
+
+// deferLocked queues statements to go first in the transaction's next
+// batch, so that they cost no round trip of their own: the store's lock
+// in shared mode (unless held), the boundary locks of keys and of the
+// transaction's reads it does not hold (tried only, as an append's), the
+// reads' checks (none of these when nothing is missing), then what add
+// queues (hook may set how the result of
+// each of its statements, by its index in add's batch, is read). The transaction
+// counts the locks as held from now; a lock or a read check refused when
+// the batch goes makes fn run again under the exclusive lock
+// (deferredCheck), as it would have in Append.
+func (t *tx) deferLocked(gs *groupSet, keys boundarySet, add func(b *pgx.Batch), hook func(i int, q *queued)) {
+	for _, r := range t.reads {
+		keys.guard(r.Conditions)
+	}
+	missing := keys.missing(t.keys)
+	b := &pgx.Batch{}
+	// Nothing to lock, to check, nor a configuration newer than the one
+	// the transaction checked already: no lock statement.
+	if t.holds == lockNone || len(missing) > 0 || len(t.reads) > 0 || t.gs == nil || t.gs.version != gs.version {
+		t.s.queueLock(b, t.holds == lockNone, false, missing, t.holds != lockNone || len(t.keys) > 0, &gs.version, nil)
+		t.queueReadChecks(b)
+	}
+	checks := b.Len()
+	add(b)
+	for i, q := range b.QueuedQueries {
+		item := queued{sql: q.SQL, args: q.Arguments}
+		if i < checks {
+			item.read = t.deferredCheck
+		} else if hook != nil {
+			hook(i, &item)
+		}
+		t.pre = append(t.pre, item)
+	}
+	if t.keys == nil {
+		t.keys = boundarySet{}
+	}
+	for _, k := range missing {
+		t.keys.add(k.key, k.exclusive)
+	}
+	t.holds, t.gs, t.reads = lockShared, gs, nil
+}
+
+// deferredCheck reads the result of a deferred append's lock or of one
+// of its read checks: a refusal makes fn run again.
+func (t *tx) deferredCheck(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	if isRefusal(err) {
+		t.restart = true
+		return errRestart
+	}
+	return err
+}
+
+// deferredInsert reads the positions a deferred append's insert was
+// given into own; from then on the transaction drew positions (filled
+// with tombstones if it rolls back, the one a failed insert drew too).
+func (t *tx) deferredInsert(br pgx.BatchResults) error {
+	if !t.drew {
+		t.drew = true
+		t.s.appending.Add(1)
+	}
+	positions, err := readPositions(br, nil)
+	t.own = append(t.own, positions...)
+	if err == nil {
+		return nil
+	}
+	again, derr := t.s.uniqueViolation(err)
+	switch {
+	case again: // a tombstone took a position: run again
+		t.restart = true
+		return errRestart
+	case derr != nil:
+		return derr
+	}
+	return err
 }
 
 // lockedByAppend reads the results of the locks, the configuration check

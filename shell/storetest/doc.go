@@ -99,7 +99,10 @@
 //     promoted.
 //   - Update: commits together, reads see own writes, errors and panics
 //     roll everything back, subscribers are told after the commit only
-//     (hazard H11), other readers never see half a transaction.
+//     (hazard H11), other readers never see half a transaction; an
+//     append with AppendOptions.Deferred is stamped at once, read by its
+//     own transaction, written in order at the commit and rolled back
+//     with it.
 //   - Concurrency: concurrent appends keep every message once with no gap;
 //     concurrent guarded appends are linearizable (each successful append
 //     is checked against the final log, and some must have conflicted).

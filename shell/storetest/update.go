@@ -80,7 +80,7 @@ func (s suite) testUpdate(t *testing.T) {
 
 	// rolledBack checks that an Update ending in failure (fail returns an
 	// error or panics) left the store as it was, ids included.
-	rolledBack := func(t *testing.T, fail func() error) {
+	rolledBack := func(t *testing.T, deferred bool, fail func() error) {
 		e := s.env(t)
 		e.append(UserRegistered{"joe", "Joe"}, core.NewMessage(CourseClosed{"Old"}).At(epoch.Add(time.Hour)))
 		e.notes.take()
@@ -94,7 +94,7 @@ func (s suite) testUpdate(t *testing.T) {
 				if _, err := tx.Append([]core.Message{logged, scheduled}, shell.AppendOptions{}); err != nil {
 					return err
 				}
-				if _, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{}); err != nil {
+				if _, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{Deferred: deferred}); err != nil {
 					return err
 				}
 				return fail()
@@ -121,10 +121,53 @@ func (s suite) testUpdate(t *testing.T) {
 		}
 	}
 	t.Run("an error rolls everything back", func(t *testing.T) {
-		rolledBack(t, func() error { return errRollback })
+		rolledBack(t, false, func() error { return errRollback })
 	})
 	t.Run("a panic rolls everything back", func(t *testing.T) {
-		rolledBack(t, func() error { panic("boom") })
+		rolledBack(t, false, func() error { panic("boom") })
+	})
+	t.Run("an error rolls a deferred append back", func(t *testing.T) {
+		rolledBack(t, true, func() error { return errRollback })
+	})
+
+	t.Run("a deferred append commits with the transaction", func(t *testing.T) {
+		e := s.env(t)
+		e.append(UserRegistered{"joe", "Joe"})
+		e.notes.take()
+		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+			r, err := tx.Append(msgs(CourseCreated{"Algebra"}, UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{Deferred: true})
+			if err != nil {
+				return err
+			}
+			// Stamped as any append's; positions are the store's to give
+			// or not (nil when it sends the append later).
+			if len(r.Messages) != 2 || r.Messages[0].ID == uuid.Nil || r.Messages[1].ID == uuid.Nil || r.Messages[0].CreatedAt.IsZero() {
+				t.Errorf("deferred append returned messages %+v, want both stamped", r.Messages)
+			}
+			if r.Positions != nil && len(r.Positions) != 2 {
+				t.Errorf("deferred append returned positions %v, want none or one per message", r.Positions)
+			}
+			// The transaction reads what it appended, deferred or not.
+			got, err := tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse}, shell.ReadOptions{})
+			if err != nil || len(got.Messages) != 3 {
+				t.Errorf("ReadPartition after a deferred append: %d messages, %v; want 3", len(got.Messages), err)
+			}
+			_, err = tx.Append(msgs(CourseCreated{"History"}), shell.AppendOptions{Deferred: true})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		log := e.log()
+		if len(log) != 4 {
+			t.Fatalf("log holds %d messages after the commit, want 4", len(log))
+		}
+		for i, want := range []string{TypeUserRegistered, TypeCourseCreated, TypeUserJoinedCourse, TypeCourseCreated} {
+			if log[i].Type != want {
+				t.Fatalf("log[%d] is a %s, want %s (the deferred appends in their order)", i, log[i].Type, want)
+			}
+		}
+		e.expectNotes([]string{TypeCourseCreated, TypeUserJoinedCourse})
 	})
 
 	t.Run("a failed append does not spoil the transaction", func(t *testing.T) {
