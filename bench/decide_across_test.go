@@ -80,7 +80,7 @@ func BenchmarkDecideAcross(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := range n {
-		res, err := shell.Handle(ctx, s, benchTransfers, benchTransfer{From: account(2 * i), To: account(2*i + 1), Amount: 5})
+		res, err := shell.Handle(ctx, s, benchTransfers, benchTransfer{From: account(2 * i), To: account(2*i + 1), Amount: 5}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func BenchmarkDecideAcrossWarm(b *testing.B) {
 	}
 	transfer := func(i int) {
 		from, to := i%accounts, (i+1)%accounts
-		res, err := shell.Handle(ctx, s, transfers, benchTransfer{From: account(from), To: account(to), Amount: 1})
+		res, err := shell.Handle(ctx, s, transfers, benchTransfer{From: account(from), To: account(to), Amount: 1}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func handleHistory(b *testing.B, history int, cached bool) {
 	}
 	handle := func(i int) {
 		p := i % historyPartitions
-		res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(p), Amount: 5}, opts)
+		res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(p), Amount: 5}, &opts)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func handleLoop(b *testing.B, s shell.Store, n int) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := range n {
-		res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(i), Amount: 5})
+		res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(i), Amount: 5}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func BenchmarkHandleParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(next.Add(1) - 1)
-			res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(i), Amount: 5})
+			res, err := shell.Handle(ctx, s, benchAccounts, benchDeposit{Account: account(i), Amount: 5}, nil)
 			if err != nil {
 				b.Error(err)
 				return
@@ -191,7 +191,7 @@ func drainLoop(b *testing.B, open func() shell.Store) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if err := rt.Drain(ctx); err != nil {
+		if err := rt.Drain(ctx, nil); err != nil {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)

@@ -51,7 +51,7 @@ func handleCold(b *testing.B, d core.Decider[int], history int) {
 	}
 	balance := history
 	handle := func() {
-		res, err := shell.Handle(ctx, s, d, benchDeposit{Account: account(0), Amount: 5}, shell.HandleOptions{NoCache: true})
+		res, err := shell.Handle(ctx, s, d, benchDeposit{Account: account(0), Amount: 5}, &shell.HandleOptions{NoCache: true})
 		if err != nil {
 			b.Fatal(err)
 		}

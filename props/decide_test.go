@@ -127,7 +127,7 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 	if rapid.Bool().Draw(t, "lending") {
 		c := testdomain.LendBook{MemberID: rapid.SampledFrom(members).Draw(t, "cmd member"), BookID: rapid.SampledFrom(books).Draw(t, "cmd book")}
 		want := naiveLending(log, c)
-		got, guard, err := shell.LoadDecision(ctx, store, testdomain.LendingDecider, c)
+		got, guard, err := shell.LoadDecision(ctx, store, testdomain.LendingDecider, c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 		checkGuard(t, store, guard, later, lendingDependsOn(later, c))
 		log = append(log, later)
 		want = naiveLending(log, c)
-		_, err = shell.Handle(ctx, store, testdomain.LendingDecider, c)
+		_, err = shell.Handle(ctx, store, testdomain.LendingDecider, c, nil)
 		switch {
 		case want.BookOut:
 			if !errors.Is(err, testdomain.ErrBookOut) {
@@ -153,13 +153,13 @@ func checkDecisions(t *rapid.T, store shell.Store) {
 		return
 	}
 	c := testdomain.RenameAccount{AccountID: "a9", To: rapid.SampledFrom(names).Draw(t, "cmd name")}
-	_, guard, err := shell.LoadDecision(ctx, store, testdomain.UsernameDecider, c)
+	_, guard, err := shell.LoadDecision(ctx, store, testdomain.UsernameDecider, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGuard(t, store, guard, later, usernameDependsOn(later, c.To))
 	log = append(log, later)
-	_, err = shell.Handle(ctx, store, testdomain.UsernameDecider, c)
+	_, err = shell.Handle(ctx, store, testdomain.UsernameDecider, c, nil)
 	if taken := naiveTaken(log, c.To); taken != errors.Is(err, testdomain.ErrNameTaken) || (!taken && err != nil) {
 		t.Fatalf("Handle %+v: %v; the whole log says taken=%v", c, err, taken)
 	}

@@ -414,7 +414,7 @@ func cancelledDrain(t *testing.T, rt *shell.Router, store shell.Store, c *cancel
 	store.Append(context.Background(), []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if err := rt.Drain(ctx); !errors.Is(err, context.Canceled) {
+	if err := rt.Drain(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Drain: %v, want an error matching context.Canceled", err)
 	}
 	info, _ := store.Group(context.Background(), "shell_test.cancelling")
@@ -422,7 +422,7 @@ func cancelledDrain(t *testing.T, rt *shell.Router, store shell.Store, c *cancel
 		t.Fatalf("group after a cancelled drain: %+v, want active with no failure", info)
 	}
 	c.cancel = nil
-	if err := rt.Drain(context.Background()); err != nil {
+	if err := rt.Drain(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if c.calls != 2 {
@@ -459,7 +459,7 @@ func TestDeciderReactionsRunSyncWork(t *testing.T) {
 	)
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, d)
 	store.Append(ctx, []core.Message{core.NewMessage(EnrolStudent{CourseID: "c1", StudentID: "s1"})}, shell.AppendOptions{})
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{fmt.Sprintf("%T", EnrolStudent{}), fmt.Sprintf("%T", StudentEnrolled{})}
@@ -809,7 +809,7 @@ func TestDrainReportsAFailedGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = rt.Drain(ctx)
+	err = rt.Drain(ctx, nil)
 	var failed *shell.GroupFailedError
 	if !errors.As(err, &failed) {
 		t.Fatalf("Drain after a projector panicked: %v, want a *GroupFailedError", err)
@@ -826,7 +826,7 @@ func TestDrainReportsAFailedGroup(t *testing.T) {
 	}
 	rt2, store2 := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, sqliteOnly)
 	store2.Append(ctx, []core.Message{core.NewMessage(StudentNotified{StudentID: "s1"})}, shell.AppendOptions{})
-	if err := rt2.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+	if err := rt2.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 		t.Fatalf("Drain tolerating failures: %v", err)
 	}
 	if info, _ := store2.Group(ctx, "shell_test.sqlite_only"); info.Status != shell.StatusFailed {
@@ -884,7 +884,7 @@ func TestFailureRecordsWhatHappened(t *testing.T) {
 			w := wrapping{panics: panics}
 			rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, w)
 			res, _ := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{})
-			rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+			rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 			st, err := store.Stats(ctx)
 			if err != nil {
 				t.Fatal(err)

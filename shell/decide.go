@@ -42,7 +42,7 @@ type Decided[S any] struct {
 // Messages are the command followed by its events: what to append, with
 // the guard, to store the decision:
 //
-//	dec, err := shell.Decide(ctx, store, d, cmd)
+//	dec, err := shell.Decide(ctx, store, d, cmd, nil)
 //	...
 //	_, err = store.Append(ctx, dec.Messages(), shell.AppendOptions{Guard: &dec.Guard})
 func (d Decided[S]) Messages() []core.Message {
@@ -62,14 +62,11 @@ func (d Decided[S]) Messages() []core.Message {
 // a query refused by core.Query.Plan), ErrFutureCommand for opts.Now
 // after the store's clock, and the decider's own rejection as its handler
 // returned it.
-func Decide[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...DecideOptions) (Decided[S], error) {
-	var (
-		o   DecideOptions
-		res Decided[S]
-	)
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func Decide[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts *DecideOptions) (Decided[S], error) {
+	o := orDefaults(opts)
+	var res Decided[S]
 	group, err := core.NormalizeGroup(d.Spec().Group)
 	if err != nil {
 		return res, err

@@ -60,7 +60,7 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 					t.Fatal(err)
 				}
 				msgs := res.Messages
-				if err := rt.Drain(ctx); err != nil {
+				if err := rt.Drain(ctx, nil); err != nil {
 					t.Fatalf("drain: %v (a business refusal is recorded, not a failure)", err)
 				}
 				last = msgs[len(msgs)-1]
@@ -69,7 +69,7 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 			// decider's sentinel.
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if _, err := shell.AwaitCommand(actx, store, last.ID); !errors.Is(err, want) || !errors.Is(err, core.ErrRefused) {
+			if _, err := shell.AwaitCommand(actx, store, last.ID, nil); !errors.Is(err, want) || !errors.Is(err, core.ErrRefused) {
 				t.Fatalf("outcome of the last command: %v, want refused with %v", err, want)
 			}
 			var lent []testdomain.BookLent
@@ -107,7 +107,7 @@ func TestBackgroundDecisionsReadTheirQuery(t *testing.T) {
 func TestHandleWithoutQueryReadsThePartition(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
-	res, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c1", CourseName: "Algebra"})
+	res, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c1", CourseName: "Algebra"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,12 +92,12 @@ func TestDecideDatesTheCommandAndReturnsTheDecisionUnappended(t *testing.T) {
 	cmd := ClaimName{Username: "ada", AccountID: "a1"}
 
 	clk.Set(t0.Add(24 * time.Hour)) // one day later: still reserved
-	if _, err := shell.Decide(ctx, store, names, cmd); !errors.Is(err, errReserved) {
+	if _, err := shell.Decide(ctx, store, names, cmd, nil); !errors.Is(err, errReserved) {
 		t.Fatalf("a day after the release: %v, want errReserved", err)
 	}
 
 	clk.Set(t0.Add(4 * 24 * time.Hour)) // four days later: free
-	dec, err := shell.Decide(ctx, store, names, cmd)
+	dec, err := shell.Decide(ctx, store, names, cmd, nil)
 	if err != nil {
 		t.Fatalf("four days after the release: %v", err)
 	}
@@ -119,11 +119,11 @@ func TestDecideDatesTheCommandAndReturnsTheDecisionUnappended(t *testing.T) {
 	}
 	// Decided again, and appended with its guard: stored, the command
 	// first, marked as decided by the group (its workers skip it).
-	if _, err := shell.Decide(ctx, store, names, cmd); err == nil {
+	if _, err := shell.Decide(ctx, store, names, cmd, nil); err == nil {
 		t.Fatal("the name is taken now")
 	}
 	other := ClaimName{Username: "bob", AccountID: "a3"}
-	dec, err = shell.Decide(ctx, store, names, other)
+	dec, err = shell.Decide(ctx, store, names, other, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestDecideDatesTheCommandAndReturnsTheDecisionUnappended(t *testing.T) {
 
 	// A command dated after the store's clock is refused.
 	later := func() time.Time { return clk.Now().Add(time.Hour) }
-	if _, err := shell.Decide(ctx, store, names, ClaimName{Username: "cy", AccountID: "a4"}, shell.DecideOptions{Now: later}); !errors.Is(err, shell.ErrFutureCommand) {
+	if _, err := shell.Decide(ctx, store, names, ClaimName{Username: "cy", AccountID: "a4"}, &shell.DecideOptions{Now: later}); !errors.Is(err, shell.ErrFutureCommand) {
 		t.Fatalf("a future command: %v, want ErrFutureCommand", err)
 	}
 }
@@ -147,17 +147,17 @@ func TestDecideDatesTheCommandAndReturnsTheDecisionUnappended(t *testing.T) {
 func TestDecideOnAPartition(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
-	if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}); err != nil {
+	if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	dec, err := shell.Decide(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s2"})
+	dec, err := shell.Decide(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dec.State, []string{"s1", "s2"}) || len(dec.Events) != 1 || dec.Guard.LastPosition == 0 {
 		t.Fatalf("decision %+v", dec)
 	}
-	if _, err := shell.Decide(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}); err == nil {
+	if _, err := shell.Decide(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil); err == nil {
 		t.Fatal("s1 enrolled twice")
 	}
 }

@@ -45,7 +45,7 @@ func TestUndecodableMessageFailsTheGroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = rt.Drain(ctx)
+			err = rt.Drain(ctx, nil)
 			var failed *shell.GroupFailedError
 			var de *shell.DecodeError
 			if !errors.As(err, &failed) || !errors.As(err, &de) {

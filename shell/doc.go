@@ -105,6 +105,12 @@
 //     is refused (ErrClockMismatch).
 //   - Handle and HandleCommand decide a command synchronously (for web
 //     handlers); Load reads a state straight from the log.
+//   - Options: a function that takes options (Handle, HandleCommand,
+//     HandleMachine, Load, LoadDecision, LoadMachine, Decide,
+//     AwaitCommand, Supervise, Router.Drain) takes a pointer to its
+//     options struct last, nil meaning every default, and a zero field
+//     keeps its default: shell.Handle(ctx, store, d, cmd, nil), or
+//     &HandleOptions{NoCache: true}.
 //
 // # Long partitions: the state cache and snapshots
 //

@@ -25,7 +25,7 @@ func ExampleGroupFailedError() {
 		_, _ = store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: s}), shell.AppendOptions{})
 	}
 
-	err := router.Drain(ctx)
+	err := router.Drain(ctx, nil)
 	var failed *shell.GroupFailedError
 	if errors.As(err, &failed) {
 		fmt.Println(failed.Group, failed.Status, failed.Partition, failed.MessageType, failed.Position)
@@ -35,7 +35,7 @@ func ExampleGroupFailedError() {
 	fmt.Println(info.Failure.Partition, info.Failure.ErrorType, info.Failure.Panicked())
 
 	// A test that provokes failures on purpose says so.
-	fmt.Println(router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}))
+	fmt.Println(router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}))
 	// Output:
 	// courses.enrolments failed map[course_id:c1] courses.enrol 3
 	// true

@@ -27,15 +27,15 @@ func ExampleLoadMachine() {
 	if err := router.Setup(ctx); err != nil {
 		panic(err)
 	}
-	res, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"})
+	res, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(res.Instance.Paths())
-	if _, err := shell.HandleMachine(ctx, store, doors, LockDoor{DoorID: "d1"}); err != nil {
+	if _, err := shell.HandleMachine(ctx, store, doors, LockDoor{DoorID: "d1"}, nil); err != nil {
 		panic(err)
 	}
-	in, _, err := shell.LoadMachine(ctx, store, doors, map[string]string{"door_id": "d1"})
+	in, _, err := shell.LoadMachine(ctx, store, doors, map[string]string{"door_id": "d1"}, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -28,7 +28,7 @@ func ExampleErrorStrategy_park() {
 		_, _ = store.Append(ctx, core.Messages(e), shell.AppendOptions{})
 	}
 
-	fmt.Println(router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}))
+	fmt.Println(router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}))
 	info, _ := store.Group(ctx, "courses.enrolments")
 	fmt.Println("group:", info.Status)
 	parked, _ := store.ParkedPartitions(ctx, "courses.enrolments")
@@ -67,9 +67,9 @@ func ExampleErrorStrategy_OnRetry() {
 	for _, s := range []string{"s1", "s2", "s3"} { // the capacity is 2
 		_, _ = store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: s}), shell.AppendOptions{})
 	}
-	_ = router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	_ = router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	clk.Advance(time.Second)
-	_ = router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	_ = router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	// Output:
 	// retry 1 of courses.enrolments courses.enrol (position 3) at +1s: sourced: message 2 (courses.enrol at position 3) failed: course is full
 	// courses.enrolments failed after 1 retries in course_id:c1
@@ -96,14 +96,14 @@ func ExampleRouter_Reset() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, p)
 	_ = router.Setup(ctx)
 	_, _ = store.Append(ctx, core.Messages(StudentEnrolled{CourseID: "c1", StudentID: "s1"}), shell.AppendOptions{})
-	_ = router.Drain(ctx)
+	_ = router.Drain(ctx, nil)
 	fmt.Println(rm.get("c1"))
 
 	_ = router.Stop(ctx, p, "rebuild")
 	_ = router.Reset(ctx, p)
 	fmt.Println(rm.get("c1"))
 	_ = router.Start(ctx, p)
-	_ = router.Drain(ctx) // the replay rebuilds it
+	_ = router.Drain(ctx, nil) // the replay rebuilds it
 	fmt.Println(rm.get("c1"))
 	// Output:
 	// [s1]

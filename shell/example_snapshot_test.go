@@ -25,7 +25,7 @@ func Example_snapshots() {
 	}
 
 	for range 60 { // 60 deposits: 120 events in ann's partition
-		if _, err := shell.Handle(ctx, store, accounts, walletDeposit{Owner: "ann", Amount: 1}); err != nil {
+		if _, err := shell.Handle(ctx, store, accounts, walletDeposit{Owner: "ann", Amount: 1}, nil); err != nil {
 			fmt.Println(err)
 		}
 	}
@@ -35,9 +35,9 @@ func Example_snapshots() {
 
 	// A cold decision and a Load start from it: the same state a full
 	// fold gives.
-	res, err := shell.Handle(ctx, store, accounts, walletWithdraw{Owner: "ann", Amount: 60})
+	res, err := shell.Handle(ctx, store, accounts, walletWithdraw{Owner: "ann", Amount: 60}, nil)
 	fmt.Println(res.State.Balance, len(res.State.Moves), err)
-	state, _, _ := shell.Load(ctx, store, accounts, ann)
+	state, _, _ := shell.Load(ctx, store, accounts, ann, nil)
 	fmt.Println(state.Balance, len(state.Moves))
 	// Output:
 	// snapshot folded up to position 150

@@ -60,7 +60,7 @@ func ExampleErrorStrategyFunc() {
 	_ = router.Setup(ctx)
 	_, _ = store.Append(ctx, core.Messages(NotifyStudent{StudentID: "s1", CourseID: "bounced"}, NotifyStudent{StudentID: "s2", CourseID: "down"}), shell.AppendOptions{})
 	for retry := 1; retry <= 4; retry++ {
-		_ = router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		_ = router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		clk.Advance(time.Duration(retry) * time.Minute)
 	}
 	// Output:
@@ -77,10 +77,10 @@ func ExampleAwaitCommand() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	_ = router.Setup(ctx)
 	res, _ := store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: "s1"}, EnrolStudent{CourseID: "c1", StudentID: "s2"}, EnrolStudent{CourseID: "c1", StudentID: "s3"}), shell.AppendOptions{})
-	fmt.Println("drain:", router.Drain(ctx)) // the capacity is 2
+	fmt.Println("drain:", router.Drain(ctx, nil)) // the capacity is 2
 
 	for _, cmd := range res.Messages {
-		out, err := shell.AwaitCommand(ctx, store, cmd.ID)
+		out, err := shell.AwaitCommand(ctx, store, cmd.ID, nil)
 		switch {
 		case errors.Is(err, errFull):
 			fmt.Println(cmd.Payload.(EnrolStudent).StudentID, "refused:", out.Refusal.Message)

@@ -18,13 +18,13 @@ func ExampleHandle() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	_ = router.Setup(ctx) // registers the decider's consumer group
 
-	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
+	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
 	fmt.Println(res.State, len(res.Events), err)
 
-	_, err = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
+	_, err = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
 	fmt.Println(err)
 
-	_, err = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1"})
+	_, err = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1"}, nil)
 	fmt.Println(err)
 	// Output:
 	// [s1] 1 <nil>
@@ -39,13 +39,13 @@ func ExampleLoad() {
 	store := memstore.New(courseRegistry())
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	_ = router.Setup(ctx)
-	first, _ := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
-	_, _ = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s2"})
+	first, _ := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
+	_, _ = shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s2"}, nil)
 
-	students, guard, _ := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"})
+	students, guard, _ := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, nil)
 	fmt.Println(students, guard.LastPosition)
 
-	then, _, _ := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, shell.ReadOptions{Upto: first.Position + 1})
+	then, _, _ := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, &shell.ReadOptions{Upto: first.Position + 1})
 	fmt.Println(then)
 
 	// Appending with the guard of an older read conflicts.
@@ -69,7 +69,7 @@ func ExampleRouter_Drain() {
 	}
 	_ = router.Setup(ctx)
 	_, _ = store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: "s1"}), shell.AppendOptions{})
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		panic(err)
 	}
 	for m, _ := range store.All(ctx, shell.ReadAllOptions{}) {

@@ -99,14 +99,13 @@ var ErrFutureCommand = errors.New("sourced: command dated after the store's cloc
 // handler; an invalid decider (core.ErrDefinition); a command dated after
 // the store's clock (ErrFutureCommand); a busy store (ErrBusy: try again).
 // Never ErrConcurrentAppend. In every case nothing is appended.
-func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...HandleOptions) (HandleResult[S], error) {
+//
+// opts may be nil: the defaults.
+func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts *HandleOptions) (HandleResult[S], error) {
 	if err := d.Err(); err != nil {
 		return HandleResult[S]{}, err
 	}
-	var o HandleOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+	o := orDefaults(opts)
 	// One value holds what the decision's callbacks share (one
 	// allocation, not one per variable they capture).
 	r := &handleRun[S]{Decider: d, store: store, spec: d.Spec()}
@@ -127,7 +126,7 @@ func Handle[S any](ctx context.Context, store Store, d core.Decider[S], cmd any,
 	}
 	r.snaps = snapshotsOf(store, d)
 	r.res.State = d.Initial()
-	cr, err := handle(ctx, store, r, cmd, opts, nil, r)
+	cr, err := handle(ctx, store, r, cmd, o, nil, r)
 	res := r.res
 	res.CommandResult = cr
 	switch {
@@ -371,8 +370,10 @@ type decideHook interface {
 // HandleCommand is Handle for any definition that decides commands one at
 // a time (core.CommandDecider), such as a statechart.Machine: a command no
 // active state accepts returns an error matching core.ErrNotHandled.
-func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts ...HandleOptions) (CommandResult, error) {
-	return handle(ctx, store, d, cmd, opts, nil, nil)
+//
+// opts may be nil: the defaults.
+func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts *HandleOptions) (CommandResult, error) {
+	return handle(ctx, store, d, cmd, orDefaults(opts), nil, nil)
 }
 
 // handle decides cmd in one write transaction. A command whose decision has
@@ -380,11 +381,7 @@ func HandleCommand(ctx context.Context, store Store, d core.CommandDecider, cmd 
 // its partition's history, and is decided on what it read; read, when
 // given, receives what was read (and the plan, for a query); hook, when
 // given, decides the decisions on the partition's history.
-func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, opts []HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook decideHook) (CommandResult, error) {
-	var o HandleOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o HandleOptions, read func([]core.PositionedMessage, *core.Plan), hook decideHook) (CommandResult, error) {
 	reg := store.Registry()
 	msg := core.NewMessage(cmd).WithMetadata(o.Metadata)
 	res := CommandResult{Command: msg}
@@ -585,11 +582,10 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // (every key given, for a bare projection) a non-empty value: otherwise
 // Load returns a *codec.ValidationError naming the key (see
 // core.PartitionOf) and reads nothing.
-func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, opts ...ReadOptions) (S, core.Guard, error) {
-	var o ReadOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, opts *ReadOptions) (S, core.Guard, error) {
+	o := orDefaults(opts)
 	if err := checkLoadPartition(e, partition); err != nil {
 		var zero S
 		return zero, core.Guard{}, err
@@ -642,11 +638,10 @@ func checkLoadPartition(e any, partition map[string]string) error {
 //
 // cmd is validated, and its partition keys checked, as by Handle;
 // nothing is read when it is invalid.
-func LoadDecision[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts ...ReadOptions) (S, core.Guard, error) {
-	var o ReadOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func LoadDecision[S any](ctx context.Context, store Store, d core.Decider[S], cmd any, opts *ReadOptions) (S, core.Guard, error) {
+	o := orDefaults(opts)
 	l, err := loadDecision(ctx, store, d, core.NewMessage(cmd), o)
 	return l.state, l.guard, err
 }
@@ -686,7 +681,7 @@ func loadDecision[S any](ctx context.Context, store Store, d core.Decider[S], ms
 		return l, err
 	}
 	if !queried {
-		l.state, l.guard, err = Load(ctx, store, d, partition, o)
+		l.state, l.guard, err = Load(ctx, store, d, partition, &o)
 		return l, err
 	}
 	if err := CheckConditions(reg, plan.Union); err != nil {

@@ -39,7 +39,7 @@ func TestHandleWhenTheClockStepsBack(t *testing.T) {
 	if err := rt.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
+	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestHandleRefusesACommandDatedInTheFuture(t *testing.T) {
 	rt, store := newRouter(t, clk, shell.RouterOptions{}, enrolments)
 	_ = rt
 	later := func() time.Time { return clk.Now().Add(time.Minute) }
-	_, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, shell.HandleOptions{Now: later})
+	_, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, &shell.HandleOptions{Now: later})
 	if !errors.Is(err, shell.ErrFutureCommand) {
 		t.Fatalf("Handle dated a minute ahead: %v, want ErrFutureCommand", err)
 	}
@@ -79,7 +79,7 @@ func TestHandleRefusesACommandDatedInTheFuture(t *testing.T) {
 		t.Fatalf("stats %+v, %v: want nothing written", st, err)
 	}
 	earlier := func() time.Time { return clk.Now().Add(-time.Hour) }
-	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, shell.HandleOptions{Now: earlier})
+	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, &shell.HandleOptions{Now: earlier})
 	if err != nil || res.Position != 1 || !res.Command.CreatedAt.Equal(earlier()) {
 		t.Fatalf("Handle dated an hour ago: %+v, %v", res.CommandResult, err)
 	}

@@ -45,7 +45,7 @@ func TestHandleOnAQueueDecider(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range []string{"s1", "s1", "s2"} {
-				res, err := shell.Handle(ctx, store, notifyQueue, NotifyStudent{StudentID: s, CourseID: "c1"})
+				res, err := shell.Handle(ctx, store, notifyQueue, NotifyStudent{StudentID: s, CourseID: "c1"}, nil)
 				if err != nil {
 					t.Fatalf("Handle: %v", err)
 				}
@@ -56,7 +56,7 @@ func TestHandleOnAQueueDecider(t *testing.T) {
 			if _, err := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s3"})}, shell.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			log := readAll(t, store)

@@ -261,11 +261,11 @@ func TestDrainRunsTheHooksOwed(t *testing.T) {
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, r.projector())
 	ctx := context.Background()
 	enrol(t, store, "c1", "s1", "s2")
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	operate(t, store, appendedRosters)
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkRebuilt(t, r, map[string][]string{"c1": {"s1", "s2"}})

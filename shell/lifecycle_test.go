@@ -67,7 +67,7 @@ func TestHooksOnEveryKindOfDefinition(t *testing.T) {
 	if _, err := store.Append(ctx, []core.Message{core.NewMessage(CourseCreated{CourseID: "c1", CourseName: "Go"}), core.NewMessage(StudentEnrolled{CourseID: "c1", StudentID: "s1"})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := rm.get("c1"); !slices.Equal(got, []string{"s1"}) {
@@ -93,7 +93,7 @@ func TestHooksOnEveryKindOfDefinition(t *testing.T) {
 	if got := rm.get("c1"); got != nil {
 		t.Fatalf("the projector's OnReset did not clear its read model: %v", got)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := rm.get("c1"); !slices.Equal(got, []string{"s1"}) {
@@ -161,7 +161,7 @@ func TestDefinitionErrorStrategy(t *testing.T) {
 	d.Hooks.ErrorStrategy = &core.ErrorStrategy{Retries: 2, After: time.Minute}
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, d)
 	notify(t, store, "s1", "c1")
-	rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	info, _ := store.Group(ctx, "students.failing")
 	if info.Status != shell.StatusRetrying || info.Failure.RetryCount != 1 {
 		t.Fatalf("group %+v, want retrying (the definition's strategy), not failed (the router's default)", info)
@@ -210,9 +210,9 @@ func TestStrategyListeners(t *testing.T) {
 	rt, store := newRouter(t, clk, shell.RouterOptions{ErrorStrategy: strategy}, failingNotes)
 	notify(t, store, "s1", "c1")
 	msg := readAll(t, store)[0]
-	rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	clk.Advance(time.Second)
-	rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	want := []string{"first retry", "reporter retry 1", "last retry", "reporter fail 1 parked=false", "first fail"}
 	if !slices.Equal(log, want) {
 		t.Fatalf("listeners heard %q, want %q", log, want)

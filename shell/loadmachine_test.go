@@ -15,11 +15,11 @@ func TestHandleMachineAndLoadMachine(t *testing.T) {
 	ctx := context.Background()
 	store, _ := doorStore(t)
 	keys := map[string]string{"door_id": "d1"}
-	in, _, err := shell.LoadMachine(ctx, store, doors, keys)
+	in, _, err := shell.LoadMachine(ctx, store, doors, keys, nil)
 	if err != nil || len(in.Paths()) != 0 {
 		t.Fatalf("nothing stored yet: %v %v", in.Paths(), err)
 	}
-	res, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"})
+	res, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil)
 	if err != nil || !slices.Equal(res.Instance.Paths(), []string{"closed"}) {
 		t.Fatalf("%v %v", res.Instance.Paths(), err)
 	}
@@ -27,14 +27,14 @@ func TestHandleMachineAndLoadMachine(t *testing.T) {
 	if !ok || by.ID != res.Events[0].ID || by.Type != "doors.runtime.closed" || !by.At.Equal(res.Events[0].CreatedAt) {
 		t.Fatalf("entered by the stored event: %+v %+v", by, res.Events[0])
 	}
-	res, err = shell.HandleMachine(ctx, store, doors, OpenDoor{DoorID: "d1"})
+	res, err = shell.HandleMachine(ctx, store, doors, OpenDoor{DoorID: "d1"}, nil)
 	if err != nil || !slices.Equal(res.Instance.Paths(), []string{"opened"}) {
 		t.Fatalf("%v %v", res.Instance.Paths(), err)
 	}
-	if _, err := shell.HandleMachine(ctx, store, doors, OpenDoor{DoorID: "d1"}); !errors.Is(err, statechart.ErrCommandNotHandled) {
+	if _, err := shell.HandleMachine(ctx, store, doors, OpenDoor{DoorID: "d1"}, nil); !errors.Is(err, statechart.ErrCommandNotHandled) {
 		t.Fatalf("opening an open door: %v", err)
 	}
-	in, guard, err := shell.LoadMachine(ctx, store, doors, keys)
+	in, guard, err := shell.LoadMachine(ctx, store, doors, keys, nil)
 	if err != nil || !slices.Equal(in.Paths(), []string{"opened"}) || !in.Config().Visited(doorClosed) {
 		t.Fatalf("%v %v", in.Paths(), err)
 	}
@@ -46,12 +46,12 @@ func TestHandleMachineAndLoadMachine(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(moved), shell.AppendOptions{Guard: &guard}); !errors.Is(err, shell.ErrConcurrentAppend) {
 		t.Fatalf("appending with the load's guard after a conflicting event: %v", err)
 	}
-	if _, _, err := shell.LoadMachine(ctx, store, doors, map[string]string{}); !errors.Is(err, statechart.ErrMissingPartitionKey) {
+	if _, _, err := shell.LoadMachine(ctx, store, doors, map[string]string{}, nil); !errors.Is(err, statechart.ErrMissingPartitionKey) {
 		t.Fatalf("a missing key: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := shell.LoadMachine(cctx, store, doors, keys); !errors.Is(err, context.Canceled) {
+	if _, _, err := shell.LoadMachine(cctx, store, doors, keys, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled context: %v", err)
 	}
 }

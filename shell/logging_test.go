@@ -52,7 +52,7 @@ func TestNormalOperationLogsNothingAboveDebug(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"ada", "alan"} {
-		if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s}); err != nil {
+		if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

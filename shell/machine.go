@@ -17,11 +17,10 @@ import (
 // (with each active state's EnteredBy, the stored state event), domain
 // context, children and history memory. The guard is the read's: append
 // with it to decide on that snapshot. Every partition key needs a value.
-func LoadMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], partition map[string]string, opts ...ReadOptions) (statechart.Instance[C], core.Guard, error) {
-	var o ReadOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func LoadMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], partition map[string]string, opts *ReadOptions) (statechart.Instance[C], core.Guard, error) {
+	o := orDefaults(opts)
 	if err := m.Err(); err != nil {
 		return statechart.Instance[C]{}, core.Guard{}, err
 	}
@@ -58,9 +57,11 @@ type MachineResult[C any] struct {
 // no active state accepts returns an error matching
 // statechart.ErrCommandNotHandled and core.ErrNotHandled, and stores
 // nothing.
-func HandleMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], cmd any, opts ...HandleOptions) (MachineResult[C], error) {
+//
+// opts may be nil: the defaults.
+func HandleMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], cmd any, opts *HandleOptions) (MachineResult[C], error) {
 	var history []core.PositionedMessage
-	res, err := handle(ctx, store, m, cmd, opts, func(h []core.PositionedMessage, _ *core.Plan) { history = slices.Clone(h) }, nil)
+	res, err := handle(ctx, store, m, cmd, orDefaults(opts), func(h []core.PositionedMessage, _ *core.Plan) { history = slices.Clone(h) }, nil)
 	out := MachineResult[C]{CommandResult: res}
 	if err != nil {
 		return out, err

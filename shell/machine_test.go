@@ -92,7 +92,7 @@ func TestMachineAsReactor(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(cmds...), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Lock while opened is not accepted: acknowledged, no event.
@@ -108,16 +108,16 @@ func TestMachineAsReactor(t *testing.T) {
 func TestMachineHandleCommand(t *testing.T) {
 	ctx := context.Background()
 	store, rt := doorStore(t)
-	res, err := shell.HandleCommand(ctx, store, doors, CloseDoor{DoorID: "d1"})
+	res, err := shell.HandleCommand(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil)
 	if err != nil || len(res.Events) != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	_, err = shell.HandleCommand(ctx, store, doors, CloseDoor{DoorID: "d1"})
+	_, err = shell.HandleCommand(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil)
 	if !errors.Is(err, statechart.ErrCommandNotHandled) || !errors.Is(err, core.ErrNotHandled) {
 		t.Fatalf("closing a closed door: %v", err)
 	}
 	before := len(readAll(t, store))
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if after := len(readAll(t, store)); after != before || before != 2 {
@@ -136,10 +136,10 @@ func TestMachineHandledCommandIsNotDecidedAgainByWorkers(t *testing.T) {
 	if _, err := store.Append(ctx, []core.Message{core.NewMessage(OpenDoor{DoorID: "d1"})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}); err != nil {
+	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	closes := 0
@@ -167,7 +167,7 @@ func TestMachineRegistersItsOwnTypes(t *testing.T) {
 		return reg
 	}
 	store := memstore.New(newReg())
-	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}); err != nil {
+	if _, err := shell.HandleMachine(ctx, store, doors, CloseDoor{DoorID: "d1"}, nil); err != nil {
 		t.Fatalf("HandleMachine without Register: %v", err)
 	}
 	store = memstore.New(newReg())
@@ -181,7 +181,7 @@ func TestMachineRegistersItsOwnTypes(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(CloseDoor{DoorID: "d1"}, OpenDoor{DoorID: "d1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := statePaths(t, store); !slices.Equal(got, []string{"closed", "opened"}) {

@@ -243,7 +243,7 @@ func TestQueueFailingJobAmongMany(t *testing.T) {
 			noneClaimed(t, store, q.GroupID())
 			failing = false
 			clk.Advance(time.Minute)
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			got, left = notified(t, store)
@@ -381,7 +381,7 @@ func TestQueueCancelMidBatchReleasesTheRest(t *testing.T) {
 				t.Fatalf("group after a cancellation: %+v, want active with no failure", info)
 			}
 			q.hook = nil
-			if err := rt.Drain(context.Background()); err != nil {
+			if err := rt.Drain(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
 			if got, left := notified(t, store); len(got) != 4 || left != 0 {
@@ -423,7 +423,7 @@ func TestQueueNoJobHandledTwiceUnderThreeWorkers(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if err := rt.Drain(context.Background()); err != nil { // what a worker left held by another
+			if err := rt.Drain(context.Background(), nil); err != nil { // what a worker left held by another
 				t.Fatal(err)
 			}
 			got, left := notified(t, store)
@@ -468,7 +468,7 @@ func TestQueueFailingCommitAmongMany(t *testing.T) {
 			noneClaimed(t, store, q.GroupID())
 			q.syncFails = ""
 			clk.Advance(time.Minute)
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			got, left = notified(t, store)

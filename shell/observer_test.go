@@ -57,7 +57,7 @@ func TestObserverHearsBatchesAndClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	batches := observed[shell.BatchHandled](rec)
@@ -122,7 +122,7 @@ func TestObserverHearsGuardConflicts(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(EnrolStudent{CourseID: "c1", StudentID: "ada"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	conflicts := observed[shell.GuardConflict](rec)
@@ -156,7 +156,7 @@ func TestObserverHearsFailures(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(NotifyStudent{StudentID: "ada"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_ = router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	_ = router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	fails := observed[shell.BatchFailed](rec)
 	if len(fails) != 1 || !fails[0].Retrying || fails[0].RetryCount != 1 || fails[0].RetryAt.IsZero() || fails[0].Partition["student_id"] != "ada" {
 		t.Fatalf("failures observed: %+v", fails)
@@ -167,7 +167,7 @@ func TestObserverHearsSynchronousHandling(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
 	rec := &recorder{}
-	if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "ada"}, shell.HandleOptions{Observer: rec}); err != nil {
+	if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "ada"}, &shell.HandleOptions{Observer: rec}); err != nil {
 		t.Fatal(err)
 	}
 	apps := observed[shell.Appended](rec)

@@ -44,11 +44,10 @@ type AwaitOptions struct {
 // it returns ctx's error and the outcome so far). A command appended with
 // its own correlation id is awaited all the same: its outcome is what it
 // caused.
-func AwaitCommand(ctx context.Context, store Store, commandID uuid.UUID, opts ...AwaitOptions) (CommandOutcome, error) {
-	var o AwaitOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func AwaitCommand(ctx context.Context, store Store, commandID uuid.UUID, opts *AwaitOptions) (CommandOutcome, error) {
+	o := orDefaults(opts)
 	if o.Poll <= 0 {
 		o.Poll = 20 * time.Millisecond
 	}

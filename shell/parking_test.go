@@ -61,7 +61,7 @@ func TestParkingStrategy(t *testing.T) {
 		p := &poisoned{bad: map[string]bool{"s1/c2": true}}
 		rt, store := newRouter(t, newClock(), shell.RouterOptions{}, p)
 		notify(t, store, "s1", "c1", "s1", "c2", "s1", "c3", "s2", "c1")
-		err := rt.Drain(ctx)
+		err := rt.Drain(ctx, nil)
 		var gf *shell.GroupFailedError
 		if !errors.As(err, &gf) || gf.Parked {
 			t.Fatalf("drain: %v, want a *GroupFailedError, not parked", err)
@@ -79,7 +79,7 @@ func TestParkingStrategy(t *testing.T) {
 		p := &poisoned{bad: map[string]bool{"s1/c2": true}, strategy: shell.ErrorStrategy{Retries: 1, After: time.Second, Park: true}}
 		rt, store := newRouter(t, clk, shell.RouterOptions{}, p)
 		notify(t, store, "s1", "c1", "s1", "c2", "s1", "c3")
-		err := rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestParkingStrategy(t *testing.T) {
 			t.Fatalf("after the first failure: %s, want retrying (the retries come first)", info.Status)
 		}
 		clk.Advance(time.Second)
-		err = rt.Drain(ctx)
+		err = rt.Drain(ctx, nil)
 		var gf *shell.GroupFailedError
 		if !errors.As(err, &gf) || !gf.Parked || gf.Position != 2 {
 			t.Fatalf("drain: %v, want a *GroupFailedError that parked the partition at position 2", err)
@@ -97,7 +97,7 @@ func TestParkingStrategy(t *testing.T) {
 			t.Fatalf("group %+v, want active", info)
 		}
 		notify(t, store, "s2", "c1", "s1", "c4")
-		if err := rt.Drain(ctx); err != nil {
+		if err := rt.Drain(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := []string{"s1/c1", "s2/c1"}; !slices.Equal(p.notified, want) {
@@ -116,9 +116,9 @@ func TestParkingStrategy(t *testing.T) {
 		if _, err := store.RetryPartition(ctx, group, s1); err != nil {
 			t.Fatal(err)
 		}
-		rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		clk.Advance(time.Second)
-		rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		if parked, _ := store.ParkedPartitions(ctx, group); len(parked) != 1 {
 			t.Fatalf("after a retry that fails again: parked %+v, want s1", parked)
 		}
@@ -126,7 +126,7 @@ func TestParkingStrategy(t *testing.T) {
 		if _, err := store.SkipFailedMessage(ctx, group, s1); err != nil {
 			t.Fatal(err)
 		}
-		if err := rt.Drain(ctx); err != nil {
+		if err := rt.Drain(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := []string{"s1/c1", "s2/c1", "s1/c3", "s1/c4"}; !slices.Equal(p.notified, want) {
@@ -138,12 +138,12 @@ func TestParkingStrategy(t *testing.T) {
 		p := &poisoned{bad: map[string]bool{"s1/c2": true}, strategy: shell.ErrorStrategy{Park: true}}
 		rt, store := newRouter(t, newClock(), shell.RouterOptions{}, p)
 		notify(t, store, "s1", "c1", "s1", "c2")
-		rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		delete(p.bad, "s1/c2")
 		if _, err := store.ResetPartition(ctx, group, s1); err != nil {
 			t.Fatal(err)
 		}
-		if err := rt.Drain(ctx); err != nil {
+		if err := rt.Drain(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := []string{"s1/c1", "s1/c1", "s1/c2"}; !slices.Equal(p.notified, want) {

@@ -78,7 +78,7 @@ func TestHandleRefusesAMissingOrEmptyPartitionKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := shell.Handle(ctx, store, looseDecider, tc.cmd)
+			_, err := shell.Handle(ctx, store, looseDecider, tc.cmd, nil)
 			wantKeyError(t, err, tc.problem)
 		})
 	}
@@ -91,11 +91,11 @@ func TestHandleRefusesAMissingOrEmptyPartitionKey(t *testing.T) {
 func TestLoadRefusesAnEmptyPartitionKey(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
-	_, _, err := shell.Load(ctx, store, enrolments, map[string]string{"course_id": ""})
+	_, _, err := shell.Load(ctx, store, enrolments, map[string]string{"course_id": ""}, nil)
 	wantKeyError(t, err, "empty")
-	_, _, err = shell.Load(ctx, store, enrolments, map[string]string{"student_id": "s1"})
+	_, _, err = shell.Load(ctx, store, enrolments, map[string]string{"student_id": "s1"}, nil)
 	wantKeyError(t, err, "missing")
-	if _, _, err = shell.Load(ctx, store, enrolments.Projection(), nil); !errors.Is(err, codec.ErrInvalid) {
+	if _, _, err = shell.Load(ctx, store, enrolments.Projection(), nil, nil); !errors.Is(err, codec.ErrInvalid) {
 		t.Fatalf("Load with no partition: %v, want codec.ErrInvalid", err)
 	}
 }
@@ -121,7 +121,7 @@ func TestAppendRefusesAnEmptyKeyOfARegisteredGroup(t *testing.T) {
 	if _, err := store.Append(ctx, core.Messages(looseDone{CourseID: "c1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if g, err := store.Group(ctx, "loose.counter"); err != nil || g.Status != shell.StatusActive || g.HighestPosition != 1 {
@@ -149,7 +149,7 @@ func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 	if err := router.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Drain(ctx); err != nil && !errors.Is(err, codec.ErrInvalid) {
+	if err := router.Drain(ctx, nil); err != nil && !errors.Is(err, codec.ErrInvalid) {
 		t.Fatal(err)
 	}
 	g, err := store.Group(ctx, "loose.counter")
@@ -167,7 +167,7 @@ func TestRouterRefusesAPartitionWithAnEmptyKey(t *testing.T) {
 func TestHandleRegistersTheDecidersGroupOnFirstUse(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(courseRegistry())
-	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
+	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
 	if err != nil {
 		t.Fatalf("Handle before any router or runtime registered the group: %v", err)
 	}
@@ -184,7 +184,7 @@ func TestHandleRegistersTheDecidersGroupOnFirstUse(t *testing.T) {
 	if err := router.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -202,7 +202,7 @@ func TestHandleRegistersTheDecidersGroupOnFirstUse(t *testing.T) {
 	// An invalid decider is refused at that first use, registering nothing.
 	bad := core.Decider[int]{Group: "bad", PartitionBy: []string{"course_id"}}.With(
 		core.Decide(func(int, StudentEnrolled) ([]any, error) { return nil, nil }))
-	if _, err := shell.Handle(ctx, store, bad, StudentEnrolled{CourseID: "c1", StudentID: "s1"}); !errors.Is(err, core.ErrDefinition) {
+	if _, err := shell.Handle(ctx, store, bad, StudentEnrolled{CourseID: "c1", StudentID: "s1"}, nil); !errors.Is(err, core.ErrDefinition) {
 		t.Fatalf("Handle with an invalid decider: %v, want core.ErrDefinition", err)
 	}
 	if _, err := store.Group(ctx, "bad"); !errors.Is(err, shell.ErrGroupNotRegistered) {

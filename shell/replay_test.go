@@ -18,7 +18,7 @@ func TestReactionsDoNotRefireAfterReset(t *testing.T) {
 			ctx := context.Background()
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet(), BatchSize: 50}, enrolments)
 			notifyEnrol(t, store, "c1", "s1")
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			count := func(typ string) int { return len(byType(readAll(t, store), typ)) }
@@ -35,7 +35,7 @@ func TestReactionsDoNotRefireAfterReset(t *testing.T) {
 			if err := rt.Start(ctx, enrolments); err != nil {
 				t.Fatal(err)
 			}
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			if n := count("students.notify"); n != 2 {

@@ -1589,11 +1589,10 @@ type DrainOptions struct {
 // *GroupFailedError for each such failure (joined), unless
 // opts.TolerateFailures: an integration test must not pass while a
 // reactor failed.
-func (rt *Router) Drain(ctx context.Context, opts ...DrainOptions) error {
-	var o DrainOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func (rt *Router) Drain(ctx context.Context, opts *DrainOptions) error {
+	o := orDefaults(opts)
 	var failures []error
 	// The hooks of operator transitions made elsewhere (the CLI, the
 	// dashboard) first: their groups' work waits for them.

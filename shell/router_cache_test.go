@@ -222,7 +222,7 @@ func checkRouterCache(rt *rapid.T, inner shell.Store) int64 {
 		case 0: // an event behind the router's back
 			msgs = []core.Message{core.NewMessage(tillMoved{Owner: owner, Amount: amount, Aside: true})}
 		case 1: // a synchronous decision, sharing the router's cache
-			if _, err := shell.Handle(ctx, store, tills, tillTake{Owner: owner, Amount: amount}, shell.HandleOptions{Cache: cache}); err != nil {
+			if _, err := shell.Handle(ctx, store, tills, tillTake{Owner: owner, Amount: amount}, &shell.HandleOptions{Cache: cache}); err != nil {
 				rt.Fatal(err)
 			}
 		case 2:
@@ -240,7 +240,7 @@ func checkRouterCache(rt *rapid.T, inner shell.Store) int64 {
 			}
 		case 4, 5, 6:
 			failing = true
-			err := router.Drain(ctx)
+			err := router.Drain(ctx, nil)
 			failing = false
 			if err != nil && !errors.Is(err, shell.ErrBusy) {
 				rt.Fatalf("drain: %v", err)
@@ -258,7 +258,7 @@ func checkRouterCache(rt *rapid.T, inner shell.Store) int64 {
 			}
 		}
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		rt.Fatalf("last drain: %v", err)
 	}
 	for _, owner := range owners {
@@ -364,7 +364,7 @@ func TestRouterCachePolicy(t *testing.T) {
 			if _, err := store.Append(ctx, []core.Message{core.NewMessage(cmd)}, shell.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := router.Drain(ctx); err != nil {
+			if err := router.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -415,7 +415,7 @@ func TestRouterCachePolicy(t *testing.T) {
 		if _, err := store.Append(ctx, []core.Message{core.NewMessage(tillPay{Owner: "ann", Amount: 1})}, shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := router.Drain(ctx); err != nil {
+		if err := router.Drain(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -107,7 +107,7 @@ func TestNoPairsAcknowledgeTheBatch(t *testing.T) {
 				dctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				s.cancel = cancel
-				if err := rt.Drain(dctx); err != nil {
+				if err := rt.Drain(dctx, nil); err != nil {
 					t.Fatalf("Drain: %v after %d calls of the reactor, want it to end after 3", err, s.count())
 				}
 				if calls := s.count(); calls != 3 {
@@ -338,7 +338,7 @@ func TestFailureNamesSentinelErrors(t *testing.T) {
 				if _, err := store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: "s1"})}, shell.AppendOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if err := rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+				if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 					t.Fatal(err)
 				}
 				info, err := store.Group(ctx, f.GroupID())

@@ -92,14 +92,14 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 			if _, err := rt.HandleNext(ctx, holdAccounts, "w1"); err != nil {
 				t.Fatal(err)
 			}
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := s.handled.Load(); got != tc.want {
 				t.Fatalf("%d transactions handled the four partitions, want %d", got, tc.want)
 			}
 			for i := range 4 {
-				balance, _, err := shell.Load(ctx, s, holdAccounts, map[string]string{"account": fmt.Sprint("a", i)})
+				balance, _, err := shell.Load(ctx, s, holdAccounts, map[string]string{"account": fmt.Sprint("a", i)}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

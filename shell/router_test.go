@@ -64,16 +64,16 @@ func TestCourseExample(t *testing.T) {
 	rm := &rosters{}
 	rt, store := newRouter(t, clk, shell.RouterOptions{}, courseNames, enrolments, rosterProjector(rm), notifications)
 
-	if _, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c1", CourseName: "Algebra"}); err != nil {
+	if _, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c1", CourseName: "Algebra"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c2", CourseName: "Algebra"})
+	_, err := shell.Handle(ctx, store, courseNames, CreateCourse{CourseID: "c2", CourseName: "Algebra"}, nil)
 	if err == nil || err.Error() != `course "Algebra" already exists` {
 		t.Fatalf("second course named Algebra: %v", err)
 	}
 	var cmd shell.HandleResult[[]string]
 	for i, s := range []string{"s1", "s2", "s3"} {
-		res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s})
+		res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s}, nil)
 		if i < capacity {
 			if err != nil {
 				t.Fatalf("enrolling %s: %v", s, err)
@@ -87,7 +87,7 @@ func TestCourseExample(t *testing.T) {
 			t.Fatalf("enrolling %s beyond capacity: %v", s, err)
 		}
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := rm.get("c1"); !slices.Equal(got, []string{"s1", "s2"}) {
@@ -130,7 +130,7 @@ func TestCourseExample(t *testing.T) {
 	}
 	// Everything is processed: draining again does nothing new.
 	before := len(readAll(t, store))
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if after := len(readAll(t, store)); after != before {
@@ -441,7 +441,7 @@ func TestDeleteOnAckQueue(t *testing.T) {
 		jobs = append(jobs, core.NewMessage(NotifyStudent{StudentID: "s1"}))
 	}
 	store.Append(ctx, jobs, shell.AppendOptions{})
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(q.done) != 5 {
@@ -459,7 +459,7 @@ func TestHandleErrors(t *testing.T) {
 	// TestHandleRegistersTheDecidersGroupOnFirstUse.)
 	rt, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	rt.Setup(ctx)
-	_, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1"})
+	_, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1"}, nil)
 	if !errors.Is(err, errInvalid()) || !strings.Contains(err.Error(), "student_id") {
 		t.Fatalf("invalid command: %v", err)
 	}
@@ -473,14 +473,14 @@ func TestHandleErrors(t *testing.T) {
 func TestHandleThenWorkers(t *testing.T) {
 	ctx := context.Background()
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, enrolments, notifications)
-	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"})
+	res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(res.State, []string{"s1"}) || len(res.Events) != 1 || res.Command.ID == uuid.Nil {
 		t.Fatalf("result %+v", res)
 	}
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	log := readAll(t, store)
@@ -497,16 +497,16 @@ func TestLoad(t *testing.T) {
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, enrolments)
 	_ = rt
 	for _, s := range []string{"s1", "s2"} {
-		if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s}); err != nil {
+		if _, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: s}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s, g, err := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"})
+	s, g, err := shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, nil)
 	if err != nil || !slices.Equal(s, []string{"s1", "s2"}) || len(g.Conditions) == 0 {
 		t.Fatalf("Load = %v, %+v, %v", s, g, err)
 	}
 	first := byType(readAll(t, store), "courses.enrolled")[0].Position
-	s, _, err = shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, shell.ReadOptions{Upto: first})
+	s, _, err = shell.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"}, &shell.ReadOptions{Upto: first})
 	if err != nil || !slices.Equal(s, []string{"s1"}) {
 		t.Fatalf("Load upto %d = %v, %v", first, s, err)
 	}
@@ -583,7 +583,7 @@ func TestFailureAmongInlineBatches(t *testing.T) {
 		store.Append(ctx, []core.Message{core.NewMessage(c)}, shell.AppendOptions{})
 	}
 	var failed *shell.GroupFailedError
-	if err := rt.Drain(ctx); !errors.As(err, &failed) || failed.Group != "courses.enrolments" || !errors.Is(err, errFull) {
+	if err := rt.Drain(ctx, nil); !errors.As(err, &failed) || failed.Group != "courses.enrolments" || !errors.Is(err, errFull) {
 		t.Fatalf("Drain: %v, want a *GroupFailedError of courses.enrolments matching errFull", err)
 	}
 	var got []string
@@ -666,7 +666,7 @@ func TestFailureInAChain(t *testing.T) {
 	for _, s := range []string{"s1", "s2", "s3"} {
 		store.Append(ctx, []core.Message{core.NewMessage(NotifyStudent{StudentID: s})}, shell.AppendOptions{})
 	}
-	if err := rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+	if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

@@ -108,7 +108,7 @@ func TestRouterKeepsHistories(t *testing.T) {
 			}
 			drain := func() {
 				t.Helper()
-				if err := rt.Drain(ctx); err != nil {
+				if err := rt.Drain(ctx, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

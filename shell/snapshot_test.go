@@ -196,13 +196,13 @@ func dropCache(c *shell.StateCache) {
 // before.
 func checkSnapshotHandle(rt *rapid.T, store shell.Store, d, plain core.Decider[walletState], cache *shell.StateCache, owner string, cmd any) {
 	ctx := context.Background()
-	full, _, err := shell.Load(ctx, store, plain, map[string]string{"owner": owner})
+	full, _, err := shell.Load(ctx, store, plain, map[string]string{"owner": owner}, nil)
 	if err != nil {
 		rt.Fatal(err)
 	}
 	want, wantErr := plain.Decide(full, core.NewMessage(cmd))
 	wantState := plain.Evolve(full, want...)
-	got, err := shell.Handle(ctx, store, d, cmd, shell.HandleOptions{Cache: cache})
+	got, err := shell.Handle(ctx, store, d, cmd, &shell.HandleOptions{Cache: cache})
 	if (err == nil) != (wantErr == nil) || err != nil && !errors.Is(err, errOverdrawn) {
 		rt.Fatalf("%T on %s: Handle returned %v, a full fold decides %v", cmd, owner, err, wantErr)
 	}
@@ -224,18 +224,18 @@ func checkSnapshotHandle(rt *rapid.T, store shell.Store, d, plain core.Decider[w
 func checkSnapshotLoad(rt *rapid.T, store shell.Store, d, plain core.Decider[walletState], owner string) {
 	ctx := context.Background()
 	partition := map[string]string{"owner": owner}
-	want, wantGuard, err := shell.Load(ctx, store, plain, partition)
+	want, wantGuard, err := shell.Load(ctx, store, plain, partition, nil)
 	if err != nil {
 		rt.Fatal(err)
 	}
-	got, guard, err := shell.Load(ctx, store, d, partition)
+	got, guard, err := shell.Load(ctx, store, d, partition, nil)
 	if err != nil {
 		rt.Fatal(err)
 	}
 	if !reflect.DeepEqual(normal(got), normal(want)) || !reflect.DeepEqual(guard, wantGuard) {
 		rt.Fatalf("Load of %s: %+v guarded by %+v; a full fold gives %+v guarded by %+v", owner, got, guard, want, wantGuard)
 	}
-	got, guard, err = shell.LoadDecision(ctx, store, d, walletWithdraw{Owner: owner, Amount: 1})
+	got, guard, err = shell.LoadDecision(ctx, store, d, walletWithdraw{Owner: owner, Amount: 1}, nil)
 	if err != nil {
 		rt.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestSnapshotsSkipTheHistory(t *testing.T) {
 	store := &readCountingStore{Store: memstore.New(walletRegistry(), memstore.WithLogger(quiet()))}
 	d, _ := walletsFolding(1, "wallet/v1", 10)
 	for i := range 12 { // 24 events folded, 12 commands: snapshots saved on the way
-		if _, err := shell.Handle(ctx, store, d, walletDeposit{Owner: "ann", Amount: i + 1}); err != nil {
+		if _, err := shell.Handle(ctx, store, d, walletDeposit{Owner: "ann", Amount: i + 1}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,7 +261,7 @@ func TestSnapshotsSkipTheHistory(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("no snapshot after 24 events folded with Every 10: %v", err)
 	}
-	res, err := shell.Handle(ctx, store, d, walletWithdraw{Owner: "ann", Amount: 78})
+	res, err := shell.Handle(ctx, store, d, walletWithdraw{Owner: "ann", Amount: 78}, nil)
 	if err != nil || res.State.Balance != 0 || len(res.State.Moves) != 25 {
 		t.Fatalf("withdraw all from a snapshot: %+v, %v; want balance 0 after 25 moves", res.State, err)
 	}
@@ -304,13 +304,13 @@ func TestSnapshotThatDoesNotDecode(t *testing.T) {
 	logs := &records{}
 	store := memstore.New(walletRegistry(), memstore.WithLogger(slog.New(logs)))
 	d, _ := walletsFolding(1, "wallet/v1", 1)
-	if _, err := shell.Handle(ctx, store, d, walletDeposit{Owner: "ann", Amount: 5}); err != nil {
+	if _, err := shell.Handle(ctx, store, d, walletDeposit{Owner: "ann", Amount: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.SaveSnapshot(ctx, shell.Snapshot{Group: "wallets", Partition: shell.SnapshotPartition(map[string]string{"owner": "ann"}), Version: "wallet/v1", Position: 3, State: []byte("not json")}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := shell.Handle(ctx, store, d, walletWithdraw{Owner: "ann", Amount: 5})
+	res, err := shell.Handle(ctx, store, d, walletWithdraw{Owner: "ann", Amount: 5}, nil)
 	if err != nil || res.State.Balance != 0 {
 		t.Fatalf("withdraw on a corrupt snapshot: %+v, %v; want balance 0", res.State, err)
 	}
@@ -376,7 +376,7 @@ func withSnapshots(d core.Decider[walletState], o core.Snapshots[walletState]) c
 }
 
 func handleErr(d core.Decider[walletState]) error {
-	_, err := shell.Handle(context.Background(), memstore.New(walletRegistry()), d, walletDeposit{Owner: "ann", Amount: 1})
+	_, err := shell.Handle(context.Background(), memstore.New(walletRegistry()), d, walletDeposit{Owner: "ann", Amount: 1}, nil)
 	return err
 }
 

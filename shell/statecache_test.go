@@ -154,13 +154,13 @@ func TestStateCacheDecidesAsAFullFold(t *testing.T) {
 // decision on a full fold of the partition read just before.
 func checkCachedHandle(rt *rapid.T, store shell.Store, cache *shell.StateCache, owner string, cmd any) {
 	ctx := context.Background()
-	full, _, err := shell.Load(ctx, store, wallets, map[string]string{"owner": owner})
+	full, _, err := shell.Load(ctx, store, wallets, map[string]string{"owner": owner}, nil)
 	if err != nil {
 		rt.Fatal(err)
 	}
 	want, wantErr := wallets.Decide(full, core.NewMessage(cmd))
 	wantState := wallets.Evolve(full, want...)
-	got, err := shell.Handle(ctx, store, wallets, cmd, shell.HandleOptions{Cache: cache})
+	got, err := shell.Handle(ctx, store, wallets, cmd, &shell.HandleOptions{Cache: cache})
 	if (err == nil) != (wantErr == nil) || err != nil && !errors.Is(err, errOverdrawn) {
 		rt.Fatalf("%T on %s: Handle returned %v, a full fold decides %v", cmd, owner, err, wantErr)
 	}
@@ -192,7 +192,7 @@ func TestStateCacheSkipsTheHistory(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(walletRegistry())
 	cache := shell.NewStateCache(10)
-	opts := shell.HandleOptions{Cache: cache}
+	opts := &shell.HandleOptions{Cache: cache}
 	if _, err := shell.Handle(ctx, store, wallets, walletDeposit{Owner: "ann", Amount: 5}, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestStateCacheSkipsTheHistory(t *testing.T) {
 	// Bounded: three partitions in a cache of two keep the two last used.
 	small := shell.NewStateCache(2)
 	for _, owner := range []string{"ann", "bob", "cyd"} {
-		if _, err := shell.Handle(ctx, store, wallets, walletDeposit{Owner: owner, Amount: 1}, shell.HandleOptions{Cache: small}); err != nil {
+		if _, err := shell.Handle(ctx, store, wallets, walletDeposit{Owner: owner, Amount: 1}, &shell.HandleOptions{Cache: small}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,7 +237,7 @@ func ExampleStateCache() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{}, enrolments)
 	_ = router.Setup(ctx)
 	cache := shell.NewStateCache(10_000) // at most 10,000 partitions' states
-	opts := shell.HandleOptions{Cache: cache}
+	opts := &shell.HandleOptions{Cache: cache}
 
 	for _, student := range []string{"s1", "s2", "s3"} {
 		res, err := shell.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: student}, opts)
@@ -282,11 +282,11 @@ func TestStateCacheKeepsPartitionsApart(t *testing.T) {
 		t.Fatal("the fixture's partitions no longer collide under PartitionKey")
 	}
 	for _, c := range []pairTally{first, second, first} {
-		if _, err := shell.Handle(ctx, store, tallies, c, shell.HandleOptions{Cache: cache}); err != nil {
+		if _, err := shell.Handle(ctx, store, tallies, c, &shell.HandleOptions{Cache: cache}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := shell.Handle(ctx, store, tallies, second, shell.HandleOptions{Cache: cache})
+	res, err := shell.Handle(ctx, store, tallies, second, &shell.HandleOptions{Cache: cache})
 	if err != nil || res.State != 2 {
 		t.Fatalf("the second partition's second tally: state %d, %v; want 2 (its own two)", res.State, err)
 	}

@@ -164,7 +164,7 @@ func TestSuperviseWithoutSignals(t *testing.T) {
 	host := make(chan os.Signal, 4)
 	signal.Notify(host, syscall.SIGUSR1)
 	defer signal.Stop(host)
-	run := func(opts shell.SuperviseOptions) (context.CancelFunc, chan error) {
+	run := func(opts *shell.SuperviseOptions) (context.CancelFunc, chan error) {
 		rt, err := shell.NewRuntime(memstore.New(courseRegistry()), stopConfig(), notifications)
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +176,7 @@ func TestSuperviseWithoutSignals(t *testing.T) {
 		return cancel, done
 	}
 
-	cancel, done := run(shell.SuperviseOptions{NoSignals: true, Signals: []os.Signal{syscall.SIGUSR1}})
+	cancel, done := run(&shell.SuperviseOptions{NoSignals: true, Signals: []os.Signal{syscall.SIGUSR1}})
 	defer cancel()
 	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 	<-host
@@ -190,7 +190,7 @@ func TestSuperviseWithoutSignals(t *testing.T) {
 		t.Fatalf("Supervise: %v", err)
 	}
 
-	cancel, done = run(shell.SuperviseOptions{Signals: []os.Signal{syscall.SIGUSR1}})
+	cancel, done = run(&shell.SuperviseOptions{Signals: []os.Signal{syscall.SIGUSR1}})
 	defer cancel()
 	syscall.Kill(os.Getpid(), syscall.SIGUSR1)
 	select {

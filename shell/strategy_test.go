@@ -100,7 +100,7 @@ func TestDecidingErrorStrategy(t *testing.T) {
 			e := &erring{strategy: deciding(&attempts)}
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet()}, e)
 			notify(t, store, "s1", "c1", "s1", "declined", "s1", "c3")
-			err := rt.Drain(ctx)
+			err := rt.Drain(ctx, nil)
 			var gf *shell.GroupFailedError
 			if !errors.As(err, &gf) || gf.Status != shell.StatusFailed || gf.Position != 2 || !errors.Is(err, errDeclined) {
 				t.Fatalf("drain: %v, want the group failed at position 2 by the declined card", err)
@@ -121,7 +121,7 @@ func TestDecidingErrorStrategy(t *testing.T) {
 			rt, store := clockedRouter(t, name, clk, shell.RouterOptions{Logger: quiet()}, e)
 			notify(t, store, "s1", "down")
 			for want := 1; want <= 3; want++ {
-				if err := rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+				if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 					t.Fatal(err)
 				}
 				info, _ := store.Group(ctx, group)
@@ -142,7 +142,7 @@ func TestDecidingErrorStrategy(t *testing.T) {
 			e := &erring{strategy: deciding(&attempts).OnFail(func(_ context.Context, f core.FailureReport) { reports = append(reports, f) })}
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet()}, e)
 			notify(t, store, "s1", "c1", "s1", "junk", "s1", "c3", "s2", "c1")
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatalf("drain: %v, want nil (a skip is not a failure of the group)", err)
 			}
 			if want := []string{"s1/c1", "s1/c3", "s2/c1"}; !sameSet(e.notified, want) {
@@ -165,7 +165,7 @@ func TestDecidingErrorStrategy(t *testing.T) {
 			e := &erring{strategy: deciding(&attempts)}
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet(), BatchSize: 10}, e)
 			notify(t, store, "s1", "c1", "s1", "sync", "s1", "c3")
-			err := rt.Drain(ctx)
+			err := rt.Drain(ctx, nil)
 			var gf *shell.GroupFailedError
 			if !errors.As(err, &gf) || !gf.Parked || gf.Position != 2 {
 				t.Fatalf("drain: %v, want the partition parked at position 2", err)
@@ -180,7 +180,7 @@ func TestDecidingErrorStrategy(t *testing.T) {
 			e := &erring{strategy: shell.ErrorStrategy{Retries: 3, After: time.Second}}
 			rt, store := routerStores[name](t, shell.RouterOptions{Logger: quiet()}, e)
 			notify(t, store, "s1", "declined", "s2", "down")
-			rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+			rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 			info, _ := store.Group(ctx, group)
 			if info.Status != shell.StatusFailed || info.Failure.RetryCount != 0 || info.Failure.Position != 1 {
 				t.Fatalf("group %+v, want failed at once at position 1", info)
@@ -226,13 +226,13 @@ func TestBusinessRefusalIsAnOutcome(t *testing.T) {
 			if out, err := shell.CommandOutcomeOf(ctx, store, s3, "courses.enrolments"); err != nil || out.Decided {
 				t.Fatalf("outcome before any worker ran: %+v, %v; want not decided", out, err)
 			}
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatalf("drain: %v, want nil (a refusal is not a failure)", err)
 			}
 			if info, _ := store.Group(ctx, "courses.enrolments"); info.Status != shell.StatusActive || info.Failure.Error != "" {
 				t.Fatalf("group %+v, want active with no failure", info)
 			}
-			out, err := shell.AwaitCommand(ctx, store, s3)
+			out, err := shell.AwaitCommand(ctx, store, s3, nil)
 			var refusal *core.RefusalError
 			if !errors.Is(err, errFull) || !errors.Is(err, core.ErrRefused) || !errors.As(err, &refusal) || len(out.Events) != 0 || out.Refusal == nil {
 				t.Fatalf("outcome of s3: %+v, %v; want refused with errFull", out, err)
@@ -241,7 +241,7 @@ func TestBusinessRefusalIsAnOutcome(t *testing.T) {
 				t.Fatalf("refusal %+v, want s3's courses.enrol refused by courses.enrolments (and no other sentinel)", refusal)
 			}
 			for _, id := range []uuid.UUID{s1, s4} {
-				out, err := shell.AwaitCommand(ctx, store, id, shell.AwaitOptions{Group: "courses.enrolments"})
+				out, err := shell.AwaitCommand(ctx, store, id, &shell.AwaitOptions{Group: "courses.enrolments"})
 				if err != nil || len(out.Events) != 1 || out.Events[0].Type != "courses.enrolled" {
 					t.Fatalf("outcome of %v: %+v, %v; want its StudentEnrolled", id, out, err)
 				}
@@ -258,7 +258,7 @@ func TestBusinessRefusalIsAnOutcome(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := rt.Drain(ctx); err != nil {
+			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			if n := rejections(); n != 1 {
@@ -274,7 +274,7 @@ func TestRefusalsFailWhenTheDefinitionSaysSo(t *testing.T) {
 	ctx := context.Background()
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, strictEnrolments)
 	notifyEnrol(t, store, "c1", "s1", "s2", "s3")
-	if err := rt.Drain(ctx); !errors.Is(err, errFull) {
+	if err := rt.Drain(ctx, nil); !errors.Is(err, errFull) {
 		t.Fatalf("drain: %v, want the group failed by errFull", err)
 	}
 	if n := len(byType(readAll(t, store), core.CommandRejectedType)); n != 0 {
@@ -328,7 +328,7 @@ func TestFailureRecordsWhereAReturnedErrorSurfaced(t *testing.T) {
 			f := failingWith{err: c.err}
 			rt, store := newRouter(t, newClock(), shell.RouterOptions{Logger: quiet()}, f)
 			notify(t, store, "s1", "c1")
-			rt.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+			rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 			info, _ := store.Group(ctx, f.GroupID())
 			for _, w := range c.want {
 				if !strings.Contains(info.Failure.Stack, w) {

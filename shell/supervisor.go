@@ -30,11 +30,10 @@ type SuperviseOptions struct {
 // CancelAfter before their batches are cancelled) and every finished
 // batch is acknowledged. It is what a standalone worker process's main
 // calls.
-func Supervise(ctx context.Context, rt *Runtime, opts ...SuperviseOptions) error {
-	var o SuperviseOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+//
+// opts may be nil: the defaults.
+func Supervise(ctx context.Context, rt *Runtime, opts *SuperviseOptions) error {
+	o := orDefaults(opts)
 	if !o.NoSignals {
 		sigs := o.Signals
 		if len(sigs) == 0 {

@@ -72,7 +72,7 @@ func Example_decideAcross() {
 	store := memstore.New(reg)
 
 	for _, cmd := range []LendBook{{"ann", "b1"}, {"ann", "b2"}, {"ann", "b3"}, {"ann", "b4"}, {"bob", "b1"}} {
-		res, err := shell.Handle(ctx, store, Lending, cmd)
+		res, err := shell.Handle(ctx, store, Lending, cmd, nil)
 		if err != nil {
 			fmt.Println("refused:", err)
 			continue
@@ -81,7 +81,7 @@ func Example_decideAcross() {
 	}
 
 	// Outside Handle: load the decision's state and guard, append with it.
-	s, guard, err := shell.LoadDecision(ctx, store, Lending, LendBook{"bob", "b2"})
+	s, guard, err := shell.LoadDecision(ctx, store, Lending, LendBook{"bob", "b2"}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -168,7 +168,7 @@ func Example_courseSubscription() {
 		panic(err)
 	}
 	for _, cmd := range []SubscribeStudent{{"algebra", "ann"}, {"algebra", "bob"}, {"chess", "ann"}, {"latin", "ann"}, {"latin", "bob"}} {
-		if _, err := shell.Handle(ctx, store, Subscriptions, cmd); err != nil {
+		if _, err := shell.Handle(ctx, store, Subscriptions, cmd, nil); err != nil {
 			fmt.Println("refused:", err)
 			continue
 		}
@@ -258,7 +258,7 @@ func Example_uniqueUsername() {
 	codec.MustRegister[UsernameChanged](reg, "accounts.username_changed")
 	store := memstore.New(reg)
 	for _, cmd := range []ChooseUsername{{"a1", "al"}, {"a2", "al"}, {"a1", "ally"}, {"a2", "al"}, {"a3", "ally"}} {
-		if _, err := shell.Handle(ctx, store, Usernames, cmd); err != nil {
+		if _, err := shell.Handle(ctx, store, Usernames, cmd, nil); err != nil {
 			fmt.Println("refused:", err)
 			continue
 		}

@@ -50,7 +50,7 @@ func Example_failures() {
 	_ = router.Setup(ctx)
 	_, _ = store.Append(ctx, core.Messages(StudentEnrolled{"poison", "s1"}, StudentEnrolled{"c1", "s2"}), shell.AppendOptions{})
 	for range 4 { // the first try and 3 retries
-		_ = router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+		_ = router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 		if info, _ := store.Group(ctx, "courses.rosters"); !info.RetryAt.IsZero() {
 			now = info.RetryAt
 		}

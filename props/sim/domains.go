@@ -164,7 +164,7 @@ func (*courses) Do(ctx context.Context, c *Client, op int, n int64) error {
 	case 1:
 		return c.Handle(ctx, enrolments, cmd)
 	default:
-		s, guard, err := shell.Load(ctx, c.Store, enrolments, map[string]string{"course_id": cmd.CourseID})
+		s, guard, err := shell.Load(ctx, c.Store, enrolments, map[string]string{"course_id": cmd.CourseID}, nil)
 		if err != nil {
 			return err
 		}

@@ -134,7 +134,7 @@ func (*doors) Check(v *View, final bool) error {
 		}
 	}
 	for id := range doorsSeen {
-		in, _, err := shell.LoadMachine(context.Background(), v.Store, doorsM, map[string]string{"door_id": id})
+		in, _, err := shell.LoadMachine(context.Background(), v.Store, doorsM, map[string]string{"door_id": id}, nil)
 		if err != nil {
 			return fmt.Errorf("door %s: its stored configuration does not load: %w", id, err)
 		}

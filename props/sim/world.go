@@ -340,7 +340,7 @@ func (c *Client) Append(ctx context.Context, msgs []core.Message, opts shell.App
 // records the command and its events as acknowledged: they must be in the
 // log at once.
 func (c *Client) Handle(ctx context.Context, d core.CommandDecider, cmd any) error {
-	res, err := shell.HandleCommand(ctx, c.Store, d, cmd)
+	res, err := shell.HandleCommand(ctx, c.Store, d, cmd, nil)
 	if err != nil {
 		return err
 	}

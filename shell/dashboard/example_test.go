@@ -76,7 +76,7 @@ func ExampleRecorder() {
 	if _, err := store.Append(ctx, core.Messages(demo.CreateCourse{CourseID: "algebra", Title: "Algebra"}), shell.AppendOptions{}); err != nil {
 		panic(err)
 	}
-	if err := router.Drain(ctx, shell.DrainOptions{}); err != nil {
+	if err := router.Drain(ctx, &shell.DrainOptions{}); err != nil {
 		panic(err)
 	}
 	srv := httptest.NewServer(dash)

@@ -70,7 +70,7 @@ func TestChartsOnTheGroupsPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+	if err := router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 		t.Fatal(err)
 	}
 	// A group with no reactor of the dashboard's (another process's):

@@ -26,7 +26,7 @@ func ExampleNew() {
 	router, _ := shell.NewRouter(store, shell.RouterOptions{Observer: obs}, orders, shipping)
 	_ = router.Setup(ctx)
 	_, _ = store.Append(ctx, core.Messages(PlaceOrder{OrderID: "o1"}), shell.AppendOptions{})
-	_ = router.Drain(ctx)
+	_ = router.Drain(ctx, nil)
 
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(ctx, &rm)

@@ -136,7 +136,7 @@ func TestMetricsCountBatchesAppendsAndFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_ = f.router.Drain(ctx, shell.DrainOptions{TolerateFailures: true})
+	_ = f.router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true})
 	sums := f.sums(t)
 	// orders: 3 commands + 3 reactions to OrderPlaced, in batches of one
 	// partition each; shipping: o1 and o2 (broken failed).
@@ -167,7 +167,7 @@ func TestSpansOfOneCausalChainShareATrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.router.Drain(ctx); err != nil {
+	if err := f.router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	corr := res.Messages[0].CorrelationID
@@ -280,7 +280,7 @@ func TestLagGaugeReadsTheStore(t *testing.T) {
 	if got := gauge(); got["orders"] != 3 || got["shipping"] != 0 {
 		t.Errorf("lag before draining %v, want orders 3", got)
 	}
-	if err := router.Drain(ctx); err != nil {
+	if err := router.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := gauge(); got["orders"] != 0 || got["shipping"] != 0 {

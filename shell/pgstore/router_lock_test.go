@@ -129,11 +129,11 @@ func TestRouterDecidesUnderBoundaryLocks(t *testing.T) {
 	trace.mu.Lock()
 	trace.committed = nil
 	trace.mu.Unlock()
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		balance, _, err := shell.Load(ctx, s, rlAccounts, map[string]string{"account": fmt.Sprint("a", i)})
+		balance, _, err := shell.Load(ctx, s, rlAccounts, map[string]string{"account": fmt.Sprint("a", i)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestHandleFromASnapshot(t *testing.T) {
 	d.Snapshots = core.Snapshots[map[string]bool]{Codec: core.JSONSnapshots[map[string]bool]("jobs/v1"), Every: 3}
 	part := shell.SnapshotPartition(map[string]string{"shard": "s1"})
 	for i := range 10 {
-		if _, err := shell.Handle(ctx, store, d, Job{JobID: "j" + strconv.Itoa(i), Shard: "s1"}); err != nil {
+		if _, err := shell.Handle(ctx, store, d, Job{JobID: "j" + strconv.Itoa(i), Shard: "s1"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,14 +32,14 @@ func TestHandleFromASnapshot(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		if _, err := shell.Handle(ctx, store, d, Job{JobID: "j3", Shard: "s1"}); err == nil {
+		if _, err := shell.Handle(ctx, store, d, Job{JobID: "j3", Shard: "s1"}, nil); err == nil {
 			t.Fatalf("%s: a job done before was decided again", when)
 		}
-		res, err := shell.Handle(ctx, store, d, Job{JobID: "new-" + when, Shard: "s1"})
+		res, err := shell.Handle(ctx, store, d, Job{JobID: "new-" + when, Shard: "s1"}, nil)
 		if err != nil || !res.State["j0"] || !res.State["j9"] || !res.State["new-"+when] {
 			t.Fatalf("%s: %v, %v; want every job done", when, res.State, err)
 		}
-		state, _, err := shell.Load(ctx, store, d, map[string]string{"shard": "s1"})
+		state, _, err := shell.Load(ctx, store, d, map[string]string{"shard": "s1"}, nil)
 		if err != nil || len(state) != len(res.State) {
 			t.Fatalf("%s: Load gives %d jobs, %v; Handle %d", when, len(state), err, len(res.State))
 		}

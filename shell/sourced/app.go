@@ -60,7 +60,7 @@ type HandleResult[S any] = shell.HandleResult[S]
 // Reactions to the events run on the runtime's workers. For options (a
 // command time, metadata, a state cache, an observer) see shell.Handle.
 func Handle[S any](ctx context.Context, store Store, d Decider[S], cmd any) (HandleResult[S], error) {
-	return shell.Handle(ctx, store, d, cmd)
+	return shell.Handle(ctx, store, d, cmd, nil)
 }
 
 // Load reads the state of a decider, projector or projection for a
@@ -68,7 +68,7 @@ func Handle[S any](ctx context.Context, store Store, d Decider[S], cmd any) (Han
 // the guard of the read: append with it to decide on that state yourself.
 // shell.Load reads it as it was at a past position (ReadOptions.Upto).
 func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string) (S, Guard, error) {
-	return shell.Load(ctx, store, e, partition)
+	return shell.Load(ctx, store, e, partition, nil)
 }
 
 // Config tunes the runtime: workers, batch sizes, poll and heartbeat
@@ -103,4 +103,4 @@ type Module = shell.Module
 // current batch, and every finished batch is acknowledged. It is what a
 // worker process's main calls; shell.Supervise takes options (other
 // signals, a hard stop after a grace period).
-func Supervise(ctx context.Context, rt *Runtime) error { return shell.Supervise(ctx, rt) }
+func Supervise(ctx context.Context, rt *Runtime) error { return shell.Supervise(ctx, rt, nil) }

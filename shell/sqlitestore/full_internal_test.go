@@ -86,7 +86,7 @@ func TestAFullDiskFailsNoGroup(t *testing.T) {
 	}
 
 	limitPages(t, s, 0) // space returns
-	if err := rt.Drain(ctx); err != nil {
+	if err := rt.Drain(ctx, nil); err != nil {
 		t.Fatalf("drain once space returned: %v", err)
 	}
 	for _, g := range []string{"test.counter", "test.followups"} {

@@ -66,9 +66,9 @@ func twoHandles(t *testing.T) (*sqlitestore.Store, *sqlitestore.Store) {
 	return a, b
 }
 
-func deposit(t *testing.T, s shell.Store, amount int, opts ...shell.HandleOptions) int {
+func deposit(t *testing.T, s shell.Store, amount int, opts *shell.HandleOptions) int {
 	t.Helper()
-	res, err := shell.Handle(context.Background(), s, cacheBalance, cacheDeposit{Account: "a1", Amount: amount}, opts...)
+	res, err := shell.Handle(context.Background(), s, cacheBalance, cacheDeposit{Account: "a1", Amount: amount}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +80,13 @@ func deposit(t *testing.T, s shell.Store, amount int, opts ...shell.HandleOption
 // cached state (a hit), folding what was appended since.
 func TestHandleCachesByDefault(t *testing.T) {
 	a, _ := twoHandles(t)
-	if got := deposit(t, a, 1); got != 1 {
+	if got := deposit(t, a, 1, nil); got != 1 {
 		t.Fatalf("balance %d, want 1", got)
 	}
 	if n := a.StateCache().Len(); n != 1 {
 		t.Fatalf("%d states cached after a Handle, want 1", n)
 	}
-	if got := deposit(t, a, 2); got != 3 {
+	if got := deposit(t, a, 2, nil); got != 3 {
 		t.Fatalf("balance %d, want 3", got)
 	}
 	if hits, misses := a.StateCache().Stats(); hits != 1 || misses != 1 {
@@ -101,21 +101,21 @@ func TestHandleCachesByDefault(t *testing.T) {
 func TestHandleCacheSeesOtherWriters(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoHandles(t)
-	deposit(t, a, 1)
+	deposit(t, a, 1, nil)
 	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "a1", Amount: 10})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := deposit(t, a, 2); got != 13 {
+	if got := deposit(t, a, 2, nil); got != 13 {
 		t.Fatalf("balance %d after another writer's deposit of 10, want 13", got)
 	}
 	if hits, _ := a.StateCache().Stats(); hits != 1 {
 		t.Fatalf("%d hits, want 1 (the second Handle started from the cache)", hits)
 	}
 	// And the other writer's Handles see the first one's.
-	if got := deposit(t, b, 4); got != 17 {
+	if got := deposit(t, b, 4, nil); got != 17 {
 		t.Fatalf("balance %d on the second Store, want 17", got)
 	}
-	if got := deposit(t, a, 8); got != 25 {
+	if got := deposit(t, a, 8, nil); got != 25 {
 		t.Fatalf("balance %d, want 25", got)
 	}
 }
@@ -142,24 +142,24 @@ func deleteFirst(t *testing.T, s *sqlitestore.Store) int {
 // Handle decides on (the cached one is dropped).
 func TestHandleCacheDroppedByDeletes(t *testing.T) {
 	a, b := twoHandles(t)
-	deposit(t, a, 1)
-	deposit(t, a, 2)
+	deposit(t, a, 1, nil)
+	deposit(t, a, 2, nil)
 	gone := deleteFirst(t, b) // another process
-	if got := deposit(t, a, 4); got != 7-gone {
+	if got := deposit(t, a, 4, nil); got != 7-gone {
 		t.Fatalf("balance %d after another process deleted a deposit of %d, want %d", got, gone, 7-gone)
 	}
 	gone += deleteFirst(t, a) // this one
-	if got := deposit(t, a, 8); got != 15-gone {
+	if got := deposit(t, a, 8, nil); got != 15-gone {
 		t.Fatalf("balance %d after this process deleted a deposit, want %d", got, 15-gone)
 	}
-	if got := deposit(t, b, 16); got != 31-gone {
+	if got := deposit(t, b, 16, nil); got != 31-gone {
 		t.Fatalf("balance %d on the other Store, want %d", got, 31-gone)
 	}
 	// A Clear by another process: the log starts again.
 	if err := b.Clear(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := deposit(t, a, 32); got != 32 {
+	if got := deposit(t, a, 32, nil); got != 32 {
 		t.Fatalf("balance %d after another process cleared the log, want 32", got)
 	}
 }
@@ -171,8 +171,8 @@ func TestHandleCacheDroppedByDeletes(t *testing.T) {
 func TestHandleNoCache(t *testing.T) {
 	ctx := context.Background()
 	a, _ := twoHandles(t)
-	deposit(t, a, 1)
-	deposit(t, a, 2)
+	deposit(t, a, 1, nil)
+	deposit(t, a, 2, nil)
 	// Delete the first deposit by hand.
 	err := a.Update(ctx, func(tx shell.Tx) error {
 		conn := tx.Context().(*sqlitestore.TxContext).Conn()
@@ -182,7 +182,7 @@ func TestHandleNoCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits, misses := a.StateCache().Stats()
-	if got := deposit(t, a, 4, shell.HandleOptions{NoCache: true}); got != 6 {
+	if got := deposit(t, a, 4, &shell.HandleOptions{NoCache: true}); got != 6 {
 		t.Fatalf("balance %d without the cache, want 6 (the deleted deposit of 1 not folded)", got)
 	}
 	if h, m := a.StateCache().Stats(); h != hits || m != misses {
@@ -190,12 +190,12 @@ func TestHandleNoCache(t *testing.T) {
 	}
 	// The cached state (3, before the deletion) was not replaced: the
 	// default still decides on it, as documented.
-	if got := deposit(t, a, 8); got != 15 {
+	if got := deposit(t, a, 8, nil); got != 15 {
 		t.Fatalf("balance %d on the cached state, want 15 (3 cached, 4 and 8 read)", got)
 	}
 	// Drop is the way out.
 	a.StateCache().Drop("")
-	if got := deposit(t, a, 16); got != 30 {
+	if got := deposit(t, a, 16, nil); got != 30 {
 		t.Fatalf("balance %d after Drop, want 30", got)
 	}
 }
@@ -206,14 +206,14 @@ func TestHandleNoCache(t *testing.T) {
 func TestHandleCachesValueStatesOnly(t *testing.T) {
 	ctx := context.Background()
 	a, _ := twoHandles(t)
-	res, err := shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 1})
+	res, err := shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 1}, nil)
 	if err != nil || res.State["total"] != 1 {
 		t.Fatal(res.State, err)
 	}
 	if n := a.StateCache().Len(); n != 0 {
 		t.Fatalf("%d states cached for a map state, want 0", n)
 	}
-	res, err = shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 2}, shell.HandleOptions{Cache: a.StateCache()})
+	res, err = shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 2}, &shell.HandleOptions{Cache: a.StateCache()})
 	if err != nil || res.State["total"] != 3 {
 		t.Fatal(res.State, err)
 	}
@@ -263,14 +263,14 @@ func queryRegistry() *codec.Registry {
 	return reg
 }
 
-func transfer(t *testing.T, s shell.Store, from, to string, amount int, opts ...shell.HandleOptions) cachePair {
+func transfer(t *testing.T, s shell.Store, from, to string, amount int, opts *shell.HandleOptions) cachePair {
 	t.Helper()
-	res, err := shell.Handle(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount}, opts...)
+	res, err := shell.Handle(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The state is the full fold's.
-	full, _, err := shell.LoadDecision(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount})
+	full, _, err := shell.LoadDecision(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,14 +305,14 @@ func TestHandleQueryPartsCached(t *testing.T) {
 	if _, err := a.Append(ctx, seed, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := transfer(t, a, "x", "y", 5); got != (cachePair{95, 15}) {
+	if got := transfer(t, a, "x", "y", 5, nil); got != (cachePair{95, 15}) {
 		t.Fatalf("state %+v, want {95 15}", got)
 	}
 	if n := a.StateCache().Len(); n != 2 {
 		t.Fatalf("%d states cached, want the 2 parts", n)
 	}
 	// y moves on alone: its part is now cached further than x's.
-	if got := transfer(t, a, "y", "z", 1); got != (cachePair{14, 1}) {
+	if got := transfer(t, a, "y", "z", 1, nil); got != (cachePair{14, 1}) {
 		t.Fatalf("state %+v, want {14 1}", got)
 	}
 	// Another process deposits into y.
@@ -321,7 +321,7 @@ func TestHandleQueryPartsCached(t *testing.T) {
 	}
 	// y as From, x as To: both parts from the cache, each folding only
 	// what its own position has not seen (the read starts at x's).
-	if got := transfer(t, a, "y", "x", 15); got != (cachePair{999, 110}) {
+	if got := transfer(t, a, "y", "x", 15, nil); got != (cachePair{999, 110}) {
 		t.Fatalf("state %+v, want {999 110}", got)
 	}
 	if hits, _ := a.StateCache().Stats(); hits != 3 {
@@ -340,11 +340,11 @@ func TestHandleQueryPartsCached(t *testing.T) {
 	if err != nil || !deleted {
 		t.Fatal("no delete", err)
 	}
-	if got := transfer(t, a, "x", "y", 1); got != (cachePair{9, 1000}) {
+	if got := transfer(t, a, "x", "y", 1, nil); got != (cachePair{9, 1000}) {
 		t.Fatalf("state %+v after another process deleted x's deposit of 100, want {9 1000}", got)
 	}
 	// Without the cache: the same decisions.
-	if got := transfer(t, a, "x", "y", 1, shell.HandleOptions{NoCache: true}); got != (cachePair{8, 1001}) {
+	if got := transfer(t, a, "x", "y", 1, &shell.HandleOptions{NoCache: true}); got != (cachePair{8, 1001}) {
 		t.Fatalf("state %+v without the cache, want {8 1001}", got)
 	}
 }
@@ -355,8 +355,8 @@ func TestHandleQueryPartsCached(t *testing.T) {
 func TestRouterResetDropsHandleStates(t *testing.T) {
 	ctx := context.Background()
 	a, _ := twoHandles(t)
-	deposit(t, a, 1)
-	if _, err := shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 1}, shell.HandleOptions{Cache: a.StateCache()}); err != nil {
+	deposit(t, a, 1, nil)
+	if _, err := shell.Handle(ctx, a, cacheBalances, cacheDeposit{Account: "a1", Amount: 1}, &shell.HandleOptions{Cache: a.StateCache()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := a.StateCache().Len(); n != 2 {

@@ -120,7 +120,7 @@ func (s suite) testDecideAcross(t *testing.T) {
 		errs := make([]error, 6)
 		cmds := []any{testdomain.LendBook{MemberID: "m1", BookID: "b1"}, testdomain.LendBook{MemberID: "m2", BookID: "b1"}, testdomain.LendBook{MemberID: "m3", BookID: "b1"}, testdomain.LendBook{MemberID: "m0", BookID: "b2"}, testdomain.LendBook{MemberID: "m0", BookID: "b3"}, testdomain.LendBook{MemberID: "m0", BookID: "b4"}}
 		for i, c := range cmds {
-			wg.Go(func() { _, errs[i] = shell.Handle(e.ctx, e.store, testdomain.LendingDecider, c) })
+			wg.Go(func() { _, errs[i] = shell.Handle(e.ctx, e.store, testdomain.LendingDecider, c, nil) })
 		}
 		wg.Wait()
 		var bookOK, memberOK int
@@ -201,7 +201,7 @@ func (s suite) testDecideAcross(t *testing.T) {
 		)
 		e.notes.take()
 		before := e.snapshot()
-		if _, err := shell.Handle(e.ctx, e.store, bad, testdomain.CreateInvoice{InvoiceID: "i1"}); !errors.Is(err, core.ErrDefinition) {
+		if _, err := shell.Handle(e.ctx, e.store, bad, testdomain.CreateInvoice{InvoiceID: "i1"}, nil); !errors.Is(err, core.ErrDefinition) {
 			t.Fatalf("Handle with a bad query: %v, want ErrDefinition", err)
 		}
 		e.unchanged(before)
@@ -210,7 +210,7 @@ func (s suite) testDecideAcross(t *testing.T) {
 
 func handleAny[S any](e *env, d core.Decider[S], cmd any) shell.HandleResult[S] {
 	e.t.Helper()
-	res, err := shell.Handle(e.ctx, e.store, d, cmd)
+	res, err := shell.Handle(e.ctx, e.store, d, cmd, nil)
 	if err != nil {
 		e.t.Fatalf("Handle %T%+v: %v", cmd, cmd, err)
 	}
@@ -221,7 +221,7 @@ func refusedAny[S any](e *env, d core.Decider[S], cmd any, want error) {
 	e.t.Helper()
 	e.notes.take()
 	before := e.snapshot()
-	if _, err := shell.Handle(e.ctx, e.store, d, cmd); !errors.Is(err, want) {
+	if _, err := shell.Handle(e.ctx, e.store, d, cmd, nil); !errors.Is(err, want) {
 		e.t.Fatalf("Handle %T%+v: %v, want %v", cmd, cmd, err, want)
 	}
 	e.unchanged(before)
@@ -229,7 +229,7 @@ func refusedAny[S any](e *env, d core.Decider[S], cmd any, want error) {
 
 func loadAny[S any](e *env, d core.Decider[S], cmd any) core.Guard {
 	e.t.Helper()
-	_, g, err := shell.LoadDecision(e.ctx, e.store, d, cmd)
+	_, g, err := shell.LoadDecision(e.ctx, e.store, d, cmd, nil)
 	if err != nil {
 		e.t.Fatalf("LoadDecision %T%+v: %v", cmd, cmd, err)
 	}

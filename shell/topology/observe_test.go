@@ -25,7 +25,7 @@ func courseLog(t *testing.T, f fixture) *memstore.Store {
 	t.Cleanup(func() { store.Close() })
 	var created []core.Message
 	for _, id := range []string{"c1", "c2"} {
-		res, err := shell.Handle(ctx, store, f.courses, CreateCourse{CourseID: id, CourseName: "Go " + id})
+		res, err := shell.Handle(ctx, store, f.courses, CreateCourse{CourseID: id, CourseName: "Go " + id}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func courseLog(t *testing.T, f fixture) *memstore.Store {
 	if _, err := store.Append(ctx, []core.Message{reaction}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shell.Handle(ctx, store, f.courses, OpenEnrolment{CourseID: "c1"}); err != nil {
+	if _, err := shell.Handle(ctx, store, f.courses, OpenEnrolment{CourseID: "c1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shell.Handle(ctx, store, f.enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}); err != nil {
+	if _, err := shell.Handle(ctx, store, f.enrolments, EnrolStudent{CourseID: "c1", StudentID: "s1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return store

@@ -55,7 +55,7 @@ func TestADecisionStartsAWorkflow(t *testing.T) {
 	wf, _, _ := greeting(0)
 	d := bookings(wf)
 	runtime(t, store, d, wf)
-	res, err := shell.Handle(ctx, store, d, Book{BookingID: "b1", Guest: "Ada"})
+	res, err := shell.Handle(ctx, store, d, Book{BookingID: "b1", Guest: "Ada"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestADecisionStartsAWorkflow(t *testing.T) {
 		t.Fatalf("the run the decision started: %q, %v", out, err)
 	}
 	// A refused decision stores nothing, so starts no run.
-	if _, err := shell.Handle(ctx, store, d, Book{BookingID: "b1", Guest: "Bob"}); !errors.Is(err, errBookedAlready) {
+	if _, err := shell.Handle(ctx, store, d, Book{BookingID: "b1", Guest: "Bob"}, nil); !errors.Is(err, errBookedAlready) {
 		t.Fatalf("booking b1 again: %v", err)
 	}
 	started, err := store.Read(ctx, []core.Condition{{Type: "greeting_task.workflow_started"}}, shell.ReadOptions{})

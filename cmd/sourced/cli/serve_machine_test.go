@@ -61,7 +61,7 @@ func TestServeShowsAMachineInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shell.HandleMachine(ctx, s, m, OpenGate{GateID: "g1"}); err != nil {
+	if _, err := shell.HandleMachine(ctx, s, m, OpenGate{GateID: "g1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

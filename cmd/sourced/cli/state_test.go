@@ -54,11 +54,11 @@ func stateApp(t *testing.T) (string, Driver) {
 	}
 	defer s.Close()
 	for _, n := range []string{"Algebra", "Algebra I", "Linear algebra"} {
-		if _, err := shell.Handle(ctx, s, d, RenameCourse{CourseID: "c1", Name: n}); err != nil {
+		if _, err := shell.Handle(ctx, s, d, RenameCourse{CourseID: "c1", Name: n}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := shell.HandleMachine(ctx, s, m, OpenGate{GateID: "g1"}); err != nil {
+	if _, err := shell.HandleMachine(ctx, s, m, OpenGate{GateID: "g1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return db, WithReactors(SQLite(), reg, d, m)

@@ -116,7 +116,7 @@ func Serve(store shell.Store, logger *slog.Logger, reactors ...any) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	fmt.Print(ready)
-	if err := shell.Supervise(ctx, rt); err != nil {
+	if err := shell.Supervise(ctx, rt, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 4
 	}

@@ -228,7 +228,7 @@ func (a *App) Seed(ctx context.Context, store shell.Store) (*shell.Router, error
 			return nil, err
 		}
 	}
-	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+	if err := router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 		return nil, err
 	}
 	// Once the lifecycle machine saw the course created, it can open; a
@@ -239,7 +239,7 @@ func (a *App) Seed(ctx context.Context, store shell.Store) (*shell.Router, error
 	if _, err := workflow.Start(ctx, store, a.Greeting, "Ada", workflow.WithID("greet-ada")); err != nil {
 		return nil, err
 	}
-	if err := router.Drain(ctx, shell.DrainOptions{TolerateFailures: true}); err != nil {
+	if err := router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
 		return nil, err
 	}
 	if err := store.Heartbeat(ctx, []string{"demo-worker-1", "demo-worker-2"}, store.Now()); err != nil {
