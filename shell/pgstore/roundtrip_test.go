@@ -195,7 +195,7 @@ func TestHandleRoundTrips(t *testing.T) {
 	for i := range warm + n {
 		before := rts.n.Load()
 		acct := "a" + strconv.Itoa(i%3)
-		res, err := shell.Handle(ctx, s, rlAccounts, rlDeposit{Account: acct, Amount: 2})
+		res, err := shell.Handle(ctx, s, rlAccounts, rlDeposit{Account: acct, Amount: 2}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestHandleRoundTrips(t *testing.T) {
 	// balances read back, and the group has nothing left to claim.
 	for i := range 3 {
 		acct := "a" + strconv.Itoa(i)
-		bal, _, err := shell.Load(ctx, s, rlAccounts, map[string]string{"account": acct})
+		bal, _, err := shell.Load(ctx, s, rlAccounts, map[string]string{"account": acct}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
