@@ -90,6 +90,22 @@
 //     transaction still open below it (an Update that appended and goes
 //     on working) holds it back until it ends, or visibleWait (2 s), after
 //     which the append returns and the advancer goes on.
+//   - So a transaction should draw its positions as late as it can. An
+//     append in a transaction whose caller needs no positions
+//     (shell.AppendOptions.Deferred: Handle's events, the router's
+//     reactions) is queued, its locks, checks, inserts and wake-ups, and
+//     goes with the transaction's COMMIT, or with its next read or append
+//     (a claim of more work in the same transaction leaves it queued):
+//     its positions are in flight for the COMMIT's round trip only, and
+//     the append costs no round trip of its own. Its locks and checks
+//     then answer at the commit: a busy lock or an overtaken read runs
+//     the transaction again, as it would have at once; a refusal (an id
+//     stored already, a guard's conflict) fails the whole transaction,
+//     rolled back, with the error Append would have returned. An
+//     offset's move that needs no answer goes the same way
+//     (shell.DeferredAdvancer, Handle's). TestHandleRoundTrips,
+//     TestDeferredAppendOvertakenReadRunsAgain and
+//     TestDeferredAdvancePastTheNewestFailsTheCommit pin it.
 //
 // Measured alternatives (BenchmarkPostgresAppendParallel, 16 writers on
 // disjoint boundaries, this 2-core machine): every append advancing the
@@ -135,7 +151,8 @@
 // (unknown type, invalid payload, duplicate id in the log or the
 // schedule, guard) is checked before it writes, because PostgreSQL aborts
 // a transaction at its first failed statement: a refused append leaves
-// the transaction usable and writes nothing. TestWriterKilledHoldingTheLock
+// the transaction usable and writes nothing (a deferred one, refused at
+// the commit, fails its transaction instead). TestWriterKilledHoldingTheLock
 // SIGKILLs a writer holding a boundary's lock: an append to another
 // boundary goes through meanwhile, one to the same boundary waits until
 // the server sees the session end; what the writer had not committed
@@ -275,10 +292,10 @@
 // writes, COMMIT and the horizon's advance), plus the coalesced
 // notification after it; a decision in an Update three (the read, with
 // BEGIN queued; the locks, the read's check, the append's checks and
-// writes; COMMIT and the advance); shell.Handle five (the read; the
+// writes; COMMIT and the advance); shell.Handle three (the read; the
 // command's append with the locks and the read's check; the events'
-// append; the offset's move, with its boundary lock and the server's
-// check of its position; COMMIT and the advance);
+// append and the offset's move, deferred, with COMMIT and the advance:
+// five before they were deferred);
 // a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR

@@ -823,7 +823,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 		}
 	}
 	for attempt := range maxStaleMarkers {
-		b, n := t.batch()
+		b, n := t.batchOf(false)
 		if attempt == 0 {
 			b.Queue(q.groupRow, group)
 		}

@@ -337,6 +337,18 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 	}
 	committed := false
 	defer func() {
+		// A deferred append's check refused (after the rollback below):
+		// its error, as Append would have returned it, or a run again.
+		var dr *deferredRefusal
+		if err == nil || !errors.As(err, &dr) {
+			return
+		}
+		var again bool
+		if _, again, err = s.refused(ctx, s.pool, dr.err, dr.guard); again {
+			restart, err = true, nil
+		}
+	}()
+	defer func() {
 		t.done = true
 		if t.drew {
 			s.appending.Add(-1)

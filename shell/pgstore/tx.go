@@ -54,9 +54,15 @@ type tx struct {
 	own    []int64
 	drew   bool
 	stored bool
-	// drawing is set while a deferred append's insert waits in pre: the
-	// positions it will draw are not known until its result is read.
-	drawing bool
+	// tail holds the statements of deferred appends and offset moves
+	// (see deferLocked): they go after pre in the next batch, but for a
+	// claim's, which needs none of them, unless they take the store's
+	// lock (tailLocks). drawing is set while a deferred insert waits in
+	// the tail: the positions it will draw are not known until its
+	// result is read.
+	tail      []queued
+	tailLocks bool
+	drawing   bool
 	// gen is the store's count of Clears when the transaction began (see
 	// advancer.covered).
 	gen int
@@ -138,14 +144,25 @@ func (t *tx) queue(sql string, args ...any) { t.pre = append(t.pre, queued{sql: 
 // batch returns a batch holding the queued statements first (the
 // deferred deletes and acknowledgements last among them), and how many
 // they are.
-func (t *tx) batch() (*pgx.Batch, int) {
+func (t *tx) batch() (*pgx.Batch, int) { return t.batchOf(true) }
+
+// batchOf is batch; with tail false (a claim's), the deferred appends
+// stay queued for a later batch unless they take the store's lock: so a
+// transaction that claims more after appending draws its positions, the
+// holes no reader passes, only with its last batch (see holdsBack in the
+// shell's router).
+func (t *tx) batchOf(tail bool) (*pgx.Batch, int) {
 	t.settle()
+	if tail || t.tailLocks {
+		t.pre = append(t.pre, t.tail...)
+		t.tail, t.tailLocks, t.drawing = nil, false, false
+	}
 	b := &pgx.Batch{}
 	for _, q := range t.pre {
 		b.Queue(q.sql, q.args...)
 	}
 	n := len(t.pre)
-	t.sending, t.pre, t.drawing = t.pre, nil, false
+	t.sending, t.pre = t.pre, nil
 	return b, n
 }
 
@@ -176,7 +193,7 @@ func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 
 // flush sends the queued statements, if any.
 func (t *tx) flush() error {
-	if len(t.pre) == 0 {
+	if len(t.pre) == 0 && len(t.tail) == 0 {
 		return nil
 	}
 	b, n := t.batch()
@@ -690,7 +707,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		}
 	}
 	locked := t.holds == lockExclusive
-	if opts.Deferred && !locked && !plan.checked() && !s.unorderedPositions {
+	if opts.Deferred && !locked && !s.unorderedPositions {
 		return t.deferAppend(gs, plan, preps, keys, now), nil
 	}
 	b, pre := t.batch()
@@ -780,14 +797,30 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	return res, nil
 }
 
-// deferAppend queues an append that has no checks of its own (no guard,
-// no ids it came with; see shell.AppendOptions.Deferred) to go with the
-// transaction's next batch, its COMMIT's at the latest (see deferLocked):
-// its inserts and the offsets' wake-ups, after the locks. The positions
-// the inserts are given are read into own as their results come.
+// deferAppend queues an append (see shell.AppendOptions.Deferred) to go
+// with the transaction's next batch, its COMMIT's at the latest (see
+// deferLocked): after the locks, its checks (the ids it came with, its
+// guard), its inserts and the offsets' wake-ups. The positions the
+// inserts are given are read into own as their results come. A check
+// that refuses fails the transaction with a *deferredRefusal, which
+// Update turns into the append's error once it rolled back.
 func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys boundarySet, now time.Time) shell.AppendResult {
-	t.deferLocked(gs, keys, func(b *pgx.Batch) { t.s.queueWrites(b, gs, plan, preps, now) }, func(i int, q *queued) {
-		if plan.isInsert(i) {
+	checkFrom, checks := 0, 0
+	t.deferLocked(gs, keys, func(b *pgx.Batch) {
+		checkFrom = b.Len()
+		checks = t.s.queueChecks(b, plan)
+		t.s.queueWrites(b, gs, plan, preps, now)
+	}, func(i int, q *queued) {
+		switch {
+		case i >= checkFrom && i < checkFrom+checks:
+			guard := plan.guard
+			q.onErr = func(err error) error {
+				if isRefusal(err) {
+					return &deferredRefusal{err: err, guard: guard}
+				}
+				return err
+			}
+		case plan.isInsert(i):
 			q.read = t.deferredInsert
 			t.drawing = true
 		}
@@ -801,8 +834,21 @@ func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys 
 	return shell.AppendResult{Messages: plan.stamped}
 }
 
-// deferLocked queues statements to go first in the transaction's next
-// batch, so that they cost no round trip of their own: the store's lock
+// deferredRefusal is the refusal of a deferred append's check (an id
+// stored already, a guard's conflict), met when its batch went: Update
+// rolls back, then reads what refused it (Store.refused), outside the
+// aborted transaction.
+type deferredRefusal struct {
+	err   error
+	guard *core.Guard
+}
+
+func (e *deferredRefusal) Error() string { return e.err.Error() }
+func (e *deferredRefusal) Unwrap() error { return e.err }
+
+// deferLocked queues statements to go in the transaction's next batch
+// (but a claim's, see batchOf), so that they cost no round trip of their
+// own: the store's lock
 // in shared mode (unless held), the boundary locks of keys and of the
 // transaction's reads it does not hold (tried only, as an append's), the
 // reads' checks (none of these when nothing is missing), then what add
@@ -825,6 +871,7 @@ func (t *tx) deferLocked(gs *groupSet, keys boundarySet, add func(b *pgx.Batch),
 	}
 	checks := b.Len()
 	add(b)
+	t.tailLocks = t.tailLocks || t.holds == lockNone
 	for i, q := range b.QueuedQueries {
 		item := queued{sql: q.SQL, args: q.Arguments}
 		if i < checks {
@@ -832,7 +879,7 @@ func (t *tx) deferLocked(gs *groupSet, keys boundarySet, add func(b *pgx.Batch),
 		} else if hook != nil {
 			hook(i, &item)
 		}
-		t.pre = append(t.pre, item)
+		t.tail = append(t.tail, item)
 	}
 	if t.keys == nil {
 		t.keys = boundarySet{}
