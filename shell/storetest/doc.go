@@ -102,7 +102,8 @@
 //     (hazard H11), other readers never see half a transaction; an
 //     append with AppendOptions.Deferred is stamped at once, read by its
 //     own transaction, written in order at the commit and rolled back
-//     with it.
+//     with it; one whose guard conflicts fails the Update with the
+//     *core.ConflictError and nothing written.
 //   - Concurrency: concurrent appends keep every message once with no gap;
 //     concurrent guarded appends are linearizable (each successful append
 //     is checked against the final log, and some must have conflicted).

@@ -130,6 +130,33 @@ func (s suite) testUpdate(t *testing.T) {
 		rolledBack(t, true, func() error { return errRollback })
 	})
 
+	t.Run("a deferred guarded append that conflicts fails the transaction", func(t *testing.T) {
+		e := s.env(t)
+		e.append(CourseCreated{"Algebra"})
+		r, err := e.store.Read(e.ctx, []core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		guard := r.Guard
+		e.append(CourseCreated{"Algebra"}) // the conflict
+		e.notes.take()
+		before := e.snapshot()
+		err = e.store.Update(e.ctx, func(tx shell.Tx) error {
+			if _, err := tx.Append(msgs(UserRegistered{"ann", "Ann"}), shell.AppendOptions{}); err != nil {
+				return err
+			}
+			// A store may refuse it here or at the commit: either way the
+			// Update fails with the conflict and writes nothing.
+			_, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "ann"}), shell.AppendOptions{Guard: &guard, Deferred: true})
+			return err
+		})
+		var ce *core.ConflictError
+		if !errors.As(err, &ce) || len(ce.Conflicts) != 1 || ce.Conflicts[0].Position != 2 {
+			t.Fatalf("update: %v, want a *core.ConflictError naming the message at position 2", err)
+		}
+		e.unchanged(before)
+	})
+
 	t.Run("a deferred append commits with the transaction", func(t *testing.T) {
 		e := s.env(t)
 		e.append(UserRegistered{"joe", "Joe"})
