@@ -202,11 +202,21 @@ func (p *LatencyProxy) pump(dst, src net.Conn) {
 	p.finish(dst, src, err)
 }
 
-// finish ends one direction: a clean end of input half-closes dst, an
-// error closes both sides.
+// closeWriter is a connection that half-closes: CloseWrite shuts its
+// writing side, the peer reading EOF, while reads go on (the standard
+// library's convention: *net.TCPConn, *net.UnixConn).
+type closeWriter interface{ CloseWrite() error }
+
+var (
+	_ closeWriter = (*net.TCPConn)(nil)
+	_ closeWriter = (*net.UnixConn)(nil)
+)
+
+// finish ends one direction: a clean end of input half-closes dst (when
+// it is a closeWriter), an error closes both sides.
 func (p *LatencyProxy) finish(dst, src net.Conn, err error) {
 	if err == nil {
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		if cw, ok := dst.(closeWriter); ok && cw.CloseWrite() == nil {
 			return
 		}
 	}

@@ -48,6 +48,8 @@ func (d Date) String() string {
 // IsZero reports whether d is the zero Date (no date).
 func (d Date) IsZero() bool { return d == Date{} }
 
+var _ Zeroer = Date{}
+
 // IsValid reports whether d is a real day of the proleptic Gregorian
 // calendar, with a year from 0 to 9999.
 func (d Date) IsValid() bool {

@@ -158,6 +158,8 @@ func (d Decimal) Sign() int { return cmp.Compare(d.units, 0) }
 // IsZero reports whether d is zero, at any scale.
 func (d Decimal) IsZero() bool { return d.units == 0 }
 
+var _ Zeroer = Decimal{}
+
 // String returns the digits of d with its scale kept ("19.90", "-0.05").
 func (d Decimal) String() string { return string(d.appendText(nil)) }
 

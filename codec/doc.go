@@ -68,7 +68,8 @@
 // value (see Canonical): strings as they are, numbers in decimal, times in
 // UTC as "2006-01-02T15:04:05.000000Z". A nil pointer yields nothing; a
 // slice one pair per distinct element; a zero value is indexed ("" and 0
-// included) unless the field is tagged omitempty or omitzero. Nested
+// included) unless the field is tagged omitempty or omitzero (zero as
+// the type's IsZero method says, if it has one: Zeroer). Nested
 // structs, maps, interfaces and byte slices are not indexed; neither is a
 // field tagged `sourced:"noindex"` (Field.NoIndex). A list of structs
 // tagged `sourced:"index=product_id"` indexes the product_id of each of

@@ -93,7 +93,7 @@ func fieldErrors(err error, out []FieldError) []FieldError {
 		return append(out, e)
 	case *FieldError:
 		return append(out, *e)
-	case interface{ Unwrap() []error }:
+	case multiUnwrapper:
 		for _, inner := range e.Unwrap() {
 			out = fieldErrors(inner, out)
 		}
@@ -109,3 +109,7 @@ func fieldErrors(err error, out []FieldError) []FieldError {
 	}
 	return append(out, FieldError{Problem: err.Error()})
 }
+
+// multiUnwrapper is an error wrapping several (errors.Join, fmt.Errorf with
+// several %w): the standard library's convention, which errors.Is follows.
+type multiUnwrapper interface{ Unwrap() []error }

@@ -328,7 +328,7 @@ type span struct{ at, lo, hi int32 }
 // Every Indexed attribute contributes, under its JSON name:
 //   - a scalar: one pair with its canonical value (see Canonical); a zero
 //     value is indexed too ("" and 0 included) unless the field is tagged
-//     omitempty or omitzero;
+//     omitempty or omitzero (zero as the type's IsZero says: see Zeroer);
 //   - a pointer to a scalar: nothing when nil, else the pointed-to value;
 //   - a slice or array of scalars: one pair per distinct element;
 //   - a list of structs tagged `sourced:"index=name"`: one pair under name
@@ -469,7 +469,16 @@ func keyErr(first error, t *Type, field string, err error) error {
 	return fmt.Errorf("codec: keys of %q: attribute %q: %w", t.Name, field, err)
 }
 
-// isZeroScalar reports whether the scalar at p is its type's zero value.
+// Zeroer is implemented by scalar attribute types that say when a value
+// is zero (Date, Decimal, time.Time; encoding/json's omitzero reads the
+// same method). Keys calls it, with a value or a pointer receiver, on an
+// attribute tagged omitempty or omitzero: a value whose IsZero reports
+// true yields no key pair (a Decimal of 0.00, whose scale is not zero,
+// included). A type without it is zero when it is its Go zero value.
+type Zeroer interface{ IsZero() bool }
+
+// isZeroScalar reports whether the scalar at p is its type's zero value
+// (see Zeroer).
 func isZeroScalar(k scalarKind, typ reflect.Type, p unsafe.Pointer) bool {
 	switch k {
 	case kString:
@@ -506,7 +515,7 @@ func isZeroScalar(k scalarKind, typ reflect.Type, p unsafe.Pointer) bool {
 		return (*time.Time)(p).IsZero()
 	}
 	v := reflect.NewAt(typ, p)
-	if z, ok := v.Interface().(interface{ IsZero() bool }); ok {
+	if z, ok := v.Interface().(Zeroer); ok {
 		return z.IsZero()
 	}
 	return v.Elem().IsZero()

@@ -89,7 +89,7 @@ type Field struct {
 	// Multi reports an indexed slice or array: one key pair per distinct element.
 	Multi bool
 	// OmitEmpty is set by the json options omitempty and omitzero: a zero
-	// scalar then yields no key pair.
+	// scalar (see Zeroer) then yields no key pair.
 	OmitEmpty bool
 	// Nested names the list attribute an attribute is indexed from (see
 	// the struct tag `sourced:"index=name"`): the attribute is not one of

@@ -60,10 +60,19 @@ type Description struct {
 }
 
 // Describer is implemented by definitions that describe their handlers for
-// a topology (Decider, Projector, statechart.Machine, workflows).
+// a topology (Decider, Projector, statechart.Machine, workflows). Package
+// shell/topology draws a definition's node from it, and the dashboard's
+// time travel reads its Kind (a machine has a state to fold). Without it,
+// a topology draws the definition as one opaque reactor consuming its
+// handled types, and time travel does not take it for a machine.
 type Describer interface {
 	Describe() Description
 }
+
+var (
+	_ Describer = Decider[struct{}]{}
+	_ Describer = Projector[struct{}]{}
+)
 
 // Describe lists the decider's handlers: its decide handlers (with the
 // types their Emits declares), its evolve handlers and its reactions.

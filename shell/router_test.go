@@ -140,7 +140,8 @@ func TestCourseExample(t *testing.T) {
 
 // Commands appended for the workers (not handled synchronously) are decided
 // in batches: several pending commands of one partition in one batch are each
-// decided on the events of the ones before (H1), and never conflict.
+// decided on the events of the ones before (the batch's guard advanced past
+// each command's own append), and never conflict.
 func TestBatchOfCommandsInOnePartition(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -370,8 +371,8 @@ func (c *conflicting) HandleClaim(_ context.Context, cl effects.Claim) ([]effect
 	}}}, nil
 }
 
-// H15: a batch that keeps conflicting is retried a bounded number of times
-// and then goes through the error strategy.
+// A batch that keeps conflicting is retried a bounded number of times and
+// then goes through the error strategy (never retried silently for ever).
 func TestEndlessConflictGoesToTheStrategy(t *testing.T) {
 	ctx := context.Background()
 	c := &conflicting{}
@@ -469,7 +470,8 @@ func TestHandleErrors(t *testing.T) {
 }
 
 // Handle moves the decider's offset past the command, so workers do not
-// decide it again, but they still run the reactions to its events (H2).
+// decide it again, but they still run the reactions to its events (the
+// offset moves past the command only, not past the events it appended).
 func TestHandleThenWorkers(t *testing.T) {
 	ctx := context.Background()
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, enrolments, notifications)

@@ -181,7 +181,9 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		if err := rt.router.Setup(ctx); err != nil {
 			return err
 		}
-		return rt.heartbeat(ctx) // before any claim (H5)
+		// Before any claim: the reaper judges a claim stale by its
+		// worker's heartbeat, so a worker must have one from the start.
+		return rt.heartbeat(ctx)
 	})
 	if err != nil {
 		return err

@@ -10,7 +10,10 @@ import (
 	"github.com/sourced-go/sourced/core"
 )
 
-var _ core.Definition = Machine[struct{}]{}
+var (
+	_ core.Definition = Machine[struct{}]{}
+	_ core.Describer  = Machine[struct{}]{}
+)
 
 // group returns the normalised group id.
 func (m Machine[C]) group() string {

@@ -19,7 +19,7 @@
 // Every operation of a run has a memo key that depends only on the run's
 // code and data, never on the process (the original keyed steps with
 // Ruby's per-process seeded Array#hash, so memoisation failed across
-// restarts: hazard H13 of shell/storetest's package doc). A step called with arguments is keyed by its name
+// restarts). A step called with arguments is keyed by its name
 // and their canonical JSON ("geolocate[\"10.0.0.1\"]"); without, by its name
 // and occurrence ("resolve_ip#1"). Sleeps and receives are keyed by kind,
 // name and occurrence ("sleep:sleep#1", "receive:approval#1"). Operations

@@ -42,6 +42,23 @@ type Domain interface {
 	Check(v *View, final bool) error
 }
 
+// AckDeleter is the optional interface of a Domain whose message types
+// are deleted from the log once acknowledged (a delete-on-ack queue):
+// Deletes lists those types. The World reads it when a run starts, and the
+// invariant "nothing acknowledged is lost" then does not look for messages
+// of those types in the log. The queue domain implements it; without it,
+// every acknowledged message must stay in the log (or the schedule).
+type AckDeleter interface{ Deletes() []string }
+
+// HighestSeer is the optional interface of a Domain whose reactors see
+// positions the log may no longer show (their messages deleted on ack):
+// HighestSeen is the highest position they handled. The invariants read it
+// after every step, so that an offset past the log's last message is not
+// taken for one past every position given. The queue domain implements
+// it; without it, the highest position given is the highest of the log's
+// and of the acknowledged appends'.
+type HighestSeer interface{ HighestSeen() int64 }
+
 // Domains are the domains a run uses, by name, built fresh for each run
 // (with the run's clock, for a domain whose definitions take one).
 var Domains = map[string]func(*Clock) Domain{
@@ -233,6 +250,11 @@ type queue struct {
 // HighestSeen is the highest position the queue handled (its messages
 // are deleted: the log no longer shows it).
 func (q *queue) HighestSeen() int64 { return q.high }
+
+var (
+	_ HighestSeer = (*queue)(nil)
+	_ AckDeleter  = (*queue)(nil)
+)
 
 func (*queue) Name() string { return "queue" }
 func (*queue) Register(reg *codec.Registry) error {

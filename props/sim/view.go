@@ -10,6 +10,16 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/memstore"
+	"github.com/sourced-go/sourced/shell/sqlitestore"
+	"github.com/sourced-go/sourced/shell/storetest"
+)
+
+// The stores a run uses list their schedule: a message acknowledged but
+// scheduled is not lost.
+var (
+	_ storetest.ScheduleReader = (*memstore.Store)(nil)
+	_ storetest.ScheduleReader = (*sqlitestore.Store)(nil)
 )
 
 // View is what the invariants look at after a step: the whole log read
@@ -93,9 +103,7 @@ func (w *World) view() (*View, error) {
 		v.Log = append(v.Log, m)
 	}
 	v.Scheduled = map[uuid.UUID]core.Message{}
-	if rs, ok := w.inner.(interface {
-		ReadScheduled(context.Context, int) ([]core.Message, error)
-	}); ok {
+	if rs, ok := w.inner.(storetest.ScheduleReader); ok {
 		ms, err := rs.ReadScheduled(ctx, 0)
 		if err != nil {
 			return nil, err
@@ -144,7 +152,7 @@ func (w *World) check(final bool) error {
 	// messages were deleted on ack (the queue saw them).
 	w.high = max(w.high, v.MaxPosition)
 	for _, d := range w.domains {
-		if hs, ok := d.(interface{ HighestSeen() int64 }); ok {
+		if hs, ok := d.(HighestSeer); ok {
 			w.high = max(w.high, hs.HighestSeen())
 		}
 	}

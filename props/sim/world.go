@@ -112,7 +112,7 @@ func newWorld(s Setup) (*World, error) {
 		if err := d.Register(w.reg); err != nil {
 			return nil, err
 		}
-		if dl, ok := d.(interface{ Deletes() []string }); ok {
+		if dl, ok := d.(AckDeleter); ok {
 			for _, t := range dl.Deletes() {
 				w.deletes[t] = true
 			}

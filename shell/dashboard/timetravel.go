@@ -148,7 +148,7 @@ func foldableOf(reg *codec.Registry, reactors []any, group string) (*foldable, e
 		}
 		spec := def.Spec()
 		f := &foldable{def: def, spec: spec, evolved: map[string]bool{}, handled: map[string]bool{}}
-		if d, ok := def.(interface{ Describe() core.Description }); ok {
+		if d, ok := def.(core.Describer); ok {
 			f.kind = d.Describe().Kind
 		}
 		_, folder := def.(core.Folder)

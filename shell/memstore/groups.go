@@ -140,9 +140,9 @@ func (g *group) inPartition(off *offset, r *record) bool {
 	return core.InPartition(off.partition, r.keys)
 }
 
-// partitionKey encodes a partition unambiguously (hazard H9 of the store
-// contracts, in shell/storetest's package doc): quoted names and values,
-// in name order.
+// partitionKey encodes a partition unambiguously (values joined with a
+// separator would collide when a value contains the separator): quoted
+// names and values, in name order.
 func partitionKey(names []string, values []string) string {
 	var b strings.Builder
 	for i, n := range names {

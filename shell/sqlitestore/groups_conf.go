@@ -238,8 +238,8 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 	return gs, nil
 }
 
-// partitionKey encodes a partition unambiguously (hazard H9, see
-// shell/storetest's package doc) as the JSON
+// partitionKey encodes a partition unambiguously (values joined with a
+// separator would collide when a value contains it) as the JSON
 // array of its [name, value] pairs in name order, e.g.
 // [["course_name","Algebra"],["user_id","joe"]]: names and values are JSON
 // strings, so no value can forge a separator. The encoding is canonical

@@ -202,7 +202,8 @@ RETURNING name, value`, n.keyPairs, n.orphans, n.messageKeyPairs, okp),
 		heartbeat: fmt.Sprintf(`INSERT INTO %s (id, last_seen) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen`, n.workers),
 		// A claim is stale when its worker was last seen at or before the
 		// cutoff, or, for a worker that never heartbeat, when it was made
-		// at or before the cutoff (hazard H5, shell/storetest).
+		// at or before the cutoff (else a worker that died before its
+		// first heartbeat would hold its claims for ever).
 		releaseStale: fmt.Sprintf(`UPDATE %[1]s SET claimed = 0, claimed_at = NULL, claimed_by = NULL
 WHERE claimed = 1 AND coalesce((SELECT w.last_seen FROM %[2]s w WHERE w.id = %[1]s.claimed_by), claimed_at) <= ?1`, o, n.workers),
 

@@ -171,7 +171,7 @@ func TestChanged(t *testing.T) {
 
 // Partition values holding the separators of the readable form (|, :,
 // quotes, backslashes, control characters) make distinct partitions that
-// come back intact (hazard H9, shell/storetest).
+// come back intact (joined with separators, two partitions could collide).
 func TestPartitionKeysAreUnambiguous(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	register(t, s, enrolments)

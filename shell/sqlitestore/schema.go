@@ -85,8 +85,8 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 // offset_key_pairs, workers and the claim-latch triggers) without touching
 // the ones already applied. Never edit a released script: append a new one.
 //
-// Design notes (the original's schema, adapted; the hazards cited are
-// those of shell/storetest's package doc; measured where it says so):
+// Design notes (the original's schema, adapted; measured where it says
+// so):
 //   - messages.position is INTEGER PRIMARY KEY AUTOINCREMENT: the rowid is
 //     the global order and AUTOINCREMENT guarantees a position is never
 //     reused once messages can be deleted (delete-on-ack queues).
@@ -94,7 +94,8 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 //     with, so reads can upcast old payloads.
 //   - created_at / available_at / scheduled_at are UTC, fixed width, with
 //     microseconds ("2006-01-02T15:04:05.000000Z"), so comparing them as
-//     text is comparing them as times (hazard H10).
+//     text is comparing them as times (text with zone offsets and whole
+//     seconds would not be).
 //   - key_pairs is a dictionary of (attribute name, canonical value); each
 //     message is linked to every key pair of its payload in
 //     message_key_pairs, a WITHOUT ROWID table clustered on (position,
@@ -108,8 +109,9 @@ func expand(tmpl, prefix string) string { return strings.ReplaceAll(tmpl, "{p}",
 //     JSON blob), the same as messages, with available_at (when due, the
 //     message's created_at) and scheduled_at (when it was appended).
 //   - Consumer groups (migration 2, see groups.go): offsets carry their
-//     partition as a JSON array of [name, value] pairs (unambiguous,
-//     hazard H9; the readable form is shell.PartitionKey), a pending marker
+//     partition as a JSON array of [name, value] pairs (unambiguous: no
+//     value can forge a separator; the readable form is
+//     shell.PartitionKey), a pending marker
 //     (next_position) indexed by a partial index of the claimable offsets,
 //     and a replay mark; times are the same fixed-width UTC text. The
 //     latch triggers are created with the tables, so they hold for every

@@ -316,9 +316,9 @@
 // # Hazards
 //
 // The store of the Ruby original, which Sourced for Go ports, had these
-// defects and surprises. Code and tests cite them by number (hazard H9);
-// each says what every store here does instead, and the suite pins it
-// where a store could get it wrong.
+// defects and surprises. The list of the suite's tests above cites them
+// by number (hazard H9); each says what every store here does instead,
+// and the suite pins it where a store could get it wrong.
 //
 //   - H1 Commands of one batch share a guard: in one transaction the second
 //     command's guard sees the first command's events and conflicts, a

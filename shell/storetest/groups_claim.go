@@ -171,7 +171,7 @@ func (s suite) testClaim(t *testing.T) {
 		}
 	})
 
-	t.Run("only handled messages carrying every partition key make partitions (H8)", func(t *testing.T) {
+	t.Run("only handled messages carrying every partition key make partitions", func(t *testing.T) {
 		e := s.genv(t, enrolments, devices)
 		e.append(
 			DeviceRegistered{"d1", "Boiler"}, // 1: devices only
@@ -265,7 +265,7 @@ func (s suite) testClaim(t *testing.T) {
 }
 
 func (s suite) testAck(t *testing.T) {
-	t.Run("only the claimant acks or releases (H4)", func(t *testing.T) {
+	t.Run("only the claimant acks or releases", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
 		c := e.claim(devices, "w1", 1)

@@ -299,7 +299,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 		e.lastAt(devices, part("device_id", "d1"), 3)
 	})
 
-	t.Run("the claim of a worker that never heartbeat expires by its age (H5)", func(t *testing.T) {
+	t.Run("the claim of a worker that never heartbeat expires by its age", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
 		silent := e.claim(devices, "w9", 10)

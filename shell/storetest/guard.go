@@ -108,8 +108,9 @@ func (s suite) testGuard(t *testing.T) {
 			}
 			_, err := tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: &g})
 			e.conflict(err, 1)
-			// Advancing the guard past the transaction's own append (a
-			// batch under one guard, hazard H1 of the package doc) clears it.
+			// Advancing the guard past the transaction's own append (the
+			// commands of one batch share a guard: without it the second
+			// would conflict with the first's events) clears it.
 			_, err = tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: new(g.Advance(1))})
 			return err
 		})

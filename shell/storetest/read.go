@@ -229,7 +229,7 @@ func (s suite) testReadAll(t *testing.T) {
 			}
 			opts = next
 		}
-		e.t.Fatalf("paging %+v does not end (hazard H12): pages so far %v", opts, out)
+		e.t.Fatalf("paging %+v does not end: pages so far %v", opts, out)
 		return nil
 	}
 	e := s.env(t)

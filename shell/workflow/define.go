@@ -406,3 +406,5 @@ func failureOf(err error, stack string) durable.Failure {
 func (d *Definition[In, Out]) Describe() core.Description {
 	return core.Description{Kind: core.KindWorkflow}
 }
+
+var _ core.Describer = (*Definition[struct{}, struct{}])(nil)

@@ -103,7 +103,7 @@
 //     SignalSent and WorkflowCancelled), same re-entry from the top with
 //     memoised steps, same context persisted as ContextUpdated. Differences:
 //     steps are keyed by name and canonical arguments or position, not by a
-//     per-process hash (H13), so memoisation survives restarts;
+//     per-process hash, so memoisation survives restarts;
 //     Retries(n) means n retries after the first attempt (n+1 attempts),
 //     with exponential back-off through scheduled messages, where the
 //     original's retries: n meant n attempts and no retries meant retrying

@@ -61,6 +61,15 @@ type Store interface {
 	Lag(ctx context.Context, group string, limit int) (map[int64]int, error)
 }
 
+// ReadOnlyReporter is the optional interface of a Store that may have
+// been opened read-only: the SQLite driver's does when this process
+// cannot write the file or its directory. 'sourced stats' reports it
+// (read_only, and a line saying so); a store without it is taken as
+// writable.
+type ReadOnlyReporter interface {
+	ReadOnly() bool
+}
+
 // Worker is a worker's heartbeat record.
 type Worker struct {
 	ID       string    `json:"id"`

@@ -91,7 +91,7 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 		return err
 	}
 	readOnly := false
-	if ro, ok := s.(interface{ ReadOnly() bool }); ok {
+	if ro, ok := s.(ReadOnlyReporter); ok {
 		readOnly = ro.ReadOnly()
 	}
 	out := struct {

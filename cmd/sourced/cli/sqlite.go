@@ -92,6 +92,8 @@ func (sqliteDriver) Applied(ctx context.Context, db, prefix string) ([]AppliedMi
 // sqliteStore adapts *sqlitestore.Store to Store.
 type sqliteStore struct{ *sqlitestore.Store }
 
+var _ ReadOnlyReporter = sqliteStore{}
+
 func (s sqliteStore) Workers(ctx context.Context) ([]Worker, error) {
 	ws, err := s.Store.Workers(ctx)
 	out := make([]Worker, len(ws))
