@@ -135,8 +135,8 @@ INSERT INTO {p}_schema_migrations (version, applied_at) VALUES ({v}, now()) ON C
 //   - payload and metadata are json (kept byte for byte; jsonb would
 //     reorder keys and refuse \u0000).
 //   - offsets carry their partition as a JSON array of [name, value]
-//     pairs (unambiguous: hazard H9 of shell/storetest's package doc) and as keys (the same strings as
-//     messages.keys), a pending marker (next_position) indexed by a
+//     pairs (unambiguous: no value can forge a separator) and as keys
+//     (the same strings as messages.keys), a pending marker (next_position) indexed by a
 //     partial index of the claimable offsets, and a replay mark.
 var migrations = []Migration{
 	{Version: 1, SQL: `CREATE TABLE IF NOT EXISTS {p}_head (
