@@ -258,6 +258,13 @@ type Claim struct {
 	// Messages are the pending messages, in position order (conditional
 	// AND: each matches every partition attribute it carries).
 	Messages []core.PositionedMessage
+	// After is the offset's position when it was claimed: Messages are
+	// the partition's messages of the group's handled types after it, in
+	// order, every one up to the last (Last), the first BatchSize of them.
+	// A reader that kept the partition's history up to a position at or
+	// after After (the router's kept histories, see HistoryKeeper) has,
+	// with Messages, all of it up to Last without reading.
+	After int64
 	// Guard covers every handled type that declares partition attributes,
 	// up to the last claimed message.
 	Guard core.Guard

@@ -503,6 +503,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		Group:      g.id,
 		WorkerID:   workerID,
 		OffsetID:   off.id,
+		After:      off.last,
 		Partition:  maps.Clone(off.partition),
 		Messages:   msgs,
 		Guard:      core.Guard{Conditions: core.ConditionsFor(off.partition, g.types...), LastPosition: last},

@@ -937,7 +937,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		if err != nil {
 			return nil, false, err
 		}
-		claims = append(claims, &shell.Claim{Group: group, WorkerID: workerID, OffsetID: id, Partition: partition, Messages: []core.PositionedMessage{m}})
+		claims = append(claims, &shell.Claim{Group: group, WorkerID: workerID, OffsetID: id, After: last, Partition: partition, Messages: []core.PositionedMessage{m}})
 		replay = append(replay, rep)
 		lasts = append(lasts, last)
 	}

@@ -401,6 +401,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 			Group:      g.name,
 			WorkerID:   workerID,
 			OffsetID:   id,
+			After:      last,
 			Partition:  partition,
 			Messages:   msgs,
 			Guard:      core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},

@@ -161,6 +161,7 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 		Group:      g.name,
 		WorkerID:   workerID,
 		OffsetID:   cd.id,
+		After:      cd.last,
 		Partition:  partition,
 		Messages:   msgs,
 		Guard:      core.Guard{Conditions: core.ConditionsFor(partition, g.types...), LastPosition: lastPos},

@@ -156,6 +156,44 @@ func (s suite) testClaim(t *testing.T) {
 		e.lastAt(devices, d1, 5)
 	})
 
+	t.Run("a claim says where its offset stood (After)", func(t *testing.T) {
+		e := s.genv(t, devices)
+		for i := range 5 {
+			e.append(DeviceRegistered{"d1", fmt.Sprint("name ", i)})
+		}
+		for _, step := range []struct {
+			after, ack int64
+		}{{0, 1}, {1, 3}, {3, 5}} {
+			c := e.claim(devices, "w1", 2)
+			if c == nil || c.After != step.after {
+				t.Fatalf("claim %+v, want one whose After is %d (where the ack left the offset)", c, step.after)
+			}
+			e.ack(c, step.ack)
+		}
+		// Through ClaimMany too, where a store has it.
+		e.append(DeviceRegistered{"d1", "again"}, DeviceRegistered{"d2", "new"})
+		err := e.gs.Update(e.ctx, func(tx shell.Tx) error {
+			m, ok := tx.(shell.ClaimManyTx)
+			if !ok {
+				return nil
+			}
+			cs, err := m.ClaimMany(devices, "w1", 10, 5)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				want := map[string]int64{"d1": 5, "d2": 0}[c.Partition["device_id"]]
+				if c.After != want {
+					t.Errorf("ClaimMany's claim of %v: After %d, want %d", c.Partition, c.After, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a message of several partitions is delivered once to each", func(t *testing.T) {
 		e := s.genv(t, accounts)
 		e.append(transfer{[]string{"acc1", "acc2"}, 1}, transfer{[]string{"acc2"}, 2}, transfer{[]string{"acc3", "acc1"}, 3})
