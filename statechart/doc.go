@@ -136,7 +136,7 @@
 // The reference semantics are SCXML 1.0's algorithm (Appendix D). Each
 // decided message is one macrostep: its transitions are one microstep, then
 // eventless transitions run, one microstep at a time, until none is
-// enabled; ErrEventlessLoop stops a chart whose guards never settle. The
+// enabled; ErrEventlessLoop stops a chart whose predicates never settle. The
 // differences, all tested:
 //
 //   - Configuration. A parallel state's regions are SCXML compound states
@@ -201,10 +201,10 @@
 //     history is a child of its state, so there the state stays active and
 //     the memory of its last exit is entered.)
 //   - Several handlers of one message type in one state are tried in
-//     document order, each guarded with When (SCXML's cond): the first whose
-//     guards pass is taken; guards are evaluated on the context and
-//     configuration before any handler of the decision runs, as SCXML's
-//     selectTransitions does. A state none of whose handlers passes does not
+//     document order, each guarded with When (a Predicate, SCXML's cond):
+//     the first whose predicates pass is taken; they are evaluated on the
+//     context and configuration before any handler of the decision runs, as
+//     SCXML's selectTransitions does. A state none of whose handlers passes does not
 //     accept the message, and an ancestor's handler may.
 //   - Exit and entry order, a wire contract stored in every state event:
 //     Exited in SCXML's exit order (reverse document order: innermost first,
@@ -219,7 +219,7 @@
 //     eventless microstep the same way; a child machine's Finished last.
 //     SCXML runs transition content after exits; here handlers decide before
 //     anything moves, and their data events come first.
-//   - Guards see the context with the decision's data events applied, and
+//   - Predicates see the context with the decision's data events applied, and
 //     the configuration as it is when they run (In, SCXML's In()).
 //   - Done joins are eventless transitions enabled while every region of the
 //     state is final, not a done.state event raised once: guarded Dones are
