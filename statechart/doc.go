@@ -113,20 +113,21 @@
 // decision. A parent also reads its children's state events, so each
 // ChildRef knows the child's current state. shell.LoadMachine reads an
 // instance from a store in one call and shell.HandleMachine decides a
-// command synchronously and returns the new instance; the read-only
-// configuration of an instance knows which state event entered each
-// active state (Config.EnteredBy) and which states were ever visited.
+// command synchronously and returns the new instance; an instance's
+// read-only active states (Instance.ActiveStates, SCXML's configuration)
+// know which state event entered each (ActiveStates.EnteredBy) and which
+// states were ever visited.
 //
-// Configurations are stored and read back as paths (Config.Paths,
-// Machine.Configuration): stale paths are an *UnresolvablePathError, paths
-// that form no configuration an error matching ErrInvalidConfiguration.
+// Active states are stored and read back as paths (ActiveStates.Paths,
+// Machine.ActiveStates): stale paths are an *UnresolvablePathError, paths
+// that form no configuration an error matching ErrInvalidActiveStates.
 // Machine.At decides against stored paths and a context without history.
 //
 // A configuration is matched by state (In: a state is active, ancestors
 // included), by path (InPath), or by region name, as the manual's Hash
-// patterns: Config.RegionAt tells where the active region of a name is
-// (its state, or InitialPosition), and Config.MatchRegions matches several
-// at once (map[string]State{"payment": paid, "shipping": InitialPosition};
+// patterns: ActiveStates.RegionAt tells where the active region of a name
+// is (its state, or InitialPosition), and ActiveStates.MatchRegions matches
+// several at once (map[string]State{"payment": paid, "shipping": InitialPosition};
 // the root region is "root"). A region that is not active does not match.
 // A part mounted twice brings two regions of one name: naming one is an
 // *AmbiguousRegionError (match those by path).

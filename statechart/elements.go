@@ -100,11 +100,11 @@ const (
 
 // When guards a handler (Command, CommandFunc, On, OnFunc) with predicates
 // or adds predicates to an eventless transition: the handler is selected
-// only while every predicate passes, evaluated on the context and configuration as they are
-// before the decision's handlers run (SCXML's cond, evaluated in
-// selectTransitions). A state may accept one message type with several
-// handlers: the first in document order whose predicates pass is taken (SCXML's
-// document order); when none passes, the state does not accept the message
+// only while every predicate passes, evaluated on the context and the
+// active states as they are before the decision's handlers run (SCXML's
+// cond, evaluated in selectTransitions). A state may accept one message
+// type with several handlers: the first in document order whose predicates
+// pass is taken (SCXML's document order); when none passes, the state does not accept the message
 // and an ancestor's handler may. A handler after an unguarded one of the
 // same type in the same state is unreachable, a definition error.
 func (e Elem) When(preds ...Predicate) Elem {
@@ -312,7 +312,7 @@ func After(d time.Duration, command any) Elem {
 // and And. (The consistency guard of a decision is core.Guard, another
 // thing.)
 type Predicate struct {
-	fn      func(ctx any, c Config) bool
+	fn      func(ctx any, c ActiveStates) bool
 	ctxType reflect.Type
 	label   string
 }
@@ -320,7 +320,7 @@ type Predicate struct {
 // If is a predicate on the domain context. C is inferred and must be the
 // machine's context type. Exports label it "if" unless Named.
 func If[C any](fn func(ctx C) bool) Predicate {
-	return Predicate{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ Config) bool { return fn(ctxAs[C](ctx)) }}
+	return Predicate{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ ActiveStates) bool { return fn(ctxAs[C](ctx)) }}
 }
 
 // In is a predicate on the active states: true when every state given is
@@ -331,7 +331,7 @@ func In(states ...State) Predicate {
 	for i, s := range states {
 		names[i] = s.Name()
 	}
-	return Predicate{label: "in " + strings.Join(names, ", "), fn: func(_ any, c Config) bool {
+	return Predicate{label: "in " + strings.Join(names, ", "), fn: func(_ any, c ActiveStates) bool {
 		for _, s := range states {
 			if !c.In(s) {
 				return false
@@ -343,7 +343,7 @@ func In(states ...State) Predicate {
 
 // Not negates a predicate.
 func Not(g Predicate) Predicate {
-	return Predicate{ctxType: g.ctxType, label: "not " + g.label, fn: func(ctx any, c Config) bool { return !g.fn(ctx, c) }}
+	return Predicate{ctxType: g.ctxType, label: "not " + g.label, fn: func(ctx any, c ActiveStates) bool { return !g.fn(ctx, c) }}
 }
 
 // And is true when every predicate is.
@@ -356,7 +356,7 @@ func And(preds ...Predicate) Predicate {
 		}
 		labels[i] = g.label
 	}
-	return Predicate{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c Config) bool {
+	return Predicate{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c ActiveStates) bool {
 		for _, g := range preds {
 			if !g.fn(ctx, c) {
 				return false
