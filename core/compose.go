@@ -224,7 +224,7 @@ func lift[S, T any](h *handlers[S], get func(T) S, set func(T, S) T) *handlers[T
 		}
 	}
 	for _, fn := range h.sync {
-		l.sync = append(l.sync, func(ctx context.Context, tx Tx, b Batch[T]) error { return fn(ctx, tx, narrow(b, get)) })
+		l.sync = append(l.sync, func(ctx context.Context, tx SyncTx, b Batch[T]) error { return fn(ctx, tx, narrow(b, get)) })
 	}
 	for _, fn := range h.after {
 		l.after = append(l.after, func(ctx context.Context, b Batch[T]) error { return fn(ctx, narrow(b, get)) })

@@ -427,10 +427,10 @@ func (d Decider[S]) stepOn(in StepInput, s S) ([]Outcome, error) {
 }
 
 // bindSync binds a definition's sync and after-sync work to a batch.
-func bindSync[S any](h *handlers[S], b Batch[S]) ([]func(context.Context, Tx) error, []func(context.Context) error) {
-	var syncs []func(context.Context, Tx) error
+func bindSync[S any](h *handlers[S], b Batch[S]) ([]func(context.Context, SyncTx) error, []func(context.Context) error) {
+	var syncs []func(context.Context, SyncTx) error
 	for _, fn := range h.sync {
-		syncs = append(syncs, func(ctx context.Context, tx Tx) error { return fn(ctx, tx, b) })
+		syncs = append(syncs, func(ctx context.Context, tx SyncTx) error { return fn(ctx, tx, b) })
 	}
 	var afters []func(context.Context) error
 	for _, fn := range h.after {

@@ -121,7 +121,7 @@ func TestSyncWorkIsBoundToTheBatch(t *testing.T) {
 	var got core.Batch[enrolment]
 	var after int
 	d := enrolmentDecider.With(
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[enrolment]) error { got = b; return nil }),
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[enrolment]) error { got = b; return nil }),
 		core.AfterSync(func(ctx context.Context, b core.Batch[enrolment]) error { after++; return nil }),
 	)
 	cmd := core.PositionedMessage{Message: stamped(EnrolStudent{CourseID: "c1", StudentID: "s1"}, time.Now()), Position: 1}

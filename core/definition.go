@@ -183,7 +183,7 @@ type Outcome struct {
 	// correlated with the event they react to).
 	Reactions []Message
 	// Sync is work for the batch's transaction; AfterSync runs after commit.
-	Sync      []func(ctx context.Context, tx Tx) error
+	Sync      []func(ctx context.Context, tx SyncTx) error
 	AfterSync []func(ctx context.Context) error
 }
 

@@ -36,8 +36,8 @@ type Batch[S any] struct {
 
 // SyncFunc is work that runs inside the store transaction that appends a
 // batch's messages and acknowledges it: if it fails, nothing of the batch is
-// kept. tx is the store's transaction (see Tx).
-type SyncFunc[S any] func(ctx context.Context, tx Tx, b Batch[S]) error
+// kept. tx is the store's transaction (see SyncTx).
+type SyncFunc[S any] func(ctx context.Context, tx SyncTx, b Batch[S]) error
 
 // AfterSyncFunc is work that runs after the batch's transaction committed:
 // e-mails, HTTP calls, pushing to external queues.

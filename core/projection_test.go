@@ -56,7 +56,7 @@ func TestProjectorStep(t *testing.T) {
 	base := core.Projector[roster]{Group: "rosters", PartitionBy: []string{"course_id"}}.With(
 		core.Adopt(rosterProjection),
 		core.React(func(r roster, e StudentEnrolled) []any { return []any{NotifyStudent{StudentID: e.StudentID}} }),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[roster]) error {
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[roster]) error {
 			synced = append(synced, b.State)
 			return nil
 		}),

@@ -33,7 +33,7 @@ type Append struct {
 // Sync runs Work inside the batch's transaction; its error rolls the batch
 // back.
 type Sync struct {
-	Work func(ctx context.Context, tx core.Tx) error
+	Work func(ctx context.Context, tx core.SyncTx) error
 }
 
 // AfterSync runs Work after the batch's transaction committed.

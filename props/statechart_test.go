@@ -195,7 +195,7 @@ func TestStatechartProperties(t *testing.T) {
 			}
 			in = next
 			legal(t, in.Paths())
-			if _, err := m.Configuration(in.Paths()); err != nil {
+			if _, err := m.ActiveStates(in.Paths()); err != nil {
 				t.Fatalf("the paths read back: %v", err)
 			}
 			log = append(log, d.Messages...)

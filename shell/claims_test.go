@@ -454,7 +454,7 @@ func TestDeciderReactionsRunSyncWork(t *testing.T) {
 		core.React(func(_ []string, e StudentEnrolled) []any {
 			return []any{NotifyStudent{StudentID: e.StudentID, CourseID: e.CourseID}}
 		}),
-		core.Sync(func(_ context.Context, _ core.Tx, b core.Batch[[]string]) error { record(&synced, b); return nil }),
+		core.Sync(func(_ context.Context, _ core.SyncTx, b core.Batch[[]string]) error { record(&synced, b); return nil }),
 		core.AfterSync(func(_ context.Context, b core.Batch[[]string]) error { record(&after, b); return nil }),
 	)
 	rt, store := newRouter(t, newClock(), shell.RouterOptions{}, d)
@@ -792,7 +792,7 @@ func TestBusyPeriodicTaskIsNotAnError(t *testing.T) {
 // an integration test on memstore.
 var sqliteOnly = core.Projector[int]{Group: "shell_test.sqlite_only", PartitionBy: []string{"student_id"}}.With(
 	core.Evolve(func(n int, _ StudentNotified) int { return n + 1 }),
-	core.Sync(func(_ context.Context, tx core.Tx, _ core.Batch[int]) error {
+	core.Sync(func(_ context.Context, tx core.SyncTx, _ core.Batch[int]) error {
 		_ = tx.(*sqlitestore.TxContext)
 		return nil
 	}),

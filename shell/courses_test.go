@@ -101,7 +101,7 @@ func rosterProjector(rm *rosters) core.Projector[roster] {
 			r.CourseID, r.Students = e.CourseID, append(r.Students, e.StudentID)
 			return r
 		}),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[roster]) error {
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[roster]) error {
 			rm.mu.Lock()
 			defer rm.mu.Unlock()
 			if rm.m == nil {

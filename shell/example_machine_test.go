@@ -39,7 +39,7 @@ func ExampleLoadMachine() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(in.Paths(), in.Final(), in.Config().Visited(doorClosed))
+	fmt.Println(in.Paths(), in.Final(), in.ActiveStates().Visited(doorClosed))
 	// Output:
 	// [closed]
 	// [locked] true true

@@ -299,22 +299,25 @@ const (
 	StatusFailed   Status = "failed"
 )
 
-// Command is a change of a consumer group's status.
-type Command string
+// GroupCommand is a change of a consumer group's status, by the status
+// chart of package statechart/groupstatus: an operator's (start, stop,
+// reset) or a worker's (retry, recover, fail, park). It is not a command
+// in the CQRS sense: those are messages a decider decides (see Handle).
+type GroupCommand string
 
 // Operator commands (Start, Stop, Reset) and worker commands (Retry,
 // Recover, Fail).
 const (
-	CmdStart   Command = "start"
-	CmdStop    Command = "stop"
-	CmdReset   Command = "reset"
-	CmdRetry   Command = "retry"
-	CmdRecover Command = "recover"
-	CmdFail    Command = "fail"
+	CmdStart   GroupCommand = "start"
+	CmdStop    GroupCommand = "stop"
+	CmdReset   GroupCommand = "reset"
+	CmdRetry   GroupCommand = "retry"
+	CmdRecover GroupCommand = "recover"
+	CmdFail    GroupCommand = "fail"
 )
 
-// commands maps each Command to its value in the status chart.
-var commands = map[Command]any{
+// commands maps each GroupCommand to its value in the status chart.
+var commands = map[GroupCommand]any{
 	CmdStart: groupstatus.Start{}, CmdStop: groupstatus.Stop{}, CmdReset: groupstatus.Reset{},
 	CmdRetry: groupstatus.Retry{}, CmdRecover: groupstatus.Recover{}, CmdFail: groupstatus.Fail{},
 }
@@ -322,7 +325,7 @@ var commands = map[Command]any{
 // Transition returns the status a command moves a group from status to,
 // by the consumer-group status chart (package statechart/groupstatus), or
 // an *InvalidTransitionError naming what the status accepts.
-func Transition(group string, status Status, cmd Command) (Status, error) {
+func Transition(group string, status Status, cmd GroupCommand) (Status, error) {
 	c, ok := commands[cmd]
 	if !ok {
 		return status, fmt.Errorf("sourced: unknown consumer group command %q", cmd)
@@ -335,10 +338,10 @@ func Transition(group string, status Status, cmd Command) (Status, error) {
 }
 
 // Accepts lists the commands a status accepts, in the chart's order.
-func Accepts(status Status) []Command {
-	var out []Command
+func Accepts(status Status) []GroupCommand {
+	var out []GroupCommand
 	for _, name := range groupstatus.Accepts(string(status)) {
-		out = append(out, Command(strings.ToLower(name)))
+		out = append(out, GroupCommand(strings.ToLower(name)))
 	}
 	return out
 }
@@ -416,7 +419,7 @@ type GroupState struct {
 // Groups.ChangeGroup): CmdRetry until RetryAt, or CmdFail, recording
 // Failure. A zero Command changes nothing.
 type GroupChange struct {
-	Command Command
+	Command GroupCommand
 	RetryAt time.Time
 	Failure Failure
 }
@@ -432,7 +435,7 @@ type GroupTransition struct {
 	// made.
 	Seq int64 `json:"seq"`
 	// Command is CmdStop, CmdStart or CmdReset.
-	Command Command `json:"command"`
+	Command GroupCommand `json:"command"`
 	// Reason is a stop's reason.
 	Reason string `json:"reason,omitempty"`
 	// At is when the store recorded the transition (its clock).
@@ -557,8 +560,8 @@ func (e *UnknownGroupError) Is(target error) bool { return target == ErrGroupNot
 type InvalidTransitionError struct {
 	Group   string
 	Status  Status
-	Command Command
-	Accepts []Command
+	Command GroupCommand
+	Accepts []GroupCommand
 }
 
 func (e *InvalidTransitionError) Error() string {

@@ -12,7 +12,7 @@ import (
 func TestTransition(t *testing.T) {
 	ok := []struct {
 		from shell.Status
-		cmd  shell.Command
+		cmd  shell.GroupCommand
 		to   shell.Status
 	}{
 		{shell.StatusActive, shell.CmdStop, shell.StatusStopped},
@@ -42,13 +42,13 @@ func TestTransition(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		from shell.Status
-		cmd  shell.Command
+		cmd  shell.GroupCommand
 	}{{shell.StatusActive, shell.CmdStart}, {shell.StatusStopped, shell.CmdStop}, {shell.StatusStopped, shell.CmdRetry}, {shell.StatusFailed, shell.CmdRecover}} {
 		if _, err := shell.Transition("g", bad.from, bad.cmd); err == nil {
 			t.Errorf("%s accepted %s", bad.from, bad.cmd)
 		}
 	}
-	if got := shell.Accepts(shell.StatusStopped); !slices.Equal(got, []shell.Command{shell.CmdStart, shell.CmdReset}) {
+	if got := shell.Accepts(shell.StatusStopped); !slices.Equal(got, []shell.GroupCommand{shell.CmdStart, shell.CmdReset}) {
 		t.Fatalf("stopped accepts %v", got)
 	}
 }

@@ -56,7 +56,7 @@ func (r *appendRoster) count(s string) int {
 func (r *appendRoster) projector() core.Projector[int] {
 	p := core.Projector[int]{Group: "courses.appended_rosters", PartitionBy: []string{"course_id"}}.With(
 		core.Evolve(func(n int, _ StudentEnrolled) int { return n + 1 }),
-		core.Sync(func(_ context.Context, _ core.Tx, b core.Batch[int]) error {
+		core.Sync(func(_ context.Context, _ core.SyncTx, b core.Batch[int]) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if r.m == nil {

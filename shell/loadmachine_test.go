@@ -23,7 +23,7 @@ func TestHandleMachineAndLoadMachine(t *testing.T) {
 	if err != nil || !slices.Equal(res.Instance.Paths(), []string{"closed"}) {
 		t.Fatalf("%v %v", res.Instance.Paths(), err)
 	}
-	by, ok := res.Instance.Config().EnteredBy(doorClosed)
+	by, ok := res.Instance.ActiveStates().EnteredBy(doorClosed)
 	if !ok || by.ID != res.Events[0].ID || by.Type != "doors.runtime.closed" || !by.At.Equal(res.Events[0].CreatedAt) {
 		t.Fatalf("entered by the stored event: %+v %+v", by, res.Events[0])
 	}
@@ -35,7 +35,7 @@ func TestHandleMachineAndLoadMachine(t *testing.T) {
 		t.Fatalf("opening an open door: %v", err)
 	}
 	in, guard, err := shell.LoadMachine(ctx, store, doors, keys, nil)
-	if err != nil || !slices.Equal(in.Paths(), []string{"opened"}) || !in.Config().Visited(doorClosed) {
+	if err != nil || !slices.Equal(in.Paths(), []string{"opened"}) || !in.ActiveStates().Visited(doorClosed) {
 		t.Fatalf("%v %v", in.Paths(), err)
 	}
 	// The guard is the read's: a state event appended after it conflicts.

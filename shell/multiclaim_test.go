@@ -53,7 +53,7 @@ func (q *manyQueue) HandleClaim(ctx context.Context, c effects.Claim) ([]effects
 			effects.Ack{Delete: true},
 		}}
 		if job.StudentID == q.syncFails {
-			p.Signals = append(p.Signals, effects.Sync{Work: func(context.Context, core.Tx) error { return errors.New("sync work failed") }})
+			p.Signals = append(p.Signals, effects.Sync{Work: func(context.Context, core.SyncTx) error { return errors.New("sync work failed") }})
 		}
 		pairs = append(pairs, p)
 	}

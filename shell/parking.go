@@ -22,7 +22,7 @@ import (
 // its other partitions flow. A stopped or failed group keeps its status;
 // the partition is parked all the same. It is not a status change, so it
 // is not in the status chart (Transition refuses it).
-const CmdPark Command = "park"
+const CmdPark GroupCommand = "park"
 
 // Parking is the parked-partition side of a store: what an operator does
 // with the partitions the parking strategy set aside (see

@@ -720,7 +720,7 @@ func TestInlineBudget(t *testing.T) {
 	ctx := context.Background()
 	slow := core.Decider[int]{Group: "shell_test.slow", PartitionBy: []string{"student_id"}}.With(
 		core.Decide(func(_ int, c NotifyStudent) ([]any, error) { return []any{StudentNotified(c)}, nil }),
-		core.Sync(func(context.Context, core.Tx, core.Batch[int]) error {
+		core.Sync(func(context.Context, core.SyncTx, core.Batch[int]) error {
 			time.Sleep(6 * time.Millisecond)
 			return nil
 		}),

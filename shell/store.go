@@ -127,23 +127,23 @@ type Tx interface {
 	// LastPosition returns the position of the newest message in the log (0
 	// when empty).
 	LastPosition() (int64, error)
-	// Context is the transaction handed to sync work (core.Tx). The SQLite
+	// Context is the transaction handed to sync work (core.SyncTx). The SQLite
 	// store's exposes the connection so sync work writes its own tables in
 	// the same transaction.
-	Context() core.Tx
+	Context() core.SyncTx
 
 	// GroupTx is the consumer-group side of the transaction.
 	GroupTx
 }
 
 // ContextProvider is what gives the transaction handed to sync work
-// (core.Tx): every Tx, and a wrapper of one (a test's fault-injecting
+// (core.SyncTx): every Tx, and a wrapper of one (a test's fault-injecting
 // transaction, an instrumented one) that has no other method of Tx. A
 // store's typed way into its transaction (sqlitestore.Conn,
 // pgstore.Conn) accepts, besides its own transaction and its sync
 // context, any ContextProvider whose Context is its own.
 type ContextProvider interface {
-	Context() core.Tx
+	Context() core.SyncTx
 }
 
 // AppendOptions tune an append.

@@ -51,7 +51,7 @@ func (e *erring) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair
 			err = errBadAddress
 		case "sync":
 			pairs = append(pairs, effects.Pair{Source: m, Signals: []effects.Signal{
-				effects.Sync{Work: func(context.Context, core.Tx) error { return errBadAddress }}, effects.Ack{}}})
+				effects.Sync{Work: func(context.Context, core.SyncTx) error { return errBadAddress }}, effects.Ack{}}})
 			continue
 		}
 		if err != nil {

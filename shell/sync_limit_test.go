@@ -28,7 +28,7 @@ func (b *blockingSync) Pure() bool             { return true }
 func (b *blockingSync) HandleClaim(_ context.Context, c effects.Claim) ([]effects.Pair, error) {
 	var pairs []effects.Pair
 	for _, m := range c.Messages {
-		pairs = append(pairs, effects.Pair{Source: m, Signals: []effects.Signal{effects.Sync{Work: func(ctx context.Context, _ core.Tx) error {
+		pairs = append(pairs, effects.Pair{Source: m, Signals: []effects.Signal{effects.Sync{Work: func(ctx context.Context, _ core.SyncTx) error {
 			report(b.entered, struct{}{})
 			select {
 			case <-ctx.Done():

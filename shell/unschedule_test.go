@@ -25,7 +25,7 @@ func (w withdrawer) HandleClaim(_ context.Context, c effects.Claim) ([]effects.P
 	for _, m := range c.Messages {
 		signals := []effects.Signal{effects.Unschedule{IDs: []uuid.UUID{uuid.MustParse(m.Payload.(StudentEnrolled).StudentID)}}}
 		if w.fail != nil {
-			signals = append(signals, effects.Sync{Work: func(context.Context, core.Tx) error { return w.fail }})
+			signals = append(signals, effects.Sync{Work: func(context.Context, core.SyncTx) error { return w.fail }})
 		}
 		pairs = append(pairs, effects.Pair{Source: m, Signals: signals})
 	}

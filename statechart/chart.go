@@ -74,7 +74,7 @@ type transition struct {
 	handle  handlerFunc
 	options []option
 	stay    bool
-	guards  []Guard
+	guards  []Predicate
 	final   *node // OnFinal: the final state it maps; on-done: the child's final path is in childFinal
 	child   *childDecl
 	start   *stateStart

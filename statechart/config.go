@@ -91,12 +91,13 @@ func (b bitset) prev(i int) int {
 	return -1
 }
 
-// Config is a read-only configuration of a machine: its active states, as
-// paths (JSON-native strings, outermost first) that can be stored and read
-// back later against the machine's definition (Machine.Configuration). It
-// has no domain context, history or children: it tells what the active
-// states accept, not whether a command would succeed.
-type Config struct {
+// ActiveStates is a machine's set of active states (its configuration, in
+// SCXML's word), read-only: stored as paths (JSON-native strings,
+// outermost first) and read back later against the machine's definition
+// (Machine.ActiveStates). It has no domain context, history or children:
+// it tells what the active states accept, not whether a command would
+// succeed. (The runtime's settings are shell.Config, another thing.)
+type ActiveStates struct {
 	ch  *chart
 	act bitset
 	// entries are an instance's (nil for a configuration read from paths
@@ -119,7 +120,7 @@ type EnteredBy struct {
 // EnteredBy returns the state event that entered active state s (for a
 // state placed several times, its first active placement). A configuration
 // read from paths has none.
-func (c Config) EnteredBy(s State) (EnteredBy, bool) {
+func (c ActiveStates) EnteredBy(s State) (EnteredBy, bool) {
 	if c.ch == nil || s.d == nil || c.entries == nil {
 		return EnteredBy{}, false
 	}
@@ -134,7 +135,7 @@ func (c Config) EnteredBy(s State) (EnteredBy, bool) {
 // Visited reports whether state s was ever entered (it is active, or was
 // active before). A configuration read from paths knows only the active
 // states.
-func (c Config) Visited(s State) bool {
+func (c ActiveStates) Visited(s State) bool {
 	if c.ch == nil || s.d == nil {
 		return false
 	}
@@ -146,13 +147,13 @@ func (c Config) Visited(s State) bool {
 	return false
 }
 
-func (c Config) visited(n *node) bool {
+func (c ActiveStates) visited(n *node) bool {
 	return c.act.has(n.id) || (c.entries != nil && c.entries[n.id].n > 0)
 }
 
 // Paths returns the paths of the active states, outermost first (document
 // order). A region at its initial position contributes nothing.
-func (c Config) Paths() []string {
+func (c ActiveStates) Paths() []string {
 	if c.ch == nil {
 		return nil
 	}
@@ -167,7 +168,7 @@ func (c Config) Paths() []string {
 
 // In reports whether state s is active (anywhere it is placed; a state is
 // active when it or a sub-state is).
-func (c Config) In(s State) bool {
+func (c ActiveStates) In(s State) bool {
 	if c.ch == nil || s.d == nil {
 		return false
 	}
@@ -180,7 +181,7 @@ func (c Config) In(s State) bool {
 }
 
 // InPath reports whether the state at path is active.
-func (c Config) InPath(path string) bool {
+func (c ActiveStates) InPath(path string) bool {
 	if c.ch == nil {
 		return false
 	}
@@ -190,7 +191,7 @@ func (c Config) InPath(path string) bool {
 
 // Current returns the innermost active states (one per active region that
 // is not at its initial position), in document order.
-func (c Config) Current() []State {
+func (c ActiveStates) Current() []State {
 	if c.ch == nil {
 		return nil
 	}
@@ -205,7 +206,7 @@ func (c Config) Current() []State {
 
 // Final reports whether the machine is finished: its root region is at a
 // final state.
-func (c Config) Final() bool {
+func (c ActiveStates) Final() bool {
 	if c.ch == nil {
 		return false
 	}
@@ -218,7 +219,7 @@ func (c Config) Final() bool {
 // initial position):
 //
 //	map[string]any{"placed": map[string]any{"payment": "paying", "shipping": "initial"}}
-func (c Config) Value() any {
+func (c ActiveStates) Value() any {
 	if c.ch == nil {
 		return nil
 	}
@@ -228,7 +229,7 @@ func (c Config) Value() any {
 // AvailableCommands returns the command types some active state accepts,
 // in the order the chart declares them. Handlers' guards (When) are not
 // evaluated: a configuration has no context.
-func (c Config) AvailableCommands() []reflect.Type {
+func (c ActiveStates) AvailableCommands() []reflect.Type {
 	if c.ch == nil {
 		return nil
 	}
@@ -244,7 +245,7 @@ func (c Config) AvailableCommands() []reflect.Type {
 // HandledCommands returns every command type the machine accepts in any
 // state, to tell commands that are not available now from ones the machine
 // never takes.
-func (c Config) HandledCommands() []reflect.Type {
+func (c ActiveStates) HandledCommands() []reflect.Type {
 	if c.ch == nil {
 		return nil
 	}
@@ -253,7 +254,7 @@ func (c Config) HandledCommands() []reflect.Type {
 
 // Accepts reports whether some active state accepts the command (a payload
 // value or a Go type).
-func (c Config) Accepts(command any) bool {
+func (c ActiveStates) Accepts(command any) bool {
 	if c.ch == nil {
 		return false
 	}
@@ -267,7 +268,7 @@ func (c Config) Accepts(command any) bool {
 	return c.accepts(t)
 }
 
-func (c Config) accepts(t reflect.Type) bool {
+func (c ActiveStates) accepts(t reflect.Type) bool {
 	for _, tr := range c.ch.byType[t] {
 		if tr.kind == eCommand && c.act.has(tr.src.id) {
 			return true
@@ -277,7 +278,7 @@ func (c Config) accepts(t reflect.Type) bool {
 }
 
 // String renders the paths.
-func (c Config) String() string { return fmt.Sprint(c.Paths()) }
+func (c ActiveStates) String() string { return fmt.Sprint(c.Paths()) }
 
 func (ch *chart) value(r *node, act bitset) any {
 	for _, n := range r.children {

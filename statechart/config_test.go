@@ -31,7 +31,7 @@ func TestEnteredByAndVisited(t *testing.T) {
 	f := newFixture(t)
 	in := f.m.New(map[string]string{"order_id": "o1"})
 	live, history := f.run(in, PlaceOrder{OrderID: "o1", Total: 10, Items: 1}, StartPayment{OrderID: "o1", Card: "4242"})
-	by, ok := live.Config().EnteredBy(Paying)
+	by, ok := live.ActiveStates().EnteredBy(Paying)
 	if !ok || by.Type != "order_machine.runtime.paying" || by.ID != uuid.Nil || by.At.IsZero() {
 		t.Fatalf("live: %+v %v", by, ok)
 	}
@@ -46,23 +46,23 @@ func TestEnteredByAndVisited(t *testing.T) {
 			payingEvent = m
 		}
 	}
-	by, ok = loaded.Config().EnteredBy(Paying)
+	by, ok = loaded.ActiveStates().EnteredBy(Paying)
 	want := statechart.EnteredBy{ID: payingEvent.ID, Type: "order_machine.runtime.paying", At: payingEvent.CreatedAt}
 	if !ok || by != want {
 		t.Fatalf("loaded: %+v, want %+v", by, want)
 	}
-	if by, _ := loaded.Config().EnteredBy(Placed); by.Type != "order_machine.runtime.placed" {
+	if by, _ := loaded.ActiveStates().EnteredBy(Placed); by.Type != "order_machine.runtime.placed" {
 		t.Fatalf("placed entered by %+v", by)
 	}
-	if _, ok := loaded.Config().EnteredBy(Paid); ok {
+	if _, ok := loaded.ActiveStates().EnteredBy(Paid); ok {
 		t.Fatal("an inactive state has no entered_by")
 	}
 	// Cancel, then: paying was visited, paid never.
 	next, _ := f.decide(loaded, CancelOrder{OrderID: "o1"})
-	if !next.Config().Visited(Paying) || !next.Config().Visited(Cancelled) || next.Config().Visited(Paid) {
+	if !next.ActiveStates().Visited(Paying) || !next.ActiveStates().Visited(Cancelled) || next.ActiveStates().Visited(Paid) {
 		t.Fatal("visited")
 	}
-	cfg, err := f.m.Configuration(next.Paths())
+	cfg, err := f.m.ActiveStates(next.Paths())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,20 +113,21 @@
 // decision. A parent also reads its children's state events, so each
 // ChildRef knows the child's current state. shell.LoadMachine reads an
 // instance from a store in one call and shell.HandleMachine decides a
-// command synchronously and returns the new instance; the read-only
-// configuration of an instance knows which state event entered each
-// active state (Config.EnteredBy) and which states were ever visited.
+// command synchronously and returns the new instance; an instance's
+// read-only active states (Instance.ActiveStates, SCXML's configuration)
+// know which state event entered each (ActiveStates.EnteredBy) and which
+// states were ever visited.
 //
-// Configurations are stored and read back as paths (Config.Paths,
-// Machine.Configuration): stale paths are an *UnresolvablePathError, paths
-// that form no configuration an error matching ErrInvalidConfiguration.
+// Active states are stored and read back as paths (ActiveStates.Paths,
+// Machine.ActiveStates): stale paths are an *UnresolvablePathError, paths
+// that form no configuration an error matching ErrInvalidActiveStates.
 // Machine.At decides against stored paths and a context without history.
 //
 // A configuration is matched by state (In: a state is active, ancestors
 // included), by path (InPath), or by region name, as the manual's Hash
-// patterns: Config.RegionAt tells where the active region of a name is
-// (its state, or InitialPosition), and Config.MatchRegions matches several
-// at once (map[string]State{"payment": paid, "shipping": InitialPosition};
+// patterns: ActiveStates.RegionAt tells where the active region of a name
+// is (its state, or InitialPosition), and ActiveStates.MatchRegions matches
+// several at once (map[string]State{"payment": paid, "shipping": InitialPosition};
 // the root region is "root"). A region that is not active does not match.
 // A part mounted twice brings two regions of one name: naming one is an
 // *AmbiguousRegionError (match those by path).
@@ -136,7 +137,7 @@
 // The reference semantics are SCXML 1.0's algorithm (Appendix D). Each
 // decided message is one macrostep: its transitions are one microstep, then
 // eventless transitions run, one microstep at a time, until none is
-// enabled; ErrEventlessLoop stops a chart whose guards never settle. The
+// enabled; ErrEventlessLoop stops a chart whose predicates never settle. The
 // differences, all tested:
 //
 //   - Configuration. A parallel state's regions are SCXML compound states
@@ -201,10 +202,10 @@
 //     history is a child of its state, so there the state stays active and
 //     the memory of its last exit is entered.)
 //   - Several handlers of one message type in one state are tried in
-//     document order, each guarded with When (SCXML's cond): the first whose
-//     guards pass is taken; guards are evaluated on the context and
-//     configuration before any handler of the decision runs, as SCXML's
-//     selectTransitions does. A state none of whose handlers passes does not
+//     document order, each guarded with When (a Predicate, SCXML's cond):
+//     the first whose predicates pass is taken; they are evaluated on the
+//     context and configuration before any handler of the decision runs, as
+//     SCXML's selectTransitions does. A state none of whose handlers passes does not
 //     accept the message, and an ancestor's handler may.
 //   - Exit and entry order, a wire contract stored in every state event:
 //     Exited in SCXML's exit order (reverse document order: innermost first,
@@ -219,7 +220,7 @@
 //     eventless microstep the same way; a child machine's Finished last.
 //     SCXML runs transition content after exits; here handlers decide before
 //     anything moves, and their data events come first.
-//   - Guards see the context with the decision's data events applied, and
+//   - Predicates see the context with the decision's data events applied, and
 //     the configuration as it is when they run (In, SCXML's In()).
 //   - Done joins are eventless transitions enabled while every region of the
 //     state is final, not a done.state event raised once: guarded Dones are

@@ -73,7 +73,7 @@ type elem struct {
 	ctxType  reflect.Type // the context type a typed function expects (nil: any)
 	handle   handlerFunc
 	targets  []Target
-	guards   []Guard
+	guards   []Predicate
 	action   actionFunc
 	delay    time.Duration
 	payload  any
@@ -98,21 +98,21 @@ const (
 	reachExternal
 )
 
-// When guards a handler (Command, CommandFunc, On, OnFunc) or adds guards
-// to an eventless transition: the handler is selected only while every
-// guard passes, evaluated on the context and configuration as they are
-// before the decision's handlers run (SCXML's cond, evaluated in
-// selectTransitions). A state may accept one message type with several
-// handlers: the first in document order whose guards pass is taken (SCXML's
-// document order); when none passes, the state does not accept the message
+// When guards a handler (Command, CommandFunc, On, OnFunc) with predicates
+// or adds predicates to an eventless transition: the handler is selected
+// only while every predicate passes, evaluated on the context and the
+// active states as they are before the decision's handlers run (SCXML's
+// cond, evaluated in selectTransitions). A state may accept one message
+// type with several handlers: the first in document order whose predicates
+// pass is taken (SCXML's document order); when none passes, the state does not accept the message
 // and an ancestor's handler may. A handler after an unguarded one of the
 // same type in the same state is unreachable, a definition error.
-func (e Elem) When(guards ...Guard) Elem {
+func (e Elem) When(preds ...Predicate) Elem {
 	if e.e == nil {
 		return e
 	}
 	c := *e.e
-	c.guards = append(slices.Clone(c.guards), guards...)
+	c.guards = append(slices.Clone(c.guards), preds...)
 	c.when = true
 	return Elem{&c}
 }
@@ -261,13 +261,13 @@ func OnFunc[C, E any](fn func(ctx C, event E, do *Do) error, targets ...Target) 
 }
 
 // Always is an eventless transition: while its state is active, after every
-// decision, the first Always whose guards all pass moves the machine to
+// decision, the first Always whose predicates all pass moves the machine to
 // target (recorded with the trigger "always"). A state with an unguarded
 // Always is transient: it is left in the decision that enters it, so it may
 // not accept commands or events, nor have timers, regions, joins or
 // children; an Always after an unguarded one is unreachable.
-func Always(target Target, guards ...Guard) Elem {
-	return Elem{&elem{kind: eAlways, targets: []Target{target}, guards: guards}}
+func Always(target Target, preds ...Predicate) Elem {
+	return Elem{&elem{kind: eAlways, targets: []Target{target}, guards: preds}}
 }
 
 // Done is a join: once every region of the state is at a final state (the
@@ -275,8 +275,8 @@ func Always(target Target, guards ...Guard) Elem {
 // the same decision (trigger "done"). Several guarded Dones are tried in
 // order; with none passing, the machine stays, and they are tried again
 // after every later decision.
-func Done(target Target, guards ...Guard) Elem {
-	return Elem{&elem{kind: eDone, targets: []Target{target}, guards: guards}}
+func Done(target Target, preds ...Predicate) Elem {
+	return Elem{&elem{kind: eDone, targets: []Target{target}, guards: preds}}
 }
 
 // Entry runs fn each time the state is entered (outermost state first), with
@@ -306,30 +306,32 @@ func After(d time.Duration, command any) Elem {
 	return Elem{&elem{kind: eAfter, delay: d, payload: command}}
 }
 
-// Guard is a condition of an eventless transition (Always, Done). Build
-// guards with If (on the domain context), In (on the configuration, SCXML's
-// In()), Not and And.
-type Guard struct {
-	fn      func(ctx any, c Config) bool
+// Predicate is the guard of a transition (SCXML's cond): a handler's
+// (When) or an eventless transition's (Always, Done). Build predicates with
+// If (on the domain context), In (on the active states, SCXML's In()), Not
+// and And. (The consistency guard of a decision is core.Guard, another
+// thing.)
+type Predicate struct {
+	fn      func(ctx any, c ActiveStates) bool
 	ctxType reflect.Type
 	label   string
 }
 
-// If is a guard on the domain context. C is inferred and must be the
+// If is a predicate on the domain context. C is inferred and must be the
 // machine's context type. Exports label it "if" unless Named.
-func If[C any](fn func(ctx C) bool) Guard {
-	return Guard{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ Config) bool { return fn(ctxAs[C](ctx)) }}
+func If[C any](fn func(ctx C) bool) Predicate {
+	return Predicate{ctxType: reflect.TypeFor[C](), label: "if", fn: func(ctx any, _ ActiveStates) bool { return fn(ctxAs[C](ctx)) }}
 }
 
-// In is a guard on the configuration: true when every state given is active
-// (SCXML's In()). It sees the configuration as it is when the guard is
-// evaluated, in the middle of a decision.
-func In(states ...State) Guard {
+// In is a predicate on the active states: true when every state given is
+// active (SCXML's In()). It sees the active states as they are when the
+// predicate is evaluated, in the middle of a decision.
+func In(states ...State) Predicate {
 	names := make([]string, len(states))
 	for i, s := range states {
 		names[i] = s.Name()
 	}
-	return Guard{label: "in " + strings.Join(names, ", "), fn: func(_ any, c Config) bool {
+	return Predicate{label: "in " + strings.Join(names, ", "), fn: func(_ any, c ActiveStates) bool {
 		for _, s := range states {
 			if !c.In(s) {
 				return false
@@ -339,23 +341,23 @@ func In(states ...State) Guard {
 	}}
 }
 
-// Not negates a guard.
-func Not(g Guard) Guard {
-	return Guard{ctxType: g.ctxType, label: "not " + g.label, fn: func(ctx any, c Config) bool { return !g.fn(ctx, c) }}
+// Not negates a predicate.
+func Not(g Predicate) Predicate {
+	return Predicate{ctxType: g.ctxType, label: "not " + g.label, fn: func(ctx any, c ActiveStates) bool { return !g.fn(ctx, c) }}
 }
 
-// And is true when every guard is.
-func And(guards ...Guard) Guard {
+// And is true when every predicate is.
+func And(preds ...Predicate) Predicate {
 	var ct reflect.Type
-	labels := make([]string, len(guards))
-	for i, g := range guards {
+	labels := make([]string, len(preds))
+	for i, g := range preds {
 		if g.ctxType != nil {
 			ct = g.ctxType
 		}
 		labels[i] = g.label
 	}
-	return Guard{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c Config) bool {
-		for _, g := range guards {
+	return Predicate{ctxType: ct, label: strings.Join(labels, " and "), fn: func(ctx any, c ActiveStates) bool {
+		for _, g := range preds {
 			if !g.fn(ctx, c) {
 				return false
 			}
@@ -364,15 +366,15 @@ func And(guards ...Guard) Guard {
 	}}
 }
 
-// Named returns the guard labelled name in exports (Mermaid's
+// Named returns the predicate labelled name in exports (Mermaid's
 // "always [name]", JSON's "guard"), e.g. If(paymentDue).Named("payment_due").
-func (g Guard) Named(name string) Guard {
+func (g Predicate) Named(name string) Predicate {
 	g.label = name
 	return g
 }
 
-// Label returns the guard's label in exports.
-func (g Guard) Label() string { return g.label }
+// Label returns the predicate's label in exports.
+func (g Predicate) Label() string { return g.label }
 
 func ctxAs[C any](ctx any) C {
 	if c, ok := ctx.(C); ok {

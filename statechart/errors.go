@@ -88,17 +88,17 @@ func (e *UnresolvablePathError) Error() string {
 // Is makes errors.Is(err, ErrUnresolvablePath) true.
 func (e *UnresolvablePathError) Is(target error) bool { return target == ErrUnresolvablePath }
 
-// ErrInvalidConfiguration is matched by the error of reading paths that
+// ErrInvalidActiveStates is matched by the error of reading paths that
 // resolve but form no configuration: an initial position, a state in an
 // inactive region, two states in one region, a region missing a state
 // where it has no initial position.
-var ErrInvalidConfiguration = errors.New("statechart: invalid configuration")
+var ErrInvalidActiveStates = errors.New("statechart: invalid configuration")
 
 type configError struct{ problem string }
 
 func (e *configError) Error() string { return "statechart: invalid configuration: " + e.problem }
 func (e *configError) Is(target error) bool {
-	return target == ErrInvalidConfiguration
+	return target == ErrInvalidActiveStates
 }
 
 // ErrEventlessLoop is matched by the error of a decision whose eventless

@@ -119,8 +119,8 @@ func ExampleMachine_Mermaid() {
 
 // A configuration stored as paths is read back to tell which commands the
 // machine accepts now.
-func ExampleMachine_Configuration() {
-	c, err := orderMachine(nil).Configuration([]string{"placed", "placed.payment.paying"})
+func ExampleMachine_ActiveStates() {
+	c, err := orderMachine(nil).ActiveStates([]string{"placed", "placed.payment.paying"})
 	if err != nil {
 		panic(err)
 	}

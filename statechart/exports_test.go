@@ -47,7 +47,7 @@ func TestShopMermaidAndJSON(t *testing.T) {
 	}
 }
 
-// Guard labels on always, done and guarded handlers; "/ starts" on a
+// Predicate labels on always, done and guarded handlers; "/ starts" on a
 // handler with a target; history pseudo-states and a StartsAt edge.
 func TestMermaidGuardsStartsAndHistory(t *testing.T) {
 	due := statechart.If(func(c tctx) bool { return c.Flag }).Named("payment_due")

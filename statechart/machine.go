@@ -244,9 +244,9 @@ type Instance[C any] struct {
 	st instState
 }
 
-// Config returns the instance's configuration.
-func (i Instance[C]) Config() Config {
-	c := Config{ch: i.ch, act: i.st.act}
+// ActiveStates returns the instance's active states.
+func (i Instance[C]) ActiveStates() ActiveStates {
+	c := ActiveStates{ch: i.ch, act: i.st.act}
 	if !i.st.detached {
 		c.entries = i.st.entries
 	}
@@ -254,13 +254,13 @@ func (i Instance[C]) Config() Config {
 }
 
 // Paths returns the active states' paths, outermost first.
-func (i Instance[C]) Paths() []string { return i.Config().Paths() }
+func (i Instance[C]) Paths() []string { return i.ActiveStates().Paths() }
 
 // In reports whether state s is active.
-func (i Instance[C]) In(s State) bool { return i.Config().In(s) }
+func (i Instance[C]) In(s State) bool { return i.ActiveStates().In(s) }
 
 // Final reports whether the machine finished (its root region is final).
-func (i Instance[C]) Final() bool { return i.Config().Final() }
+func (i Instance[C]) Final() bool { return i.ActiveStates().Final() }
 
 // Children returns the child machines the instance started (of child's
 // machine, or all with a zero Child), by group and keys.
@@ -286,18 +286,18 @@ func (m Machine[C]) New(partition map[string]string) Instance[C] {
 	return in
 }
 
-// Configuration reads stored paths back against the machine's definition:
-// a read-only configuration. Paths that name no state are an
+// ActiveStates reads stored paths back against the machine's definition:
+// read-only active states. Paths that name no state are an
 // *UnresolvablePathError; paths that form no configuration (an initial
 // position, a state in an inactive region, two states of one region) an
-// error matching ErrInvalidConfiguration.
-func (m Machine[C]) Configuration(paths []string) (Config, error) {
+// error matching ErrInvalidActiveStates.
+func (m Machine[C]) ActiveStates(paths []string) (ActiveStates, error) {
 	mc := m.core()
 	act, err := mc.ch.configuration(paths)
 	if err != nil {
-		return Config{}, err
+		return ActiveStates{}, err
 	}
-	return Config{ch: mc.ch, act: act}, nil
+	return ActiveStates{ch: mc.ch, act: act}, nil
 }
 
 // At returns an instance at stored paths, on ctx, to decide commands

@@ -68,7 +68,7 @@ func transitionLabel(t *transition) string {
 	return label
 }
 
-func guardLabel(gs []Guard) string {
+func guardLabel(gs []Predicate) string {
 	labels := make([]string, 0, len(gs))
 	for _, g := range gs {
 		labels = append(labels, g.label)

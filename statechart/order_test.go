@@ -141,8 +141,8 @@ func TestOrderRegistersStatesUnderTheGroup(t *testing.T) {
 func TestOrderPlaceOrderAppendsDataThenTheMove(t *testing.T) {
 	f := newFixture(t)
 	in := f.m.New(map[string]string{"order_id": "o1"})
-	if len(in.Paths()) != 0 || in.Config().Value() != "initial" {
-		t.Fatalf("a new machine is at its initial position: %v %v", in.Paths(), in.Config().Value())
+	if len(in.Paths()) != 0 || in.ActiveStates().Value() != "initial" {
+		t.Fatalf("a new machine is at its initial position: %v %v", in.Paths(), in.ActiveStates().Value())
 	}
 	in, d := f.decide(in, PlaceOrder{OrderID: "o1", Total: 10, Items: 1})
 	if !slices.Equal(kinds(d.Messages), []string{"OrderPlaced", "PlacedEvent"}) {
@@ -159,8 +159,8 @@ func TestOrderPlaceOrderAppendsDataThenTheMove(t *testing.T) {
 		t.Fatalf("the context evolved the data event: %+v", in.Context)
 	}
 	wantValue := map[string]any{"placed": map[string]any{"payment": "initial", "shipping": "initial"}}
-	if !reflect.DeepEqual(in.Config().Value(), wantValue) {
-		t.Fatalf("%v", in.Config().Value())
+	if !reflect.DeepEqual(in.ActiveStates().Value(), wantValue) {
+		t.Fatalf("%v", in.ActiveStates().Value())
 	}
 }
 
@@ -204,8 +204,8 @@ func TestOrderStartPaymentStateEvent(t *testing.T) {
 		t.Fatalf("%v", in.Paths())
 	}
 	wantValue := map[string]any{"placed": map[string]any{"payment": "paying", "shipping": "initial"}}
-	if !reflect.DeepEqual(in.Config().Value(), wantValue) {
-		t.Fatalf("%v", in.Config().Value())
+	if !reflect.DeepEqual(in.ActiveStates().Value(), wantValue) {
+		t.Fatalf("%v", in.ActiveStates().Value())
 	}
 	if !in.In(Paying) || !in.In(Placed) || in.In(Paid) {
 		t.Fatal("In")
@@ -224,7 +224,7 @@ func TestOrderStartPaymentRejectsANullTotal(t *testing.T) {
 
 func TestOrderAvailableCommandsFromStoredPaths(t *testing.T) {
 	f := newFixture(t)
-	c, err := f.m.Configuration([]string{"placed", "placed.payment.paying"})
+	c, err := f.m.ActiveStates([]string{"placed", "placed.payment.paying"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,18 +253,18 @@ func TestConfigurationErrors(t *testing.T) {
 		want  error
 	}{
 		{[]string{"placed", "placed.payment.charging"}, statechart.ErrUnresolvablePath},
-		{[]string{"placed", "placed.payment.initial"}, statechart.ErrInvalidConfiguration},
-		{[]string{"placed.payment.paying"}, statechart.ErrInvalidConfiguration},
-		{[]string{"placed", "placed.payment.paying", "placed.payment.paid"}, statechart.ErrInvalidConfiguration},
-		{[]string{"completed", "cancelled"}, statechart.ErrInvalidConfiguration},
+		{[]string{"placed", "placed.payment.initial"}, statechart.ErrInvalidActiveStates},
+		{[]string{"placed.payment.paying"}, statechart.ErrInvalidActiveStates},
+		{[]string{"placed", "placed.payment.paying", "placed.payment.paid"}, statechart.ErrInvalidActiveStates},
+		{[]string{"completed", "cancelled"}, statechart.ErrInvalidActiveStates},
 	}
 	for _, c := range cases {
-		if _, err := f.m.Configuration(c.paths); !errors.Is(err, c.want) {
+		if _, err := f.m.ActiveStates(c.paths); !errors.Is(err, c.want) {
 			t.Errorf("%v: %v, want %v", c.paths, err, c.want)
 		}
 	}
 	var up *statechart.UnresolvablePathError
-	if _, err := f.m.Configuration([]string{"shipped"}); !errors.As(err, &up) || up.Path != "shipped" {
+	if _, err := f.m.ActiveStates([]string{"shipped"}); !errors.As(err, &up) || up.Path != "shipped" {
 		t.Fatalf("%v", err)
 	}
 }

@@ -111,8 +111,8 @@ func TestPartAsCompoundState(t *testing.T) {
 		t.Fatalf("one event of the compound state's type: %+v", d.States)
 	}
 	in, _ = decideAll(t, m, in, X{})
-	if !reflect.DeepEqual(in.Config().Value(), map[string]any{"working": "progressed"}) || !in.In(workingPart.State()) {
-		t.Fatalf("%v", in.Config().Value())
+	if !reflect.DeepEqual(in.ActiveStates().Value(), map[string]any{"working": "progressed"}) || !in.In(workingPart.State()) {
+		t.Fatalf("%v", in.ActiveStates().Value())
 	}
 	next, d := decideAll(t, m, in, Y{})
 	if !slices.Equal(summary(d.Messages), []string{"Y>working.done", "on_final>ready"}) || !next.In(oReady) {

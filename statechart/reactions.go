@@ -104,10 +104,10 @@ func (m Machine[C]) react(in Instance[C], msg core.Message) (Instance[C], []core
 
 // bindSync binds the machine's Sync and AfterSync work to one decided
 // message.
-func (m Machine[C]) bindSync(b core.Batch[Instance[C]]) ([]func(context.Context, core.Tx) error, []func(context.Context) error) {
-	var syncs []func(context.Context, core.Tx) error
+func (m Machine[C]) bindSync(b core.Batch[Instance[C]]) ([]func(context.Context, core.SyncTx) error, []func(context.Context) error) {
+	var syncs []func(context.Context, core.SyncTx) error
 	for _, fn := range m.Sync {
-		syncs = append(syncs, func(ctx context.Context, tx core.Tx) error { return fn(ctx, tx, b) })
+		syncs = append(syncs, func(ctx context.Context, tx core.SyncTx) error { return fn(ctx, tx, b) })
 	}
 	var afters []func(context.Context) error
 	for _, fn := range m.AfterSync {

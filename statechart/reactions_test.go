@@ -33,7 +33,7 @@ func TestMachineReactionsAndSync(t *testing.T) {
 			return []any{ChargeCard{Card: in.Context.Card + "/" + e.Trigger}}
 		}),
 	}
-	m.Sync = []core.SyncFunc[statechart.Instance[order]]{func(_ context.Context, _ core.Tx, b core.Batch[statechart.Instance[order]]) error {
+	m.Sync = []core.SyncFunc[statechart.Instance[order]]{func(_ context.Context, _ core.SyncTx, b core.Batch[statechart.Instance[order]]) error {
 		synced = append(synced, strings.Join(b.State.Paths(), ","))
 		return nil
 	}}

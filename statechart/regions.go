@@ -19,7 +19,7 @@ var ErrUnknownRegion = errors.New("statechart: unknown region")
 // AmbiguousRegionError is returned by RegionAt and MatchRegions for a
 // region name that names several active regions: a part's regions are
 // named in the part, so a part mounted twice brings two regions of one
-// name. Match those by path (Config.InPath).
+// name. Match those by path (ActiveStates.InPath).
 type AmbiguousRegionError struct {
 	Region string
 	// Paths are the paths of the active regions with that name.
@@ -32,7 +32,7 @@ func (e *AmbiguousRegionError) Error() string {
 
 // regionsNamed returns the regions named name ("root": the root region),
 // active or not.
-func (c Config) regionsNamed(name string) []*node {
+func (c ActiveStates) regionsNamed(name string) []*node {
 	if name == "root" {
 		return []*node{c.ch.root}
 	}
@@ -46,7 +46,7 @@ func (c Config) regionsNamed(name string) []*node {
 }
 
 // activeRegion returns the active region named name, nil when none is.
-func (c Config) activeRegion(name string) (*node, error) {
+func (c ActiveStates) activeRegion(name string) (*node, error) {
 	if c.ch == nil {
 		return nil, fmt.Errorf("%w %q: the configuration has no machine", ErrUnknownRegion, name)
 	}
@@ -80,7 +80,7 @@ func (c Config) activeRegion(name string) (*node, error) {
 // no region of that name is active. A name the machine has no region of is
 // an error matching ErrUnknownRegion; a name of several active regions an
 // *AmbiguousRegionError.
-func (c Config) RegionAt(region string) (State, bool, error) {
+func (c ActiveStates) RegionAt(region string) (State, bool, error) {
 	r, err := c.activeRegion(region)
 	if err != nil || r == nil {
 		return State{}, false, err
@@ -106,7 +106,7 @@ func (c Config) RegionAt(region string) (State, bool, error) {
 // active regions (*AmbiguousRegionError).
 //
 //	if ok, _ := cfg.MatchRegions(map[string]statechart.State{"payment": paid, "shipping": shipped}); ok { ... }
-func (c Config) MatchRegions(pattern map[string]State) (bool, error) {
+func (c ActiveStates) MatchRegions(pattern map[string]State) (bool, error) {
 	match := true
 	for _, name := range slices.Sorted(maps.Keys(pattern)) {
 		want := pattern[name]
@@ -132,7 +132,7 @@ func (c Config) MatchRegions(pattern map[string]State) (bool, error) {
 }
 
 // activeIn reports whether state s is active inside region r.
-func (c Config) activeIn(r *node, s State) bool {
+func (c ActiveStates) activeIn(r *node, s State) bool {
 	if s.d == nil {
 		return false
 	}

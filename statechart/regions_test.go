@@ -13,7 +13,7 @@ import (
 // active does not match.
 func TestMatchRegionsByName(t *testing.T) {
 	m := orderMachine(nil)
-	c, err := m.Configuration([]string{"placed", "placed.payment.paying"})
+	c, err := m.ActiveStates([]string{"placed", "placed.payment.paying"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestMatchRegionsByName(t *testing.T) {
 			t.Errorf("MatchRegions(%v) = %v, %v; want %v", p.pattern, got, err, p.want)
 		}
 	}
-	cancelled, err := m.Configuration([]string{"cancelled"})
+	cancelled, err := m.ActiveStates([]string{"cancelled"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestAmbiguousRegion(t *testing.T) {
 		statechart.Place(sP, statechart.RegionPart("card", twin), statechart.RegionPart("cash", twin)),
 	)
 	in, _ := decideAll(t, m, m.New(nil), Go{}, Z{})
-	c := in.Config()
+	c := in.ActiveStates()
 	if at, ok, err := c.RegionAt("card"); !ok || err != nil || at != holder {
 		t.Fatalf("RegionAt(card) = %v %v %v", at, ok, err)
 	}

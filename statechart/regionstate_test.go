@@ -53,7 +53,7 @@ func TestRegionStatePathsValueAndTargets(t *testing.T) {
 	if !slices.Equal(in.Paths(), want) || !slices.Equal(summary(d.Messages), []string{"Go>rp", "sent enter ra"}) {
 		t.Fatalf("%v %v", in.Paths(), summary(d.Messages))
 	}
-	if v := in.Config().Value(); !reflect.DeepEqual(v, map[string]any{"rp": map[string]any{"ra": "ra1", "rb": "rb1"}}) {
+	if v := in.ActiveStates().Value(); !reflect.DeepEqual(v, map[string]any{"rp": map[string]any{"ra": "ra1", "rb": "rb1"}}) {
 		t.Fatalf("value %v", v)
 	}
 	replays(t, m, log, want)

@@ -150,7 +150,7 @@ func (d *Do) To(target Target) {
 
 // In reports whether state s is active, as the configuration is when the
 // handler runs.
-func (d *Do) In(s State) bool { return Config{ch: d.r.ch, act: d.r.st.act}.In(s) }
+func (d *Do) In(s State) bool { return ActiveStates{ch: d.r.ch, act: d.r.st.act}.In(s) }
 
 // Start starts a child machine: started is the child's Started message
 // (its keys beyond the parent's, and its input), with the parent's keys
@@ -309,7 +309,7 @@ type take struct {
 	mv      Move
 }
 
-func (r *run) config() Config { return Config{ch: r.ch, act: r.st.act} }
+func (r *run) config() ActiveStates { return ActiveStates{ch: r.ch, act: r.st.act} }
 
 // errIgnored marks a message that changes nothing.
 var errIgnored = errors.New("ignored")
@@ -322,14 +322,14 @@ func (r *run) decide(m core.Message, isEvent bool) error {
 	}
 	typ := core.PayloadType(m.Payload)
 	var sel []*transition
-	var cfg Config
+	var cfg ActiveStates
 	for _, t := range r.ch.byType[typ] {
 		if !r.st.act.has(t.src.id) || (t.kind == eOn) != isEvent {
 			continue
 		}
 		if len(t.guards) > 0 {
 			if cfg.ch == nil {
-				cfg = Config{ch: r.ch, act: r.st.act.clone()} // as before any handler runs
+				cfg = ActiveStates{ch: r.ch, act: r.st.act.clone()} // as before any handler runs
 			}
 			if !guardsPass(t, r.ctx, cfg) {
 				continue
@@ -914,7 +914,7 @@ func (r *run) enabled(t *transition) bool {
 	return guardsPass(t, r.ctx, r.config())
 }
 
-func guardsPass(t *transition, ctx any, cfg Config) bool {
+func guardsPass(t *transition, ctx any, cfg ActiveStates) bool {
 	for _, g := range t.guards {
 		if g.fn != nil && !g.fn(ctx, cfg) {
 			return false

@@ -63,10 +63,10 @@ func (m Machine[C]) JSON() ([]byte, error) {
 }
 
 // JSON returns the instance's definition JSON (Machine.JSON) filled with
-// its status: the top level gains "value" (Config.Value), "paths" and
+// its status: the top level gains "value" (ActiveStates.Value), "paths" and
 // "status" ("active", or "done" once the machine is final); every state
 // node "active", "visited" and, while active, "entered_by" (the state event
-// that entered it: id, type, time, as Config.EnteredBy); every
+// that entered it: id, type, time, as ActiveStates.EnteredBy); every
 // region of a parallel state "active", "current" (its active state's name,
 // or "initial") and "done"; each of the "children" its "instances", each
 // {"keys", "state" (the child's innermost active state's path), "final"
@@ -81,7 +81,7 @@ func (i Instance[C]) JSON(m Machine[C]) ([]byte, error) {
 	if paths == nil {
 		paths = []string{}
 	}
-	doc = append(object{{"value", i.Config().Value()}, {"paths", paths}, {"status", status}}, doc...)
+	doc = append(object{{"value", i.ActiveStates().Value()}, {"paths", paths}, {"status", status}}, doc...)
 	return json.Marshal(doc)
 }
 
@@ -213,7 +213,7 @@ func (m Machine[C]) nodeJSON(ch *chart, n *node, st *instState) object {
 		active := st.act.has(n.id)
 		o = append(o, field{"active", active})
 		if n.kind == kState {
-			c := Config{ch: ch, act: st.act}
+			c := ActiveStates{ch: ch, act: st.act}
 			if !st.detached {
 				c.entries = st.entries
 			}

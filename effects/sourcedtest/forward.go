@@ -74,10 +74,10 @@ func Match(expected any, got core.Message) bool { return kit.Match(expected, got
 // Deprecated: use shell/sourced/sourcedtest.WithRegistry.
 func WithRegistry(reg *codec.Registry) Option { return kit.WithRegistry(reg) }
 
-// WithTx is the transaction handed to sync work by ThenSync.
+// WithSyncTx is the transaction handed to sync work by ThenSync.
 //
-// Deprecated: use shell/sourced/sourcedtest.WithTx.
-func WithTx(tx core.Tx) Option { return kit.WithTx(tx) }
+// Deprecated: use shell/sourced/sourcedtest.WithSyncTx.
+func WithSyncTx(tx core.SyncTx) Option { return kit.WithSyncTx(tx) }
 
 // WithTime is the creation time of the given messages and the command.
 //

@@ -35,7 +35,7 @@ func Example_failures() {
 		},
 	}.With(
 		core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, e.StudentID) }),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[[]string]) error {
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[[]string]) error {
 			if b.Partition["course_id"] == "poison" {
 				return fmt.Errorf("cannot write roster %s", b.Partition["course_id"])
 			}

@@ -436,7 +436,7 @@ func (t *faultTx) LastPosition() (int64, error) {
 	return t.inner.LastPosition()
 }
 
-func (t *faultTx) Context() core.Tx { return t.inner.Context() }
+func (t *faultTx) Context() core.SyncTx { return t.inner.Context() }
 
 func (t *faultTx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
 	if err := t.point("ClaimNext"); err != nil {

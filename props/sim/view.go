@@ -240,7 +240,7 @@ func hbText(t time.Time, ok bool) string {
 // reachable tells whether one command of the status chart moves a group
 // from one status to the other.
 func reachable(group string, from, to shell.Status) bool {
-	for _, c := range []shell.Command{shell.CmdStart, shell.CmdStop, shell.CmdReset, shell.CmdRetry, shell.CmdRecover, shell.CmdFail} {
+	for _, c := range []shell.GroupCommand{shell.CmdStart, shell.CmdStop, shell.CmdReset, shell.CmdRetry, shell.CmdRecover, shell.CmdFail} {
 		if next, err := shell.Transition(group, from, c); err == nil && next == to {
 			return true
 		}

@@ -20,11 +20,11 @@ import (
 )
 
 // actions are the operator actions the dashboard offers, in button order.
-var actions = []shell.Command{shell.CmdStop, shell.CmdStart, shell.CmdReset, shell.CmdRetry}
+var actions = []shell.GroupCommand{shell.CmdStop, shell.CmdStart, shell.CmdReset, shell.CmdRetry}
 
 // action is one button of a group's row.
 type action struct {
-	Name    shell.Command
+	Name    shell.GroupCommand
 	Enabled bool
 	Confirm string
 }
@@ -88,7 +88,7 @@ func groupActions(id string, st shell.Status) []action {
 	return out
 }
 
-func confirmText(id string, a shell.Command) string {
+func confirmText(id string, a shell.GroupCommand) string {
 	switch a {
 	case shell.CmdStop:
 		return fmt.Sprintf("Stop %s? Its workers stop claiming until it is started again.", id)
@@ -226,7 +226,7 @@ func (d *Dashboard) groupAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	id, act := r.PathValue("id"), shell.Command(r.PathValue("action"))
+	id, act := r.PathValue("id"), shell.GroupCommand(r.PathValue("action"))
 	var err error
 	switch act {
 	case shell.CmdStop:

@@ -733,7 +733,7 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, id string, cmd shell.Command, change func(t *tx, g *group)) error {
+func (s *Store) operate(ctx context.Context, id string, cmd shell.GroupCommand, change func(t *tx, g *group)) error {
 	return s.write(ctx, func(t *tx) error {
 		g, err := s.group(id)
 		if err != nil {

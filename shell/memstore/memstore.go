@@ -72,7 +72,7 @@ func (s *Store) Logger() *slog.Logger {
 }
 
 // TxContext is the transaction handed to sync work by Tx.Context (a
-// core.Tx). The in-memory store has nothing beside the log for sync work to
+// core.SyncTx). The in-memory store has nothing beside the log for sync work to
 // write to, so it has no methods.
 type TxContext struct{}
 
@@ -614,7 +614,7 @@ func (t *tx) insert(r record) int64 {
 	return r.position
 }
 
-func (t *tx) Context() core.Tx { return TxContext{} }
+func (t *tx) Context() core.SyncTx { return TxContext{} }
 
 func (t *tx) LastPosition() (int64, error) {
 	if t.done {

@@ -20,7 +20,7 @@ var ErrNotPostgres = errors.New("pgstore: not a transaction of the PostgreSQL st
 
 // Conn returns the connection of the PostgreSQL transaction txn, for sync
 // work that writes the application's own tables in the same transaction
-// as the append and the ack. txn is the core.Tx of a Sync effect or the
+// as the append and the ack. txn is the core.SyncTx of a Sync effect or the
 // shell.Tx of Update (whose Context it unwraps). Another store's
 // transaction gives an error matching ErrNotPostgres, never a panic; a
 // transaction whose Update has returned gives an error too.
@@ -30,7 +30,7 @@ var ErrNotPostgres = errors.New("pgstore: not a transaction of the PostgreSQL st
 // transaction (PostgreSQL's rule): return its error. To read the
 // application's tables outside a write transaction use Store.View, which
 // takes none of the store's locks.
-func Conn(txn core.Tx) (*pgx.Conn, error) {
+func Conn(txn core.SyncTx) (*pgx.Conn, error) {
 	switch t := txn.(type) {
 	case *TxContext:
 		if t == nil || t.Conn == nil {

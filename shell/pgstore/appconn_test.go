@@ -15,7 +15,7 @@ import (
 )
 
 // Conn reaches the transaction's connection from Update's shell.Tx and
-// its core.Tx, refuses another store's with ErrNotPostgres, and View
+// its core.SyncTx, refuses another store's with ErrNotPostgres, and View
 // reads the application's tables while an append holds the store's lock.
 func TestConnAndView(t *testing.T) {
 	reg, err := storetest.NewRegistry()
@@ -26,7 +26,7 @@ func TestConnAndView(t *testing.T) {
 	ctx := t.Context()
 	table := s.Prefix() + "_read_model"
 	err = s.Update(ctx, func(tx shell.Tx) error {
-		for i, v := range []core.Tx{tx, tx.Context()} {
+		for i, v := range []core.SyncTx{tx, tx.Context()} {
 			conn, err := pgstore.Conn(v)
 			if err != nil {
 				return err
@@ -46,14 +46,14 @@ func TestConnAndView(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Pool().Exec(t.Context(), "DROP TABLE IF EXISTS "+table) })
 
-	var kept core.Tx
+	var kept core.SyncTx
 	s.Update(ctx, func(tx shell.Tx) error { kept = tx.Context(); return nil })
 	if _, err := pgstore.Conn(kept); err == nil {
 		t.Fatal("Conn of a transaction whose Update returned gave its connection")
 	}
 	mem := memstore.New(reg)
 	mem.Update(ctx, func(tx shell.Tx) error {
-		for _, v := range []core.Tx{tx, tx.Context(), nil} {
+		for _, v := range []core.SyncTx{tx, tx.Context(), nil} {
 			if _, err := pgstore.Conn(v); !errors.Is(err, pgstore.ErrNotPostgres) {
 				t.Errorf("Conn(%T) = %v, want ErrNotPostgres", v, err)
 			}

@@ -330,7 +330,7 @@
 // # Sync work
 //
 // Conn(tx) returns the connection of the open transaction (from the
-// shell.Tx of Update or the core.Tx of a Sync effect; ErrNotPostgres on
+// shell.Tx of Update or the core.SyncTx of a Sync effect; ErrNotPostgres on
 // another store): sync work writes its own tables there, committed or
 // rolled back with the append. Store.View reads them in a read-only
 // snapshot that takes none of the store's locks.

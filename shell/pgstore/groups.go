@@ -1388,7 +1388,7 @@ func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, er
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, change func(t *tx, st *groupState, f *shell.Failure) error) error {
+func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupCommand, change func(t *tx, st *groupState, f *shell.Failure) error) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {
@@ -1506,7 +1506,7 @@ func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failu
 
 // work runs a worker command: like operate, but a status that does not
 // accept the command is no error (the group stays as it is).
-func (s *Store) work(ctx context.Context, group string, cmd shell.Command, change func(st *groupState) shell.Failure) error {
+func (s *Store) work(ctx context.Context, group string, cmd shell.GroupCommand, change func(st *groupState) shell.Failure) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {

@@ -67,7 +67,7 @@ func (t *tx) hookRow(row int64) (hookRow, error) {
 
 // recordTransition records an operator transition of the group as
 // pending, when it was registered with hooks.
-func (t *tx) recordTransition(row int64, cmd shell.Command, reason string) error {
+func (t *tx) recordTransition(row int64, cmd shell.GroupCommand, reason string) error {
 	h, err := t.hookRow(row)
 	if err != nil || !h.found {
 		return err

@@ -419,7 +419,7 @@ func (t *tx) fail(op string, err error) error {
 // the reads under them (see lockReads), as an append does: sync work
 // of transactions on other boundaries runs side by side, and writes what
 // the transaction decided on reads no other append has overtaken.
-func (t *tx) Context() core.Tx {
+func (t *tx) Context() core.SyncTx {
 	t.syncLock() // a failure shows on the transaction's next use and at the commit
 	return &TxContext{Conn: t.c.Conn(), tx: t}
 }
@@ -482,7 +482,7 @@ func (t *tx) lockBatch(gs *groupSet, keys boundarySet) (b *pgx.Batch, pre int, m
 // message is inserted.
 func (s *Store) PositionsMaySkip() bool { return true }
 
-// TxContext is the transaction handed to sync work (core.Tx): Conn is the
+// TxContext is the transaction handed to sync work (core.SyncTx): Conn is the
 // connection of the open transaction, so sync work (a read model, an
 // outbox) writes its own tables in the same transaction as the append.
 // Do not begin or end transactions on it, and do not keep it after the

@@ -47,8 +47,8 @@ func React[S, E any](fn func(S, E) []any) Handler[S] { return core.React(fn) }
 
 // SyncTx is the store transaction Sync work runs in. Each store gives the
 // typed way in (sqlitestore.Conn(tx), pgstore.Conn(tx)), which returns an
-// error, never panics, on another store's transaction (core.Tx).
-type SyncTx = core.Tx
+// error, never panics, on another store's transaction (core.SyncTx).
+type SyncTx = core.SyncTx
 
 // Batch is what Sync and AfterSync work receive: the state after the batch,
 // its partition, the claimed messages and the events a decider produced.

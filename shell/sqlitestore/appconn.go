@@ -22,7 +22,7 @@ var ErrNotSQLite = errors.New("sqlitestore: not a transaction of the SQLite stor
 // Conn returns the connection of the SQLite write transaction tx, for
 // sync work that writes the application's own tables in the same
 // transaction as the append and the ack (they commit or roll back
-// together). txn is what the store hands out: the core.Tx of a Sync
+// together). txn is what the store hands out: the core.SyncTx of a Sync
 // effect, or the shell.Tx of Update (whose Context it unwraps). Another
 // store's transaction gives an error matching ErrNotSQLite, never a
 // panic; a transaction whose Update has returned gives an error too (the
@@ -31,7 +31,7 @@ var ErrNotSQLite = errors.New("sqlitestore: not a transaction of the SQLite stor
 // Do not begin or end transactions on the connection, and do not keep it
 // after the transaction ends. To read the application's tables outside a
 // write transaction, use Store.View: it never takes the write lock.
-func Conn(txn core.Tx) (*sqlite.Conn, error) {
+func Conn(txn core.SyncTx) (*sqlite.Conn, error) {
 	switch t := txn.(type) {
 	case *TxContext:
 		if t == nil || t.tx == nil {

@@ -16,13 +16,13 @@ import (
 )
 
 // Conn reaches the transaction's connection from the shell.Tx of Update
-// and from its core.Tx (what a Sync effect receives), and refuses what is
+// and from its core.SyncTx (what a Sync effect receives), and refuses what is
 // not the SQLite store's with ErrNotSQLite instead of panicking.
 func TestConn(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
 	err := s.Update(ctx, func(tx shell.Tx) error {
-		for _, v := range []core.Tx{tx, tx.Context()} {
+		for _, v := range []core.SyncTx{tx, tx.Context()} {
 			conn, err := sqlitestore.Conn(v)
 			if err != nil {
 				return err
@@ -37,7 +37,7 @@ func TestConn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var kept core.Tx
+	var kept core.SyncTx
 	s.Update(ctx, func(tx shell.Tx) error { kept = tx.Context(); return nil })
 	if _, err := sqlitestore.Conn(kept); err == nil {
 		t.Fatal("Conn of a transaction whose Update returned gave its connection")
@@ -45,7 +45,7 @@ func TestConn(t *testing.T) {
 
 	mem := memstore.New(registry(t))
 	err = mem.Update(ctx, func(tx shell.Tx) error {
-		for _, v := range []core.Tx{tx, tx.Context(), nil, "not a tx"} {
+		for _, v := range []core.SyncTx{tx, tx.Context(), nil, "not a tx"} {
 			_, err := sqlitestore.Conn(v)
 			if !errors.Is(err, sqlitestore.ErrNotSQLite) || !strings.Contains(err.Error(), "needs the SQLite store") && v != nil {
 				t.Errorf("Conn(%T) = %v, want ErrNotSQLite saying what to do", v, err)

@@ -138,7 +138,7 @@
 // # Sync work
 //
 // Conn(tx) returns the connection of the open write transaction, from the
-// shell.Tx of Update or the core.Tx a Sync effect receives: sync work (a
+// shell.Tx of Update or the core.SyncTx a Sync effect receives: sync work (a
 // read model, an outbox) writes its own tables there, in the same
 // transaction as the append and the ack, and commits or rolls back with
 // it. On another store's transaction Conn returns an error matching

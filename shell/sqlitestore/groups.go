@@ -443,7 +443,7 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, group string, cmd shell.Command, change func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error) error {
+func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupCommand, change func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error) error {
 	return s.update(ctx, false, func(stx shell.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)

@@ -65,7 +65,7 @@ func (t *tx) hookRow(g *groupConf) (hookRow, error) {
 
 // recordTransition records an operator transition of g as pending, when
 // g was registered with hooks.
-func (t *tx) recordTransition(g *groupConf, cmd shell.Command, reason string) error {
+func (t *tx) recordTransition(g *groupConf, cmd shell.GroupCommand, reason string) error {
 	h, err := t.hookRow(g)
 	if err != nil || !h.found {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/sourced-go/sourced/shell"
 )
 
-// TxContext is what the SQLite store hands to sync work as its core.Tx
+// TxContext is what the SQLite store hands to sync work as its core.SyncTx
 // (shell.Tx.Context): the open write transaction, whose connection sync
 // work reaches with the package function Conn (which also accepts the
 // shell.Tx of Update, and returns ErrNotSQLite on another store instead
@@ -83,7 +83,7 @@ func (t *tx) usable() error {
 	return nil
 }
 
-func (t *tx) Context() core.Tx { return &TxContext{tx: t} }
+func (t *tx) Context() core.SyncTx { return &TxContext{tx: t} }
 
 func (t *tx) LastPosition() (int64, error) {
 	if err := t.usable(); err != nil {

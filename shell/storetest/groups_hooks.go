@@ -31,7 +31,7 @@ func (s suite) testHooks(t *testing.T) {
 		}
 		return tr
 	}
-	expect := func(e *genv, tr *shell.GroupTransition, seq int64, cmd shell.Command, reason, claimant string) {
+	expect := func(e *genv, tr *shell.GroupTransition, seq int64, cmd shell.GroupCommand, reason, claimant string) {
 		e.t.Helper()
 		if tr == nil {
 			e.t.Fatalf("no transition claimed, want %d (%s)", seq, cmd)

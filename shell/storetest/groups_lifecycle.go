@@ -17,7 +17,7 @@ func (s suite) testLifecycle(t *testing.T) {
 	t.Run("operator commands follow the status chart and write nothing when refused", func(t *testing.T) {
 		e := s.genv(t)
 		statuses := []shell.Status{shell.StatusActive, shell.StatusRetrying, shell.StatusStopped, shell.StatusFailed}
-		commands := []shell.Command{shell.CmdStart, shell.CmdStop, shell.CmdReset}
+		commands := []shell.GroupCommand{shell.CmdStart, shell.CmdStop, shell.CmdReset}
 		for _, from := range statuses {
 			for _, cmd := range commands {
 				id := fmt.Sprintf("storetest.chart_%s_%s", from, cmd)

@@ -442,7 +442,7 @@ func (m *groupModel) advance(t *rapid.T) {
 
 func (m *groupModel) operate(t *rapid.T) {
 	g := m.group(t)
-	cmd := rapid.SampledFrom([]shell.Command{shell.CmdStop, shell.CmdStart, shell.CmdReset}).Draw(t, "command")
+	cmd := rapid.SampledFrom([]shell.GroupCommand{shell.CmdStop, shell.CmdStart, shell.CmdReset}).Draw(t, "command")
 	var err error
 	switch cmd {
 	case shell.CmdStop:
@@ -496,7 +496,7 @@ func (m *groupModel) workerCommand(t *rapid.T) {
 	if len(ids) > 0 {
 		f.OffsetID = rapid.SampledFrom(ids).Draw(t, "failed offset")
 	}
-	cmd := rapid.SampledFrom([]shell.Command{shell.CmdRetry, shell.CmdFail}).Draw(t, "command")
+	cmd := rapid.SampledFrom([]shell.GroupCommand{shell.CmdRetry, shell.CmdFail}).Draw(t, "command")
 	var err error
 	var at time.Time
 	if cmd == shell.CmdRetry {

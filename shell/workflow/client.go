@@ -162,7 +162,7 @@ func starting[In, Out any](wf *Definition[In, Out], input In, id string) (core.M
 // in the transaction that stores the decision (both are stored, or
 // neither), instead of a Start after it with a gap between the two. The
 // run's id is WithID's, else a fresh "workflow-<uuid>"; derive it from the
-// decision (an order's id) to find the run again with Handle. Unlike
+// decision (an order's id) to find the run again with Attach. Unlike
 // Start, Starting does not look for a run with that id: the decision's own
 // guard is what makes it happen once, so an id must not be reused. wf
 // must be among the runtime's reactors (which registers its types) for
@@ -187,8 +187,10 @@ func Starting[In, Out any](wf *Definition[In, Out], input In, opts ...StartOptio
 
 func partition(id string) map[string]string { return map[string]string{durable.PartitionKey: id} }
 
-// Handle returns the handle of the run id of wf (started or not).
-func Handle[In, Out any](store shell.Store, wf *Definition[In, Out], id string) *Run[In, Out] {
+// Attach returns the handle of the run id of wf (started or not), as
+// Start returns it: for a run started elsewhere (by Starting in a
+// decision, by another process). It reads nothing.
+func Attach[In, Out any](store shell.Store, wf *Definition[In, Out], id string) *Run[In, Out] {
 	return &Run[In, Out]{ID: id, store: store, wf: wf}
 }
 

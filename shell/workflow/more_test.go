@@ -292,7 +292,7 @@ func TestNonDeterminism(t *testing.T) {
 	if err := workflow.Send(ctx, store, v2, run.ID, "go", 1); err != nil {
 		t.Fatal(err)
 	}
-	_, err = wait(t, workflow.Handle(store, v2, run.ID))
+	_, err = wait(t, workflow.Attach(store, v2, run.ID))
 	var re *workflow.RunError
 	if !errors.As(err, &re) || re.Failure.Type != "*durable.NonDeterminismError" || !strings.Contains(re.Failure.Message, `step "reserve" (key reserve#1)`) || !strings.Contains(re.Failure.Message, `step "reserve_stock"`) {
 		t.Fatalf("error %v", err)

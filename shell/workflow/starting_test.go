@@ -62,7 +62,7 @@ func TestADecisionStartsAWorkflow(t *testing.T) {
 	if len(res.Events) != 2 {
 		t.Fatalf("the decision stored %d messages, want the booking and the run's start", len(res.Events))
 	}
-	out, err := wait(t, workflow.Handle(store, wf, "greeting-b1"))
+	out, err := wait(t, workflow.Attach(store, wf, "greeting-b1"))
 	if err != nil || out != "Hello Ada, your IP is 10.0.0.1 and its location is Lisbon" {
 		t.Fatalf("the run the decision started: %q, %v", out, err)
 	}

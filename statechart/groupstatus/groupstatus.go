@@ -69,7 +69,7 @@ var (
 var OperatorCommands = []reflect.Type{reflect.TypeFor[Start](), reflect.TypeFor[Stop](), reflect.TypeFor[Reset]()}
 
 // Machine returns the status chart. It is a statechart.Machine over no
-// context, used for its rules (Configuration, Decide, Mermaid, JSON), never
+// context, used for its rules (ActiveStates, Decide, Mermaid, JSON), never
 // run as a reactor.
 func Machine() statechart.Machine[struct{}] {
 	return statechart.Machine[struct{}]{Group: "sourced.consumer_group_status"}.Chart(
@@ -153,7 +153,7 @@ func Accepts(status string) []string {
 	if status != "" {
 		paths = []string{status}
 	}
-	c, err := Machine().Configuration(paths)
+	c, err := Machine().ActiveStates(paths)
 	if err != nil {
 		return nil
 	}

@@ -92,7 +92,7 @@ func TestTheErrorNamesWhatTheStatusAccepts(t *testing.T) {
 }
 
 func TestOperatorCommandsAvailable(t *testing.T) {
-	c, err := groupstatus.Machine().Configuration([]string{"active"})
+	c, err := groupstatus.Machine().ActiveStates([]string{"active"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestGroupsResetRunsTheAppsOnReset(t *testing.T) {
 	}
 	p := core.Projector[int]{Group: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}}.With(
 		core.Evolve(func(n int, _ CourseCreated) int { return n + 1 }),
-		core.Sync(func(_ context.Context, _ core.Tx, b core.Batch[int]) error {
+		core.Sync(func(_ context.Context, _ core.SyncTx, b core.Batch[int]) error {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, m := range b.Messages {

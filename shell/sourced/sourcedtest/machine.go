@@ -256,7 +256,7 @@ func (c *MachineTest[C]) ThenDecision(fn func(t testing.TB, in statechart.Instan
 }
 
 // ThenSync is Then that also runs the machine's Sync and AfterSync work for
-// the decision (with the transaction of WithTx) and fails on their errors.
+// the decision (with the transaction of WithSyncTx) and fails on their errors.
 func (c *MachineTest[C]) ThenSync(expected ...any) *MachineTest[C] {
 	c.t.Helper()
 	r := c.accepted()

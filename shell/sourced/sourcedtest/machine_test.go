@@ -57,7 +57,7 @@ func doorMachine(synced *int) statechart.Machine[doorCtx] {
 		},
 	}
 	if synced != nil {
-		m.Sync = []core.SyncFunc[statechart.Instance[doorCtx]]{func(context.Context, core.Tx, core.Batch[statechart.Instance[doorCtx]]) error {
+		m.Sync = []core.SyncFunc[statechart.Instance[doorCtx]]{func(context.Context, core.SyncTx, core.Batch[statechart.Instance[doorCtx]]) error {
 			*synced++
 			return nil
 		}}

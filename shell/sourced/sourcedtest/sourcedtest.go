@@ -24,7 +24,7 @@ type Option func(*config)
 
 type config struct {
 	reg       *codec.Registry
-	tx        core.Tx
+	tx        core.SyncTx
 	now       time.Time
 	outside   bool
 	partition map[string]string
@@ -34,9 +34,9 @@ type config struct {
 // validates the given and expected payloads.
 func WithRegistry(reg *codec.Registry) Option { return func(c *config) { c.reg = reg } }
 
-// WithTx is the transaction handed to sync work by ThenSync (nil by
+// WithSyncTx is the transaction handed to sync work by ThenSync (nil by
 // default): pass what your sync work expects, e.g. a test database.
-func WithTx(tx core.Tx) Option { return func(c *config) { c.tx = tx } }
+func WithSyncTx(tx core.SyncTx) Option { return func(c *config) { c.tx = tx } }
 
 // WithTime is the creation time of the given messages and the command
 // (default 2026-01-01T00:00:00Z), for reactions scheduled relative to it.
@@ -528,7 +528,7 @@ func (c *DeciderTest[S]) ThenScheduled(expected ...core.Delayed) {
 }
 
 // ThenSync is Then that also runs the sync and after-sync work of the
-// decision (with the transaction of WithTx) and fails on their errors.
+// decision (with the transaction of WithSyncTx) and fails on their errors.
 func (c *DeciderTest[S]) ThenSync(expected ...any) {
 	c.t.Helper()
 	c.cfg.check(c.t, nil, expected...)
@@ -643,7 +643,7 @@ func (c *ProjectorTest[S]) Then(fn func(t testing.TB, s S)) {
 }
 
 // ThenSync runs the projector's sync and after-sync work on the batch of
-// given events (with the transaction of WithTx), then hands the state to
+// given events (with the transaction of WithSyncTx), then hands the state to
 // fn.
 func (c *ProjectorTest[S]) ThenSync(fn func(t testing.TB, s S)) {
 	c.t.Helper()
@@ -701,7 +701,7 @@ func (c config) messages(given []any) []core.Message {
 	return out
 }
 
-func runWork(t testing.TB, pairs []effects.Pair, tx core.Tx) {
+func runWork(t testing.TB, pairs []effects.Pair, tx core.SyncTx) {
 	t.Helper()
 	ctx := context.Background()
 	for _, p := range pairs {

@@ -61,7 +61,7 @@ var enrolments = core.Decider[[]string]{Group: "enrolments", PartitionBy: []stri
 		return []any{StudentEnrolled(c)}, nil
 	}),
 	core.React(func(_ []string, e StudentEnrolled) []any { return []any{NotifyStudent{StudentID: e.StudentID}} }),
-	core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[[]string]) error {
+	core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[[]string]) error {
 		synced = append(synced, b.State...)
 		return nil
 	}),
@@ -129,7 +129,7 @@ func TestProjectorAndProjection(t *testing.T) {
 	p := core.Projector[roster]{Group: "rosters", PartitionBy: []string{"course_id"}}.With(
 		core.Adopt(rosterProjection),
 		core.React(func(_ roster, e StudentEnrolled) []any { return []any{NotifyStudent{StudentID: e.StudentID}} }),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[roster]) error { written = b.State; return nil }),
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[roster]) error { written = b.State; return nil }),
 	)
 	sourcedtest.Projector(t, p, sourcedtest.WithRegistry(registry())).
 		Given(StudentEnrolled{CourseID: "c1", StudentID: "s1"}).

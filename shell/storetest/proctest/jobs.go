@@ -71,7 +71,7 @@ func JobWorker(pid int, slow time.Duration) core.Decider[map[string]bool] {
 			}
 			return []any{JobDone{JobID: j.JobID, Shard: j.Shard, By: pid}}, nil
 		}),
-		core.Sync(func(context.Context, core.Tx, core.Batch[map[string]bool]) error {
+		core.Sync(func(context.Context, core.SyncTx, core.Batch[map[string]bool]) error {
 			time.Sleep(slow)
 			return nil
 		}),

@@ -149,7 +149,7 @@ func New() *App {
 	)
 	a.Broken = core.Projector[int]{Group: "courses.search_index", Label: "Search index", PartitionBy: []string{"course_id"}}.With(
 		core.Evolve(func(n int, _ StudentEnrolled) int { return n + 1 }),
-		core.Sync(func(ctx context.Context, tx core.Tx, b core.Batch[int]) error {
+		core.Sync(func(ctx context.Context, tx core.SyncTx, b core.Batch[int]) error {
 			return errors.New("search service unreachable: connection refused")
 		}),
 	)

@@ -86,7 +86,7 @@ type rosters struct {
 }
 
 // Save writes a roster, as JSON, in the batch's transaction.
-func (rm rosters) Save(ctx context.Context, tx core.Tx, r domain.Roster) error {
+func (rm rosters) Save(ctx context.Context, tx core.SyncTx, r domain.Roster) error {
 	doc, err := json.Marshal(r)
 	if err != nil {
 		return err
