@@ -1120,6 +1120,10 @@ func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (Re
 	var after int64
 	if e, ok := rt.opts.StateCache.take(key); ok {
 		kept, after = e.state.([]core.PositionedMessage), e.position
+		if res, ok := rt.historyOfClaim(re, claim, kept, after); ok {
+			rt.opts.StateCache.put(key, res.Messages, res.Guard.LastPosition)
+			return res, nil
+		}
 	}
 	res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after})
 	if err != nil {
@@ -1131,6 +1135,43 @@ func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (Re
 	res.Messages = slices.Clip(res.Messages) // a reactor's append never writes into the cached array
 	rt.opts.StateCache.put(key, res.Messages, res.Guard.LastPosition)
 	return res, nil
+}
+
+// historyOfClaim is the history kept up to after, followed by the
+// claim's messages after it, when that is the whole history up to the
+// claim's last message, so that no read is needed: the reactor reads as
+// history exactly the types it handles, the claim began at or before
+// after (Claim.After: no message between the two was handled elsewhere
+// meanwhile), and it was not cut short by the batch size. A workflow's
+// run, handled step after step by the same process, is so: each handling
+// claims the events its last one appended. The guard is the claim's (its
+// conditions are those of the history's types), at the newest position
+// either covers.
+func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
+	if claim.After > after || len(claim.Messages) == 0 || len(claim.Messages) >= rt.opts.BatchSize || !sameTypes(re.info.History, re.info.Handled) {
+		return ReadResult{}, false
+	}
+	msgs := slices.Clip(kept)
+	for _, m := range claim.Messages {
+		if m.Position > after {
+			msgs = append(msgs, m)
+		}
+	}
+	msgs = slices.Clip(msgs) // a reactor's append never writes into the cached array
+	return ReadResult{Messages: msgs, Guard: core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}}, true
+}
+
+// sameTypes reports whether a and b name the same types, in any order.
+func sameTypes(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, t := range a {
+		if !slices.Contains(b, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // historyType marks the StateCache entries that are kept histories.

@@ -22,19 +22,30 @@ type (
 		Account string `json:"account" sourced:"required"`
 		N       int    `json:"n"`
 	}
+	// ledgerNote is in a ledger reader's history when it reads notes,
+	// but it never handles one.
+	ledgerNote struct {
+		Account string `json:"account" sourced:"required"`
+	}
 )
 
 // ledgerReader is an impure reactor with a history: it records, for each
 // batch, the positions of the history it was given and of its guard.
 type ledgerReader struct {
 	keeps bool
+	notes bool // its history also holds ledger.note, which it does not handle
 	mu    sync.Mutex
 	seen  [][]int64 // per batch: the history's positions
 	last  []int64   // per batch: HistoryGuard.LastPosition
 }
 
-func (r *ledgerReader) HandledTypes() []string  { return []string{"ledger.entry"} }
-func (r *ledgerReader) HistoryTypes() []string  { return []string{"ledger.entry"} }
+func (r *ledgerReader) HandledTypes() []string { return []string{"ledger.entry"} }
+func (r *ledgerReader) HistoryTypes() []string {
+	if r.notes {
+		return []string{"ledger.entry", "ledger.note"}
+	}
+	return []string{"ledger.entry"}
+}
 func (r *ledgerReader) PartitionKeys() []string { return []string{"account"} }
 func (r *ledgerReader) GroupID() string         { return "ledger.reader" }
 func (r *ledgerReader) KeepsHistory() bool      { return r.keeps }
@@ -69,6 +80,7 @@ func ledgerStore(t *testing.T) *sqlitestore.Store {
 	t.Helper()
 	reg := codec.NewRegistry()
 	codec.MustRegister[ledgerEntry](reg, "ledger.entry")
+	codec.MustRegister[ledgerNote](reg, "ledger.note")
 	s, err := sqlitestore.Install(t.Context(), filepath.Join(t.TempDir(), "ledger.db"), sqlitestore.Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -77,18 +89,33 @@ func ledgerStore(t *testing.T) *sqlitestore.Store {
 	return s
 }
 
-// A router keeps the history of a HistoryKeeper between its batches: the
+// A router keeps the history of a HistoryKeeper between its batches and
+// hands each batch the same history, with the same guard, as a full read.
+// When the reactor's history is what it handles, a batch that began where
+// the kept history ends needs no read at all: the claim holds the rest
+// (Claim.After). When the history holds more (ledger.note here), the
 // second batch of a partition reads only what was appended after the
-// first one's read, and is handed the same history, with the same guard,
-// as a full read. A reactor that does not keep its history reads it in
+// first one's read. A reactor that does not keep its history reads it in
 // full every time.
 func TestRouterKeepsHistories(t *testing.T) {
-	for _, keeps := range []bool{true, false} {
-		t.Run(map[bool]string{true: "keeper", false: "not a keeper"}[keeps], func(t *testing.T) {
+	cases := []struct {
+		name         string
+		keeps, notes bool
+		// reads and incremental are the ReadPartition calls expected in
+		// all and those after a kept position.
+		reads, incremental int
+	}{
+		{"keeper", true, false, 2, 0},
+		{"keeper of more than it handles", true, true, 4, 2},
+		{"not a keeper", false, false, 4, 0},
+		{"not a keeper of more than it handles", false, true, 4, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			raw := ledgerStore(t)
 			s := &readCounter{Store: raw}
-			r := &ledgerReader{keeps: keeps}
+			r := &ledgerReader{keeps: c.keeps, notes: c.notes}
 			rt, err := shell.NewRouter(s, shell.RouterOptions{StateCache: shell.NewStateCache(10)}, r)
 			if err != nil {
 				t.Fatal(err)
@@ -115,13 +142,18 @@ func TestRouterKeepsHistories(t *testing.T) {
 			appendEntries("a", 1, 2, 3)
 			appendEntries("b", 1) // another partition, between a's messages
 			drain()
+			if c.notes {
+				if _, err := raw.Append(ctx, []core.Message{core.NewMessage(ledgerNote{Account: "a"})}, shell.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			appendEntries("a", 4)
 			appendEntries("b", 2)
 			appendEntries("a", 5, 6)
 			drain()
 
 			// What a full read gives now, for partition a.
-			full, err := raw.ReadPartition(ctx, map[string]string{"account": "a"}, []string{"ledger.entry"}, shell.ReadOptions{})
+			full, err := raw.ReadPartition(ctx, map[string]string{"account": "a"}, r.HistoryTypes(), shell.ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,11 +186,8 @@ func TestRouterKeepsHistories(t *testing.T) {
 					incremental++
 				}
 			}
-			switch {
-			case keeps && incremental != 2:
-				t.Errorf("the keeper's reads were after %v: want the second batch of each partition read after the first's", s.afters)
-			case !keeps && incremental != 0:
-				t.Errorf("a reactor that does not keep its history read after %v: want full reads", s.afters)
+			if len(s.afters) != c.reads || incremental != c.incremental {
+				t.Errorf("the reads were after %v: want %d reads, %d of them after a kept position", s.afters, c.reads, c.incremental)
 			}
 		})
 	}
@@ -247,6 +276,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	// the store does not count then.
 	reg := codec.NewRegistry()
 	codec.MustRegister[ledgerEntry](reg, "ledger.entry")
+	codec.MustRegister[ledgerNote](reg, "ledger.note")
 	other, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "other.db"), sqlitestore.Options{Registry: reg, Notifier: new(shell.InlineNotifier)})
 	if err != nil {
 		t.Fatal(err)
