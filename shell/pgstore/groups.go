@@ -123,11 +123,11 @@ ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_id`, n.offsets, n.groups),
-		// claimMany picks up to $3 claimable offsets of group $1 (the
+		// claimMany picks up to {partitions} claimable offsets of group $1 (the
 		// furthest behind first, skipping those other transactions lock),
-		// fetches up to $4 pending messages of each (a queue's one
+		// fetches up to {batch} pending messages of each (a queue's one
 		// message by its id; a keyed partition's under conditional AND),
-		// claims those with messages for worker $5 at $2, and repairs the
+		// claims those with messages for worker $3 at $2, and repairs the
 		// pending marker of those without (a marker left on a deleted
 		// message): one statement, one snapshot. A stopped or failed
 		// group, or a retrying one before its retry time, has nothing to
@@ -139,7 +139,7 @@ g AS (SELECT id, handled FROM %[2]s gg
 p AS (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
 	WHERE o.consumer_group_id = (SELECT id FROM g) AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL
 		AND o.next_position <= (SELECT h FROM hz)
-	ORDER BY o.last_position, o.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+	ORDER BY o.last_position, o.id LIMIT {partitions} FOR UPDATE SKIP LOCKED),
 m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NOT NULL AND message_id = p.message_id
 		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled))
@@ -147,8 +147,8 @@ m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NULL AND keys && p.keys
 		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled)
 		AND NOT EXISTS (SELECT 1 FROM unnest(p.keys) k WHERE split_part(k, chr(31), 1) = ANY(key_names) AND NOT (k = ANY(keys)))
-		ORDER BY position LIMIT $4)) f),
-c AS (UPDATE %[1]s SET claimed = true, claimed_at = $2, claimed_by = $5 WHERE id IN (SELECT offset_id FROM m)),
+		ORDER BY position LIMIT {batch})) f),
+c AS (UPDATE %[1]s SET claimed = true, claimed_at = $2, claimed_by = $3 WHERE id IN (SELECT offset_id FROM m)),
 r AS (UPDATE %[1]s o SET next_position = %[5]s FROM g
 	WHERE o.id IN (SELECT id FROM p) AND o.id NOT IN (SELECT offset_id FROM m) AND %[8]s RETURNING o.id, o.next_position)
 SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
@@ -169,7 +169,7 @@ ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns
 		// never touches a keyed offset (message_id NULL).
 		claimQueue: f(`UPDATE %[1]s o SET claimed = m.position IS NOT NULL,
 	claimed_at = CASE WHEN m.position IS NULL THEN NULL ELSE $2 END,
-	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $4 END,
+	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $3 END,
 	next_position = CASE WHEN m.position IS NULL THEN NULL ELSE o.next_position END
 FROM (SELECT id, message_id, last_position FROM %[1]s
 		WHERE consumer_group_id = (SELECT id FROM %[2]s gg
@@ -177,7 +177,7 @@ FROM (SELECT id, message_id, last_position FROM %[1]s
 				AND NOT EXISTS (SELECT 1 FROM %[5]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked))
 		AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL AND message_id IS NOT NULL
 		AND next_position <= %[6]s
-		ORDER BY last_position, id LIMIT $3 FOR UPDATE SKIP LOCKED) p
+		ORDER BY last_position, id LIMIT {partitions} FOR UPDATE SKIP LOCKED) p
 	JOIN %[2]s g ON g.group_id = $1
 	LEFT JOIN %[4]s m ON m.message_id = p.message_id AND (m.position + 0) > p.last_position AND (m.message_type || '') = ANY(g.handled)
 WHERE o.id = p.id
@@ -273,7 +273,7 @@ FROM %s g LEFT JOIN LATERAL (
 LEFT JOIN %s h ON h.consumer_group_id = g.id`, n.groups, n.offsets, n.hooks),
 		countOffsets: f(`SELECT count(*) FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE $1 = '' OR g.group_id = $1`, n.offsets, n.groups),
 		readOffsets: f(`SELECT o.id, g.group_id, g.status, o.partition_key, o.last_position, o.claimed, o.claimed_at, coalesce(o.claimed_by, ''), o.parked IS NOT NULL
-FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($3 = '' OR g.group_id = $3) ORDER BY o.id LIMIT $2`, n.offsets, n.groups),
+FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.id >= $1 AND ($2 = '' OR g.group_id = $2) ORDER BY o.id LIMIT {batch}`, n.offsets, n.groups),
 		park: f(`UPDATE %s SET parked = $3, parked_at = $4 WHERE id = $1 AND consumer_group_id = $2`, n.offsets),
 		parked: f(`SELECT o.id, g.group_id, o.partition_key, o.last_position, o.parked, o.parked_at
 FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND ($1 = '' OR g.group_id = $1) ORDER BY g.group_id, o.id`, n.offsets, n.groups),
@@ -832,9 +832,9 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 			claimQueue, claimMany = q.claimQueueOwn, q.claimManyOwn
 		}
 		if queue {
-			b.Queue(claimQueue, group, now, partitions, workerID)
+			b.Queue(s.limited(claimQueue, partitions, 0), group, now, workerID)
 		} else {
-			b.Queue(claimMany, group, now, partitions, batchSize, workerID)
+			b.Queue(s.limited(claimMany, partitions, batchSize), group, now, workerID)
 		}
 		br, err := t.send(b, n)
 		if err != nil {
@@ -1776,7 +1776,7 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		if err := q.QueryRow(ctx, s.q.g.countOffsets, oq.Group).Scan(&page.Total); err != nil {
 			return err
 		}
-		rows, err := q.Query(ctx, s.q.g.readOffsets, oq.From, limit, oq.Group)
+		rows, err := q.Query(ctx, s.limited(s.q.g.readOffsets, 0, limit), oq.From, oq.Group)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func (s *Store) Clear(ctx context.Context) error {
 // 0), soonest due first, each dated when it is due.
 func (s *Store) ReadScheduled(ctx context.Context, limit int) ([]core.Message, error) {
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT 0::bigint, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
-FROM %s ORDER BY available_at, id LIMIT $1::bigint`, s.names.scheduled), limitArg(limit))
+FROM %s ORDER BY available_at, id LIMIT %s`, s.names.scheduled, limitSQL(limit)))
 	msgs, err := s.scanMessages(rows, err)
 	if err != nil {
 		return nil, s.wrap(ctx, "read scheduled", err)

@@ -21,6 +21,7 @@ import (
 // queries holds the store's constant SQL, with the table names spliced in.
 type queries struct {
 	readHead, writeHead, headPosition string
+	fillHoles                         string
 	lastPosition, countScheduled      string
 	advanceTo                         string
 	insertMessage, insertScheduled    string
@@ -38,6 +39,16 @@ const messageColumns = `position, message_id, message_type, payload_version, cau
 
 func newQueries(n names) queries {
 	q := queries{
+		// fillHoles gives a tombstone to every position between the read
+		// horizon and the newest row: run under the store's exclusive
+		// lock, when no append is in flight, so that every position no
+		// row holds is one that no append will write (a rolled-back
+		// append's, whose fill has not come yet). Without it the horizon
+		// would stop below them, and the exclusive transaction read
+		// (and decide) without the messages committed past them.
+		fillHoles: fmt.Sprintf(`INSERT INTO %[1]s (position, message_id, message_type, payload, created_at)
+SELECT p, gen_random_uuid(), '', 'null', now() FROM generate_series(%[2]s_horizon() + 1, (SELECT max(position) FROM %[1]s)) p
+ON CONFLICT DO NOTHING`, n.messages, n.prefix),
 		readHead:       fmt.Sprintf(`SELECT %s_last(), config_version FROM %s WHERE id = 1`, n.prefix, n.head),
 		advanceTo:      fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_advance(9223372036854775807, $1)`, n.prefix),
 		writeHead:      fmt.Sprintf(`UPDATE %s SET last_position = $1 WHERE id = 1`, n.head),
@@ -53,7 +64,7 @@ UNION ALL SELECT message_id, 'scheduled' FROM %s WHERE message_id = ANY($1::uuid
 		correlation: fmt.Sprintf(`SELECT %s FROM %s WHERE correlation_id = (SELECT correlation_id FROM %s WHERE message_id = $1) ORDER BY position`,
 			messageColumns, n.messages, n.messages),
 		dueScheduled: fmt.Sprintf(`SELECT id, message_id, message_type, payload_version, causation_id, correlation_id, payload, metadata, available_at
-FROM %s WHERE available_at <= $1 AND id > $3 ORDER BY id LIMIT $2`, n.scheduled),
+FROM %s WHERE available_at <= $1 AND id > $2 ORDER BY id LIMIT %d`, n.scheduled, promotionBatch),
 		deleteScheduled: fmt.Sprintf(`DELETE FROM %s WHERE id = ANY($1::bigint[])`, n.scheduled),
 		nextScheduled:   fmt.Sprintf(`SELECT min(available_at) FROM %s`, n.scheduled),
 		g:               newGroupQueries(n),
@@ -288,13 +299,6 @@ func (s *Store) scanMessages(rows pgx.Rows, err error) ([]core.PositionedMessage
 	return out, rows.Err()
 }
 
-func limitArg(n int) any {
-	if n <= 0 {
-		return nil // LIMIT NULL: no limit
-	}
-	return int64(n)
-}
-
 func uptoArg(upto int64) int64 {
 	if upto <= 0 {
 		return math.MaxInt64
@@ -340,7 +344,7 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	var args sqlArgs
 	pos := positionFor(conds)
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, pos, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), args.add(limitArg(opts.Limit))+"::bigint", visible(pos, own, &args))
+		messageColumns, s.names.messages, pos, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), limitSQL(opts.Limit), visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read", err)
@@ -380,7 +384,7 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 	}
 	var args sqlArgs
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), args.add(limitArg(opts.Limit))+"::bigint", visible(positionFilter, own, &args))
+		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), limitSQL(opts.Limit), visible(positionFilter, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return shell.ReadResult{}, s.wrap(ctx, "read partition", err)
@@ -392,7 +396,7 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 func (s *Store) fetchSQL(partition map[string]string, types []string, after int64, n int) (string, []any) {
 	var args sqlArgs
 	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s LIMIT %[6]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(after), partitionSQL(partition, types, &args), args.add(limitArg(n))+"::bigint")
+		messageColumns, s.names.messages, positionFilter, args.add(after), partitionSQL(partition, types, &args), limitSQL(n))
 	return sql, args
 }
 
@@ -420,7 +424,7 @@ func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOption
 		where += " AND " + condSQL(opts.Conditions, &args)
 	}
 	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY position %s LIMIT %s`,
-		messageColumns, s.names.messages, where, order, args.add(int64(limit)))
+		messageColumns, s.names.messages, where, order, limitSQL(limit))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, order), args)
 	if err != nil {
 		return shell.Page{}, s.wrap(ctx, "read all", err)

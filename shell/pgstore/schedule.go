@@ -66,7 +66,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside []shell.UnpromotedMessage, err error) {
 	s := t.s
 	last = after
-	rows, err := t.c.Query(t.ctx, s.q.dueScheduled, now, promotionBatch, after)
+	rows, err := t.c.Query(t.ctx, s.q.dueScheduled, now, after)
 	if err != nil {
 		return 0, 0, last, nil, t.fail("promote", err)
 	}

@@ -65,6 +65,10 @@ type Options struct {
 // It is safe for concurrent use; any number of processes on any number of
 // machines may open the same database. Build it with Open or Install.
 type Store struct {
+	// limits holds the claim statements with their limits written in
+	// (see limited).
+	limitsMu sync.Mutex
+	limits   map[limitKey]string
 	reg      *codec.Registry
 	raw      bool
 	names    names
@@ -175,8 +179,14 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
 	}
-	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+	planMode := !namesPlanMode(cfg.ConnConfig.RuntimeParams)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		registerUUID(c.TypeMap())
+		if planMode {
+			if _, err := c.Exec(ctx, genericPlans); err != nil {
+				return fmt.Errorf("pgstore: connect: %w", err)
+			}
+		}
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -246,12 +246,18 @@ func (t *tx) acquire(want lockMode) error {
 		lock = "SELECT $1::bigint" // broken on purpose (tests only)
 	}
 	b.Queue(lock, s.lockKey)
+	if !s.unorderedPositions {
+		b.Queue(s.q.fillHoles)
+	}
 	b.Queue(s.q.readHead)
 	t.queueReadChecks(b)
 	br, err := t.send(b, n)
 	var version int64
 	if err == nil {
-		if _, err = br.Exec(); err == nil {
+		if _, err = br.Exec(); err == nil && !s.unorderedPositions {
+			_, err = br.Exec()
+		}
+		if err == nil {
 			err = br.QueryRow().Scan(&t.head, &version)
 		}
 		if err == nil {
