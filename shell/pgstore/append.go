@@ -391,6 +391,13 @@ func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
 // resumed); the types of scheduled messages are told only of a commit
 // that appended nothing to the log (their promotion tells them again).
 func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled []string) {
+	if len(scheduled) > 0 {
+		// Counted before any notification (shell.ScheduleCounter), and
+		// told to other processes' schedulers at once: the scheduled
+		// messages are committed, and no read horizon bounds them.
+		s.scheduledCommits.Add(1)
+		s.wakes.add(0, []string{scheduledMark})
+	}
 	switch {
 	case last == 0 && len(types) > 0: // a group resumed (tx.announce)
 		s.announce(0, types)

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,15 @@ const maxNotifyTypes = 6000
 
 // allTypes is the type list of a notification too long to send.
 const allTypes = "*"
+
+// scheduledMark is in the type list of a notification when a commit it
+// gathers scheduled messages: the listeners wake their schedulers (see
+// Store.ScheduledCommits). No type is so named (codec type names are
+// lower-case letters, digits, '.', '_' and '-'); a listener of an older
+// version passes it on as a type no reactor handles, which wakes its
+// scheduler as any notification did; so does a listener of this one,
+// to its notifier's subscribers (the runtime handles no such type).
+const scheduledMark = "+scheduled"
 
 // channelFor is the notification channel of a store: a name derived from
 // the schema and prefix that fits PostgreSQL's 63-byte identifiers.
@@ -148,7 +158,13 @@ func (l *Listener) run(ctx context.Context) {
 			backoff = 50 * time.Millisecond
 			origin, last, types := parseNotification(n.Payload)
 			l.heard(last)
-			if origin != s.origin && len(types) > 0 {
+			if origin == s.origin {
+				continue
+			}
+			if slices.Contains(types, scheduledMark) {
+				s.scheduledCommits.Add(1) // wakes this process's scheduler too
+			}
+			if len(types) > 0 {
 				l.announce(types)
 			}
 			continue
@@ -180,9 +196,10 @@ func (l *Listener) run(ctx context.Context) {
 			l.mu.Lock()
 			l.reconnects++
 			l.mu.Unlock()
-			if len(missed) > 0 {
-				l.announce(missed)
-			}
+			// What was scheduled meanwhile is not known: the scheduler
+			// is woken too.
+			s.scheduledCommits.Add(1)
+			l.announce(append(missed, scheduledMark))
 		}
 	}
 }
