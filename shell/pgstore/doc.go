@@ -304,7 +304,12 @@
 // those directly). When its connection breaks it reconnects with backoff
 // and announces the types of everything appended since the last position
 // it heard of. The runtime's catch-up poll stays the safety net, for a
-// notification lost with its process too.
+// notification lost with its process too. A commit that scheduled
+// messages marks its notification, and the store counts such commits,
+// its own and those its listeners hear of (Store.ScheduledCommits,
+// shell.ScheduleCounter): a runtime's scheduler reads when the next
+// message is due after those only, not after every append
+// (TestSchedulerWokenByScheduledCommitsOnly).
 //
 // Costs, in round trips to the server: a standalone append one, guarded
 // or not (TestAppendIsOneRoundTrip: BEGIN, the locks, the checks, the
