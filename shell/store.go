@@ -80,6 +80,16 @@ type Store interface {
 	Groups
 }
 
+// ScheduleReader is implemented by the stores that list their scheduled
+// messages (sqlitestore, pgstore, memstore): ReadScheduled returns up to
+// limit of them (all when limit <= 0), soonest due first, each with its
+// id and dated when it is due (CreatedAt). The dashboard's schedule page,
+// the CLI's schedule command, pgstore.Copy and the conformance suite use
+// it.
+type ScheduleReader interface {
+	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
+}
+
 // Tx is a write transaction of a Store: everything done through it commits
 // or rolls back together. Reads through a Tx see its own writes.
 type Tx interface {

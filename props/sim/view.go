@@ -12,14 +12,13 @@ import (
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
-	"github.com/sourced-go/sourced/shell/storetest"
 )
 
 // The stores a run uses list their schedule: a message acknowledged but
 // scheduled is not lost.
 var (
-	_ storetest.ScheduleReader = (*memstore.Store)(nil)
-	_ storetest.ScheduleReader = (*sqlitestore.Store)(nil)
+	_ shell.ScheduleReader = (*memstore.Store)(nil)
+	_ shell.ScheduleReader = (*sqlitestore.Store)(nil)
 )
 
 // View is what the invariants look at after a step: the whole log read
@@ -103,7 +102,7 @@ func (w *World) view() (*View, error) {
 		v.Log = append(v.Log, m)
 	}
 	v.Scheduled = map[uuid.UUID]core.Message{}
-	if rs, ok := w.inner.(storetest.ScheduleReader); ok {
+	if rs, ok := w.inner.(shell.ScheduleReader); ok {
 		ms, err := rs.ReadScheduled(ctx, 0)
 		if err != nil {
 			return nil, err

@@ -623,12 +623,6 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request) {
 	}{*msg, payloadJSON(msg.Message), prettyJSON(msg.Metadata), traceTree(trace, id), len(trace), "", d.stateLinks(*msg)})
 }
 
-// scheduledReader is implemented by the stores (sqlitestore, memstore,
-// pgstore) that list their scheduled messages.
-type scheduledReader interface {
-	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
-}
-
 func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	data := struct {
@@ -647,7 +641,7 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	if next, ok, err := d.store.NextScheduled(ctx); err == nil && ok {
 		data.Next = next
 	}
-	if sr, ok := d.store.(scheduledReader); ok {
+	if sr, ok := d.store.(shell.ScheduleReader); ok {
 		data.Supported = true
 		msgs, err := sr.ReadScheduled(ctx, 200)
 		var de *shell.DecodeError

@@ -34,7 +34,7 @@ const copyBatch = 500
 // listing each message left out with its position in src and why.
 //
 // The schedule is copied after the log when src can list it
-// (ScheduleReader: sqlitestore, pgstore and memstore can): each
+// (shell.ScheduleReader: sqlitestore, pgstore and memstore can): each
 // scheduled message keeps its id and due time, so a reminder due in two
 // days fires from dst in two days (one that fell due during the copy is
 // appended to the log at once, as dst's Append does with a past date).
@@ -84,7 +84,7 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 	if err := flush(); err != nil {
 		return n, err
 	}
-	if sr, ok := src.(ScheduleReader); ok {
+	if sr, ok := src.(shell.ScheduleReader); ok {
 		scheduled, err := sr.ReadScheduled(ctx, 0)
 		if err != nil {
 			return n, fmt.Errorf("pgstore: copy: read the source's schedule: %w", err)
@@ -114,13 +114,6 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 		return n, &CopyError{Copied: n, NotCopied: left}
 	}
 	return n, nil
-}
-
-// ScheduleReader is a store whose scheduled messages Copy copies: each
-// with its id and its due time as CreatedAt, the soonest first, all of
-// them when limit is 0.
-type ScheduleReader interface {
-	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
 }
 
 // NotCopied is a message of the source that Copy left out.

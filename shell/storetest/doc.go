@@ -62,7 +62,7 @@
 //     and found); read limits (a negative Limit, a ReadAll page over
 //     shell.MaxPageSize: shell.ErrInvalidLimit).
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
-//     (ScheduleReader), so that tests written against one store run on
+//     (shell.ScheduleReader), so that tests written against one store run on
 //     another.
 //   - ValueTypes: codec.Date and codec.Decimal values read back exactly
 //     (a decimal's scale included) and indexed under their text.

@@ -17,13 +17,6 @@ type Clearer interface {
 	Clear(ctx context.Context) error
 }
 
-// ScheduleReader is implemented by every store of the suite:
-// ReadScheduled returns up to limit scheduled messages (all when limit <=
-// 0), soonest due first, each dated when it is due.
-type ScheduleReader interface {
-	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
-}
-
 // testHelpers holds every store to the methods tests rely on beside
 // shell.Store, so that a test written against one store runs on another.
 func (s suite) testHelpers(t *testing.T) {
@@ -65,7 +58,7 @@ func (s suite) testHelpers(t *testing.T) {
 
 	t.Run("ReadScheduled", func(t *testing.T) {
 		e := s.env(t)
-		rs, ok := e.store.(ScheduleReader)
+		rs, ok := e.store.(shell.ScheduleReader)
 		if !ok {
 			t.Fatalf("%T has no ReadScheduled(ctx, limit) method", e.store)
 		}

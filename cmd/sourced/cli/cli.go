@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -49,8 +48,8 @@ type Driver interface {
 // operator's extras that sqlitestore and pgstore both provide.
 type Store interface {
 	shell.Store
-	// ReadScheduled lists up to limit scheduled messages, soonest first.
-	ReadScheduled(ctx context.Context, limit int) ([]core.Message, error)
+	// ScheduleReader lists up to limit scheduled messages, soonest first.
+	shell.ScheduleReader
 	// CancelScheduled deletes a scheduled message; false when none has
 	// the id.
 	CancelScheduled(ctx context.Context, id uuid.UUID) (bool, error)
