@@ -22,9 +22,14 @@ import (
 // as appended (stamped) and its position, and the messages the decision
 // appended with it.
 type CommandResult struct {
-	Command  core.Message
+	// Command is the command as it was stamped (its id, time and
+	// metadata), also when it was refused, so that an error can name it.
+	Command core.Message
+	// Position is the command's position in the log; 0 when nothing was
+	// stored (an error).
 	Position int64
-	Events   []core.Message
+	// Events are the decision's events as appended; none on an error.
+	Events []core.Message
 	// Guard is the guard of the decision's read: its partition's history
 	// conditions, or the union of its query (core.Reads), after the last
 	// position read. It tells which boundaries the decision read.
@@ -538,7 +543,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		}
 	}
 	if err != nil {
-		res.Events = nil
+		// Nothing was stored: the position a rolled-back append was
+		// given is no command's.
+		res.Position, res.Events = 0, nil
 		return res, err
 	}
 	if o.Observer != nil {
