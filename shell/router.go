@@ -192,8 +192,10 @@ type reactor struct {
 	folder    core.Folder
 	stateType reflect.Type
 	// keepsHistory is set when the router keeps the reactor's partition
-	// histories in its StateCache between handlings (see HistoryKeeper).
-	keepsHistory bool
+	// histories in its StateCache between handlings (see HistoryKeeper);
+	// historyHandled when that history is of the types it handles, so
+	// that a claim can complete a kept history (see historyOfClaim).
+	keepsHistory, historyHandled bool
 }
 
 // HistoryKeeper is implemented by an impure reactor (effects.Reactor)
@@ -1148,7 +1150,7 @@ func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (Re
 // conditions are those of the history's types), at the newest position
 // either covers.
 func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
-	if claim.After > after || len(claim.Messages) == 0 || len(claim.Messages) >= rt.opts.BatchSize || !sameTypes(re.info.History, re.info.Handled) {
+	if !re.historyHandled || claim.After > after || len(claim.Messages) == 0 || len(claim.Messages) >= rt.opts.BatchSize {
 		return ReadResult{}, false
 	}
 	msgs := slices.Clip(kept)
@@ -1161,17 +1163,12 @@ func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.Position
 	return ReadResult{Messages: msgs, Guard: core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}}, true
 }
 
-// sameTypes reports whether a and b name the same types, in any order.
+// sameTypes reports whether a and b name the same set of types.
 func sameTypes(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, t := range a {
-		if !slices.Contains(b, t) {
-			return false
-		}
-	}
-	return true
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // historyType marks the StateCache entries that are kept histories.

@@ -227,6 +227,7 @@ func (rt *Router) cachedReactors() {
 	for _, re := range rt.reactors {
 		if hk, ok := re.r.(HistoryKeeper); ok && hk.KeepsHistory() && !re.info.Pure && len(re.info.PartitionBy) > 0 && len(re.info.History) > 0 && !rt.deletable(re) {
 			re.keepsHistory = true
+			re.historyHandled = sameTypes(re.info.History, re.info.Handled)
 			continue
 		}
 		fr, ok := re.r.(effects.Folding)

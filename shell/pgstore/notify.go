@@ -161,7 +161,7 @@ func (l *Listener) run(ctx context.Context) {
 			if origin == s.origin {
 				continue
 			}
-			if slices.Contains(types, scheduledMark) || slices.Equal(types, []string{allTypes}) {
+			if slices.Contains(types, scheduledMark) || len(types) == 1 && types[0] == allTypes {
 				s.scheduledCommits.Add(1) // wakes this process's scheduler too
 			}
 			if len(types) > 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
-	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
@@ -67,14 +66,9 @@ func TestListenAcrossStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := pgtest.Prefix()
 	ctx := t.Context()
-	a := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
-	b, err := pgstore.Open(ctx, pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := open(t, pgstore.Options{Registry: reg})
+	b := sibling(t, a, pgstore.Options{Registry: reg})
 	ha := listenTo(a.Notifier())
 	l, err := a.Listen(ctx)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
-	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
@@ -36,13 +35,8 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	prefix := pgtest.Prefix()
-	other := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
-	raw, err := pgstore.Open(ctx, pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	other := open(t, pgstore.Options{Registry: reg})
+	raw := sibling(t, other, pgstore.Options{Registry: reg})
 	s := &nextCounter{Store: raw}
 	if n := s.ScheduledCommits(); n != 0 {
 		t.Fatalf("ScheduledCommits = %d on a new store, want 0", n)
@@ -106,11 +100,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 
 	// A notifier of the caller's may announce commits no listener of the
 	// store heard: the store does not count then.
-	mine, err := pgstore.Open(ctx, pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: prefix, Notifier: new(shell.InlineNotifier)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mine.Close()
+	mine := sibling(t, other, pgstore.Options{Registry: reg, Notifier: new(shell.InlineNotifier)})
 	if n := mine.ScheduledCommits(); n != -1 {
 		t.Errorf("ScheduledCommits = %d with the caller's notifier, want -1", n)
 	}

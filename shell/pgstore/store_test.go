@@ -40,6 +40,19 @@ func open(t *testing.T, opts pgstore.Options) *pgstore.Store {
 	return s
 }
 
+// sibling opens another store on s's tables (another process's, as far
+// as the stores can tell), closed when the test ends.
+func sibling(t *testing.T, s *pgstore.Store, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	opts.Prefix = s.Prefix()
+	o, err := pgstore.Open(context.Background(), pgtest.URL(t), opts)
+	if err != nil {
+		t.Fatalf("open a sibling store: %v", err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
 func factory(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
 	return open(t, pgstore.Options{Registry: reg, Now: now, Notifier: n})
 }

@@ -241,12 +241,11 @@ func (t *tx) acquire(want lockMode) error {
 	}
 	s := t.s
 	b, n := t.batch()
-	lock := "SELECT pg_advisory_xact_lock($1)"
 	if s.unorderedPositions {
-		lock = "SELECT $1::bigint" // broken on purpose (tests only)
-	}
-	b.Queue(lock, s.lockKey)
-	if !s.unorderedPositions {
+		b.Queue("SELECT $1::bigint", s.lockKey) // broken on purpose (tests only)
+		b.Queue("SELECT 0")                     // and no lock to fill holes under
+	} else {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", s.lockKey)
 		b.Queue(s.q.fillHoles)
 	}
 	b.Queue(s.q.readHead)
@@ -254,8 +253,10 @@ func (t *tx) acquire(want lockMode) error {
 	br, err := t.send(b, n)
 	var version int64
 	if err == nil {
-		if _, err = br.Exec(); err == nil && !s.unorderedPositions {
-			_, err = br.Exec()
+		for range 2 { // the lock, the fill
+			if err == nil {
+				_, err = br.Exec()
+			}
 		}
 		if err == nil {
 			err = br.QueryRow().Scan(&t.head, &version)
