@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -35,36 +36,67 @@ var holdAccounts = core.Decider[int]{Group: "hold.accounts", PartitionBy: []stri
 )
 
 // skippingStore is a SQLite store that says its positions may skip and
-// whether appends wait (as pgstore does), and counts the ClaimUpdate
-// transactions that handled a claim.
+// whether appends wait (as pgstore does), counts the ClaimUpdate
+// transactions that handled a claim, and records the reads and appends
+// of each (ops).
 type skippingStore struct {
 	*sqlitestore.Store
 	waiting bool
 	handled atomic.Int64
+	ops     []string
 }
 
 func (s *skippingStore) PositionsMaySkip() bool { return true }
 func (s *skippingStore) AppendsWaiting() bool   { return s.waiting }
 func (s *skippingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
-	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, fn)
+	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
+		s.ops = append(s.ops, "begin")
+		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
+	})
 	if did && err == nil {
 		s.handled.Add(1)
 	}
 	return did, err
 }
 
+// recordingTx records a transaction's partition reads and appends.
+type recordingTx struct {
+	shell.Tx
+	ops *[]string
+}
+
+func (t *recordingTx) ReadPartition(p map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+	*t.ops = append(*t.ops, "read")
+	return t.Tx.ReadPartition(p, types, opts)
+}
+
+func (t *recordingTx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+	*t.ops = append(*t.ops, "append")
+	return t.Tx.Append(msgs, opts)
+}
+
+func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+	*t.ops = append(*t.ops, "claim")
+	return t.Tx.(shell.ClaimManyTx).ClaimMany(group, workerID, batchSize, partitions)
+}
+
 // TestRouterCommitsAppendsThatHoldOthersBack: on a store whose positions
-// may skip, a router transaction that appended ends with its batch when
-// an append waits for positions in flight (four partitions, four
-// transactions), and handles the other partitions' batches in the same
-// transaction when none waits (one). A decider's guards are checked once
-// per batch either way: every account ends with its three deposits.
+// may skip, a router transaction claims up to ClaimPartitions partitions
+// at once and reads every history before its first append (so that the
+// positions it draws, holes to every reader, wait for no further round
+// trip); when it appended and an append waits for positions in flight it
+// then commits (four partitions two at a time: two transactions), and
+// else claims and handles more in the same transaction (one). With one
+// partition a claim, each transaction that appended ends with its batch
+// (four). A decider's guards are checked once per batch either way: every
+// account ends with its three deposits.
 func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 	for _, tc := range []struct {
 		waiting bool
+		ahead   int
 		want    int64
-	}{{true, 4}, {false, 1}} {
-		t.Run(fmt.Sprintf("waiting=%v", tc.waiting), func(t *testing.T) {
+	}{{true, 2, 2}, {false, 2, 1}, {true, 1, 4}} {
+		t.Run(fmt.Sprintf("waiting=%v/partitions=%d", tc.waiting, tc.ahead), func(t *testing.T) {
 			ctx := context.Background()
 			reg := codec.NewRegistry()
 			codec.MustRegister[holdDeposit](reg, "hold.deposit")
@@ -75,7 +107,7 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 			}
 			t.Cleanup(func() { sq.Close() })
 			s := &skippingStore{Store: sq, waiting: tc.waiting}
-			rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet()}, holdAccounts)
+			rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: tc.ahead}, holdAccounts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,6 +126,20 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 			}
 			if err := rt.Drain(ctx, nil); err != nil {
 				t.Fatal(err)
+			}
+			if tc.ahead > 1 {
+				// Each claim of two partitions (the first by ClaimUpdate,
+				// the second by ClaimMany): both histories read, then the
+				// three deposits of each decided.
+				got := strings.Join(s.ops, " ")
+				group := "claim read read " + strings.Repeat("append ", 6)
+				want := "begin " + group + "begin " + group
+				if !tc.waiting {
+					want = "begin " + group + group
+				}
+				if !strings.HasPrefix(got+" ", want) {
+					t.Fatalf("operations %q, want %q first", got, want)
+				}
 			}
 			if got := s.handled.Load(); got != tc.want {
 				t.Fatalf("%d transactions handled the four partitions, want %d", got, tc.want)
