@@ -42,7 +42,9 @@ type RouterOptions struct {
 	// The claims of one transaction are handled by one worker one after
 	// another: for jobs slow enough that spreading them across workers
 	// matters more than the commits saved, set it lower (1: one job per
-	// transaction).
+	// transaction). On a store whose positions may skip (PostgreSQL) it
+	// also caps, with BatchesPerHandle, how many partitions a pure
+	// reactor's transaction claims at once (see HandleNext).
 	ClaimPartitions int
 	// InlineBudget bounds how long one write transaction of a pure reactor
 	// goes on claiming further batches (default DefaultInlineBudget): other
@@ -440,7 +442,10 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // projections) is handled inside the transaction that commits it, which
 // then claims and handles further partitions of the group, up to
 // BatchesPerHandle or until the transaction has run InlineBudget: one
-// commit for many batches. A failure among them rolls them all back, and
+// commit for many batches. On a store whose positions may skip
+// (SkippingPositions: PostgreSQL), where every statement is a round trip,
+// the transaction claims up to ClaimPartitions partitions in one
+// statement, reads all their histories, then executes their signals. A failure among them rolls them all back, and
 // the first is handled again on its own, as above.
 //
 // None of these is the reactor's failure, and none goes to the error
