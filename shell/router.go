@@ -195,8 +195,9 @@ type reactor struct {
 	stateType reflect.Type
 	// keepsHistory is set when the router keeps the reactor's partition
 	// histories in its StateCache between handlings (see HistoryKeeper);
-	// historyHandled when that history is of the types it handles, so
-	// that a claim can complete a kept history (see historyOfClaim).
+	// historyHandled, for those and for the reactors whose states it
+	// caches, when that history is of the types it handles, so that a
+	// claim can complete a kept history or state (see claimCovers).
 	keepsHistory, historyHandled bool
 }
 
@@ -1144,7 +1145,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 	cached := states != nil && re.folding != nil && len(re.info.History) > 0
 	var folded func() any // the cached reactor's state, folded from the history read
 	if cached {
-		if folded, err = states.read(rt.store, re, claim, read, &ec); err != nil {
+		if folded, err = states.read(rt, re, claim, read, &ec); err != nil {
 			return nil, nil, err
 		}
 	} else if len(re.info.History) > 0 {
@@ -1204,16 +1205,11 @@ func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (Re
 
 // historyOfClaim is the history kept up to after, followed by the
 // claim's messages after it, when that is the whole history up to the
-// claim's last message, so that no read is needed: the reactor reads as
-// history exactly the types it handles, the claim began at or before
-// after (Claim.After: no message between the two was handled elsewhere
-// meanwhile), and it was not cut short by the batch size. A workflow's
-// run, handled step after step by the same process, is so: each handling
-// claims the events its last one appended. The guard is the claim's (its
-// conditions are those of the history's types), at the newest position
-// either covers.
+// claim's last message (claimCovers), so that no read is needed. The
+// guard is the claim's (its conditions are those of the history's
+// types), at the newest position either covers.
 func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
-	if !re.historyHandled || claim.After > after || len(claim.Messages) == 0 || len(claim.Messages) >= rt.opts.BatchSize {
+	if !rt.claimCovers(re, claim, after) {
 		return ReadResult{}, false
 	}
 	msgs := slices.Clip(kept)
@@ -1224,6 +1220,18 @@ func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.Position
 	}
 	msgs = slices.Clip(msgs) // a reactor's append never writes into the cached array
 	return ReadResult{Messages: msgs, Guard: core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}}, true
+}
+
+// claimCovers reports whether claim's messages after position after
+// are the whole history of its partition from after to the claim's last
+// message: the reactor reads as history exactly the types it handles,
+// the claim began at or before after (Claim.After: no message between
+// the two was handled elsewhere meanwhile), and it was not cut short by
+// the batch size. A workflow's run, handled step after step by the same
+// process, is so (each handling claims the events its last one
+// appended), as is an event-sourced projector following its events.
+func (rt *Router) claimCovers(re *reactor, claim *Claim, after int64) bool {
+	return re.historyHandled && claim.After <= after && len(claim.Messages) > 0 && len(claim.Messages) < rt.opts.BatchSize
 }
 
 // sameTypes reports whether a and b name the same set of types.

@@ -286,3 +286,90 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 		t.Errorf("ScheduledCommits = %d with the caller's notifier, want -1", n)
 	}
 }
+
+// txReadCounter is a SQLite store whose router transactions count their
+// partition reads.
+type txReadCounter struct {
+	*sqlitestore.Store
+	ops []string
+}
+
+func (s *txReadCounter) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+	return s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
+		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
+	})
+}
+
+// An event-sourced projector whose state the router caches reads a
+// partition's history for its first batch only: each later batch that
+// begins where the cached state ends holds the rest of the history
+// itself (claimCovers), and its state is still the full fold. A batch cut
+// short by the batch size reads.
+func TestRouterFoldsClaimsWithoutReads(t *testing.T) {
+	ctx := t.Context()
+	raw := ledgerStore(t)
+	s := &txReadCounter{Store: raw}
+	var mu sync.Mutex
+	sums := map[string]int{}
+	sum := core.Projector[int]{Group: "ledger.sum", PartitionBy: []string{"account"}}.With(
+		core.Evolve(func(n int, e ledgerEntry) int { return n + e.N }),
+		core.Sync(func(_ context.Context, _ core.SyncTx, b core.Batch[int]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sums[b.Partition["account"]] = b.State
+			return nil
+		}),
+	)
+	rt, err := shell.NewRouter(s, shell.RouterOptions{StateCache: shell.NewStateCache(10), BatchSize: 4}, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	appendEntries := func(account string, ns ...int) {
+		t.Helper()
+		var ms []core.Message
+		for _, n := range ns {
+			ms = append(ms, core.NewMessage(ledgerEntry{Account: account, N: n}))
+		}
+		if _, err := raw.Append(ctx, ms, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func() int {
+		n := 0
+		for _, op := range s.ops {
+			if op == "read" {
+				n++
+			}
+		}
+		return n
+	}
+	step := func(wantReads int, wantSums map[string]int) {
+		t.Helper()
+		before := reads()
+		if err := rt.Drain(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := reads() - before; got != wantReads {
+			t.Errorf("%d partition reads, want %d", got, wantReads)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for k, v := range wantSums {
+			if sums[k] != v {
+				t.Errorf("account %s: state %d, want %d", k, sums[k], v)
+			}
+		}
+	}
+	appendEntries("a", 1, 2, 3)
+	appendEntries("b", 10)
+	step(2, map[string]int{"a": 6, "b": 10}) // first batches: nothing cached
+	appendEntries("a", 4)
+	appendEntries("b", 20)
+	appendEntries("a", 5)
+	step(0, map[string]int{"a": 15, "b": 30})
+	appendEntries("a", 1, 1, 1, 1, 1) // more than a batch: the first is cut short
+	step(1, map[string]int{"a": 20})
+}

@@ -239,6 +239,7 @@ func (rt *Router) cachedReactors() {
 			continue
 		}
 		re.folding, re.folder, re.stateType = fr, f, f.StateType()
+		re.historyHandled = sameTypes(re.info.History, re.info.Handled)
 	}
 }
 
@@ -316,15 +317,24 @@ func (t *txStates) commit() {
 // transaction, or else cached (taken out of the cache until commit), or
 // else all of them. The history in ec is what was read, its guard the
 // guard of a full read (the log's last position); fold folds the state up
-// to it and keeps it for the commit.
-func (t *txStates) read(store Store, re *reactor, claim *Claim, read historyReader, ec *effects.Claim) (fold func() any, err error) {
-	k := stateKey{store: store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: re.stateType}
+// to it and keeps it for the commit. When the claim's messages are the
+// history after the state's position (see claimCovers: an event-sourced
+// projector following its events), they are the history, read from no
+// store, and its guard the claim's.
+func (t *txStates) read(rt *Router, re *reactor, claim *Claim, read historyReader, ec *effects.Claim) (fold func() any, err error) {
+	k := stateKey{store: rt.store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: re.stateType}
 	base, after, found := t.take(k)
-	res, err := read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after})
-	if err != nil {
+	var res ReadResult
+	if found && rt.claimCovers(re, claim, after) {
+		res.Guard = core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}
+		for _, m := range claim.Messages {
+			if m.Position > after {
+				res.Messages = append(res.Messages, m)
+			}
+		}
+	} else if res, err = read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after}); err != nil {
 		return nil, err
-	}
-	if found && after > res.Guard.LastPosition {
+	} else if found && after > res.Guard.LastPosition {
 		// The log ends before the state's position (a store cleared and
 		// written again): fold it in full.
 		found = false
