@@ -164,7 +164,7 @@ ORDER BY last_position, id LIMIT 1`, o, n.prefix, n.parked),
 		scanMany: fmt.Sprintf(`SELECT id, partition_key, last_position, replay_until FROM %[1]s INDEXED BY idx_%[2]s_offsets_pending
 WHERE consumer_group_id = +?1 AND next_position IS NOT NULL AND claimed = 0
 AND NOT EXISTS (SELECT 1 FROM %[3]s p WHERE p.offset_id = %[1]s.id)
-ORDER BY last_position, id LIMIT ?2`, o, n.prefix, n.parked),
+ORDER BY last_position, id LIMIT +?2`, o, n.prefix, n.parked),
 		claim:   fmt.Sprintf(`UPDATE OR FAIL %s SET claimed = 1, claimed_at = ?2, claimed_by = ?3 WHERE id = ?1 AND claimed = 0`, o),
 		held:    fmt.Sprintf(`SELECT last_position, claimed, claimed_by, partition_key FROM %s WHERE id = ?1 AND consumer_group_id = ?2`, o),
 		ack:     fmt.Sprintf(`UPDATE OR FAIL %s SET last_position = ?2, next_position = ?3, claimed = 0, claimed_at = NULL, claimed_by = NULL WHERE id = ?1`, o),
