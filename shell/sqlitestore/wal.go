@@ -51,7 +51,7 @@ var _ shell.Housekeeper = (*Store)(nil)
 
 // housekeeping is the state Housekeep keeps between calls.
 type housekeeping struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // held by Housekeep, and by the background checkpointer while it runs
 	seen    bool
 	version int64 // PRAGMA data_version at the last call
 	commits int64 // Store.commits at the last call
