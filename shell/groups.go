@@ -187,6 +187,22 @@ type DeferredAdvancer interface {
 	AdvanceOffsetDeferred(group string, partition map[string]string, position int64) error
 }
 
+// DeferredCommandAppender is implemented by a Tx that can append a
+// command a group decides synchronously and move the group's offset past
+// it without a round trip of their own (as AppendOptions.Deferred and
+// DeferredAdvancer do), so that on a store over a network Handle costs
+// the history read and one round trip with the COMMIT, and the command's
+// position, a hole to every reader until the transaction ends, is drawn
+// only in that last round trip. It returns the command as stamped, and
+// position, which gives the command's position: once Update returned
+// nil, the one stored; before, a call sends what the transaction queued
+// (a round trip) to learn it. The command must not be dated (the store
+// stamps it now: a deferred command is never scheduled). A store may
+// append it at once, and move the offset at once.
+type DeferredCommandAppender interface {
+	AppendCommandDeferred(cmd core.Message, group string, partition map[string]string) (stamped core.Message, position func() (int64, error), err error)
+}
+
 // ClaimManyTx is implemented by a store's Tx that can claim several
 // partitions of a group in one step (one statement where the store can),
 // so that a worker draining a group of many small partitions (a

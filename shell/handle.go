@@ -184,6 +184,9 @@ type handleRun[S any] struct {
 	position int64
 	attempts int
 	unsaved  int // events folded since the state's last snapshot
+	// unsavedBase is unsaved of the state the history read is folded
+	// onto.
+	unsavedBase int
 }
 
 // Spec is the decider's, computed once.
@@ -198,7 +201,7 @@ func (r *handleRun[S]) DecideQuery(plan core.Plan, index core.Indexer, partition
 func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
 	r.attempts++
 	if r.cache == nil && r.snaps == nil {
-		r.base = r.Initial()
+		r.base, r.unsavedBase = r.Initial(), 0
 		r.folded = r.base
 		return tx.ReadPartition(partition, types, ReadOptions{})
 	}
@@ -210,15 +213,15 @@ func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []s
 	// the cache until this Handle puts it back, and a second attempt
 	// (after registering the group) folds in full.
 	var from int64
-	r.base, from, r.unsaved = startState(tx, r.cache, r.snaps, r.key, r.attempts == 1, r.Initial)
-	r.folded = r.base
+	r.base, from, r.unsavedBase = startState(tx, r.cache, r.snaps, r.key, r.attempts == 1, r.Initial)
+	r.folded, r.unsaved = r.base, r.unsavedBase
 	h, err := tx.ReadPartition(partition, types, ReadOptions{After: from})
 	if err != nil || from == 0 || h.Guard.LastPosition >= from {
 		return h, err
 	}
 	// The log ends before the state's position (a log cleared and written
 	// again): fold the partition in full.
-	r.base, r.unsaved = r.Initial(), 0
+	r.base, r.unsaved, r.unsavedBase = r.Initial(), 0, 0
 	r.folded = r.base
 	return tx.ReadPartition(partition, types, ReadOptions{})
 }
@@ -226,7 +229,7 @@ func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []s
 func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
 	r.folded = r.Evolve(r.base, core.MessagesOf(history.Messages)...)
 	r.position = history.Guard.LastPosition
-	r.unsaved += len(history.Messages)
+	r.unsaved = r.unsavedBase + len(history.Messages) // the same however often it decides
 	out, after, err := r.Decider.DecideOn(r.folded, partition, cmd)
 	r.res.State = after
 	return out, err
@@ -446,6 +449,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		partition = map[string]string{core.IDKey: msg.ID.String()}
 	}
 	var afters []func(context.Context) error
+	var cmdPos func() (int64, error) // a deferred command's position
 	started := time.Now()
 	decide := func(tx Tx) error {
 		if o.Now != nil {
@@ -477,24 +481,43 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		// nothing can have been appended since: the command and the
 		// decision's events need no guard check.
 		marked := msg.WithMetadata(map[string]any{core.DecidedByKey: spec.Group})
-		appended, err := tx.Append([]core.Message{marked}, AppendOptions{})
-		if err != nil {
-			return err
-		}
-		res.Command, res.Position = appended.Messages[0], appended.Positions[0]
-		if res.Position == 0 {
-			return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
-		}
-		cmdMsg := core.PositionedMessage{Message: res.Command, Position: res.Position}
-		var out core.Outcome
-		if queried && hook != nil {
-			out, err = hook.decideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
-		} else if queried {
-			out, err = querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
-		} else if hook != nil {
-			out, err = hook.decideOn(partition, h, cmdMsg)
+		// A decision on the partition's history, of a command the store
+		// dates, goes with its offset's move and the COMMIT where the
+		// store can (DeferredCommandAppender): the decider is given the
+		// command's position only if its sync work needs it (then it
+		// decides again, on the position learnt: a decision is pure).
+		cmdPos, res.Position = nil, 0
+		if dc, ok := tx.(DeferredCommandAppender); ok && !queried && marked.CreatedAt.IsZero() {
+			if res.Command, cmdPos, err = dc.AppendCommandDeferred(marked, spec.Group, partition); err != nil {
+				return err
+			}
 		} else {
-			out, err = d.DecideCommand(partition, h.Messages, cmdMsg)
+			appended, err := tx.Append([]core.Message{marked}, AppendOptions{})
+			if err != nil {
+				return err
+			}
+			res.Command, res.Position = appended.Messages[0], appended.Positions[0]
+			if res.Position == 0 {
+				return fmt.Errorf("sourced: handle %s dated %v: %w (Handle decides now: append it dated later for a worker to decide when it is due)", res.Command.Type, res.Command.CreatedAt.Format(time.RFC3339Nano), ErrFutureCommand)
+			}
+		}
+		decideAt := func(position int64) (core.Outcome, error) {
+			cmdMsg := core.PositionedMessage{Message: res.Command, Position: position}
+			switch {
+			case queried && hook != nil:
+				return hook.decideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+			case queried:
+				return querier.DecideQuery(plan, core.IndexWith(reg), partition, h.Messages, cmdMsg)
+			case hook != nil:
+				return hook.decideOn(partition, h, cmdMsg)
+			}
+			return d.DecideCommand(partition, h.Messages, cmdMsg)
+		}
+		out, err := decideAt(res.Position)
+		if err == nil && cmdPos != nil && len(out.Sync) > 0 {
+			if res.Position, err = cmdPos(); err == nil {
+				out, err = decideAt(res.Position)
+			}
 		}
 		if err != nil {
 			var be *core.BatchError
@@ -516,7 +539,9 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		}
 		// An unregistered group fails here (*UnknownGroupError), which rolls
 		// the command and its events back.
-		if da, ok := tx.(DeferredAdvancer); ok {
+		if cmdPos != nil {
+			// Moved with the command.
+		} else if da, ok := tx.(DeferredAdvancer); ok {
 			err = da.AdvanceOffsetDeferred(spec.Group, partition, res.Position)
 		} else {
 			_, err = tx.AdvanceOffset(spec.Group, partition, res.Position)
@@ -541,6 +566,12 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		if err = registerGroup(ctx, store, d); err == nil {
 			err = store.Update(ctx, decide)
 		}
+	}
+	if err == nil && cmdPos != nil && res.Position == 0 {
+		// Stored with the COMMIT: known now, without a round trip (an
+		// error here could only be a store's bug, and the command is
+		// stored: the position stays 0 rather than the result failing).
+		res.Position, _ = cmdPos()
 	}
 	if err != nil {
 		// Nothing was stored: the position a rolled-back append was

@@ -35,6 +35,7 @@ type groupQueries struct {
 	ensureOffset                           string
 	remark, held, release, moveTo          string
 	remarkAt, raiseMoved                   string
+	remarkAtLast, raiseMovedLast           string
 	pastNewest                             string
 	claimMany, claimQueue, ackMany         string
 	// claimManyOwn and claimQueueOwn claim up to the horizon as the
@@ -223,6 +224,11 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		// $2 when its offset of partition $3 is at or past it.
 		raiseMoved: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, $2) WHERE id = $1
 	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $3 AND last_position >= $2)`, n.groups, n.offsets),
+		// remarkAtLast and raiseMovedLast are remarkAt and raiseMoved at
+		// the session's newest position (queueAdvance's last).
+		remarkAtLast: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = %s AND %s`, n.offsets, next, n.groups, sessionLast(n), unchanged),
+		raiseMovedLast: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, %[3]s) WHERE id = $1
+	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $2 AND last_position >= %[3]s)`, n.groups, n.offsets, sessionLast(n)),
 		foldGroup: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT max(last_position) AS pos FROM %[2]s WHERE consumer_group_id = $1) s WHERE g.id = $1 AND s.pos > g.highest_position`, n.groups, n.offsets),
 		foldDrained: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT consumer_group_id, max(last_position) AS pos FROM %[2]s WHERE drain_check GROUP BY consumer_group_id) s
 	WHERE g.id = s.consumer_group_id AND s.pos > g.highest_position`, n.groups, n.offsets),
@@ -1259,7 +1265,7 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 		return false, err
 	}
 	b := &pgx.Batch{}
-	t.queueAdvance(b, g, tp, position)
+	t.queueAdvance(b, g, tp, position, false)
 	return t.advanced(t.c.SendBatch(t.ctx, b), position)
 }
 
@@ -1284,7 +1290,7 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 	if position > t.ownLast() { // at or below its own, a position is not past the newest
 		b.Queue(s.q.g.pastNewest, position, t.ownLast())
 	}
-	t.queueAdvance(b, g, tp, position)
+	t.queueAdvance(b, g, tp, position, false)
 	br, err := t.send(b, pre)
 	if err != nil {
 		return false, t.fail("advance", err)
@@ -1322,12 +1328,18 @@ func (g *groupConf) conditions(partition map[string]string) []core.Condition {
 // offset made sure of, then moved in one statement unless it is past
 // position already or a message it has not processed lies before
 // position, its pending marker recomputed and the group's highest
-// position raised when it moved.
-func (t *tx) queueAdvance(b *pgx.Batch, g *groupConf, tp tuple, position int64) {
+// position raised when it moved. With last, the position is the
+// session's newest (sessionLast), that of the insert queued just before,
+// whatever position says.
+func (t *tx) queueAdvance(b *pgx.Batch, g *groupConf, tp tuple, position int64, last bool) {
 	s := t.s
 	q := s.q.g
 	var args sqlArgs
-	groupArg, keyArg, posArg := args.add(g.row), args.add(tp.key), args.add(position)
+	groupArg, keyArg := args.add(g.row), args.add(tp.key)
+	posArg := sessionLast(s.names)
+	if !last {
+		posArg = args.add(position)
+	}
 	move := fmt.Sprintf(`WITH o AS (SELECT id, last_position FROM %[1]s WHERE consumer_group_id = %[3]s AND partition_key = %[4]s FOR UPDATE),
 c AS (SELECT o.id, o.last_position, o.last_position < %[5]s AND EXISTS (
 	SELECT 1 FROM %[2]s WHERE %[6]s > o.last_position AND %[6]s < %[5]s AND %[7]s) AS blocked FROM o),
@@ -1336,9 +1348,18 @@ SELECT c.last_position, c.blocked FROM c`,
 		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args))
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(move, args...)
+	if last {
+		b.Queue(q.remarkAtLast, g.row, tp.key)
+		b.Queue(q.raiseMovedLast, g.row, tp.key)
+		return
+	}
 	b.Queue(q.remarkAt, g.row, tp.key, position)
 	b.Queue(q.raiseMoved, g.row, position, tp.key)
 }
+
+// sessionLast is the position the session's last insert into the log
+// drew, as SQL.
+func sessionLast(n names) string { return fmt.Sprintf("currval('%s_positions')", n.prefix) }
 
 // advanced reads the results of queueAdvance's statements (the rest of
 // br) and closes br: whether the offset is at position now.
@@ -1853,7 +1874,7 @@ func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, po
 		if position > t.ownLast() {
 			b.Queue(s.q.g.pastNewest, position, t.ownLast())
 		}
-		t.queueAdvance(b, g, tp, position)
+		t.queueAdvance(b, g, tp, position, false)
 	}, func(i int, q *queued) {
 		if q.sql == s.q.g.pastNewest {
 			q.onErr = func(err error) error {
@@ -1867,3 +1888,60 @@ func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, po
 	})
 	return nil
 }
+
+// AppendCommandDeferred appends cmd, decided by group in partition, and
+// moves group's offset of partition past it, both with the transaction's
+// next batch (its COMMIT's, for Handle), as shell.DeferredCommandAppender
+// says: the offset's move is written at the position the command's
+// insert draws in that batch (sessionLast). A transaction holding the
+// exclusive lock, or a group this store has not loaded, appends and
+// moves at once, as Append and AdvanceOffsetDeferred do.
+func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition map[string]string) (core.Message, func() (int64, error), error) {
+	if err := t.usable(); err != nil {
+		return core.Message{}, nil, err
+	}
+	s := t.s
+	gs := s.groups.Load()
+	var g *groupConf
+	if gs != nil {
+		g = gs.byName[group]
+	}
+	var tp tuple
+	var err error
+	if g != nil {
+		if tp, err = g.tupleOf("advance", partition); err != nil {
+			return core.Message{}, nil, err
+		}
+	}
+	k := len(t.own)
+	res, err := t.Append([]core.Message{cmd}, shell.AppendOptions{Deferred: g != nil && t.holds != lockExclusive})
+	if err != nil {
+		return core.Message{}, nil, err
+	}
+	if res.Positions != nil {
+		// Appended at once.
+		pos := res.Last
+		if pos > 0 {
+			if err := t.AdvanceOffsetDeferred(group, partition, pos); err != nil {
+				return core.Message{}, nil, err
+			}
+		}
+		return res.Messages[0], func() (int64, error) { return pos, nil }, nil
+	}
+	keys := boundarySet{}
+	keys.guard(g.conditions(partition))
+	t.deferLocked(gs, keys, func(b *pgx.Batch) { t.queueAdvance(b, g, tp, 0, true) }, nil)
+	return res.Messages[0], func() (int64, error) {
+		if len(t.own) <= k && t.usable() == nil {
+			if err := t.flush(); err != nil {
+				return 0, err
+			}
+		}
+		if len(t.own) <= k {
+			return 0, fmt.Errorf("pgstore: the position of command %s is unknown (its transaction failed)", cmd.Type)
+		}
+		return t.own[k], nil
+	}, nil
+}
+
+var _ shell.DeferredCommandAppender = (*tx)(nil)

@@ -88,6 +88,12 @@
 //     PartitionBy decides each command in its own partition {core.IDKey:
 //     its id} on an empty history and moves the group's offset past it, so
 //     that only commands appended without Handle are claimed.
+//   - HandlePartition: shell.Handle of a decider on its partition's
+//     history, one after another and concurrently on one partition,
+//     reports each command at the position the log holds it, gives the
+//     decider's sync work that position too, and decides every command on
+//     the state after the one before (however the store sends the command:
+//     see shell.DeferredCommandAppender).
 //   - ReadAll: paging both ways with and without conditions, the inclusive
 //     cursor, Page.Next, All, and that descending pages with conditions end
 //     (hazard H12).

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Guard", s.testGuard)
 	t.Run("DecideAcross", s.testDecideAcross)
 	t.Run("HandleQueue", s.testHandleQueue)
+	t.Run("HandlePartition", s.testHandlePartition)
 	t.Run("WriteSkew", s.testWriteSkew)
 	t.Run("Read", s.testRead)
 	t.Run("ReadPartition", s.testReadPartition)
