@@ -316,10 +316,13 @@
 // writes, COMMIT and the horizon's advance), plus the coalesced
 // notification after it; a decision in an Update three (the read, with
 // BEGIN queued; the locks, the read's check, the append's checks and
-// writes; COMMIT and the advance); shell.Handle three (the read; the
-// command's append with the locks and the read's check; the events'
-// append and the offset's move, deferred, with COMMIT and the advance:
-// five before they were deferred);
+// writes; COMMIT and the advance); shell.Handle two (the read; then
+// BEGIN, the locks, the read's check, the command's append, the offset's
+// move past it at the position its insert drew, the events' append,
+// COMMIT and the advance, all deferred to one batch:
+// shell.DeferredCommandAppender, TestHandleRoundTrips; five when sent
+// one by one, three with the command's append in a round trip of its
+// own, its position a hole to every reader while the decision ran);
 // a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR
