@@ -391,6 +391,7 @@ func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
 // resumed); the types of scheduled messages are told only of a commit
 // that appended nothing to the log (their promotion tells them again).
 func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled []string) {
+	s.growing(last)
 	if len(scheduled) > 0 {
 		// Counted before any notification (shell.ScheduleCounter), and
 		// told to other processes' schedulers at once: the scheduled

@@ -1,5 +1,7 @@
 package pgstore
 
+import "time"
+
 // BreakPositionOrder turns s into the classic broken event store, for the
 // test that must catch it (TestPositionsVisibleInOrderCatchesASkip): its
 // appends take no advisory lock and get their positions from the head row
@@ -18,3 +20,12 @@ const HealMark = healMark
 // LastPositionSQL is the statement s reads the newest position with (see
 // horizonExpr), for the test of its plans.
 func LastPositionSQL(s *Store) string { return s.q.lastPosition }
+
+// SetHealEvery makes the stores opened until restore is called check the
+// stored horizon and their tables' sizes every d instead of once a
+// second (tests only).
+func SetHealEvery(d time.Duration) (restore func()) {
+	old := healEvery
+	healEvery = d
+	return func() { healEvery = old }
+}

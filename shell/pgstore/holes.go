@@ -87,6 +87,10 @@ const healMark = "/* heal */"
 // behind the log (see heal).
 const healInterval = time.Second
 
+// healEvery is healInterval, but for the tests that must see what a store
+// does between its ticks (SetHealEvery).
+var healEvery = healInterval
+
 // heal moves the stored horizon every healInterval when it lags behind
 // the messages committed after it: those of a process that died between
 // its commit and its advancer's statement, which no other append has
@@ -97,13 +101,18 @@ const healInterval = time.Second
 // sizes of its tables (refreshStats, which analyses those that grew).
 func (a *advancer) heal() {
 	defer a.done.Done()
-	t := time.NewTicker(healInterval)
+	t := time.NewTicker(healEvery)
 	defer t.Stop()
 	stats := &statsWatch{tables: a.s.names.statsTables(), tried: map[string]int64{}}
 	for {
 		select {
 		case <-a.ctx.Done():
 			return
+		case <-a.s.statsNow: // the log doubled (see growing)
+			ctx, cancel := context.WithTimeout(a.ctx, healInterval)
+			a.s.refreshStats(ctx, stats)
+			cancel()
+			continue
 		case <-t.C:
 		}
 		a.mu.Lock()

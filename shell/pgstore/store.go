@@ -81,6 +81,10 @@ type Store struct {
 	// scheduledCommits counts the commits that scheduled messages, this
 	// store's and those its listeners heard of (ScheduledCommits).
 	scheduledCommits atomic.Int64
+	// statsAt is the log position whose commit makes the advancer look at
+	// the tables' sizes at once (see growing); statsNow tells it to.
+	statsAt  atomic.Int64
+	statsNow chan struct{}
 	log              *slog.Logger
 	pool             *pgxpool.Pool
 	clock            shell.Clock // Options.Clock
@@ -220,6 +224,8 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.q = newQueries(s.names)
 	s.wakes = newWakes(s)
+	s.statsNow = make(chan struct{}, 1)
+	s.statsAt.Store(firstStatsLook)
 	s.adv = newAdvancer(s)
 	if s.now == nil {
 		s.now = time.Now
