@@ -85,9 +85,9 @@ type Store struct {
 	// the tables' sizes at once (see growing); statsNow tells it to.
 	statsAt  atomic.Int64
 	statsNow chan struct{}
-	log              *slog.Logger
-	pool             *pgxpool.Pool
-	clock            shell.Clock // Options.Clock
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	clock    shell.Clock // Options.Clock
 	// lockKey is the advisory lock of this store's tables, boundaryNS
 	// the namespace of its boundary locks (see boundary.go).
 	lockKey    int64
