@@ -473,6 +473,41 @@ func (t *faultTx) AdvanceOffset(group string, partition map[string]string, posit
 	return t.inner.AdvanceOffset(group, partition, position)
 }
 
+// Unschedule withdraws scheduled messages through the inner transaction
+// (every store under simulation has shell.UnscheduleTx): a workflow's
+// receive that got its signal withdraws its timeout so, and the
+// simulation strikes there too.
+func (t *faultTx) Unschedule(ids ...uuid.UUID) (int, error) {
+	if err := t.point("Unschedule"); err != nil {
+		return 0, err
+	}
+	u, ok := t.inner.(shell.UnscheduleTx)
+	if !ok {
+		return 0, fmt.Errorf("sim: %T cannot withdraw scheduled messages", t.inner)
+	}
+	return u.Unschedule(ids...)
+}
+
+// ClaimMany claims several partitions through the inner transaction
+// (every store under simulation has shell.ClaimManyTx), as the router
+// does for a queue and, on a store whose positions may skip, for a pure
+// reactor.
+func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+	if err := t.point("ClaimMany"); err != nil {
+		return nil, err
+	}
+	m, ok := t.inner.(shell.ClaimManyTx)
+	if !ok {
+		return nil, fmt.Errorf("sim: %T cannot claim several partitions at once", t.inner)
+	}
+	return m.ClaimMany(group, workerID, batchSize, partitions)
+}
+
+var (
+	_ shell.UnscheduleTx = (*faultTx)(nil)
+	_ shell.ClaimManyTx  = (*faultTx)(nil)
+)
+
 // busy is the error an injected ErrBusy fault returns: what a store
 // returns when another process held its write lock too long.
 func busy(name string) error {
