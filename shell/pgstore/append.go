@@ -132,10 +132,14 @@ func (s *Store) refuseConflictSQL(g *core.Guard, own []int64) (string, []any) {
 		far += " AND position <> ALL(" + o + "::bigint[])"
 	}
 	m := s.names.messages
-	sql := fmt.Sprintf(`SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
-	(SELECT r.position FROM (SELECT position, message_type, keys FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s) r WHERE %[6]s LIMIT 1)
+	// The window is read once (a CTE read twice is materialised): the
+	// conflicts among its rows, and whether it was full, when the index
+	// of keys finds the older ones.
+	sql := fmt.Sprintf(`WITH w AS (SELECT position, message_type, keys FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s)
+SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
+	(SELECT r.position FROM w r WHERE %[6]s LIMIT 1)
 	UNION ALL
-	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM (SELECT 1 FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s) n) = %[5]s
+	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM w) = %[5]s
 		AND (position + 0) > %[4]s AND %[7]s LIMIT 1)
 ) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, near, far)
 	return sql, args
