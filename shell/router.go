@@ -991,6 +991,20 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			appended, released := false, false
 			for i, c := range claims {
 				b := &batches[i]
+				if b.stale {
+					// A batch before it appended to its partition's history
+					// (a transfer's credit): decided again on a history
+					// that holds it, as one transaction after the other
+					// would have.
+					pairs, handleErr, err := rt.handleWith(ctx, re, c, tx, states)
+					if err != nil {
+						return err
+					}
+					if handleErr != nil {
+						return handleErr
+					}
+					b.pairs = pairs
+				}
 				a, acked, err := rt.execute(ctx, tx, re, c, b.pairs)
 				if err != nil {
 					return err
@@ -999,7 +1013,15 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				if rt.opts.Observer != nil {
 					handled = append(handled, batchHandled(c, appendedBy(b.pairs), b.started, true))
 				}
-				appended = appended || appendedBy(b.pairs) > 0
+				if appendedBy(b.pairs) > 0 {
+					appended = true
+					if i+1 < len(claims) {
+						keys, unknown := rt.historyAppended(re, b.pairs)
+						for j := i + 1; j < len(claims); j++ {
+							batches[j].stale = batches[j].stale || holdsAny(claims[j].Partition, keys, unknown)
+						}
+					}
+				}
 				released = released || !acked
 			}
 			n += len(claims)
@@ -1033,10 +1055,61 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	return did, nil
 }
 
-// inlineBatch is a claim of the pure path handled, not yet executed.
+// inlineBatch is a claim of the pure path handled, not yet executed;
+// stale when a batch executed before it appended to its partition's
+// history.
 type inlineBatch struct {
 	pairs   []effects.Pair
 	started time.Time
+	stale   bool
+}
+
+// historyAppended returns the keys of the messages of re's history types
+// that pairs append; unknown is set when one's keys cannot be told.
+func (rt *Router) historyAppended(re *reactor, pairs []effects.Pair) (keys [][]codec.KeyPair, unknown bool) {
+	reg := rt.store.Registry()
+	for _, p := range pairs {
+		for _, sig := range p.Signals {
+			ap, ok := sig.(effects.Append)
+			if !ok {
+				continue
+			}
+			for _, m := range ap.Messages {
+				typ, err := reg.TypeOf(m.Payload)
+				if err != nil {
+					return nil, true
+				}
+				if !slices.Contains(re.info.History, typ.Name) {
+					continue
+				}
+				k, err := reg.Keys(m.Payload, nil)
+				if err != nil {
+					return nil, true
+				}
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, false
+}
+
+// holdsAny reports whether partition's history holds a message with one
+// of keys (under conditional AND, as a read of the partition finds it),
+// or may (unknown). A message's own partition (an id-partitioned
+// reactor's) holds none appended since.
+func holdsAny(partition map[string]string, keys [][]codec.KeyPair, unknown bool) bool {
+	if _, ok := partition[core.IDKey]; ok {
+		return false
+	}
+	if unknown {
+		return true
+	}
+	for _, k := range keys {
+		if core.InPartition(partition, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // inlineAhead is how many partitions one claim of the pure path takes:

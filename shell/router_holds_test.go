@@ -156,3 +156,83 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 		})
 	}
 }
+
+type (
+	xferSeed struct {
+		Account string `json:"account" sourced:"required"`
+		Amount  int    `json:"amount"`
+	}
+	xferSend struct {
+		Account string `json:"account" sourced:"required"` // the sender
+		To      string `json:"to"`
+		Amount  int    `json:"amount"`
+	}
+	xferMoved struct {
+		Account string `json:"account"`
+		Amount  int    `json:"amount"` // negative: sent
+	}
+)
+
+// xferAccounts decides transfers on the sender's balance; a transfer's
+// credit is an event of the receiver's partition.
+var xferAccounts = core.Decider[int]{Group: "xfer.accounts", PartitionBy: []string{"account"}}.With(
+	core.Evolve(func(b int, e xferMoved) int { return b + e.Amount }),
+	core.Decide(func(_ int, c xferSeed) ([]any, error) { return []any{xferMoved(c)}, nil }),
+	core.Decide(func(b int, c xferSend) ([]any, error) {
+		if b < c.Amount {
+			return nil, fmt.Errorf("%s: balance %d, cannot send %d", c.Account, b, c.Amount)
+		}
+		return []any{xferMoved{Account: c.Account, Amount: -c.Amount}, xferMoved{Account: c.To, Amount: c.Amount}}, nil
+	}),
+)
+
+// TestRouterClaimsAheadSeeEachOthersEvents: on a store whose positions
+// may skip, the partitions one transaction claims together are read
+// before any is decided; when deciding one appends to another's history
+// (a transfer's credit), the other is not decided without it: a refusal
+// or a conflict rolls the transaction back and the first partition is
+// handled on its own, as one transaction after another would. b can send
+// what a sends it (a's command first), and the group never fails.
+func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
+	ctx := context.Background()
+	reg := codec.NewRegistry()
+	codec.MustRegister[xferSeed](reg, "xfer.seed")
+	codec.MustRegister[xferSend](reg, "xfer.send")
+	codec.MustRegister[xferMoved](reg, "xfer.moved")
+	sq, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "xfer.db"), sqlitestore.Options{Registry: reg, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	for _, waiting := range []bool{false, true} {
+		s := &skippingStore{Store: sq, waiting: waiting}
+		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, xferAccounts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		a, b := fmt.Sprint("a", waiting), fmt.Sprint("b", waiting)
+		cmds := []core.Message{
+			core.NewMessage(xferSeed{Account: a, Amount: 100}),
+			core.NewMessage(xferSend{Account: a, To: b, Amount: 30}),
+			core.NewMessage(xferSend{Account: b, To: a, Amount: 20}), // only with a's 30
+		}
+		if _, err := s.Append(ctx, cmds, shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Drain(ctx, nil); err != nil {
+			t.Fatalf("waiting=%v: %v", waiting, err)
+		}
+		for acct, want := range map[string]int{a: 90, b: 10} {
+			got, _, err := shell.Load(ctx, s, xferAccounts, map[string]string{"account": acct}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("waiting=%v: %s's balance %d, want %d", waiting, acct, got, want)
+			}
+		}
+	}
+}
