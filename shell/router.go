@@ -987,6 +987,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 					return handleErr
 				}
 				b.pairs = pairs
+				b.queries = rt.queries(re, c)
 			}
 			appended, released := false, false
 			for i, c := range claims {
@@ -1018,7 +1019,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 					if i+1 < len(claims) {
 						keys, unknown := rt.historyAppended(re, b.pairs)
 						for j := i + 1; j < len(claims); j++ {
-							batches[j].stale = batches[j].stale || holdsAny(claims[j].Partition, keys, unknown)
+							batches[j].stale = batches[j].stale || batches[j].queries || holdsAny(claims[j].Partition, keys, unknown)
 						}
 					}
 				}
@@ -1057,11 +1058,27 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 
 // inlineBatch is a claim of the pure path handled, not yet executed;
 // stale when a batch executed before it appended to its partition's
-// history.
+// history, or appended anything when its decisions read queries of
+// their own (queries: what they read is not told apart).
 type inlineBatch struct {
-	pairs   []effects.Pair
-	started time.Time
-	stale   bool
+	pairs          []effects.Pair
+	started        time.Time
+	stale, queries bool
+}
+
+// queries reports whether a message of claim is decided on a query of
+// its own (effects.Querier).
+func (rt *Router) queries(re *reactor, claim *Claim) bool {
+	q, ok := re.r.(effects.Querier)
+	if !ok {
+		return false
+	}
+	for _, m := range claim.Messages {
+		if _, has, err := q.QueryPlan(m.Message); has || err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // historyAppended returns the keys of the messages of re's history types

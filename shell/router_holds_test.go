@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -234,5 +235,54 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 				t.Errorf("waiting=%v: %s's balance %d, want %d", waiting, acct, got, want)
 			}
 		}
+	}
+}
+
+// TestRouterClaimsAheadSeeEachOthersQueries: the same for decisions that
+// read a query of their own (the username boundary): a1 renames from x,
+// then a2 renames to x in the same claim of partitions. a2's query read
+// before a1's event said x was taken; decided again after it, a2 takes x,
+// as one transaction after the other allows.
+func TestRouterClaimsAheadSeeEachOthersQueries(t *testing.T) {
+	ctx := context.Background()
+	reg := codec.NewRegistry()
+	if err := testdomain.RegisterDecisions(reg); err != nil {
+		t.Fatal(err)
+	}
+	sq, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "names.db"), sqlitestore.Options{Registry: reg, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	s := &skippingStore{Store: sq}
+	rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, testdomain.UsernameDecider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []core.Message{
+		core.NewMessage(testdomain.AccountRegistered{AccountID: "a1", Username: "x"}),
+		core.NewMessage(testdomain.AccountRegistered{AccountID: "a2", Username: "z"}),
+		core.NewMessage(testdomain.RenameAccount{AccountID: "a1", From: "x", To: "y"}),
+		core.NewMessage(testdomain.RenameAccount{AccountID: "a2", From: "z", To: "x"}),
+	}, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Drain(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Read(ctx, []core.Condition{{Type: testdomain.TypeUsernameChanged}}, shell.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Messages {
+		e := m.Payload.(testdomain.UsernameChanged)
+		got = append(got, e.AccountID+":"+e.OldUsername+"->"+e.NewUsername)
+	}
+	if strings.Join(got, " ") != "a1:x->y a2:z->x" {
+		t.Fatalf("renames %v, want a1:x->y then a2:z->x", got)
 	}
 }
