@@ -446,8 +446,12 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // commit for many batches. On a store whose positions may skip
 // (SkippingPositions: PostgreSQL), where every statement is a round trip,
 // the transaction claims up to ClaimPartitions partitions in one
-// statement, reads all their histories, then executes their signals. A failure among them rolls them all back, and
-// the first is handled again on its own, as above.
+// statement, reads all their histories, then executes their signals; a
+// partition to whose history an earlier one's signals appended (or,
+// when its decisions read queries of their own, after an earlier one
+// appended anything) is decided again first, as one transaction after
+// another would have. A failure among them rolls them all back, and the
+// first is handled again on its own, as above.
 //
 // None of these is the reactor's failure, and none goes to the error
 // strategy:
@@ -987,7 +991,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 					return handleErr
 				}
 				b.pairs = pairs
-				b.queries = rt.queries(re, c)
+				b.queries = len(claims) > 1 && rt.queries(re, c)
 			}
 			appended, released := false, false
 			for i, c := range claims {
@@ -1036,11 +1040,11 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			}
 			claims = claims[:0]
 			if ahead == 1 {
-				if c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize); err != nil || c == nil {
+				c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
+				if err != nil || c == nil {
 					return err
-				} else {
-					claims = append(claims, c)
 				}
+				claims = append(claims, c)
 			}
 		}
 	})
