@@ -539,11 +539,11 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		}
 		// An unregistered group fails here (*UnknownGroupError), which rolls
 		// the command and its events back.
-		if cmdPos != nil {
-			// Moved with the command.
-		} else if da, ok := tx.(DeferredAdvancer); ok {
+		switch da, ok := tx.(DeferredAdvancer); {
+		case cmdPos != nil: // moved with the command
+		case ok:
 			err = da.AdvanceOffsetDeferred(spec.Group, partition, res.Position)
-		} else {
+		default:
 			_, err = tx.AdvanceOffset(spec.Group, partition, res.Position)
 		}
 		if err != nil {
