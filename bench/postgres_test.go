@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/shell"
@@ -63,6 +64,24 @@ func BenchmarkPostgresHandle(b *testing.B) {
 	postgresOnly(b, func(b *testing.B, url string) {
 		s := pgOpen(b, url, routerRegistry(b))
 		handleLoop(b, s, handleSeed(b, s))
+	})
+}
+
+// BenchmarkPostgresHandleRemote is BenchmarkPostgresHandle with the
+// application half a millisecond from the server: through a LatencyProxy
+// adding 0.25 ms each way (rtt=500us), where each round trip a Handle
+// makes costs what it costs an application server on another host.
+func BenchmarkPostgresHandleRemote(b *testing.B) {
+	postgresOnly(b, func(b *testing.B, url string) {
+		b.Run("rtt=500us", func(b *testing.B) {
+			p, via, err := ProxyPostgres(url, 250*time.Microsecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { p.Close() })
+			s := pgOpen(b, via, routerRegistry(b))
+			handleLoop(b, s, handleSeed(b, s))
+		})
 	})
 }
 
