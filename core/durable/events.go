@@ -61,6 +61,10 @@ type (
 		Error      string     `json:"error" sourced:"noindex"`
 		Stack      string     `json:"stack,omitempty" sourced:"noindex"`
 		RetryAt    *time.Time `json:"retry_at,omitempty" sourced:"noindex"`
+		// RetryID is the id of the retry's StepStarted, scheduled for
+		// RetryAt, so that a cancellation withdraws it (empty in runs
+		// recorded before it was kept).
+		RetryID string `json:"retry_id,omitempty" sourced:"noindex"`
 		// ErrorDataType and ErrorData are the error's value, for an error
 		// of a type the workflow registered (workflow.WithStepError): its
 		// type's name and its JSON encoding.
@@ -76,8 +80,10 @@ type (
 	}
 	// WaitStarted suspends the run at Seq: a sleep until Until, or a
 	// receive of the signal Signal (Until zero: no timeout). TimeoutID is
-	// the id of a timed receive's scheduled timeout (its WaitEnded), which
-	// the signal's delivery withdraws from the schedule.
+	// the id of the WaitEnded scheduled for Until (a sleep's end, a timed
+	// receive's timeout), which the signal's delivery, or the run's
+	// cancellation, withdraws from the schedule (empty for a sleep
+	// recorded before it was kept).
 	WaitStarted struct {
 		WorkflowID string    `json:"workflow_id" sourced:"required"`
 		Seq        int       `json:"seq" sourced:"noindex"`

@@ -81,16 +81,18 @@ type Op struct {
 	Result json.RawMessage
 	// Failure is the last failed attempt's error (steps).
 	Failure *Failure
-	// RetryAt is when a retrying step's next attempt is due.
+	// RetryAt is when a retrying step's next attempt is due, RetryID the
+	// id of its scheduled StepStarted (see StepFailed).
 	RetryAt time.Time
+	RetryID string
 	// Context is the run's context after the operation, when it changed.
 	Context json.RawMessage
 	// Until is when a wait ends (zero: a receive without timeout).
 	Until time.Time
 	// Signal is the signal name a receive waits for.
 	Signal string
-	// TimeoutID is the id of a timed receive's scheduled timeout (see
-	// WaitStarted).
+	// TimeoutID is the id of a wait's scheduled end (a sleep's, a timed
+	// receive's timeout; see WaitStarted).
 	TimeoutID string
 	// TimedOut, SignalID and Payload are an ended wait's outcome.
 	TimedOut bool
@@ -187,7 +189,7 @@ func (r *Run) Apply(m core.PositionedMessage) {
 			op.Failure = &Failure{Type: e.ErrorType, Message: e.Error, Stack: e.Stack, DataType: e.ErrorDataType, Data: e.ErrorData}
 			op.Attempts = max(op.Attempts, e.Attempt)
 			if e.RetryAt != nil {
-				op.Status, op.RetryAt = OpRetrying, *e.RetryAt
+				op.Status, op.RetryAt, op.RetryID = OpRetrying, *e.RetryAt, e.RetryID
 			} else {
 				op.Status, op.EndedAt = OpFailed, at
 			}

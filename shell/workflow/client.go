@@ -355,30 +355,65 @@ func (r *Run[In, Out]) Send(ctx context.Context, name string, payload any) error
 
 // Cancel ends the run id of wf (WorkflowCancelled): nothing of it runs
 // afterwards, though a step running at that moment finishes and its
-// outcome is recorded. ErrFinished for a run that had ended; ErrNotFound
-// for one never started.
+// outcome is recorded. What the run scheduled (a sleep's end, a receive's
+// timeout, a step's retry) leaves the schedule in the same transaction,
+// on a store whose transactions withdraw scheduled messages
+// (shell.UnscheduleTx: the memory, SQLite and PostgreSQL stores).
+// ErrFinished for a run that had ended; ErrNotFound for one never
+// started.
 func Cancel[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id, reason string) error {
 	if err := wf.Register(store.Registry()); err != nil {
 		return err
 	}
 	for {
-		res, err := store.ReadPartition(ctx, partition(id), wf.types.All(), shell.ReadOptions{})
-		if err != nil {
+		err := store.Update(ctx, func(tx shell.Tx) error {
+			res, err := tx.ReadPartition(partition(id), wf.types.All(), shell.ReadOptions{})
+			if err != nil {
+				return err
+			}
+			run := durable.Fold(res.Messages)
+			switch {
+			case run.Status == NotStarted:
+				return fmt.Errorf("%w: workflow %s has no run %q", ErrNotFound, wf.name, id)
+			case run.Status.Terminal():
+				return fmt.Errorf("%w: workflow %s run %s is %s", ErrFinished, wf.name, id, run.Status)
+			}
+			cancelled := core.Message{Type: wf.types.WorkflowCancelled, Payload: durable.WorkflowCancelled{WorkflowID: id, Reason: reason}}
+			if _, err := tx.Append([]core.Message{cancelled}, shell.AppendOptions{Guard: &res.Guard}); err != nil {
+				return err
+			}
+			if u, ok := tx.(shell.UnscheduleTx); ok {
+				if ids := scheduledBy(run); len(ids) > 0 {
+					_, err = u.Unschedule(ids...)
+				}
+			}
 			return err
-		}
-		run := durable.Fold(res.Messages)
-		switch {
-		case run.Status == NotStarted:
-			return fmt.Errorf("%w: workflow %s has no run %q", ErrNotFound, wf.name, id)
-		case run.Status.Terminal():
-			return fmt.Errorf("%w: workflow %s run %s is %s", ErrFinished, wf.name, id, run.Status)
-		}
-		_, err = store.Append(ctx, []core.Message{{Type: wf.types.WorkflowCancelled, Payload: durable.WorkflowCancelled{WorkflowID: id, Reason: reason}}}, shell.AppendOptions{Guard: &res.Guard})
+		})
 		if errors.Is(err, core.ErrConcurrentAppend) {
 			continue
 		}
 		return err
 	}
+}
+
+// scheduledBy returns the ids of the messages run has scheduled and not
+// yet seen promoted: its waits' ends and its steps' retries (those it
+// recorded the ids of).
+func scheduledBy(run *durable.Run) []uuid.UUID {
+	var ids []uuid.UUID
+	for _, op := range run.Ops {
+		ref := ""
+		switch op.Status {
+		case durable.OpWaiting:
+			ref = op.TimeoutID
+		case durable.OpRetrying:
+			ref = op.RetryID
+		}
+		if id, err := uuid.Parse(ref); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Cancel cancels the run (see Cancel).

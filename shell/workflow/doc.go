@@ -88,6 +88,10 @@
 //     step's outcome. A timeout that fires first ends the Receive with
 //     ErrTimeout; a signal sent afterwards is kept for the run's next
 //     Receive of its name, as one sent before any Receive is.
+//   - What a run scheduled (its sleeps' ends, its receives' timeouts, its
+//     steps' retries, each under an id its event records) is withdrawn
+//     by Cancel in the transaction that records the cancellation: a
+//     cancelled run leaves nothing in the schedule.
 //   - One clock: sleeps and retries are dated by the clock of the router
 //     that handles the run (effects.Claim.Now: the runtime's clock), and a
 //     runtime given no Config.Clock takes its store's (shell.Clocked). So

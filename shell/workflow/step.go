@@ -73,6 +73,16 @@ func (w *Workflow) schedule(id uuid.UUID, typ string, payload any, at time.Time)
 	w.out = append(w.out, core.Message{ID: id, Type: typ, Payload: payload, CreatedAt: at})
 }
 
+// newID is the id of a message the run schedules for what (recorded in
+// its event, so that the run can withdraw it).
+func (w *Workflow) newID(what string) uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		w.abort(fmt.Errorf("workflow %s: %s: an id for its scheduled message: %w", w.name, what, err))
+	}
+	return id
+}
+
 // suspend stops the function: the run waits for an event.
 func (w *Workflow) suspend() {
 	w.suspended = true
@@ -282,9 +292,10 @@ func Step[T any](w *Workflow, name string, fn func(ctx context.Context) (T, erro
 	}
 	if attempt <= o.retries && pe == nil {
 		at := w.now.Add(o.delay(attempt))
-		failed.RetryAt = &at
+		retryID := w.newID("step " + name)
+		failed.RetryAt, failed.RetryID = &at, retryID.String()
 		w.emit(w.types.StepFailed, failed)
-		w.schedule(uuid.Nil, w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
+		w.schedule(retryID, w.types.StepStarted, durable.StepStarted{WorkflowID: id, Seq: seq, Name: name, Key: key, Attempt: attempt + 1}, at)
 		w.suspend()
 	}
 	w.emit(w.types.StepFailed, failed)
@@ -354,8 +365,11 @@ func Sleep(w *Workflow, d time.Duration) {
 		return
 	case durable.Begin:
 		until := w.now.Add(d)
-		w.emit(w.types.WaitStarted, durable.WaitStarted{WorkflowID: w.ID(), Seq: op.Seq, Name: "sleep", Key: key, Until: until})
-		w.schedule(uuid.Nil, w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
+		// The end, scheduled under an id of its own, recorded, so that a
+		// cancellation withdraws it.
+		endID := w.newID("sleep")
+		w.emit(w.types.WaitStarted, durable.WaitStarted{WorkflowID: w.ID(), Seq: op.Seq, Name: "sleep", Key: key, Until: until, TimeoutID: endID.String()})
+		w.schedule(endID, w.types.WaitEnded, durable.WaitEnded{WorkflowID: w.ID(), Seq: op.Seq, Key: key, TimedOut: true}, until)
 	}
 	w.suspend()
 }
@@ -390,10 +404,7 @@ func Receive[T any](w *Workflow, name string, timeout time.Duration) (T, error) 
 		// that the signal's delivery withdraws it.
 		var timeoutID uuid.UUID
 		if !ok && timeout > 0 {
-			var err error
-			if timeoutID, err = uuid.NewV7(); err != nil {
-				w.abort(fmt.Errorf("workflow %s: receive %s: an id for its timeout: %w", w.name, name, err))
-			}
+			timeoutID = w.newID("receive " + name)
 			ws.TimeoutID = timeoutID.String()
 		}
 		w.emit(w.types.WaitStarted, ws)
