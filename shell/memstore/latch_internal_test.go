@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -20,12 +21,12 @@ func TestLatchIdlePollsDoNotScan(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{storetest.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	var batch []core.Message
 	for i := range 1000 {
-		batch = append(batch, core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
+		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
 	}
 	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestLatchIdlePollsDoNotScan(t *testing.T) {
 
 	// An append makes the group dirty; a scan that finds the new work
 	// claims it, and the release of the claim makes it dirty again.
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: "d7", Name: "y"})}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d7", Name: "y"})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if g.scan < 0 {
@@ -95,7 +96,7 @@ func TestLatchRollback(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{storetest.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.ClaimNext(ctx, group, "w1", 10); c != nil || err != nil {
@@ -104,7 +105,7 @@ func TestLatchRollback(t *testing.T) {
 	before := s.groups[group].scan
 	errNo := fmt.Errorf("no")
 	err = s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: "d1", Name: "x"})}, shell.AppendOptions{}); err != nil {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1", Name: "x"})}, shell.AppendOptions{}); err != nil {
 			return err
 		}
 		return errNo
@@ -127,12 +128,12 @@ func TestLatchClaimManyIdleDoesNotScan(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{storetest.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	var batch []core.Message
 	for i := range 100 {
-		batch = append(batch, core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
+		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
 	}
 	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -28,7 +29,7 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 	for i := range 30 {
 		msgs := make([]core.Message, 100)
 		for j := range msgs {
-			msgs[j] = core.NewMessage(storetest.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
+			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
 		}
 		if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
 			t.Fatal(err)

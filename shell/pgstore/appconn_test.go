@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/pgstore"
@@ -65,7 +66,7 @@ func TestConnAndView(t *testing.T) {
 	writeDone := make(chan error, 1)
 	go func() {
 		writeDone <- s.Update(ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append([]core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
 				return err
 			}
 			close(holding)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -46,7 +47,7 @@ func TestAppendIsOneRoundTrip(t *testing.T) {
 	cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}
 	appendBoth := func() {
 		t.Helper()
-		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		last, err := s.Read(ctx, []core.Condition{cond}, shell.ReadOptions{})
@@ -54,7 +55,7 @@ func TestAppendIsOneRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := last.Guard
-		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: &g}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: &g}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +113,7 @@ AND ((l.classid::bigint << 32) | l.objid::bigint) = $1`, key).Scan(&nIdle, &nHel
 				if i%2 == 1 {
 					opts.Guard = &core.Guard{Conditions: []core.Condition{cond}}
 				}
-				if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: id}), opts); err != nil {
+				if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: id}), opts); err != nil {
 					t.Error(err)
 					return
 				}
@@ -144,13 +145,13 @@ func TestAppendWithStaleGroupConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err) // a caches the configuration: no group
 	}
 	if err := b.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	res, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
 	if err != nil || res.Last != 2 {
 		t.Fatalf("append: %+v %v, want position 2", res, err)
 	}
@@ -181,7 +182,7 @@ func TestAppendRetriedAfterCommitIsRefused(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	msgs := core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}, storetest.DeviceRegistered{DeviceID: "d2"})
+	msgs := core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}, fixtures.DeviceRegistered{DeviceID: "d2"})
 	for i := range msgs {
 		msgs[i] = msgs[i].Stamp(uuid.New(), time.Now())
 	}
@@ -222,11 +223,11 @@ func TestUpdateReadsWithoutTheLock(t *testing.T) {
 				// it would wait for the lock if the read held it.
 				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
-				if _, err := s.Append(actx, core.Messages(storetest.DeviceRegistered{DeviceID: other}), shell.AppendOptions{}); err != nil {
+				if _, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: other}), shell.AppendOptions{}); err != nil {
 					return err
 				}
 			}
-			_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+			_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -262,7 +263,7 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 			// A guarded append holds its boundary's lock in exclusive
 			// mode until the transaction ends (rolled back here).
 			guard := &core.Guard{Conditions: []core.Condition{{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}}}
-			if _, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: guard}); err != nil {
+			if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: guard}); err != nil {
 				return err
 			}
 			close(locked)
@@ -276,7 +277,7 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 	<-locked
 	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err := s.Append(actx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	_, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
 	close(release)
 	wg.Wait()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -287,7 +288,7 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 		t.Fatalf("log ends at %d (%v), want 0: the cancelled append wrote nothing", st.MaxPosition, err)
 	}
 	for range 10 { // every connection of the pool is clean
-		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -303,7 +304,7 @@ func TestGuardCheckLooksPastItsWindow(t *testing.T) {
 	ctx := context.Background()
 	cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}
 	guard := &core.Guard{Conditions: []core.Condition{cond}}
-	msg := func() []core.Message { return core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}) }
+	msg := func() []core.Message { return core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}) }
 	check := func(what string, after int64, wantConflict bool) {
 		t.Helper()
 		guard.LastPosition = after
@@ -325,7 +326,7 @@ func TestGuardCheckLooksPastItsWindow(t *testing.T) {
 	}
 	others := make([]any, 1200)
 	for i := range others {
-		others[i] = storetest.DeviceRegistered{DeviceID: "other"}
+		others[i] = fixtures.DeviceRegistered{DeviceID: "other"}
 	}
 	if _, err := s.Append(ctx, core.Messages(others...), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -357,12 +358,12 @@ func TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock(t *testing.T) {
 		}
 		seen = append(seen, len(res.Messages))
 		if runs == 1 {
-			if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 		}
 		_ = tx.Context() // sync work: the exclusive lock
-		_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
 		return err
 	})
 	if err != nil || runs != 2 || seen[1] != 1 {
@@ -517,7 +518,7 @@ func TestStoredHorizonHeals(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := s.Prefix()
@@ -558,7 +559,7 @@ func TestAppendAfterClearWaitsForTheStoredHorizon(t *testing.T) {
 	ctx := t.Context()
 	appendOne := func(w, i int) shell.AppendResult {
 		t.Helper()
-		res, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"}), shell.AppendOptions{})
+		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"}), shell.AppendOptions{})
 		if err != nil {
 			t.Error(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -46,7 +47,7 @@ func BenchmarkClaimIdle(b *testing.B) {
 		}
 		var msgs []core.Message
 		for i := range 10_000 {
-			msgs = append(msgs, core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}))
+			msgs = append(msgs, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}))
 		}
 		res, err := s.Append(ctx, msgs, shell.AppendOptions{})
 		if err != nil {

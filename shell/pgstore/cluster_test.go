@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -96,9 +97,9 @@ func tailWhileAppending(t *testing.T, ss []*pgstore.Store) error {
 			defer wg.Done()
 			s := ss[w%2]
 			for i := range each {
-				batch := []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("w%d-%d", w, i), Name: "x"})}
+				batch := []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("w%d-%d", w, i), Name: "x"})}
 				if i%3 == 0 { // several messages in one commit too
-					batch = append(batch, core.NewMessage(storetest.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
+					batch = append(batch, core.NewMessage(fixtures.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
 				}
 				if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
 					errs <- err
@@ -236,7 +237,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 	var conflicts atomic.Int64
 	courses := []string{"algebra", "biology", "chemistry"}
 	for _, c := range courses {
-		if _, err := ss[0].Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
+		if _, err := ss[0].Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -265,7 +266,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 					continue
 				}
 				g := res.Guard
-				ar, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d", w, i)})}, shell.AppendOptions{Guard: &g})
+				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d", w, i)})}, shell.AppendOptions{Guard: &g})
 				switch {
 				case errors.Is(err, shell.ErrConcurrentAppend):
 					conflicts.Add(1)
@@ -309,7 +310,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 	for _, c := range courses {
 		n := 0
 		for _, m := range log {
-			if j, is := m.Payload.(storetest.UserJoinedCourse); is && j.CourseName == c {
+			if j, is := m.Payload.(fixtures.UserJoinedCourse); is && j.CourseName == c {
 				n++
 			}
 		}
@@ -345,7 +346,7 @@ func TestClaimsAcrossStores(t *testing.T) {
 		defer appended.Store(true)
 		for i := range each {
 			for p := range partitions {
-				m := core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("d%02d", p), Name: fmt.Sprint(i)})
+				m := core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%02d", p), Name: fmt.Sprint(i)})
 				if _, err := ss[3].Append(ctx, []core.Message{m}, shell.AppendOptions{}); err != nil {
 					t.Error(err)
 					return
@@ -419,7 +420,7 @@ func TestPromotionExactlyOnce(t *testing.T) {
 	n := scale(300, 60)
 	var batch []core.Message
 	for i := range n {
-		batch = append(batch, core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprint(i)}).At(now.Add(time.Hour)))
+		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint(i)}).At(now.Add(time.Hour)))
 	}
 	if _, err := ss[0].Append(ctx, batch, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
@@ -34,7 +35,7 @@ func TestCopyFromSQLite(t *testing.T) {
 	defer lite.Close()
 	var batch []core.Message
 	for i := range 1234 {
-		batch = append(batch, core.NewMessage(storetest.UserJoinedCourse{CourseName: fmt.Sprint("c", i%7), UserID: fmt.Sprint("u", i)}).
+		batch = append(batch, core.NewMessage(fixtures.UserJoinedCourse{CourseName: fmt.Sprint("c", i%7), UserID: fmt.Sprint("u", i)}).
 			WithMetadata(map[string]any{"i": float64(i)}))
 	}
 	if _, err := lite.Append(ctx, batch, shell.AppendOptions{}); err != nil {
@@ -130,7 +131,7 @@ func TestCopyReportsWhatItCannotCopy(t *testing.T) {
 	defer lite.Close()
 	var batch []core.Message
 	for i := range 1100 {
-		var p any = storetest.UserJoinedCourse{CourseName: "c", UserID: fmt.Sprint("u", i)}
+		var p any = fixtures.UserJoinedCourse{CourseName: "c", UserID: fmt.Sprint("u", i)}
 		switch i {
 		case 3:
 			p = looseNote{Topic: "t", Body: "a\x00b"}
@@ -193,9 +194,9 @@ func TestCopyCopiesTheSchedule(t *testing.T) {
 	}
 	defer lite.Close()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	soon := core.NewMessage(storetest.CourseCreated{CourseName: "soon"}).At(now.Add(time.Hour))
-	later := core.NewMessage(storetest.CourseCreated{CourseName: "later"}).At(now.Add(48 * time.Hour))
-	res, err := lite.Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "now"}), later, soon}, shell.AppendOptions{})
+	soon := core.NewMessage(fixtures.CourseCreated{CourseName: "soon"}).At(now.Add(time.Hour))
+	later := core.NewMessage(fixtures.CourseCreated{CourseName: "later"}).At(now.Add(48 * time.Hour))
+	res, err := lite.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "now"}), later, soon}, shell.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

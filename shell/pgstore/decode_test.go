@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -27,7 +28,7 @@ func TestClaimOfAnUndecodableMessage(t *testing.T) {
 	if err := s.RegisterGroup(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: "d1", Name: "a"})}, shell.AppendOptions{})
+	res, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"})}, shell.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

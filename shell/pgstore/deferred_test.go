@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -21,7 +22,7 @@ func TestDeferredAppendOvertakenReadRunsAgain(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
 	d1 := map[string]string{"device_id": "d1"}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	runs, seen := 0, []int{}
@@ -33,11 +34,11 @@ func TestDeferredAppendOvertakenReadRunsAgain(t *testing.T) {
 		}
 		seen = append(seen, len(r.Messages))
 		if runs == 1 { // another writer overtakes the read
-			if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 		}
-		_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Deferred: true})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Deferred: true})
 		return err
 	})
 	if err != nil || runs != 2 {
@@ -62,11 +63,11 @@ func TestDeferredAdvancePastTheNewestFailsTheCommit(t *testing.T) {
 	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
+		if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
 			return err
 		}
 		da, ok := tx.(shell.DeferredAdvancer)

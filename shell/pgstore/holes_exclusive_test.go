@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -28,7 +29,7 @@ func TestExclusiveTransactionReadsPastHoles(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another session commits a copy of the message past a burnt
@@ -48,7 +49,7 @@ SELECT nextval('%[1]s_positions'), gen_random_uuid(), message_type, payload_vers
 FROM %[1]s_messages WHERE message_type <> '' ORDER BY position LIMIT 1 RETURNING position`, p)).Scan(&past); err != nil {
 		t.Fatal(err)
 	}
-	cond := core.Condition{Type: storetest.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}
+	cond := core.Condition{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}
 	var got []int64
 	err = s.Update(ctx, func(tx shell.Tx) error {
 		got = nil

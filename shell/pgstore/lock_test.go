@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -26,7 +27,7 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := s.ClaimNext(ctx, "devices", "w1", 10)
@@ -45,7 +46,7 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 		if _, err := tx.LastPosition(); err != nil {
 			return err
 		}
-		_, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{})
+		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{})
 		return err
 	})
 	if err != nil || runs != 2 {
@@ -81,11 +82,11 @@ func TestUpdateLastPositionOvertaken(t *testing.T) {
 		}
 		seen = append(seen, last)
 		if len(seen) == 1 { // another writer commits in between
-			if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "other"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "other"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 		}
-		_, err = tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "mine"}), shell.AppendOptions{})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "mine"}), shell.AppendOptions{})
 		return err
 	})
 	if err != nil {
@@ -105,7 +106,7 @@ func TestUpdateLastPositionOvertaken(t *testing.T) {
 		if _, err := tx.LastPosition(); err != nil {
 			return err
 		}
-		_, err := tx.Append(core.Messages(storetest.DeviceRegistered{DeviceID: "again"}), shell.AppendOptions{})
+		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "again"}), shell.AppendOptions{})
 		return err
 	}); err != nil || runs != 1 {
 		t.Fatalf("update: %v after %d runs, want nil after 1", err, runs)
@@ -206,7 +207,7 @@ func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *shell.Claim {
 	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "a"}, storetest.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "a"}, fixtures.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c1, err := s.ClaimNext(ctx, "q", "w1", 1)

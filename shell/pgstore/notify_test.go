@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -76,7 +77,7 @@ func TestListenAcrossStores(t *testing.T) {
 	}
 	defer l.Close()
 
-	if _, err := b.Append(ctx, []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: "d1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := b.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1"})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	took := ha.wait(t, "device.registered", 5*time.Second)
@@ -84,7 +85,7 @@ func TestListenAcrossStores(t *testing.T) {
 
 	// Own appends: announced once, directly, not again by the listener.
 	ha.reset()
-	if _, err := a.Append(ctx, []core.Message{core.NewMessage(storetest.AssetRegistered{AssetID: "a1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, []core.Message{core.NewMessage(fixtures.AssetRegistered{AssetID: "a1"})}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -98,7 +99,7 @@ func TestListenAcrossStores(t *testing.T) {
 	// A rolled back append is never announced.
 	ha.reset()
 	_ = b.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
 			return err
 		}
 		return context.Canceled
@@ -112,7 +113,7 @@ func TestListenAcrossStores(t *testing.T) {
 		if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, "sourced-listener "+a.Channel()); err != nil {
 			return err
 		}
-		_, err := tx.Append([]core.Message{core.NewMessage(storetest.UserRegistered{UserID: "u1"})}, shell.AppendOptions{})
+		_, err := tx.Append([]core.Message{core.NewMessage(fixtures.UserRegistered{UserID: "u1"})}, shell.AppendOptions{})
 		return err
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -73,7 +74,7 @@ func TestClaimsAndReadsArePlannedOnce(t *testing.T) {
 	ctx := t.Context()
 	for _, g := range []shell.GroupSpec{
 		{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}},
-		{ID: "jobs", Exclusive: true, Handled: []string{storetest.TypeAssetRegistered}},
+		{ID: "jobs", Exclusive: true, Handled: []string{fixtures.TypeAssetRegistered}},
 	} {
 		if err := s.RegisterGroup(ctx, g); err != nil {
 			t.Fatal(err)
@@ -81,7 +82,7 @@ func TestClaimsAndReadsArePlannedOnce(t *testing.T) {
 	}
 	const rounds = 8
 	for i := range rounds {
-		if _, err := s.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}, storetest.AssetRegistered{AssetID: fmt.Sprint("a", i)}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}, fixtures.AssetRegistered{AssetID: fmt.Sprint("a", i)}), shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
-	"github.com/sourced-go/sourced/shell/storetest"
 )
 
 // TestQueueClaimFollowsARepartitionElsewhere: a store claims a queue (a
@@ -16,7 +16,7 @@ import (
 func TestQueueClaimFollowsARepartitionElsewhere(t *testing.T) {
 	ss := peers(t, 2)
 	ctx := t.Context()
-	handled := []string{storetest.TypeDeviceRegistered}
+	handled := []string{fixtures.TypeDeviceRegistered}
 	if err := ss[0].RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: handled}); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestQueueClaimFollowsARepartitionElsewhere(t *testing.T) {
 		t.Helper()
 		var ms []core.Message
 		for _, id := range ids {
-			ms = append(ms, core.NewMessage(storetest.DeviceRegistered{DeviceID: id, Name: id}))
+			ms = append(ms, core.NewMessage(fixtures.DeviceRegistered{DeviceID: id, Name: id}))
 		}
 		if _, err := s.Append(ctx, ms, shell.AppendOptions{}); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -70,7 +71,7 @@ var heldCourse = []core.Condition{{Type: "course.created", Attrs: map[string]str
 // so, and waits there to be killed.
 func holdTheLock(ctx context.Context, s *pgstore.Store) error {
 	return s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "held"})}, shell.AppendOptions{Guard: &core.Guard{Conditions: heldCourse}}); err != nil {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "held"})}, shell.AppendOptions{Guard: &core.Guard{Conditions: heldCourse}}); err != nil {
 			return err
 		}
 		fmt.Println("holding")
@@ -107,7 +108,7 @@ func TestWriterKilledHoldingTheLock(t *testing.T) {
 		t.Fatalf("the child did not take the lock: %q %v", line, err)
 	}
 	appendOne := func(ctx context.Context, course string) error {
-		_, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: course})}, shell.AppendOptions{})
+		_, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: course})}, shell.AppendOptions{})
 		return err
 	}
 	// Another boundary does not wait (and is visible at once).
@@ -137,7 +138,7 @@ func TestWriterKilledHoldingTheLock(t *testing.T) {
 	}
 	var names []string
 	for _, m := range res.Messages {
-		names = append(names, m.Payload.(storetest.CourseCreated).CourseName)
+		names = append(names, m.Payload.(fixtures.CourseCreated).CourseName)
 	}
 	// The killed writer's append (at the first position) never shows: its
 	// position is filled, and the two appends of this test follow it.
@@ -201,7 +202,7 @@ func guardedWriters(ctx context.Context, s *pgstore.Store, id int, w io.Writer) 
 					continue
 				}
 				o := guardOutcome{Course: course, Disjoint: disjoint, Guard: res.Guard}
-				ar, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d-%d", id, k, i)})}, shell.AppendOptions{Guard: &o.Guard})
+				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d-%d", id, k, i)})}, shell.AppendOptions{Guard: &o.Guard})
 				switch {
 				case errors.Is(err, shell.ErrConcurrentAppend):
 					o.Conflict = true
@@ -240,7 +241,7 @@ func TestGuardsAcrossProcesses(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
 	for _, c := range shared {
-		if _, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -314,7 +315,7 @@ func TestGuardsAcrossProcesses(t *testing.T) {
 	}
 	joined := map[string]int{}
 	for _, m := range log {
-		if j, is := m.Payload.(storetest.UserJoinedCourse); is {
+		if j, is := m.Payload.(fixtures.UserJoinedCourse); is {
 			joined[j.CourseName]++
 		}
 	}
@@ -386,9 +387,9 @@ func TestTailingAcrossServerRestart(t *testing.T) {
 					return
 				default:
 				}
-				batch := []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("w%d-%d", w, i), Name: "x"})}
+				batch := []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("w%d-%d", w, i), Name: "x"})}
 				if i%4 == 0 {
-					batch = append(batch, core.NewMessage(storetest.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
+					batch = append(batch, core.NewMessage(fixtures.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
 				}
 				actx, acancel := context.WithTimeout(ctx, 10*time.Second)
 				_, err := s.Append(actx, batch, shell.AppendOptions{})

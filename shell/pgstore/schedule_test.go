@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -45,11 +46,11 @@ func TestPromoteSetsAsideWhatPostgresRefuses(t *testing.T) {
 		id := uuid.New()
 		bad = append(bad, id)
 		if _, err := conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s_scheduled_messages (message_id, message_type, payload, available_at, scheduled_at) VALUES ($1, $2, $3, $4, $4)`, prefix),
-			id, storetest.TypeCourseCreated, `{"course_name":"`+value+`"}`, due); err != nil {
+			id, fixtures.TypeCourseCreated, `{"course_name":"`+value+`"}`, due); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := s.Append(ctx, []core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "History"}).At(due)}, shell.AppendOptions{})
+	res, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "History"}).At(due)}, shell.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

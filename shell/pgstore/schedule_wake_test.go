@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -61,7 +62,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	const appends = 20
 	for i := range appends {
 		st := []shell.Store{s, other}[i%2] // this process's and another's
-		if _, err := st.Append(ctx, core.Messages(storetest.DeviceRegistered{DeviceID: "d"}), shell.AppendOptions{}); err != nil {
+		if _, err := st.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d"}), shell.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,13 +74,13 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	// Another process schedules: this one's listener hears it, and its
 	// scheduler promotes the message when due.
 	due := time.Now().Add(300 * time.Millisecond)
-	if _, err := other.Append(ctx, []core.Message{core.NewMessage(storetest.DeviceRegistered{DeviceID: "later"}).At(due)}, shell.AppendOptions{}); err != nil {
+	if _, err := other.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "later"}).At(due)}, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := other.ScheduledCommits(); n != 1 {
 		t.Errorf("ScheduledCommits = %d after one scheduling commit, want 1", n)
 	}
-	cond := core.Condition{Type: storetest.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "later"}}
+	cond := core.Condition{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "later"}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		res, err := s.Read(ctx, []core.Condition{cond}, shell.ReadOptions{})

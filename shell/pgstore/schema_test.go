@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -140,7 +141,7 @@ func TestUninstallLeavesNothing(t *testing.T) {
 					return
 				default:
 				}
-				msgs := core.Messages(storetest.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"})
+				msgs := core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"})
 				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
 					return // the tables are gone
 				}

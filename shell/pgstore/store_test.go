@@ -8,6 +8,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
@@ -74,7 +75,7 @@ func TestOptionsClock(t *testing.T) {
 	if s.Clock() != shell.Clock(clk) || !s.Now().Equal(clk.Now()) {
 		t.Fatalf("store clock %v now %v, want the sim clock's %v", s.Clock(), s.Now(), clk.Now())
 	}
-	res, err := s.Append(context.Background(), core.Messages(storetest.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	res, err := s.Append(context.Background(), core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
 	if err != nil || !res.Messages[0].CreatedAt.Equal(clk.Now()) {
 		t.Fatalf("append dated %v (%v), want the sim clock's %v", res.Messages[0].CreatedAt, err, clk.Now())
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -31,7 +32,7 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	const n = 40
 	var msgs []core.Message
 	for i := range n {
-		msgs = append(msgs, core.NewMessage(storetest.CourseClosed{CourseName: fmt.Sprintf("c%d", i)}).At(now.Add(time.Minute)))
+		msgs = append(msgs, core.NewMessage(fixtures.CourseClosed{CourseName: fmt.Sprintf("c%d", i)}).At(now.Add(time.Minute)))
 	}
 	res, err := s.Append(ctx, msgs, shell.AppendOptions{})
 	if err != nil {
@@ -42,11 +43,11 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	first := res.Messages[0].ID
 	var withdrawn int
 	err = s.Update(ctx, func(tx shell.Tx) error {
-		read, err := tx.Read([]core.Condition{{Type: storetest.TypeCourseCreated}}, shell.ReadOptions{})
+		read, err := tx.Read([]core.Condition{{Type: fixtures.TypeCourseCreated}}, shell.ReadOptions{})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Append([]core.Message{core.NewMessage(storetest.CourseCreated{CourseName: "Algebra"})}, shell.AppendOptions{Guard: &read.Guard}); err != nil {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "Algebra"})}, shell.AppendOptions{Guard: &read.Guard}); err != nil {
 			return err
 		}
 		withdrawn, err = tx.(shell.UnscheduleTx).Unschedule(first)
@@ -100,7 +101,7 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read, err := s.Read(ctx, []core.Condition{{Type: storetest.TypeCourseClosed}}, shell.ReadOptions{})
+	read, err := s.Read(ctx, []core.Condition{{Type: fixtures.TypeCourseClosed}}, shell.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -21,7 +22,7 @@ func TestWorkersCountTheirClaims(t *testing.T) {
 	if err := s.RegisterGroup(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	msgs := core.Messages(storetest.DeviceRegistered{DeviceID: "d1", Name: "a"}, storetest.DeviceRegistered{DeviceID: "d2", Name: "b"}, storetest.DeviceRegistered{DeviceID: "d3", Name: "c"})
+	msgs := core.Messages(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"}, fixtures.DeviceRegistered{DeviceID: "d2", Name: "b"}, fixtures.DeviceRegistered{DeviceID: "d3", Name: "c"})
 	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}

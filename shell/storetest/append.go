@@ -16,11 +16,11 @@ import (
 func (s suite) testAppend(t *testing.T) {
 	t.Run("positions are consecutive from 1", func(t *testing.T) {
 		e := s.env(t)
-		r1 := e.append(CourseCreated{"Algebra"}, CourseCreated{"History"}, UserRegistered{"joe", "Joe"})
+		r1 := e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"}, userRegistered{UserID: "joe", Name: "Joe"})
 		if !slices.Equal(r1.Positions, []int64{1, 2, 3}) || r1.Last != 3 {
 			t.Fatalf("first append: positions %v last %d, want [1 2 3] last 3", r1.Positions, r1.Last)
 		}
-		r2 := e.append(CourseClosed{"Algebra"}, UserJoinedCourse{"History", "joe"})
+		r2 := e.append(courseClosed{CourseName: "Algebra"}, userJoinedCourse{CourseName: "History", UserID: "joe"})
 		if !slices.Equal(r2.Positions, []int64{4, 5}) || r2.Last != 5 {
 			t.Fatalf("second append: positions %v last %d, want [4 5] last 5", r2.Positions, r2.Last)
 		}
@@ -33,11 +33,11 @@ func (s suite) testAppend(t *testing.T) {
 	t.Run("stamps id, time, type, causation and correlation", func(t *testing.T) {
 		e := s.env(t)
 		now := e.clock.Advance(1500 * time.Millisecond)
-		res := e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"})
+		res := e.append(courseCreated{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joe"})
 		if len(res.Messages) != 2 {
 			t.Fatalf("append returned %d messages, want 2", len(res.Messages))
 		}
-		wantTypes := []string{TypeCourseCreated, TypeUserRegistered}
+		wantTypes := []string{typeCourseCreated, typeUserRegistered}
 		for i, m := range res.Messages {
 			if m.ID == uuid.Nil || m.ID.Version() != 7 {
 				t.Fatalf("message %d: id %s, want a UUID v7", i, m.ID)
@@ -61,8 +61,8 @@ func (s suite) testAppend(t *testing.T) {
 
 	t.Run("keeps a given envelope and metadata", func(t *testing.T) {
 		e := s.env(t)
-		cause := core.NewMessage(CourseCreated{"Algebra"}).Stamp(uuid.Must(uuid.NewV7()), epoch.Add(-time.Hour))
-		m := core.NewMessage(UserJoinedCourse{"Algebra", "joe"}).Correlate(cause).At(epoch.Add(-time.Minute))
+		cause := core.NewMessage(courseCreated{CourseName: "Algebra"}).Stamp(uuid.Must(uuid.NewV7()), epoch.Add(-time.Hour))
+		m := core.NewMessage(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}).Correlate(cause).At(epoch.Add(-time.Minute))
 		m.ID = uuid.Must(uuid.NewV7())
 		m.Metadata = map[string]any{
 			"tenant": "acme",
@@ -75,13 +75,13 @@ func (s suite) testAppend(t *testing.T) {
 		if got.ID != m.ID || got.CausationID != cause.ID || got.CorrelationID != cause.ID || !got.CreatedAt.Equal(m.CreatedAt) {
 			t.Fatalf("append changed the given envelope: got %+v, want %+v", got, m)
 		}
-		m.Type = TypeUserJoinedCourse
+		m.Type = typeUserJoinedCourse
 		e.sameMessages("log", e.log(), []core.PositionedMessage{{Message: m, Position: 1}})
 	})
 
 	t.Run("no metadata reads back empty", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"})
+		e.append(courseCreated{CourseName: "Algebra"})
 		if md := e.log()[0].Metadata; len(md) != 0 {
 			t.Fatalf("metadata %v, want none", md)
 		}
@@ -91,13 +91,13 @@ func (s suite) testAppend(t *testing.T) {
 		e := s.env(t)
 		at := time.Date(2024, 2, 29, 23, 59, 58, 123456000, time.UTC)
 		payloads := []any{
-			DeviceRegistered{"d1", "Thermostat"},
-			AssetRegistered{"a1", "Boiler"},
+			deviceRegistered{DeviceID: "d1", Name: "Thermostat"},
+			assetRegistered{AssetID: "a1", Label: "Boiler"},
 			deviceBound{"d1", "a1"},
-			CourseCreated{"Algebra"},
-			UserRegistered{"joe", "Joe"},
-			UserJoinedCourse{"Algebra", "joe"},
-			CourseClosed{"Algebra"},
+			courseCreated{CourseName: "Algebra"},
+			userRegistered{UserID: "joe", Name: "Joe"},
+			userJoinedCourse{CourseName: "Algebra", UserID: "joe"},
+			courseClosed{CourseName: "Algebra"},
 			transfer{Accounts: []string{"acc1", "acc2"}, Amount: 42},
 			reading{SensorID: "s1", Count: -7, Active: true, At: at},
 			signup{Email: "joe@example.com"},
@@ -159,7 +159,7 @@ func (s suite) testAppend(t *testing.T) {
 
 	t.Run("an empty append writes and announces nothing", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"})
+		e.append(courseCreated{CourseName: "Algebra"})
 		e.notes.take()
 		before := e.snapshot()
 		for _, in := range [][]core.Message{nil, {}} {
@@ -176,10 +176,10 @@ func (s suite) testAppend(t *testing.T) {
 
 	t.Run("an append announces its distinct types once", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"}, CourseCreated{"History"})
-		e.expectNotes([]string{TypeCourseCreated, TypeUserRegistered})
-		e.append(CourseClosed{"Algebra"})
-		e.expectNotes([]string{TypeCourseClosed})
+		e.append(courseCreated{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joe"}, courseCreated{CourseName: "History"})
+		e.expectNotes([]string{typeCourseCreated, typeUserRegistered})
+		e.append(courseClosed{CourseName: "Algebra"})
+		e.expectNotes([]string{typeCourseClosed})
 	})
 }
 
@@ -188,8 +188,8 @@ func (s suite) testBadInput(t *testing.T) {
 	// "nothing written" is checked against a store that holds something.
 	seed := func(t *testing.T) (*env, core.Message, core.Message) {
 		e := s.env(t)
-		logged := e.append(CourseCreated{"Algebra"}).Messages[0]
-		scheduled := e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))).Messages[0]
+		logged := e.append(courseCreated{CourseName: "Algebra"}).Messages[0]
+		scheduled := e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))).Messages[0]
 		e.notes.take()
 		return e, logged, scheduled
 	}
@@ -214,7 +214,7 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("an unregistered payload type fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		rejects(e, []core.Message{ok, core.NewMessage(unregistered{"x"})}, codec.ErrUnregistered)
 		e.append(ok) // its id was not taken
 	})
@@ -234,12 +234,12 @@ func (s suite) testBadInput(t *testing.T) {
 		// Unnamed, the payload names no type; named wrongly, it is refused.
 		e, _, _ = seed(t)
 		rejects(e, []core.Message{core.NewMessage(ticket{"t2"})}, codec.ErrUnregistered)
-		rejects(e, []core.Message{{Type: typeTicketOpened, Payload: UserRegistered{"joe", "Joe"}}}, codec.ErrInvalid)
+		rejects(e, []core.Message{{Type: typeTicketOpened, Payload: userRegistered{UserID: "joe", Name: "Joe"}}}, codec.ErrInvalid)
 	})
 
 	t.Run("a missing required attribute fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		err := rejects(e, []core.Message{ok, core.NewMessage(signup{})}, codec.ErrInvalid)
 		var ve *codec.ValidationError
 		if !errors.As(err, &ve) || ve.Type != typeSignup {
@@ -250,15 +250,15 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("a failing Validate method fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		rejects(e, []core.Message{ok, core.NewMessage(deposit{Account: "acc1", Amount: 0})}, codec.ErrInvalid)
 		e.append(ok)
 	})
 
 	t.Run("a message dated before its creation time fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
-		stored := e.append(CourseCreated{"Algebra"}).Messages[0]
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
+		stored := e.append(courseCreated{CourseName: "Algebra"}).Messages[0]
 		e.notes.take()
 		redated := stored.At(stored.CreatedAt.Add(-time.Hour))
 		redated.ID = uuid.Nil
@@ -272,15 +272,15 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("an invalid future-dated message schedules nothing", func(t *testing.T) {
 		e, _, _ := seed(t)
-		later := fresh(UserRegistered{"joe", "Joe"}).At(epoch.Add(2 * time.Hour))
+		later := fresh(userRegistered{UserID: "joe", Name: "Joe"}).At(epoch.Add(2 * time.Hour))
 		rejects(e, []core.Message{later, core.NewMessage(signup{}).At(epoch.Add(time.Hour))}, codec.ErrInvalid)
 		e.append(later)
 	})
 
 	t.Run("an id already in the log fails the whole batch", func(t *testing.T) {
 		e, logged, _ := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
-		dup := core.NewMessage(CourseCreated{"History"})
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
+		dup := core.NewMessage(courseCreated{CourseName: "History"})
 		dup.ID = logged.ID
 		rejects(e, []core.Message{ok, dup}, shell.ErrDuplicateID)
 		e.append(ok)
@@ -288,8 +288,8 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("an id already in the schedule fails the whole batch", func(t *testing.T) {
 		e, _, scheduled := seed(t)
-		ok := fresh(UserRegistered{"joe", "Joe"})
-		now := core.NewMessage(CourseCreated{"History"})
+		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
+		now := core.NewMessage(courseCreated{CourseName: "History"})
 		now.ID = scheduled.ID
 		rejects(e, []core.Message{ok, now}, shell.ErrDuplicateID)
 		rejects(e, []core.Message{now.At(epoch.Add(3 * time.Hour))}, shell.ErrDuplicateID)
@@ -298,8 +298,8 @@ func (s suite) testBadInput(t *testing.T) {
 
 	t.Run("an id twice in one batch fails the whole batch", func(t *testing.T) {
 		e, _, _ := seed(t)
-		a := fresh(UserRegistered{"joe", "Joe"})
-		b := core.NewMessage(UserRegistered{"jake", "Jake"})
+		a := fresh(userRegistered{UserID: "joe", Name: "Joe"})
+		b := core.NewMessage(userRegistered{UserID: "jake", Name: "Jake"})
 		b.ID = a.ID
 		rejects(e, []core.Message{a, b}, shell.ErrDuplicateID)
 		e.append(a)
@@ -311,7 +311,7 @@ func (s suite) testBadInput(t *testing.T) {
 			t.Fatalf("promote: %d, %v; want 1", n, err)
 		}
 		e.notes.take()
-		again := core.NewMessage(CourseClosed{"History"})
+		again := core.NewMessage(courseClosed{CourseName: "History"})
 		again.ID = scheduled.ID
 		rejects(e, []core.Message{again}, shell.ErrDuplicateID)
 	})

@@ -59,7 +59,7 @@ func (s suite) testCancel(t *testing.T) {
 
 	t.Run("ended during a write: done, or context error and nothing written", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"}) // a first write outside the test
+		e.append(courseCreated{CourseName: "Algebra"}) // a first write outside the test
 		var wrote []uuid.UUID
 		var refused []uuid.UUID
 		n := 200
@@ -67,10 +67,10 @@ func (s suite) testCancel(t *testing.T) {
 			n = 60
 		}
 		d := timeOf(func() {
-			e.append(UserRegistered{"probe", "P"}, UserJoinedCourse{"Algebra", "probe"})
+			e.append(userRegistered{UserID: "probe", Name: "P"}, userJoinedCourse{CourseName: "Algebra", UserID: "probe"})
 		})
 		for i := range n {
-			ms := msgs(UserRegistered{fmt.Sprint("u", i), "U"}, UserJoinedCourse{"Algebra", fmt.Sprint("u", i)})
+			ms := msgs(userRegistered{UserID: fmt.Sprint("u", i), Name: "U"}, userJoinedCourse{CourseName: "Algebra", UserID: fmt.Sprint("u", i)})
 			for j := range ms {
 				ms[j].ID = uuid.Must(uuid.NewV7())
 			}
@@ -120,7 +120,7 @@ func (s suite) testCancel(t *testing.T) {
 		// inside it.
 		var batch []any
 		for i := range 100 {
-			batch = append(batch, UserRegistered{fmt.Sprint("r", i), "R"})
+			batch = append(batch, userRegistered{UserID: fmt.Sprint("r", i), Name: "R"})
 		}
 		f.append(batch...)
 		n, plain := 100, 200
@@ -145,9 +145,9 @@ func (s suite) testCancel(t *testing.T) {
 		// New facts every read must see: a read answering from a snapshot
 		// left open by a cancelled read would not.
 		f.clock.Advance(time.Second)
-		last := f.append(UserJoinedCourse{"Algebra", "late"}).Last
+		last := f.append(userJoinedCourse{CourseName: "Algebra", UserID: "late"}).Last
 		due := f.clock.Now().Add(time.Minute)
-		f.append(core.NewMessage(CourseClosed{"Algebra"}).At(due))
+		f.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(due))
 		f.expect = cancelExpect{last: last, due: due}
 		for _, r := range f.reads() {
 			for i := range plain {
@@ -200,9 +200,9 @@ type cancelExpect struct {
 func (s suite) cancelFixture(t *testing.T) *cancelFixture {
 	t.Helper()
 	e := s.genv(t, enrolments, devices, jobs)
-	e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"}, UserJoinedCourse{"Algebra", "joe"},
-		DeviceRegistered{"d1", "one"}, DeviceRegistered{"d2", "two"}, deposit{"acc", 5})
-	e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour)))
+	e.append(courseCreated{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joe"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"},
+		deviceRegistered{DeviceID: "d1", Name: "one"}, deviceRegistered{DeviceID: "d2", Name: "two"}, deposit{"acc", 5})
+	e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour)))
 	if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, e.clock.Now()); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
@@ -269,12 +269,12 @@ func (f *cancelFixture) calls() []namedCall {
 	return append(f.reads(), []namedCall{
 		{"Update", func(ctx context.Context) error {
 			return st.Update(ctx, func(tx shell.Tx) error {
-				_, err := tx.Append(msgs(CourseCreated{"History"}), shell.AppendOptions{})
+				_, err := tx.Append(msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{})
 				return err
 			})
 		}},
 		{"Append", func(ctx context.Context) error {
-			_, err := st.Append(ctx, msgs(CourseCreated{"History"}), shell.AppendOptions{})
+			_, err := st.Append(ctx, msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{})
 			return err
 		}},
 		{"PromoteScheduled", func(ctx context.Context) error { _, err := st.PromoteScheduled(ctx, later); return err }},
@@ -314,14 +314,14 @@ func (f *cancelFixture) reads() []namedCall {
 	}
 	return []namedCall{
 		{"Read", func(ctx context.Context) error {
-			res, err := st.Read(ctx, []core.Condition{cond(TypeUserRegistered, "user_id", "joe"), cond(TypeUserJoinedCourse, "course_name", "Algebra")}, shell.ReadOptions{})
+			res, err := st.Read(ctx, []core.Condition{cond(typeUserRegistered, "user_id", "joe"), cond(typeUserJoinedCourse, "course_name", "Algebra")}, shell.ReadOptions{})
 			if err != nil {
 				return err
 			}
 			return atLeast("Read", res.Guard.LastPosition)
 		}},
 		{"ReadPartition", func(ctx context.Context) error {
-			res, err := st.ReadPartition(ctx, part("course_name", "Algebra", "user_id", "late"), []string{TypeCourseCreated, TypeUserJoinedCourse}, shell.ReadOptions{})
+			res, err := st.ReadPartition(ctx, part("course_name", "Algebra", "user_id", "late"), []string{typeCourseCreated, typeUserJoinedCourse}, shell.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -331,7 +331,7 @@ func (f *cancelFixture) reads() []namedCall {
 			return nil
 		}},
 		{"ReadPartition (Load: up to a position)", func(ctx context.Context) error {
-			res, err := st.ReadPartition(ctx, part("course_name", "Algebra"), []string{TypeCourseCreated, TypeUserJoinedCourse}, shell.ReadOptions{Upto: 3})
+			res, err := st.ReadPartition(ctx, part("course_name", "Algebra"), []string{typeCourseCreated, typeUserJoinedCourse}, shell.ReadOptions{Upto: 3})
 			if err != nil {
 				return err
 			}

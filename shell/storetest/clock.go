@@ -28,9 +28,9 @@ func (s suite) testClockSteps(t *testing.T) {
 	}
 	st := s.open(t, reg, back, newRecorder())
 	e := &env{t: t, ctx: t.Context(), store: st, reg: reg, clock: newClock(), notes: newRecorder()}
-	res := e.append(CourseCreated{"Algebra"}, UserRegistered{"joe", "Joe"})
+	res := e.append(courseCreated{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joe"})
 	err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-		r, err := tx.Append([]core.Message{core.NewMessage(CourseClosed{"Algebra"})}, shell.AppendOptions{})
+		r, err := tx.Append([]core.Message{core.NewMessage(courseClosed{CourseName: "Algebra"})}, shell.AppendOptions{})
 		res.Positions = append(res.Positions, r.Positions...)
 		return err
 	})

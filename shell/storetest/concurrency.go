@@ -30,9 +30,9 @@ func (s suite) testConcurrency(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := range ops {
-					batch := msgs(UserRegistered{fmt.Sprintf("w%d-%d", w, i), "a"})
+					batch := msgs(userRegistered{UserID: fmt.Sprintf("w%d-%d", w, i), Name: "a"})
 					if i%3 == 0 {
-						batch = append(batch, msgs(UserRegistered{fmt.Sprintf("w%d-%d", w, i), "b"})...)
+						batch = append(batch, msgs(userRegistered{UserID: fmt.Sprintf("w%d-%d", w, i), Name: "b"})...)
 					}
 					res, err := e.store.Append(e.ctx, batch, shell.AppendOptions{})
 					if err != nil {

@@ -13,16 +13,16 @@ import (
 
 func (s suite) testReadCorrelation(t *testing.T) {
 	e := s.env(t)
-	// 1 A CourseCreated(Algebra)         root of the chain
-	// 2 U CourseCreated(History)         unrelated
-	// 3 B UserJoinedCourse(Algebra, joe) correlated from A
-	// 4 V UserRegistered(joe)            correlated from U: another chain
-	// 5 C CourseClosed(Algebra)          correlated from B
-	a := e.appendOne(core.NewMessage(CourseCreated{"Algebra"}))
-	u := e.appendOne(core.NewMessage(CourseCreated{"History"}))
-	b := e.appendOne(core.NewMessage(UserJoinedCourse{"Algebra", "joe"}).Correlate(a))
-	v := e.appendOne(core.NewMessage(UserRegistered{"joe", "Joe"}).Correlate(u))
-	c := e.appendOne(core.NewMessage(CourseClosed{"Algebra"}).Correlate(b))
+	// 1 A courseCreated(Algebra)         root of the chain
+	// 2 U courseCreated(History)         unrelated
+	// 3 B userJoinedCourse(Algebra, joe) correlated from A
+	// 4 V userRegistered(joe)            correlated from U: another chain
+	// 5 C courseClosed(Algebra)          correlated from B
+	a := e.appendOne(core.NewMessage(courseCreated{CourseName: "Algebra"}))
+	u := e.appendOne(core.NewMessage(courseCreated{CourseName: "History"}))
+	b := e.appendOne(core.NewMessage(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}).Correlate(a))
+	v := e.appendOne(core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}).Correlate(u))
+	c := e.appendOne(core.NewMessage(courseClosed{CourseName: "Algebra"}).Correlate(b))
 	if b.CorrelationID != a.ID || c.CorrelationID != a.ID || c.CausationID != b.ID {
 		t.Fatalf("stamping lost the chain: a %s, b correlation %s, c correlation %s causation %s (want b %s)", a.ID, b.CorrelationID, c.CorrelationID, c.CausationID, b.ID)
 	}
@@ -51,7 +51,7 @@ func (s suite) testReadCorrelation(t *testing.T) {
 
 	t.Run("a scheduled message is not in the log until promoted", func(t *testing.T) {
 		e := e.with(t)
-		res := e.append(core.NewMessage(CourseClosed{"History"}).Correlate(u).At(e.clock.Now().Add(time.Minute)))
+		res := e.append(core.NewMessage(courseClosed{CourseName: "History"}).Correlate(u).At(e.clock.Now().Add(time.Minute)))
 		if res.Positions[0] != 0 {
 			t.Fatalf("a future message got position %d, want it scheduled", res.Positions[0])
 		}

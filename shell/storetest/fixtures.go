@@ -5,7 +5,28 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/internal/testdomain"
+)
+
+// The suite's fixtures that the stores' own tests append too live in
+// internal/fixtures; here under names of the suite's own.
+type (
+	deviceRegistered = fixtures.DeviceRegistered
+	assetRegistered  = fixtures.AssetRegistered
+	courseCreated    = fixtures.CourseCreated
+	userRegistered   = fixtures.UserRegistered
+	userJoinedCourse = fixtures.UserJoinedCourse
+	courseClosed     = fixtures.CourseClosed
+)
+
+const (
+	typeDeviceRegistered = fixtures.TypeDeviceRegistered
+	typeAssetRegistered  = fixtures.TypeAssetRegistered
+	typeCourseCreated    = fixtures.TypeCourseCreated
+	typeUserRegistered   = fixtures.TypeUserRegistered
+	typeUserJoinedCourse = fixtures.TypeUserJoinedCourse
+	typeCourseClosed     = fixtures.TypeCourseClosed
 )
 
 // The fixture message types of the suite (those of the Conditional AND
@@ -13,38 +34,10 @@ import (
 // attributes are indexed, so each is a key a condition or a partition can
 // name.
 type (
-	// DeviceRegistered is "device.registered".
-	DeviceRegistered struct {
-		DeviceID string `json:"device_id"`
-		Name     string `json:"name"`
-	}
-	// AssetRegistered is "asset.registered".
-	AssetRegistered struct {
-		AssetID string `json:"asset_id"`
-		Label   string `json:"label"`
-	}
 	// deviceBound is "device.bound".
 	deviceBound struct {
 		DeviceID string `json:"device_id"`
 		AssetID  string `json:"asset_id"`
-	}
-	// CourseCreated is "course.created".
-	CourseCreated struct {
-		CourseName string `json:"course_name"`
-	}
-	// UserRegistered is "user.registered".
-	UserRegistered struct {
-		UserID string `json:"user_id"`
-		Name   string `json:"name"`
-	}
-	// UserJoinedCourse is "user.joined_course".
-	UserJoinedCourse struct {
-		CourseName string `json:"course_name"`
-		UserID     string `json:"user_id"`
-	}
-	// CourseClosed is "course.closed".
-	CourseClosed struct {
-		CourseName string `json:"course_name"`
 	}
 	// courseReviewed is "course.reviewed": its user_id is optional, and a
 	// review without one is indexed under course_name alone.
@@ -89,18 +82,12 @@ func (d deposit) Validate() error {
 
 // Type strings of the fixtures.
 const (
-	TypeDeviceRegistered = "device.registered"
-	TypeAssetRegistered  = "asset.registered"
-	typeDeviceBound      = "device.bound"
-	TypeCourseCreated    = "course.created"
-	TypeUserRegistered   = "user.registered"
-	TypeUserJoinedCourse = "user.joined_course"
-	TypeCourseClosed     = "course.closed"
-	typeCourseReviewed   = "course.reviewed"
-	typeTransfer         = "transfer.made"
-	typeReading          = "sensor.read"
-	typeSignup           = "user.signed_up"
-	typeDeposit          = "account.deposited"
+	typeDeviceBound    = "device.bound"
+	typeCourseReviewed = "course.reviewed"
+	typeTransfer       = "transfer.made"
+	typeReading        = "sensor.read"
+	typeSignup         = "user.signed_up"
+	typeDeposit        = "account.deposited"
 	// typeTicketOpened and typeTicketClosed share the Go type ticket
 	// (codec.RegisterAs): messages of it carry their Type.
 	typeTicketOpened = "ticket.opened"
@@ -114,17 +101,19 @@ type ticket struct {
 }
 
 // NewRegistry returns a registry holding every fixture type of the suite,
-// the registry Run hands to the factory.
+// the registry Run hands to the factory. A store's own tests that append
+// the suite's messages too take their types from internal/fixtures (the
+// repository's stores); the suite exports none.
 func NewRegistry() (*codec.Registry, error) {
 	reg := codec.NewRegistry()
 	err := errors.Join(
-		codec.Register[DeviceRegistered](reg, TypeDeviceRegistered),
-		codec.Register[AssetRegistered](reg, TypeAssetRegistered),
+		codec.Register[deviceRegistered](reg, typeDeviceRegistered),
+		codec.Register[assetRegistered](reg, typeAssetRegistered),
 		codec.Register[deviceBound](reg, typeDeviceBound),
-		codec.Register[CourseCreated](reg, TypeCourseCreated),
-		codec.Register[UserRegistered](reg, TypeUserRegistered),
-		codec.Register[UserJoinedCourse](reg, TypeUserJoinedCourse),
-		codec.Register[CourseClosed](reg, TypeCourseClosed),
+		codec.Register[courseCreated](reg, typeCourseCreated),
+		codec.Register[userRegistered](reg, typeUserRegistered),
+		codec.Register[userJoinedCourse](reg, typeUserJoinedCourse),
+		codec.Register[courseClosed](reg, typeCourseClosed),
 		codec.Register[courseReviewed](reg, typeCourseReviewed),
 		codec.Register[transfer](reg, typeTransfer),
 		codec.Register[reading](reg, typeReading),

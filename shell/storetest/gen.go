@@ -20,14 +20,14 @@ type gen struct {
 // allTypes are the fixture types the random tests draw (the invalid Signup
 // and Deposit are drawn on purpose elsewhere).
 var allTypes = []string{
-	TypeDeviceRegistered, TypeAssetRegistered, typeDeviceBound,
-	TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed,
+	typeDeviceRegistered, typeAssetRegistered, typeDeviceBound,
+	typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed,
 	typeCourseReviewed, typeTransfer, typeReading,
 }
 
 // courseTypes are the types of the course fixtures, a domain where random
 // guards contend often.
-var courseTypes = []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed, typeCourseReviewed}
+var courseTypes = []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed, typeCourseReviewed}
 
 // readingTimes are the times Reading.At takes.
 var readingTimes = [...]time.Time{epoch.Add(-time.Hour), epoch.Add(-time.Hour + 1500*time.Microsecond)}
@@ -77,20 +77,20 @@ func (g gen) oneOf(label string, vs []string) string { return vs[g.pick(len(vs),
 // payload draws a message payload of one of g.types.
 func (g gen) payload() any {
 	switch typ := g.oneOf("type", g.types); typ {
-	case TypeDeviceRegistered:
-		return DeviceRegistered{g.value("device_id"), g.value("name")}
-	case TypeAssetRegistered:
-		return AssetRegistered{g.value("asset_id"), g.value("label")}
+	case typeDeviceRegistered:
+		return deviceRegistered{DeviceID: g.value("device_id"), Name: g.value("name")}
+	case typeAssetRegistered:
+		return assetRegistered{AssetID: g.value("asset_id"), Label: g.value("label")}
 	case typeDeviceBound:
 		return deviceBound{g.value("device_id"), g.value("asset_id")}
-	case TypeCourseCreated:
-		return CourseCreated{g.value("course_name")}
-	case TypeUserRegistered:
-		return UserRegistered{g.value("user_id"), g.value("name")}
-	case TypeUserJoinedCourse:
-		return UserJoinedCourse{g.value("course_name"), g.value("user_id")}
-	case TypeCourseClosed:
-		return CourseClosed{g.value("course_name")}
+	case typeCourseCreated:
+		return courseCreated{CourseName: g.value("course_name")}
+	case typeUserRegistered:
+		return userRegistered{UserID: g.value("user_id"), Name: g.value("name")}
+	case typeUserJoinedCourse:
+		return userJoinedCourse{CourseName: g.value("course_name"), UserID: g.value("user_id")}
+	case typeCourseClosed:
+		return courseClosed{CourseName: g.value("course_name")}
 	case typeCourseReviewed:
 		r := courseReviewed{CourseName: g.value("course_name")}
 		if g.pick(2, "reviewer?") == 1 {

@@ -51,10 +51,10 @@ func RunGroups(t *testing.T, open Factory) {
 // The fixture consumer groups.
 const (
 	// enrolments is partitioned by (course_name, user_id): its partitions
-	// are discovered from UserJoinedCourse, the only handled type carrying
+	// are discovered from userJoinedCourse, the only handled type carrying
 	// both, and hold the course and user messages under conditional AND.
 	enrolments = "storetest.enrolments"
-	// devices decides DeviceRegistered commands per device; processing a
+	// devices decides deviceRegistered commands per device; processing a
 	// command emits a DeviceBound event, which it does not handle.
 	devices = "storetest.devices"
 	// bindings projects the DeviceBound events per device.
@@ -70,9 +70,9 @@ const (
 func groupSpec(id string) shell.GroupSpec {
 	switch id {
 	case enrolments:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"user_id", "course_name"}, Handled: []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}}
+		return shell.GroupSpec{ID: id, PartitionBy: []string{"user_id", "course_name"}, Handled: []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}}
 	case devices:
-		return shell.GroupSpec{ID: id, Label: "Devices", PartitionBy: []string{"device_id"}, Handled: []string{TypeDeviceRegistered}}
+		return shell.GroupSpec{ID: id, Label: "Devices", PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}}
 	case bindings:
 		return shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceBound}}
 	case accounts:

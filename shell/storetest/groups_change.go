@@ -22,7 +22,7 @@ func (s suite) testChangeGroup(t *testing.T) {
 		fail := func(retries int) func(shell.GroupState) (shell.GroupChange, error) {
 			return func(st shell.GroupState) (shell.GroupChange, error) {
 				seen = append(seen, st)
-				f := shell.Failure{RetryCount: st.Failure.RetryCount + 1, Error: "boom", MessageType: TypeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+				f := shell.Failure{RetryCount: st.Failure.RetryCount + 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
 				if f.RetryCount <= retries {
 					return shell.GroupChange{Command: shell.CmdRetry, RetryAt: e.clock.Now().Add(time.Duration(f.RetryCount) * time.Second), Failure: f}, nil
 				}
@@ -34,7 +34,7 @@ func (s suite) testChangeGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := shell.Failure{RetryCount: 1, Error: "boom", MessageType: TypeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+		want := shell.Failure{RetryCount: 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
 		if st.Status != shell.StatusRetrying || !st.RetryAt.Equal(epoch.Add(time.Second)) || !sameFailure(st.Failure, want) {
 			t.Fatalf("after the first change: %+v, want retrying at +1s with %+v", st, want)
 		}
@@ -142,7 +142,7 @@ func (s suite) testChangeGroup(t *testing.T) {
 func (s suite) testClaimAge(t *testing.T) {
 	t.Run("claims made at or before a cutoff are released, even a live worker's", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		t0 := e.clock.Now()
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, t0); err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		if !ok {
 			t.Fatalf("%T is not a shell.ClaimRenewer: a running batch's claim would be released at MaxClaimAge", e.gs)
 		}
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		running := e.claim(devices, "w1", 10)
 		leaked := e.claim(devices, "w1", 10)
 		other := e.claim(devices, "w2", 10)
@@ -220,7 +220,7 @@ func (s suite) testClaimAge(t *testing.T) {
 
 	t.Run("a removed worker's claim is stale by its age", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		c := e.claim(devices, "w1", 10)
 		now := e.clock.Advance(2 * time.Minute)
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1", "w2"}, now); err != nil {
@@ -243,7 +243,7 @@ func (s suite) testClaimAge(t *testing.T) {
 
 	t.Run("a release in a transaction commits or rolls back with it", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 1)
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 			if err := gtx.Release(c); err != nil {

@@ -34,7 +34,7 @@ func (s suite) testRegister(t *testing.T) {
 
 	t.Run("registering again keeps the status, the failure and the offsets", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "Boiler"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "Boiler"})
 		e.ack(e.claim(devices, "w1", 10), 1)
 		f := shell.Failure{OffsetID: 7, ErrorType: "*errors.errorString", Error: "boom", Stack: "main.go:1"}
 		if err := e.gs.FailGroup(e.ctx, devices, f); err != nil {
@@ -63,12 +63,12 @@ func (s suite) testRegister(t *testing.T) {
 			spec shell.GroupSpec
 			is   error
 		}{
-			{"no id", shell.GroupSpec{Handled: []string{TypeCourseCreated}, PartitionBy: []string{"course_name"}}, nil},
+			{"no id", shell.GroupSpec{Handled: []string{typeCourseCreated}, PartitionBy: []string{"course_name"}}, nil},
 			{"no handled types", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}}, nil},
 			{"id-partitioned but not exclusive", shell.GroupSpec{ID: "storetest.bad", Handled: []string{typeDeposit}}, nil},
 			{"the reserved key as a partition key", shell.GroupSpec{ID: "storetest.bad", Exclusive: true, PartitionBy: []string{core.IDKey}, Handled: []string{typeDeposit}}, nil},
-			{"an id that is not normalised", shell.GroupSpec{ID: "Storetest::BadGroup", PartitionBy: []string{"course_name"}, Handled: []string{TypeCourseCreated}}, nil},
-			{"an unknown handled type", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}, Handled: []string{TypeCourseCreated, "course.renamed"}}, codec.ErrUnknownType},
+			{"an id that is not normalised", shell.GroupSpec{ID: "Storetest::BadGroup", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated}}, nil},
+			{"an unknown handled type", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated, "course.renamed"}}, codec.ErrUnknownType},
 		}
 		for _, c := range cases {
 			err := e.gs.RegisterGroup(e.ctx, c.spec)
@@ -102,14 +102,14 @@ func (s suite) testRegister(t *testing.T) {
 		}
 		conflict(shell.GroupSpec{ID: "storetest.ledger", PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
 		conflict(shell.GroupSpec{ID: "storetest.ledger", Exclusive: true, PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
-		conflict(shell.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{typeDeviceBound, TypeDeviceRegistered}}, devices, TypeDeviceRegistered)
+		conflict(shell.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{typeDeviceBound, typeDeviceRegistered}}, devices, typeDeviceRegistered)
 		e.register(groupSpec(jobs)) // itself is no conflict
 	})
 
 	t.Run("groups sharing a type each get its messages", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.register(shell.GroupSpec{ID: "storetest.device_names", PartitionBy: []string{"name"}, Handled: []string{TypeDeviceRegistered}})
-		e.append(DeviceRegistered{"d1", "Boiler"}, DeviceRegistered{"d2", "Boiler"})
+		e.register(shell.GroupSpec{ID: "storetest.device_names", PartitionBy: []string{"name"}, Handled: []string{typeDeviceRegistered}})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "Boiler"}, deviceRegistered{DeviceID: "d2", Name: "Boiler"})
 		if got := e.drain(devices, "w1"); !maps.EqualFunc(got, map[string][]int64{"device_id:d1": {1}, "device_id:d2": {2}}, slices.Equal) {
 			t.Fatalf("devices received %v", got)
 		}
@@ -123,7 +123,7 @@ func (s suite) testClaim(t *testing.T) {
 	t.Run("a claim holds its partition's messages under conditional AND", func(t *testing.T) {
 		e := s.genv(t, enrolments)
 		courseLog(e.env)
-		// Partitions come from UserJoinedCourse, the only handled type
+		// Partitions come from userJoinedCourse, the only handled type
 		// carrying both keys; all are at 0, so the oldest offset goes
 		// first.
 		algebraJoe := e.claim(enrolments, "w1", 10)
@@ -137,7 +137,7 @@ func (s suite) testClaim(t *testing.T) {
 	t.Run("a batch holds at most batch size messages; the next continues after the ack", func(t *testing.T) {
 		e := s.genv(t, devices)
 		for i := range 5 {
-			e.append(DeviceRegistered{"d1", fmt.Sprint("name ", i)})
+			e.append(deviceRegistered{DeviceID: "d1", Name: fmt.Sprint("name ", i)})
 		}
 		d1 := part("device_id", "d1")
 		c := e.claim(devices, "w1", 2)
@@ -159,7 +159,7 @@ func (s suite) testClaim(t *testing.T) {
 	t.Run("a claim says where its offset stood (After)", func(t *testing.T) {
 		e := s.genv(t, devices)
 		for i := range 5 {
-			e.append(DeviceRegistered{"d1", fmt.Sprint("name ", i)})
+			e.append(deviceRegistered{DeviceID: "d1", Name: fmt.Sprint("name ", i)})
 		}
 		for _, step := range []struct {
 			after, ack int64
@@ -171,7 +171,7 @@ func (s suite) testClaim(t *testing.T) {
 			e.ack(c, step.ack)
 		}
 		// Through ClaimMany too, where a store has it.
-		e.append(DeviceRegistered{"d1", "again"}, DeviceRegistered{"d2", "new"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "again"}, deviceRegistered{DeviceID: "d2", Name: "new"})
 		err := e.gs.Update(e.ctx, func(tx shell.Tx) error {
 			m, ok := tx.(shell.ClaimManyTx)
 			if !ok {
@@ -212,11 +212,11 @@ func (s suite) testClaim(t *testing.T) {
 	t.Run("only handled messages carrying every partition key make partitions", func(t *testing.T) {
 		e := s.genv(t, enrolments, devices)
 		e.append(
-			DeviceRegistered{"d1", "Boiler"}, // 1: devices only
-			CourseCreated{"Algebra"},         // 2: some keys of enrolments
-			UserRegistered{"joe", "Joe"},     // 3
-			CourseClosed{"Algebra"},          // 4
-			deviceBound{"d7", "a1"},          // 5: carries device_id, not handled by devices
+			deviceRegistered{DeviceID: "d1", Name: "Boiler"}, // 1: devices only
+			courseCreated{CourseName: "Algebra"},             // 2: some keys of enrolments
+			userRegistered{UserID: "joe", Name: "Joe"},       // 3
+			courseClosed{CourseName: "Algebra"},              // 4
+			deviceBound{"d7", "a1"},                          // 5: carries device_id, not handled by devices
 		)
 		e.noClaim(enrolments, "w1")
 		if got := e.offsets(enrolments); len(got) != 0 {
@@ -229,26 +229,26 @@ func (s suite) testClaim(t *testing.T) {
 		if _, ok := e.offset(devices, part("device_id", "d7")); ok {
 			t.Fatal("a deviceBound made a partition of devices, which does not handle it")
 		}
-		e.append(UserJoinedCourse{"Algebra", "joe"}) // 6
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}) // 6
 		c = e.claim(enrolments, "w1", 10)
 		e.expectClaim(c, part("course_name", "Algebra", "user_id", "joe"), false, 2, 3, 4, 6)
 		e.ack(c, 6)
 
 		// A message carrying only some keys does not wake the partition: it
 		// waits for one that carries them all.
-		e.append(CourseClosed{"Algebra"}, UserRegistered{"joe", "Joseph"}) // 7, 8
+		e.append(courseClosed{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joseph"}) // 7, 8
 		e.noClaim(enrolments, "w1")
-		e.append(UserJoinedCourse{"Algebra", "joe"}) // 9
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}) // 9
 		e.expectClaim(e.claim(enrolments, "w1", 10), part("course_name", "Algebra", "user_id", "joe"), false, 7, 8, 9)
 	})
 
 	t.Run("the partition furthest behind goes first, then the oldest", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d2", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d2", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		c := e.claim(devices, "w1", 1)
 		e.expectClaim(c, part("device_id", "d2"), false, 1)
 		e.ack(c, 1)
-		e.append(DeviceRegistered{"d2", "d"}) // 4
+		e.append(deviceRegistered{DeviceID: "d2", Name: "d"}) // 4
 		for _, want := range []struct {
 			device string
 			pos    int64
@@ -262,7 +262,7 @@ func (s suite) testClaim(t *testing.T) {
 
 	t.Run("a group registered late claims the messages appended before", func(t *testing.T) {
 		e := s.genv(t)
-		e.append(DeviceRegistered{"d1", "a"}, CourseCreated{"Algebra"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, courseCreated{CourseName: "Algebra"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		e.register(groupSpec(devices))
 		got := e.drain(devices, "w1")
 		if want := map[string][]int64{"device_id:d1": {1, 4}, "device_id:d2": {3}}; !maps.EqualFunc(got, want, slices.Equal) {
@@ -273,21 +273,21 @@ func (s suite) testClaim(t *testing.T) {
 
 	t.Run("the claim guard conflicts with a later message of the partition", func(t *testing.T) {
 		e := s.genv(t, enrolments)
-		e.append(UserJoinedCourse{"Algebra", "joe"})
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "joe"})
 		c := e.claim(enrolments, "w1", 10)
 		e.expectClaim(c, part("course_name", "Algebra", "user_id", "joe"), false, 1)
-		e.append(UserJoinedCourse{"History", "jake"}) // 2: another partition
-		if _, err := e.appendGuarded(c.Guard, DeviceRegistered{"d1", "a"}); err != nil {
+		e.append(userJoinedCourse{CourseName: "History", UserID: "jake"}) // 2: another partition
+		if _, err := e.appendGuarded(c.Guard, deviceRegistered{DeviceID: "d1", Name: "a"}); err != nil {
 			t.Fatalf("append under the claim guard after another partition's message: %v", err)
 		}
-		e.append(CourseClosed{"Algebra"}) // 4: this partition (conditional AND)
-		_, err := e.appendGuarded(c.Guard, DeviceRegistered{"d2", "b"})
+		e.append(courseClosed{CourseName: "Algebra"}) // 4: this partition (conditional AND)
+		_, err := e.appendGuarded(c.Guard, deviceRegistered{DeviceID: "d2", Name: "b"})
 		e.conflict(err, 4)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		_, err := e.gs.ClaimNext(e.ctx, "storetest.nope", "w1", 10)
 		unknownGroup(t, err, "storetest.nope", devices)
 		for _, n := range []int{0, -1} {
@@ -305,7 +305,7 @@ func (s suite) testClaim(t *testing.T) {
 func (s suite) testAck(t *testing.T) {
 	t.Run("only the claimant acks or releases", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 1)
 		other := *c
 		other.WorkerID = "w2"
@@ -334,7 +334,7 @@ func (s suite) testAck(t *testing.T) {
 
 	t.Run("release frees the partition without moving its offset", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		e.noClaim(devices, "w2")
 		e.release(c)
@@ -347,13 +347,13 @@ func (s suite) testAck(t *testing.T) {
 
 	t.Run("acks never move an offset back; the highest position is the furthest ack", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		e.ack(e.claim(devices, "w1", 10), 3)
 		e.ack(e.claim(devices, "w1", 10), 2)
 		if got := e.info(devices); got.HighestPosition != 3 {
 			t.Fatalf("highest position %d, want 3", got.HighestPosition)
 		}
-		e.append(DeviceRegistered{"d1", "d"}) // 4
+		e.append(deviceRegistered{DeviceID: "d1", Name: "d"}) // 4
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, part("device_id", "d1"), false, 4)
 		e.ack(c, 1)
@@ -366,7 +366,7 @@ func (s suite) testAck(t *testing.T) {
 
 	t.Run("acking part of a batch leaves the rest to any worker", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		c := e.claim(devices, "w1", 10)
 		e.noClaim(devices, "w2") // the group latches while w1 holds the partition
 		e.ack(c, 1)
@@ -375,7 +375,7 @@ func (s suite) testAck(t *testing.T) {
 
 	t.Run("an Update appends a batch's events and acks it together", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 			if _, err := tx.Append(msgs(deviceBound{"d1", "a1"}), shell.AppendOptions{Guard: &c.Guard}); err != nil {
@@ -392,7 +392,7 @@ func (s suite) testAck(t *testing.T) {
 	})
 	t.Run("a lost claim's ack fails its whole Update, which writes nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		held := e.claim(devices, "w1", 10)
 		lost := e.claim(devices, "w1", 10)
 		e.release(lost) // as the reaper would
@@ -410,7 +410,7 @@ func (s suite) testAck(t *testing.T) {
 		// Nothing was written: the delete and the held claim's ack were
 		// rolled back with it, and the held claim is still held.
 		e.lastAt(devices, part("device_id", "d1"), 0)
-		if got := e.read([]core.Condition{{Type: TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}, shell.ReadOptions{}); len(got.Messages) != 1 {
+		if got := e.read([]core.Condition{{Type: typeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}, shell.ReadOptions{}); len(got.Messages) != 1 {
 			t.Fatalf("read d1 after the failed Update: %v; want its message, not deleted", got.Messages)
 		}
 		if got := e.info(devices); got.HighestPosition != 0 {
@@ -446,7 +446,7 @@ func (s suite) testAdvance(t *testing.T) {
 	t.Run("advancing skips a command handled synchronously", func(t *testing.T) {
 		e := s.genv(t, devices)
 		d1 := part("device_id", "d1")
-		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "a"}); !moved || pos != 1 {
+		if pos, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "a"}); !moved || pos != 1 {
 			t.Fatalf("advance to %d: moved %v, want true", pos, moved)
 		}
 		e.noClaim(devices, "w1")
@@ -456,10 +456,10 @@ func (s suite) testAdvance(t *testing.T) {
 		}
 		// Other partitions, and types the group does not handle, do not
 		// hold an advance back.
-		e.append(DeviceRegistered{"d2", "b"}, deviceBound{"d1", "a1"}) // 2, 3
+		e.append(deviceRegistered{DeviceID: "d2", Name: "b"}, deviceBound{"d1", "a1"}) // 2, 3
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, part("device_id", "d2"), false, 2)
-		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "c"}); !moved || pos != 4 {
+		if pos, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "c"}); !moved || pos != 4 {
 			t.Fatalf("advance to %d: moved %v, want true", pos, moved)
 		}
 		e.lastAt(devices, d1, 4)
@@ -470,8 +470,8 @@ func (s suite) testAdvance(t *testing.T) {
 	t.Run("an offset never moves back, and an advance to where it is succeeds", func(t *testing.T) {
 		e := s.genv(t, devices)
 		d1 := part("device_id", "d1")
-		handle(e, devices, d1, DeviceRegistered{"d1", "a"})
-		handle(e, devices, d1, DeviceRegistered{"d1", "b"})
+		handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "a"})
+		handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "b"})
 		for _, pos := range []int64{2, 1} {
 			var moved bool
 			err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
@@ -492,7 +492,7 @@ func (s suite) testAdvance(t *testing.T) {
 		// Two messages of one transaction wake d1; the advance past the
 		// first leaves the second pending.
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 			if moved, err := gtx.AdvanceOffset(devices, d1, 1); err != nil || !moved {
@@ -509,8 +509,8 @@ func (s suite) testAdvance(t *testing.T) {
 		e.noClaim(devices, "w1")
 		// A message of another transaction stays pending: the advance past
 		// a later command of the partition is held back by it.
-		e.append(DeviceRegistered{"d1", "c"}) // 3
-		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "d"}); moved || pos != 4 {
+		e.append(deviceRegistered{DeviceID: "d1", Name: "c"}) // 3
+		if pos, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "d"}); moved || pos != 4 {
 			t.Fatalf("advance to %d over another transaction's message: moved %v, want false", pos, moved)
 		}
 		c = e.claim(devices, "w1", 10)
@@ -518,7 +518,7 @@ func (s suite) testAdvance(t *testing.T) {
 		e.ack(c, 4)
 		// An advance past an earlier position leaves the message pending.
 		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "e"}), shell.AppendOptions{}); err != nil { // 5
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "e"}), shell.AppendOptions{}); err != nil { // 5
 				return err
 			}
 			if moved, err := gtx.AdvanceOffset(devices, d2, 4); err != nil || !moved {
@@ -536,7 +536,7 @@ func (s suite) testAdvance(t *testing.T) {
 		// A claim, or a delete, later in the transaction of the append sees
 		// the pending work.
 		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d1", "f"}, DeviceRegistered{"d2", "g"}), shell.AppendOptions{}); err != nil { // 6, 7
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "f"}, deviceRegistered{DeviceID: "d2", Name: "g"}), shell.AppendOptions{}); err != nil { // 6, 7
 				return err
 			}
 			c, err := gtx.ClaimNext(devices, "w1", 10)
@@ -562,7 +562,7 @@ func (s suite) testAdvance(t *testing.T) {
 		}
 		// So does ClaimMany.
 		err = e.update(func(tx shell.Tx, _ shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "h"}), shell.AppendOptions{}); err != nil { // 8
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "h"}), shell.AppendOptions{}); err != nil { // 8
 				return err
 			}
 			cs, err := manyTx(e.t, tx).ClaimMany(devices, "w1", 10, 2)
@@ -583,11 +583,11 @@ func (s suite) testAdvance(t *testing.T) {
 	t.Run("the highest position survives resets and released offsets", func(t *testing.T) {
 		e := s.genv(t, devices)
 		d1, d9 := part("device_id", "d1"), part("device_id", "d9")
-		if _, moved := handle(e, devices, d1, DeviceRegistered{"d1", "a"}); !moved { // 1
+		if _, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "a"}); !moved { // 1
 			t.Fatal("the command's advance did not move")
 		}
 		// d9: an offset no message created, released once drained.
-		e.append(DeviceRegistered{"d2", "b"}) // 2
+		e.append(deviceRegistered{DeviceID: "d2", Name: "b"}) // 2
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
 			moved, err := gtx.AdvanceOffset(devices, d9, 2)
 			if err == nil && !moved {
@@ -626,15 +626,15 @@ func (s suite) testAdvance(t *testing.T) {
 	t.Run("an advance does not skip an unprocessed message", func(t *testing.T) {
 		e := s.genv(t, devices, enrolments)
 		d1 := part("device_id", "d1")
-		e.append(DeviceRegistered{"d1", "a"}) // 1, not processed yet
-		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "b"}); moved || pos != 2 {
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}) // 1, not processed yet
+		if pos, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "b"}); moved || pos != 2 {
 			t.Fatalf("advance to %d over an unprocessed message: moved %v, want false", pos, moved)
 		}
 		e.lastAt(devices, d1, 0)
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, d1, false, 1, 2)
 		// Not while a worker holds it either.
-		if pos, moved := handle(e, devices, d1, DeviceRegistered{"d1", "c"}); moved || pos != 3 {
+		if pos, moved := handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "c"}); moved || pos != 3 {
 			t.Fatalf("advance to %d over a claimed message: moved %v, want false", pos, moved)
 		}
 		e.ack(c, 2)
@@ -643,16 +643,16 @@ func (s suite) testAdvance(t *testing.T) {
 		// Conditional AND: a message carrying some of the partition's keys
 		// holds it back too.
 		aj := part("course_name", "Algebra", "user_id", "joe")
-		e.append(CourseClosed{"Algebra"}) // 4
-		if pos, moved := handle(e, enrolments, aj, UserJoinedCourse{"Algebra", "joe"}); moved || pos != 5 {
-			t.Fatalf("advance to %d over a CourseClosed of the partition: moved %v, want false", pos, moved)
+		e.append(courseClosed{CourseName: "Algebra"}) // 4
+		if pos, moved := handle(e, enrolments, aj, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}); moved || pos != 5 {
+			t.Fatalf("advance to %d over a courseClosed of the partition: moved %v, want false", pos, moved)
 		}
 		e.expectClaim(e.claim(enrolments, "w1", 10), aj, false, 4, 5)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
 		e := s.genv(t, devices, enrolments, jobs)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		advance := func(group string, p map[string]string, pos int64) error {
 			return e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
 				_, err := gtx.AdvanceOffset(group, p, pos)
@@ -686,13 +686,13 @@ func (s suite) testLatch(t *testing.T) {
 		for range 3 {
 			e.noClaim(devices, "w1")
 		}
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 1)
 	})
 
 	t.Run("a release wakes a group that latched while the partition was held", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		e.noClaim(devices, "w2")
 		e.noClaim(devices, "w2")
@@ -704,7 +704,7 @@ func (s suite) testLatch(t *testing.T) {
 		e := s.genv(t, devices)
 		e.noClaim(devices, "w1")
 		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
-			_, err := tx.Append(msgs(DeviceRegistered{"d1", "a"}), shell.AppendOptions{})
+			_, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -715,7 +715,7 @@ func (s suite) testLatch(t *testing.T) {
 
 	t.Run("a promoted message wakes a latched group", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(core.NewMessage(DeviceRegistered{"d1", "a"}).At(epoch.Add(time.Minute)))
+		e.append(core.NewMessage(deviceRegistered{DeviceID: "d1", Name: "a"}).At(epoch.Add(time.Minute)))
 		e.noClaim(devices, "w1")
 		if n, err := e.store.PromoteScheduled(e.ctx, epoch.Add(time.Minute)); err != nil || n != 1 {
 			t.Fatalf("promote: %d, %v", n, err)
@@ -736,7 +736,7 @@ func (s suite) testLatch(t *testing.T) {
 				err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 					for _, m := range c.Messages {
 						processed[m.ID]++
-						if _, err := tx.Append(msgs(deviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}), shell.AppendOptions{}); err != nil {
+						if _, err := tx.Append(msgs(deviceBound{m.Payload.(deviceRegistered).DeviceID, "a"}), shell.AppendOptions{}); err != nil {
 							return err
 						}
 					}
@@ -757,7 +757,7 @@ func (s suite) testLatch(t *testing.T) {
 		commands := 0
 		for round := range 12 {
 			for i := range 1 + round%3 {
-				e.append(DeviceRegistered{fmt.Sprint("d", (round+i)%4), fmt.Sprint("r", round)})
+				e.append(deviceRegistered{DeviceID: fmt.Sprint("d", (round+i)%4), Name: fmt.Sprint("r", round)})
 				commands++
 			}
 			step("w1")

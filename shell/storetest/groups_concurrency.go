@@ -57,7 +57,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 		var cmds []any
 		for round := range perPartition {
 			for _, p := range r.Perm(partitions) {
-				cmds = append(cmds, DeviceRegistered{fmt.Sprint("d", p), fmt.Sprint("round ", round)})
+				cmds = append(cmds, deviceRegistered{DeviceID: fmt.Sprint("d", p), Name: fmt.Sprint("round ", round)})
 			}
 		}
 		for len(cmds) > 0 {
@@ -95,7 +95,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 			if c.Group == devices {
 				events := make([]any, len(c.Messages))
 				for i, m := range c.Messages {
-					events[i] = deviceBound{m.Payload.(DeviceRegistered).DeviceID, "a"}
+					events[i] = deviceBound{m.Payload.(deviceRegistered).DeviceID, "a"}
 				}
 				if _, err := tx.Append(msgs(events...), shell.AppendOptions{}); err != nil {
 					return err

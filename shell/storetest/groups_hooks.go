@@ -71,7 +71,7 @@ func (s suite) testHooks(t *testing.T) {
 	t.Run("transitions wait for their hooks, in order, and hold the group's work", func(t *testing.T) {
 		e := s.genv(t)
 		e.register(hooked())
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		if err := e.gs.StopGroup(e.ctx, devices, "rebuild"); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func (s suite) testHooks(t *testing.T) {
 		if tr := claimT(e, "p1", now); tr != nil {
 			t.Fatalf("claimed %+v with none pending", tr)
 		}
-		if got := e.notes.take(); !slices.ContainsFunc(got, func(types []string) bool { return slices.Contains(types, TypeDeviceRegistered) }) {
+		if got := e.notes.take(); !slices.ContainsFunc(got, func(types []string) bool { return slices.Contains(types, typeDeviceRegistered) }) {
 			t.Fatalf("notifications after the last hook ran: %v, want the group's types announced (its workers wake)", got)
 		}
 		c := e.claim(devices, "w1", 10)
@@ -177,7 +177,7 @@ func (s suite) testHooks(t *testing.T) {
 
 	t.Run("a group without hooks records no transitions and is not held", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		for _, err := range []error{e.gs.StopGroup(e.ctx, devices, "x"), e.gs.ResetGroup(e.ctx, devices), e.gs.StartGroup(e.ctx, devices)} {
 			if err != nil {
 				t.Fatal(err)
@@ -193,7 +193,7 @@ func (s suite) testHooks(t *testing.T) {
 	t.Run("registering again with hooks keeps the pending transitions; without forgets them", func(t *testing.T) {
 		e := s.genv(t)
 		e.register(hooked())
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		if err := e.gs.StopGroup(e.ctx, devices, "x"); err != nil {
 			t.Fatal(err)
 		}

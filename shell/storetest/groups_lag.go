@@ -31,8 +31,8 @@ func (s suite) testLag(t *testing.T) {
 	// d1 at 1: d1 has 2 pending messages, d2 1, d3 2.
 	devicesBehind := func(e *genv) (d1, d2, d3 int64) {
 		e.t.Helper()
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d2", "c"},
-			DeviceRegistered{"d3", "d"}, DeviceRegistered{"d1", "e"}, DeviceRegistered{"d3", "f"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d2", Name: "c"},
+			deviceRegistered{DeviceID: "d3", Name: "d"}, deviceRegistered{DeviceID: "d1", Name: "e"}, deviceRegistered{DeviceID: "d3", Name: "f"})
 		c := e.claim(devices, "w1", 1)
 		e.expectClaim(c, part("device_id", "d1"), false, 1)
 		e.ack(c, 1)
@@ -98,7 +98,7 @@ func (s suite) testLag(t *testing.T) {
 		e := s.genv(t, devices)
 		var payloads []any
 		for i := range 300 {
-			payloads = append(payloads, DeviceRegistered{fmt.Sprintf("d%03d", i), "x"})
+			payloads = append(payloads, deviceRegistered{DeviceID: fmt.Sprintf("d%03d", i), Name: "x"})
 		}
 		e.append(payloads...)
 		got := lagOf(e, devices, shell.LagQuery{Partitions: 5})
@@ -138,7 +138,7 @@ func (s suite) testReadParked(t *testing.T) {
 	if !ok {
 		t.Fatalf("the store %T is not a shell.ParkedReader", e.gs)
 	}
-	e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, deviceBound{"d9", "x"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
+	e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceBound{"d9", "x"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
 	park := func(group string) {
 		t.Helper()
 		c := e.claim(group, "w1", 10)

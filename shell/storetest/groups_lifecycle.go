@@ -21,7 +21,7 @@ func (s suite) testLifecycle(t *testing.T) {
 		for _, from := range statuses {
 			for _, cmd := range commands {
 				id := fmt.Sprintf("storetest.chart_%s_%s", from, cmd)
-				e.register(shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{TypeDeviceRegistered}})
+				e.register(shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}})
 				var err error
 				switch from {
 				case shell.StatusRetrying:
@@ -148,12 +148,12 @@ func (s suite) testLifecycle(t *testing.T) {
 
 	t.Run("stopped and failed groups are not claimed", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		if err := e.gs.StopGroup(e.ctx, devices, ""); err != nil {
 			t.Fatal(err)
 		}
 		e.noClaim(devices, "w1")
-		e.append(DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d2", Name: "b"})
 		e.noClaim(devices, "w1")
 		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
 			t.Fatal(err)
@@ -171,7 +171,7 @@ func (s suite) testLifecycle(t *testing.T) {
 
 	t.Run("a retrying group is claimed from its retry time and recovers with its failed partition", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		c1 := e.claim(devices, "w1", 10)
 		e.release(c1)
 		at := e.clock.Now().Add(10 * time.Second)
@@ -202,9 +202,9 @@ func (s suite) testLifecycle(t *testing.T) {
 
 	t.Run("a reset group replays the log once started", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		e.drain(devices, "w1")
-		e.append(DeviceRegistered{"d3", "d"}) // 4
+		e.append(deviceRegistered{DeviceID: "d3", Name: "d"}) // 4
 		held := e.claim(devices, "w2", 10)
 		if err := e.gs.StopGroup(e.ctx, devices, "replay"); err != nil {
 			t.Fatal(err)
@@ -226,7 +226,7 @@ func (s suite) testLifecycle(t *testing.T) {
 		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
 			t.Fatal(err)
 		}
-		e.append(DeviceRegistered{"d2", "e"}) // 5
+		e.append(deviceRegistered{DeviceID: "d2", Name: "e"}) // 5
 		got := map[string]*shell.Claim{}
 		for range 3 {
 			c := e.claim(devices, "w1", 10)
@@ -272,7 +272,7 @@ func (s suite) testLifecycle(t *testing.T) {
 func (s suite) testHousekeeping(t *testing.T) {
 	t.Run("a worker that stops heartbeating loses its batch to another", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		t0 := e.clock.Now()
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1", "w2", "w1"}, t0); err != nil {
 			t.Fatal(err)
@@ -301,7 +301,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 
 	t.Run("the claim of a worker that never heartbeat expires by its age", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		silent := e.claim(devices, "w9", 10)
 		now := e.clock.Advance(30 * time.Second)
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, now); err != nil {
@@ -339,7 +339,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 
 	t.Run("drained offsets are released", func(t *testing.T) {
 		e := s.genv(t, devices, enrolments)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		// d1 is processed and deleted, d2 processed and kept, d3 deleted
 		// while a worker holds it.
 		for range 2 {
@@ -362,7 +362,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 		}
 		// A composite partition keeps its offset while a message carrying
 		// some of its keys remains: a new offset would deliver it again.
-		e.append(UserJoinedCourse{"Algebra", "joe"}, CourseClosed{"Algebra"}) // 4, 5
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}, courseClosed{CourseName: "Algebra"}) // 4, 5
 		c := e.claim(enrolments, "w1", 10)
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
 			if err := gtx.Delete(4); err != nil {
@@ -381,7 +381,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 		}
 		e.lastAt(devices, part("device_id", "d2"), 2)
 		if _, ok := e.offset(enrolments, part("course_name", "Algebra", "user_id", "joe")); !ok {
-			t.Fatal("the offset of a partition still holding a CourseClosed was released")
+			t.Fatal("the offset of a partition still holding a courseClosed was released")
 		}
 		e.release(held)
 		if n, err := e.gs.ReleaseDrainedOffsets(e.ctx); err != nil || n != 1 {
@@ -401,7 +401,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 			t.Fatalf("prune orphan key pairs again: %d, %v; want 0", n, err)
 		}
 		// A new message of a released partition starts it afresh.
-		e.append(DeviceRegistered{"d1", "f"}) // 6
+		e.append(deviceRegistered{DeviceID: "d1", Name: "f"}) // 6
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 6)
 	})
 }
@@ -409,7 +409,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 func (s suite) testOffsets(t *testing.T) {
 	t.Run("Stats describe every group, by id", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		e.ack(c, c.Last())
 		if err := e.gs.StopGroup(e.ctx, bindings, "paused"); err != nil {
@@ -430,7 +430,7 @@ func (s suite) testOffsets(t *testing.T) {
 	})
 	t.Run("ReadOffsets pages by id, filtered by group", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, deviceBound{"d1", "a1"}, DeviceRegistered{"d2", "b"}, deviceBound{"d2", "a2"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceBound{"d1", "a1"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceBound{"d2", "a2"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		all := e.offsets("")
 		if len(all) != 5 {
 			t.Fatalf("%d offsets, want 5: %+v", len(all), all)
@@ -504,7 +504,7 @@ func (s suite) testOffsets(t *testing.T) {
 
 	t.Run("an offset shows its claim and its group", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		claimedAt := e.clock.Advance(1500 * time.Millisecond)
 		c := e.claim(devices, "w1", 10)
 		e.clock.Advance(time.Second)
@@ -528,7 +528,7 @@ func (s suite) testOffsets(t *testing.T) {
 		e := s.genv(t, devices)
 		batch := make([]any, 60)
 		for i := range batch {
-			batch[i] = DeviceRegistered{fmt.Sprint("d", i), "x"}
+			batch[i] = deviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}
 		}
 		e.append(batch...)
 		page, err := e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{})
@@ -549,7 +549,7 @@ func (s suite) testOffsets(t *testing.T) {
 
 	t.Run("group figures", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d1", Name: "d"})
 		e.ack(e.claim(devices, "w1", 10), 4) // d1
 		e.ack(e.claim(devices, "w1", 10), 2) // d2
 		got := e.info(devices)
@@ -563,7 +563,7 @@ func (s suite) testOffsets(t *testing.T) {
 func (s suite) testQueue(t *testing.T) {
 	t.Run("a queue hands each message alone to concurrent workers and deletes it on ack", func(t *testing.T) {
 		e := s.genv(t, jobs, devices)
-		res := e.append(deposit{"acc1", 1}, DeviceRegistered{"d1", "a"}, deposit{"acc1", 2}, deposit{"acc1", 3})
+		res := e.append(deposit{"acc1", 1}, deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 2}, deposit{"acc1", 3})
 		ids := map[int64]string{1: res.Messages[0].ID.String(), 3: res.Messages[2].ID.String(), 4: res.Messages[3].ID.String()}
 		var claims []*shell.Claim
 		seen := map[int64]bool{}
@@ -639,7 +639,7 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("deletes then an ack in one transaction: a partition with messages left stays pending", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d1", "c"}, DeviceRegistered{"d2", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"}, deviceRegistered{DeviceID: "d2", Name: "d"})
 		c := e.claim(devices, "w1", 1)
 		e.expectClaim(c, part("device_id", "d1"), false, 1)
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
@@ -663,7 +663,7 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("deletes of every message of a partition across calls drain it", func(t *testing.T) {
 		e := s.genv(t, devices, jobs)
-		e.append(DeviceRegistered{"d1", "a"}, deposit{"acc1", 1}, DeviceRegistered{"d1", "b"}, deposit{"acc1", 2})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 1}, deviceRegistered{DeviceID: "d1", Name: "b"}, deposit{"acc1", 2})
 		job := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job", job.Messages, 2)
 		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
@@ -684,7 +684,7 @@ func (s suite) testQueue(t *testing.T) {
 			t.Fatalf("release drained offsets: %d, %v; want d1's and the first job's", n, err)
 		}
 		e.expectPositions("the second job", e.claim(jobs, "w1", 10).Messages, 4)
-		e.append(DeviceRegistered{"d1", "c"}) // 5
+		e.append(deviceRegistered{DeviceID: "d1", Name: "c"}) // 5
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 5)
 	})
 
@@ -725,7 +725,7 @@ func (s suite) testQueue(t *testing.T) {
 func (s suite) testGroupTx(t *testing.T) {
 	t.Run("a failed Update undoes offsets, claims, acks, deletes and advances", func(t *testing.T) {
 		e := s.genv(t, devices, jobs)
-		e.append(DeviceRegistered{"d1", "a"}, deposit{"acc1", 1})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 1})
 		c := e.claim(devices, "w1", 10)
 		job := e.claim(jobs, "w1", 10)
 		e.release(job)
@@ -736,7 +736,7 @@ func (s suite) testGroupTx(t *testing.T) {
 		log, offsets := e.log(), e.offsets("")
 		infos := []shell.GroupInfo{e.info(devices), e.info(jobs)}
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(DeviceRegistered{"d2", "b"}, deposit{"acc2", 2}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "b"}, deposit{"acc2", 2}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 			if err := gtx.Ack(c, 1); err != nil {
@@ -771,7 +771,7 @@ func (s suite) testGroupTx(t *testing.T) {
 			t.Fatalf("status %s after the failed partition's ack, want active", got)
 		}
 		e.expectPositions("the job", e.claim(jobs, "w2", 10).Messages, 2)
-		res := e.append(DeviceRegistered{"d2", "c"}) // 3, or later where positions skip
+		res := e.append(deviceRegistered{DeviceID: "d2", Name: "c"}) // 3, or later where positions skip
 		e.expectClaim(e.claim(devices, "w2", 10), part("device_id", "d2"), false, res.Positions[0])
 	})
 }
@@ -782,7 +782,7 @@ func (s suite) testGroupTx(t *testing.T) {
 func (s suite) testClaimUpdate(t *testing.T) {
 	t.Run("claims and acks several partitions in one transaction", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		var seen []string
 		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
 			for c != nil {
@@ -810,7 +810,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	})
 	t.Run("an error rolls back the claims and the acks", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		offsets := e.offsets(devices)
 		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
 			if err := tx.Ack(c, 1); err != nil {
@@ -845,7 +845,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		fn := func(shell.Tx, *shell.Claim) error { return nil }
 		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "", 10, fn); err == nil {
 			t.Fatal("ClaimUpdate with no worker id succeeded")

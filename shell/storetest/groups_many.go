@@ -76,9 +76,9 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("claims distinct partitions in ClaimNext's order, each up to the batch size", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d1", Name: "d"})
 		e.ack(e.claim(devices, "w1", 1), 1) // d1 is ahead now, at 1
-		e.append(DeviceRegistered{"d4", "e"}, DeviceRegistered{"d1", "f"}, DeviceRegistered{"d2", "g"})
+		e.append(deviceRegistered{DeviceID: "d4", Name: "e"}, deviceRegistered{DeviceID: "d1", Name: "f"}, deviceRegistered{DeviceID: "d2", Name: "g"})
 		first := e.claimMany(devices, "w1", 1, 3)
 		if len(first) != 3 {
 			t.Fatalf("%d claims, want 3", len(first))
@@ -117,7 +117,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("never claims a partition another worker holds", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"}, DeviceRegistered{"d4", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
 		held := e.claim(devices, "w1", 10)
 		e.expectClaim(held, d("d1"), false, 1)
 		var first *shell.Claim
@@ -155,7 +155,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		for range 3 {
 			e.noClaims(devices, "w1")
 		}
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		got := e.claimMany(devices, "w1", 10, 5)
 		if len(got) != 1 {
 			t.Fatalf("%d claims, want d1's", len(got))
@@ -179,7 +179,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("the claims roll back with the transaction", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		offsets := e.offsets(devices)
 		var got []*shell.Claim
 		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
@@ -212,7 +212,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("a stopped group, and a retrying one before its time, give no claims", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		if err := e.gs.StopGroup(e.ctx, devices, "maintenance"); err != nil {
 			t.Fatal(err)
 		}
@@ -252,17 +252,17 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("parked partitions are skipped", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d3", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, d("d1"), false, 1)
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: TypeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: typeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 		e.release(c)
-		e.append(DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "d"})
 		got := e.claimMany(devices, "w1", 10, 10)
 		if len(got) != 2 {
 			t.Fatalf("%d claims, want d2's and d3's (d1 is parked)", len(got))
@@ -314,7 +314,7 @@ func (s suite) testClaimMany(t *testing.T) {
 	// the same contract, job by job.
 	t.Run("a queue: the oldest jobs first, held and deleted ones skipped, other types never", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, DeviceRegistered{"d1", "x"}, deposit{"a4", 4}, deposit{"a5", 5})
+		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, deviceRegistered{DeviceID: "d1", Name: "x"}, deposit{"a4", 4}, deposit{"a5", 5})
 		held := e.claim(jobs, "w1", 10)
 		e.expectPositions("the held job", held.Messages, 1)
 		// Job 3 is deleted before a worker claims it: its partition has
@@ -409,7 +409,7 @@ func (s suite) testClaimMany(t *testing.T) {
 
 	t.Run("bad arguments are refused and claim nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		for _, c := range []struct {
 			worker       string
 			batch, parts int

@@ -125,13 +125,13 @@ func (m *groupModel) payload(t *rapid.T) any {
 	user := rapid.SampledFrom([]string{"joe", "jake"}).Draw(t, "user")
 	switch rapid.IntRange(0, 8).Draw(t, "type") {
 	case 0, 1, 2:
-		return UserJoinedCourse{course, user}
+		return userJoinedCourse{CourseName: course, UserID: user}
 	case 3:
-		return CourseCreated{course}
+		return courseCreated{CourseName: course}
 	case 4:
-		return UserRegistered{user, "x"}
+		return userRegistered{UserID: user, Name: "x"}
 	case 5:
-		return CourseClosed{course}
+		return courseClosed{CourseName: course}
 	case 6, 7:
 		var in []string
 		for _, a := range []string{"acc1", "acc2", "acc3"} {
@@ -144,7 +144,7 @@ func (m *groupModel) payload(t *rapid.T) any {
 		}
 		return transfer{Accounts: in, Amount: 1}
 	default:
-		return DeviceRegistered{"d1", user}
+		return deviceRegistered{DeviceID: "d1", Name: user}
 	}
 }
 

@@ -41,7 +41,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("a parked partition is skipped while the others flow, and listed with its failure", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, d1, false, 1, 2)
 		e.ack(c, 1)
@@ -52,7 +52,7 @@ func (s suite) testParking(t *testing.T) {
 			t.Fatalf("after parking: the group is %s, want active", st.Status)
 		}
 		e.noClaim(devices, "w1")
-		e.append(DeviceRegistered{"d2", "c"}, DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d2", Name: "c"}, deviceRegistered{DeviceID: "d1", Name: "d"})
 		c = e.claim(devices, "w1", 10)
 		e.expectClaim(c, d2, false, 3)
 		e.ack(c, 3)
@@ -67,7 +67,7 @@ func (s suite) testParking(t *testing.T) {
 		}
 		p := parked[0]
 		log := e.log()
-		want := shell.Failure{RetryCount: 3, OffsetID: p.OffsetID, Partition: "device_id:d1", MessageType: TypeDeviceRegistered, MessageID: log[1].ID.String(), Position: 2, ErrorType: "*errors.errorString", Error: "poison"}
+		want := shell.Failure{RetryCount: 3, OffsetID: p.OffsetID, Partition: "device_id:d1", MessageType: typeDeviceRegistered, MessageID: log[1].ID.String(), Position: 2, ErrorType: "*errors.errorString", Error: "poison"}
 		if p.Group != devices || !maps.Equal(p.Partition, d1) || p.LastPosition != 1 || !sameFailure(p.Failure, want) || p.Attempts() != 4 || !p.ParkedAt.Equal(epoch) {
 			t.Fatalf("parked %+v, want %s d1 at offset 1, parked at %v with %+v and 4 attempts", p, devices, epoch, want)
 		}
@@ -86,7 +86,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("parking recovers a retrying group, and leaves a stopped one stopped", func(t *testing.T) {
 		e := s.genv(t, devices, bindings)
-		e.append(DeviceRegistered{"d1", "a"}, deviceBound{"d1", "x"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceBound{"d1", "x"})
 		c := e.claim(devices, "w1", 10)
 		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(-time.Second), shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Error: "poison"}); err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("retry hands the failed message to the workers again", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		park(e, devices, c, 1, 0)
 		e.noClaim(devices, "w1")
@@ -133,7 +133,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("skip moves past the failed message only", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		c := e.claim(devices, "w1", 10)
 		e.ack(c, 1)
 		c = e.claim(devices, "w1", 10)
@@ -149,7 +149,7 @@ func (s suite) testParking(t *testing.T) {
 			t.Fatal("skipping a message removed it from the log")
 		}
 		// Skipping the last message of a partition leaves it caught up.
-		e.append(DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "d"})
 		c = e.claim(devices, "w1", 10)
 		park(e, devices, c, 4, 0)
 		if _, err := e.gs.SkipFailedMessage(e.ctx, devices, d1); err != nil {
@@ -161,12 +161,12 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("reset replays the partition", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, DeviceRegistered{"d1", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"})
 		got := e.drain(devices, "w1")
 		if !slices.Equal(got["device_id:d1"], []int64{1, 3}) {
 			t.Fatalf("drained %v", got)
 		}
-		e.append(DeviceRegistered{"d1", "d"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "d"})
 		c := e.claim(devices, "w1", 10)
 		park(e, devices, c, 4, 0)
 		if _, err := e.gs.ResetPartition(e.ctx, devices, d1); err != nil {
@@ -185,7 +185,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("operations on a partition that is not parked are refused and change nothing", func(t *testing.T) {
 		e := s.genv(t, devices, jobs)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		c := e.claim(devices, "w1", 10)
 		park(e, devices, c, 1, 0)
 		before := e.offsets(devices)
@@ -247,7 +247,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("a group reset unparks its partitions", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		c := e.claim(devices, "w1", 10)
 		park(e, devices, c, 1, 0)
 		if err := e.gs.StopGroup(e.ctx, devices, "rebuild"); err != nil {
@@ -268,7 +268,7 @@ func (s suite) testParking(t *testing.T) {
 
 	t.Run("parking in a transaction that rolls back parks nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		c := e.claim(devices, "w1", 10)
 		boom := errors.New("storetest: decide failed")
 		_, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
@@ -292,7 +292,7 @@ func (s suite) testParking(t *testing.T) {
 // refused command announces nothing.
 func (s suite) testResumeWakes(t *testing.T) {
 	e := s.genv(t, devices, bindings)
-	e.append(DeviceRegistered{"d1", "a"})
+	e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 	e.notes.take()
 	if err := e.gs.StopGroup(e.ctx, devices, "x"); err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func (s suite) testResumeWakes(t *testing.T) {
 	if err := e.gs.StartGroup(e.ctx, devices); err != nil {
 		t.Fatal(err)
 	}
-	e.expectNotes([]string{TypeDeviceRegistered})
+	e.expectNotes([]string{typeDeviceRegistered})
 	if err := e.gs.StartGroup(e.ctx, devices); err == nil {
 		t.Fatal("start of an active group: no error")
 	}
@@ -327,7 +327,7 @@ func (s suite) testResumeWakes(t *testing.T) {
 	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); err != nil {
 		t.Fatal(err)
 	}
-	e.expectNotes([]string{TypeDeviceRegistered})
+	e.expectNotes([]string{typeDeviceRegistered})
 	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); !errors.Is(err, shell.ErrNotParked) {
 		t.Fatalf("retry of an unparked partition: %v", err)
 	}

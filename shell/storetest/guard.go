@@ -11,64 +11,64 @@ import (
 )
 
 func (s suite) testGuard(t *testing.T) {
-	algebra := []core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}
+	algebra := []core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}
 
 	t.Run("a matching message after the read conflicts", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"})
+		e.append(userRegistered{UserID: "joe", Name: "Joe"})
 		g := e.read(algebra, shell.ReadOptions{}).Guard
-		e.append(CourseCreated{"Algebra"})
-		e.conflict(e.mustFail(e.appendGuarded(g, CourseCreated{"Algebra"})), 2)
+		e.append(courseCreated{CourseName: "Algebra"})
+		e.conflict(e.mustFail(e.appendGuarded(g, courseCreated{CourseName: "Algebra"})), 2)
 	})
 
 	t.Run("other types and other values do not conflict", func(t *testing.T) {
 		e := s.env(t)
 		g := e.read(algebra, shell.ReadOptions{}).Guard
-		e.append(CourseCreated{"History"}, CourseClosed{"Algebra"}, UserJoinedCourse{"Algebra", "joe"})
-		if _, err := e.appendGuarded(g, CourseCreated{"Algebra"}); err != nil {
+		e.append(courseCreated{CourseName: "History"}, courseClosed{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"})
+		if _, err := e.appendGuarded(g, courseCreated{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("guarded append: %v", err)
 		}
 	})
 
 	t.Run("an empty read still guards", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"}, UserRegistered{"jake", "Jake"})
+		e.append(userRegistered{UserID: "joe", Name: "Joe"}, userRegistered{UserID: "jake", Name: "Jake"})
 		res := e.read(algebra, shell.ReadOptions{})
 		if len(res.Messages) != 0 || res.Guard.LastPosition != 2 {
 			t.Fatalf("read: %d messages, guard position %d; want none and 2", len(res.Messages), res.Guard.LastPosition)
 		}
-		e.append(CourseCreated{"Algebra"})
-		e.conflict(e.mustFail(e.appendGuarded(res.Guard, CourseCreated{"Algebra"})), 3)
+		e.append(courseCreated{CourseName: "Algebra"})
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, courseCreated{CourseName: "Algebra"})), 3)
 	})
 
 	t.Run("a guard from an older read conflicts", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
 		old := core.Guard{Conditions: algebra, LastPosition: 0}
-		e.conflict(e.mustFail(e.appendGuarded(old, CourseClosed{"Algebra"})), 1)
+		e.conflict(e.mustFail(e.appendGuarded(old, courseClosed{CourseName: "Algebra"})), 1)
 		atOne := core.Guard{Conditions: algebra, LastPosition: 1}
-		if _, err := e.appendGuarded(atOne, CourseClosed{"Algebra"}); err != nil {
+		if _, err := e.appendGuarded(atOne, courseClosed{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("guard at the conflicting message's own position: %v", err)
 		}
 	})
 
 	t.Run("a type-only condition guards every message of the type", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read([]core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{}).Guard
-		e.append(CourseCreated{"Algebra"})
-		if _, err := e.appendGuarded(g, UserRegistered{"joe", "Joe"}); err != nil {
+		g := e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}).Guard
+		e.append(courseCreated{CourseName: "Algebra"})
+		if _, err := e.appendGuarded(g, userRegistered{UserID: "joe", Name: "Joe"}); err != nil {
 			t.Fatalf("another type conflicted: %v", err)
 		}
-		g = e.read([]core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{}).Guard
-		e.append(CourseClosed{"Geometry"})
-		e.conflict(e.mustFail(e.appendGuarded(g, UserRegistered{"joe", "Joe"})), 3)
+		g = e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}).Guard
+		e.append(courseClosed{CourseName: "Geometry"})
+		e.conflict(e.mustFail(e.appendGuarded(g, userRegistered{UserID: "joe", Name: "Joe"})), 3)
 	})
 
 	t.Run("the conflict error carries the conflicting messages", func(t *testing.T) {
 		e := s.env(t)
 		g := e.read(algebra, shell.ReadOptions{}).Guard
-		r := e.append(CourseCreated{"Algebra"}, CourseCreated{"History"}, CourseCreated{"Algebra"})
-		ce := e.conflict(e.mustFail(e.appendGuarded(g, CourseClosed{"Algebra"})), 1, 3)
+		r := e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"}, courseCreated{CourseName: "Algebra"})
+		ce := e.conflict(e.mustFail(e.appendGuarded(g, courseClosed{CourseName: "Algebra"})), 1, 3)
 		want := []core.PositionedMessage{{Message: r.Messages[0], Position: 1}, {Message: r.Messages[2], Position: 3}}
 		e.sameMessages("conflicts", ce.Conflicts, want)
 		if ce.Guard.LastPosition != g.LastPosition || !sameConds(ce.Guard.Conditions, g.Conditions) {
@@ -79,22 +79,22 @@ func (s suite) testGuard(t *testing.T) {
 	t.Run("a rejected append writes nothing, scheduled messages included", func(t *testing.T) {
 		e := s.env(t)
 		g := e.read(algebra, shell.ReadOptions{}).Guard
-		e.append(CourseCreated{"Algebra"})
+		e.append(courseCreated{CourseName: "Algebra"})
 		e.notes.take()
 		before := e.snapshot()
-		later := core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))
-		_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), later}, shell.AppendOptions{Guard: &g})
+		later := core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))
+		_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), later}, shell.AppendOptions{Guard: &g})
 		e.conflict(err, 1)
 		e.unchanged(before)
 	})
 
 	t.Run("a guard without conditions never conflicts", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"}, CourseClosed{"Algebra"})
-		if _, err := e.appendGuarded(core.Guard{}, CourseCreated{"Algebra"}); err != nil {
+		e.append(courseCreated{CourseName: "Algebra"}, courseClosed{CourseName: "Algebra"})
+		if _, err := e.appendGuarded(core.Guard{}, courseCreated{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("guard without conditions: %v", err)
 		}
-		if _, err := e.appendGuarded(core.Guard{Conditions: []core.Condition{}}, CourseCreated{"Algebra"}); err != nil {
+		if _, err := e.appendGuarded(core.Guard{Conditions: []core.Condition{}}, courseCreated{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("guard with an empty condition list: %v", err)
 		}
 	})
@@ -103,15 +103,15 @@ func (s suite) testGuard(t *testing.T) {
 		e := s.env(t)
 		g := e.read(algebra, shell.ReadOptions{}).Guard
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
-			_, err := tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: &g})
+			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: &g})
 			e.conflict(err, 1)
 			// Advancing the guard past the transaction's own append (the
 			// commands of one batch share a guard: without it the second
 			// would conflict with the first's events) clears it.
-			_, err = tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: new(g.Advance(1))})
+			_, err = tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: new(g.Advance(1))})
 			return err
 		})
 		if err != nil {
@@ -128,11 +128,11 @@ func (s suite) testGuard(t *testing.T) {
 		for round := range rounds {
 			e := s.env(t)
 			if round%2 == 1 {
-				e.append(UserRegistered{"joe", "Joe"})
+				e.append(userRegistered{UserID: "joe", Name: "Joe"})
 			}
 			ok, conflicts := e.race(2, func(i int) core.Guard {
-				return e.readPartition(part("course_name", "Algebra"), []string{TypeCourseCreated, TypeCourseClosed}, shell.ReadOptions{}).Guard
-			}, func(i int) any { return CourseCreated{"Algebra"} })
+				return e.readPartition(part("course_name", "Algebra"), []string{typeCourseCreated, typeCourseClosed}, shell.ReadOptions{}).Guard
+			}, func(i int) any { return courseCreated{CourseName: "Algebra"} })
 			if ok != 1 || conflicts != 1 {
 				t.Fatalf("round %d: %d appends succeeded and %d conflicted, want 1 and 1", round, ok, conflicts)
 			}
@@ -205,18 +205,18 @@ func (s suite) testWriteSkew(t *testing.T) {
 	}{
 		{
 			"type-only guard against attribute guard",
-			skewWriter{readGuard(cond(TypeCourseCreated)), UserJoinedCourse{"Algebra", "joe"}},
-			skewWriter{readGuard(cond(TypeUserJoinedCourse, "user_id", "joe")), CourseCreated{"History"}},
+			skewWriter{readGuard(cond(typeCourseCreated)), userJoinedCourse{CourseName: "Algebra", UserID: "joe"}},
+			skewWriter{readGuard(cond(typeUserJoinedCourse, "user_id", "joe")), courseCreated{CourseName: "History"}},
 		},
 		{
 			"narrow guard against wide guard",
-			skewWriter{readGuard(cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")), UserJoinedCourse{"Algebra", "jake"}},
-			skewWriter{readGuard(cond(TypeUserJoinedCourse, "course_name", "Algebra")), UserJoinedCourse{"Algebra", "joe"}},
+			skewWriter{readGuard(cond(typeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")), userJoinedCourse{CourseName: "Algebra", UserID: "jake"}},
+			skewWriter{readGuard(cond(typeUserJoinedCourse, "course_name", "Algebra")), userJoinedCourse{CourseName: "Algebra", UserID: "joe"}},
 		},
 		{
 			"partition guard against type-only guard",
-			skewWriter{partitionGuard(part("course_name", "Algebra", "user_id", "joe"), TypeCourseCreated, TypeUserJoinedCourse, TypeCourseClosed), CourseClosed{"History"}},
-			skewWriter{readGuard(cond(TypeCourseClosed)), CourseCreated{"Algebra"}},
+			skewWriter{partitionGuard(part("course_name", "Algebra", "user_id", "joe"), typeCourseCreated, typeUserJoinedCourse, typeCourseClosed), courseClosed{CourseName: "History"}},
+			skewWriter{readGuard(cond(typeCourseClosed)), courseCreated{CourseName: "Algebra"}},
 		},
 		{
 			"partitions of two accounts of a slice attribute",
@@ -225,16 +225,16 @@ func (s suite) testWriteSkew(t *testing.T) {
 		},
 		{
 			"several conditions against one",
-			skewWriter{readGuard(cond(typeDeviceBound, "device_id", "d1"), cond(TypeAssetRegistered, "asset_id", "a1")), DeviceRegistered{"d2", "Sensor"}},
-			skewWriter{readGuard(cond(TypeDeviceRegistered, "device_id", "d2")), AssetRegistered{"a1", "Boiler"}},
+			skewWriter{readGuard(cond(typeDeviceBound, "device_id", "d1"), cond(typeAssetRegistered, "asset_id", "a1")), deviceRegistered{DeviceID: "d2", Name: "Sensor"}},
+			skewWriter{readGuard(cond(typeDeviceRegistered, "device_id", "d2")), assetRegistered{AssetID: "a1", Label: "Boiler"}},
 		},
 		{
 			"partitions on different attributes",
-			skewWriter{partitionGuard(part("device_id", "d1"), TypeDeviceRegistered, typeDeviceBound), AssetRegistered{"a1", "Boiler"}},
-			skewWriter{partitionGuard(part("asset_id", "a1"), TypeAssetRegistered, typeDeviceBound), deviceBound{"d1", "a2"}},
+			skewWriter{partitionGuard(part("device_id", "d1"), typeDeviceRegistered, typeDeviceBound), assetRegistered{AssetID: "a1", Label: "Boiler"}},
+			skewWriter{partitionGuard(part("asset_id", "a1"), typeAssetRegistered, typeDeviceBound), deviceBound{"d1", "a2"}},
 		},
 	}
-	setup := []any{UserRegistered{"joe", "Joe"}, DeviceRegistered{"d9", "Other"}}
+	setup := []any{userRegistered{UserID: "joe", Name: "Joe"}, deviceRegistered{DeviceID: "d9", Name: "Other"}}
 	rounds := 3
 	if testing.Short() {
 		rounds = 1

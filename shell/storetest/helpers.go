@@ -26,7 +26,7 @@ func (s suite) testHelpers(t *testing.T) {
 		if !ok {
 			t.Fatalf("%T has no Clear(ctx) error method", e.store)
 		}
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d2", "b"}, core.NewMessage(DeviceRegistered{"d3", "c"}).At(epoch.Add(time.Hour)))
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, core.NewMessage(deviceRegistered{DeviceID: "d3", Name: "c"}).At(epoch.Add(time.Hour)))
 		e.claim(devices, "w1", 10)
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, epoch); err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func (s suite) testHelpers(t *testing.T) {
 		e.expectNotes()
 		// The store works as new: positions start at 1 again.
 		e.register(groupSpec(devices))
-		if res := e.append(DeviceRegistered{"d1", "a"}); res.Last != 1 {
+		if res := e.append(deviceRegistered{DeviceID: "d1", Name: "a"}); res.Last != 1 {
 			t.Fatalf("first append after clear at %d, want 1", res.Last)
 		}
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 1)
@@ -75,8 +75,8 @@ func (s suite) testHelpers(t *testing.T) {
 		}
 		var sched []core.Message
 		for _, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
-			m := core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(d)).WithMetadata(map[string]any{"after": d.String()})
-			sched = append(sched, e.append(CourseCreated{"Algebra"}, m).Messages[1])
+			m := core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(d)).WithMetadata(map[string]any{"after": d.String()})
+			sched = append(sched, e.append(courseCreated{CourseName: "Algebra"}, m).Messages[1])
 		}
 		want := []core.Message{sched[1], sched[2], sched[0]}
 		same := func(what string, got, want []core.Message) {

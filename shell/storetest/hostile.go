@@ -76,10 +76,10 @@ func (s suite) testHostileInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.envWith(t, withHostile)
-			e.append(CourseCreated{"History"})
-			e.expectNotes([]string{TypeCourseCreated})
+			e.append(courseCreated{CourseName: "History"})
+			e.expectNotes([]string{typeCourseCreated})
 			before := e.snapshot()
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
 			if !errors.Is(err, codec.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("append: %v, want an error wrapping codec.ErrInvalid saying %q", err, c.says)
 			}

@@ -32,19 +32,19 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 		field string
 		says  string
 	}{
-		{"a string over the limit", core.NewMessage(CourseCreated{long}), "course_name", "MaxIndexedValueBytes"},
-		{"a string holding a NUL", core.NewMessage(CourseCreated{"Alg\x00ebra"}), "course_name", "NUL"},
+		{"a string over the limit", core.NewMessage(courseCreated{CourseName: long}), "course_name", "MaxIndexedValueBytes"},
+		{"a string holding a NUL", core.NewMessage(courseCreated{CourseName: "Alg\x00ebra"}), "course_name", "NUL"},
 		{"a list element over the limit", core.NewMessage(transfer{Accounts: []string{"a1", long}, Amount: 1}), "accounts", "MaxIndexedValueBytes"},
 		{"a list element holding a NUL", core.NewMessage(transfer{Accounts: []string{"a1", "a\x00"}, Amount: 1}), "accounts", "NUL"},
 		{"an optional attribute over the limit", core.NewMessage(courseReviewed{CourseName: "Algebra", UserID: &long}), "user_id", "MaxIndexedValueBytes"},
-		{"a scheduled string over the limit", core.NewMessage(CourseCreated{long}).At(epoch.Add(time.Hour)), "course_name", "MaxIndexedValueBytes"},
-		{"a scheduled string holding a NUL", core.NewMessage(CourseCreated{"\x00"}).At(epoch.Add(time.Hour)), "course_name", "NUL"},
+		{"a scheduled string over the limit", core.NewMessage(courseCreated{CourseName: long}).At(epoch.Add(time.Hour)), "course_name", "MaxIndexedValueBytes"},
+		{"a scheduled string holding a NUL", core.NewMessage(courseCreated{CourseName: "\x00"}).At(epoch.Add(time.Hour)), "course_name", "NUL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.env(t)
-			e.append(CourseCreated{"History"})
-			e.expectNotes([]string{TypeCourseCreated})
+			e.append(courseCreated{CourseName: "History"})
+			e.expectNotes([]string{typeCourseCreated})
 			before := e.snapshot()
 			check := func(how string, err error) {
 				t.Helper()
@@ -59,25 +59,25 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 					t.Fatalf("%s: the refusal is %d bytes long: it repeats its input", how, len(err.Error()))
 				}
 			}
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
 			check("append", err)
 			e.unchanged(before)
 			// Inside Update the refusal fails that append alone: what the
 			// transaction appended before it commits.
 			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				if _, err := tx.Append(msgs(UserRegistered{"ann", "Ann"}), shell.AppendOptions{}); err != nil {
+				if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), shell.AppendOptions{}); err != nil {
 					return err
 				}
 				_, err := tx.Append([]core.Message{c.msg}, shell.AppendOptions{})
 				check("append in a transaction", err)
-				_, err = tx.Append(msgs(UserRegistered{"bob", "Bob"}), shell.AppendOptions{})
+				_, err = tx.Append(msgs(userRegistered{UserID: "bob", Name: "Bob"}), shell.AppendOptions{})
 				return err
 			})
 			if err != nil {
 				t.Fatalf("update: %v", err)
 			}
 			got := e.log()
-			if len(got) != 3 || got[1].Type != TypeUserRegistered || got[2].Type != TypeUserRegistered {
+			if len(got) != 3 || got[1].Type != typeUserRegistered || got[2].Type != typeUserRegistered {
 				t.Fatalf("log after the update: %s, want the first message and both registrations", describe(got))
 			}
 		})
@@ -85,12 +85,12 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 
 	t.Run("values at the limit are stored and found", func(t *testing.T) {
 		e := s.envWith(t, withNote)
-		e.append(CourseCreated{atLimit}, transfer{Accounts: []string{atLimit, "a2"}, Amount: 1},
+		e.append(courseCreated{CourseName: atLimit}, transfer{Accounts: []string{atLimit, "a2"}, Amount: 1},
 			// An attribute that is not indexed takes long text and NUL.
 			note{Topic: "t1", Body: varied(10*codec.MaxIndexedValueBytes) + "\x00end"})
-		res := e.read([]core.Condition{cond(TypeCourseCreated, "course_name", atLimit), cond(typeTransfer, "accounts", atLimit)}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", atLimit), cond(typeTransfer, "accounts", atLimit)}, shell.ReadOptions{})
 		e.expectPositions("read by the longest values", res.Messages, 1, 2)
-		res = e.readPartition(part("course_name", atLimit), []string{TypeCourseCreated}, shell.ReadOptions{})
+		res = e.readPartition(part("course_name", atLimit), []string{typeCourseCreated}, shell.ReadOptions{})
 		e.expectPositions("read the partition of the longest value", res.Messages, 1)
 		got := e.log()
 		if n, ok := got[2].Payload.(note); !ok || !strings.HasSuffix(n.Body, "\x00end") || len(n.Body) != 10*codec.MaxIndexedValueBytes+4 {
@@ -100,10 +100,10 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 
 	t.Run("reads naming a value no message is indexed under", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"})
-		e.expectNotes([]string{TypeCourseCreated})
+		e.append(courseCreated{CourseName: "Algebra"})
+		e.expectNotes([]string{typeCourseCreated})
 		for _, bad := range []string{long, "Alg\x00ebra"} {
-			conds := []core.Condition{cond(TypeCourseCreated, "course_name", "Algebra"), cond(TypeCourseCreated, "course_name", bad)}
+			conds := []core.Condition{cond(typeCourseCreated, "course_name", "Algebra"), cond(typeCourseCreated, "course_name", bad)}
 			checkCond := func(how string, err error) {
 				t.Helper()
 				var ice *shell.InvalidConditionError
@@ -124,7 +124,7 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 			})
 			checkCond("read in a transaction", err)
 			before := e.snapshot()
-			_, err = e.store.Append(e.ctx, msgs(CourseClosed{"Algebra"}), shell.AppendOptions{Guard: &core.Guard{Conditions: conds}})
+			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: &core.Guard{Conditions: conds}})
 			checkCond("guarded append", err)
 			e.unchanged(before)
 
@@ -135,10 +135,10 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 					t.Fatalf("%s (%d bytes): %v, want a *shell.InvalidPartitionError on course_name wrapping codec.ErrInvalid", how, len(bad), err)
 				}
 			}
-			_, err = e.store.ReadPartition(e.ctx, part("course_name", bad), []string{TypeCourseCreated}, shell.ReadOptions{})
+			_, err = e.store.ReadPartition(e.ctx, part("course_name", bad), []string{typeCourseCreated}, shell.ReadOptions{})
 			checkPart("read partition", err)
 			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				_, err := tx.ReadPartition(part("course_name", bad), []string{TypeCourseCreated}, shell.ReadOptions{})
+				_, err := tx.ReadPartition(part("course_name", bad), []string{typeCourseCreated}, shell.ReadOptions{})
 				return err
 			})
 			checkPart("read partition in a transaction", err)
@@ -166,7 +166,7 @@ func varied(n int) string {
 // over shell.MaxPageSize, with an error matching shell.ErrInvalidLimit.
 func (s suite) testReadLimits(t *testing.T) {
 	e := s.env(t)
-	e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+	e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
 	e.notes.take()
 	refused := func(how string, err error) {
 		t.Helper()
@@ -174,17 +174,17 @@ func (s suite) testReadLimits(t *testing.T) {
 			t.Fatalf("%s: %v, want shell.ErrInvalidLimit", how, err)
 		}
 	}
-	conds := []core.Condition{cond(TypeCourseCreated)}
+	conds := []core.Condition{cond(typeCourseCreated)}
 	_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{Limit: -1})
 	refused("read with limit -1", err)
-	_, err = e.store.ReadPartition(e.ctx, part("course_name", "Algebra"), []string{TypeCourseCreated}, shell.ReadOptions{Limit: -1})
+	_, err = e.store.ReadPartition(e.ctx, part("course_name", "Algebra"), []string{typeCourseCreated}, shell.ReadOptions{Limit: -1})
 	refused("read partition with limit -1", err)
 	refused("in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
 		_, err := tx.Read(conds, shell.ReadOptions{Limit: -1})
 		return err
 	}))
 	refused("read partition in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
-		_, err := tx.ReadPartition(part("course_name", "Algebra"), []string{TypeCourseCreated}, shell.ReadOptions{Limit: -1})
+		_, err := tx.ReadPartition(part("course_name", "Algebra"), []string{typeCourseCreated}, shell.ReadOptions{Limit: -1})
 		return err
 	}))
 	for _, limit := range []int{-1, shell.MaxPageSize + 1} {

@@ -10,31 +10,31 @@ import (
 
 // courseLog is a log for reads:
 //
-//	1 CourseCreated(Algebra)          6 UserJoinedCourse(History, joe)
-//	2 UserRegistered(joe)             7 CourseClosed(Algebra)
-//	3 UserJoinedCourse(Algebra, joe)  8 CourseCreated(History)
-//	4 UserJoinedCourse(Algebra, jake) 9 DeviceRegistered(d1)
-//	5 UserRegistered(jake)           10 UserJoinedCourse(Algebra, joe)
+//	1 courseCreated(Algebra)          6 userJoinedCourse(History, joe)
+//	2 userRegistered(joe)             7 courseClosed(Algebra)
+//	3 userJoinedCourse(Algebra, joe)  8 courseCreated(History)
+//	4 userJoinedCourse(Algebra, jake) 9 deviceRegistered(d1)
+//	5 userRegistered(jake)           10 userJoinedCourse(Algebra, joe)
 func courseLog(e *env) {
 	e.t.Helper()
 	e.append(
-		CourseCreated{"Algebra"},
-		UserRegistered{"joe", "Joe"},
-		UserJoinedCourse{"Algebra", "joe"},
-		UserJoinedCourse{"Algebra", "jake"},
-		UserRegistered{"jake", "Jake"},
-		UserJoinedCourse{"History", "joe"},
-		CourseClosed{"Algebra"},
-		CourseCreated{"History"},
-		DeviceRegistered{"d1", "Thermostat"},
-		UserJoinedCourse{"Algebra", "joe"},
+		courseCreated{CourseName: "Algebra"},
+		userRegistered{UserID: "joe", Name: "Joe"},
+		userJoinedCourse{CourseName: "Algebra", UserID: "joe"},
+		userJoinedCourse{CourseName: "Algebra", UserID: "jake"},
+		userRegistered{UserID: "jake", Name: "Jake"},
+		userJoinedCourse{CourseName: "History", UserID: "joe"},
+		courseClosed{CourseName: "Algebra"},
+		courseCreated{CourseName: "History"},
+		deviceRegistered{DeviceID: "d1", Name: "Thermostat"},
+		userJoinedCourse{CourseName: "Algebra", UserID: "joe"},
 	)
 }
 
 func (s suite) testRead(t *testing.T) {
 	e := s.env(t)
 	courseLog(e)
-	joinedAlgebra := cond(TypeUserJoinedCourse, "course_name", "Algebra")
+	joinedAlgebra := cond(typeUserJoinedCourse, "course_name", "Algebra")
 	cases := []struct {
 		name  string
 		conds []core.Condition
@@ -43,22 +43,22 @@ func (s suite) testRead(t *testing.T) {
 		guard int64
 	}{
 		{"no conditions read nothing", nil, shell.ReadOptions{}, nil, 10},
-		{"attributes of one condition are ANDed", []core.Condition{cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 10}, 10},
-		{"conditions are ORed", []core.Condition{cond(TypeUserJoinedCourse, "user_id", "jake"), cond(TypeCourseClosed, "course_name", "Algebra"), cond(TypeUserRegistered, "user_id", "jake")}, shell.ReadOptions{}, []int64{4, 5, 7}, 10},
-		{"overlapping conditions return a message once", []core.Condition{joinedAlgebra, cond(TypeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 4, 6, 10}, 10},
-		{"a condition names one type", []core.Condition{cond(TypeCourseCreated, "course_name", "History")}, shell.ReadOptions{}, []int64{8}, 10},
-		{"a type-only condition matches the whole type", []core.Condition{cond(TypeUserRegistered)}, shell.ReadOptions{}, []int64{2, 5}, 10},
-		{"an unknown value matches nothing", []core.Condition{cond(TypeCourseCreated, "course_name", "Latin")}, shell.ReadOptions{}, nil, 10},
+		{"attributes of one condition are ANDed", []core.Condition{cond(typeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 10}, 10},
+		{"conditions are ORed", []core.Condition{cond(typeUserJoinedCourse, "user_id", "jake"), cond(typeCourseClosed, "course_name", "Algebra"), cond(typeUserRegistered, "user_id", "jake")}, shell.ReadOptions{}, []int64{4, 5, 7}, 10},
+		{"overlapping conditions return a message once", []core.Condition{joinedAlgebra, cond(typeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 4, 6, 10}, 10},
+		{"a condition names one type", []core.Condition{cond(typeCourseCreated, "course_name", "History")}, shell.ReadOptions{}, []int64{8}, 10},
+		{"a type-only condition matches the whole type", []core.Condition{cond(typeUserRegistered)}, shell.ReadOptions{}, []int64{2, 5}, 10},
+		{"an unknown value matches nothing", []core.Condition{cond(typeCourseCreated, "course_name", "Latin")}, shell.ReadOptions{}, nil, 10},
 		{"After skips up to its position", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3}, []int64{4, 10}, 10},
 		{"After past every match", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 10}, nil, 10},
 		{"Limit cuts short: guard at the last returned", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 2}, []int64{3, 4}, 4},
 		{"Limit above the matches: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 5}, []int64{3, 4, 10}, 10},
 		{"After and Limit", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3, Limit: 1}, []int64{4}, 4},
 		{"Upto bounds: guard at Upto", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 7}, []int64{3, 4}, 7},
-		{"Upto with no match before it", []core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{Upto: 5}, nil, 5},
+		{"Upto with no match before it", []core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{Upto: 5}, nil, 5},
 		{"Upto past the newest: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 50}, []int64{3, 4, 10}, 10},
 		{"Upto and Limit cutting short", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 9, Limit: 1}, []int64{3}, 3},
-		{"After, Upto and Limit", []core.Condition{joinedAlgebra, cond(TypeCourseClosed)}, shell.ReadOptions{After: 3, Upto: 9, Limit: 5}, []int64{4, 7}, 9},
+		{"After, Upto and Limit", []core.Condition{joinedAlgebra, cond(typeCourseClosed)}, shell.ReadOptions{After: 3, Upto: 9, Limit: 5}, []int64{4, 7}, 9},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,14 +77,14 @@ func (s suite) testRead(t *testing.T) {
 	t.Run("messages read are the messages appended", func(t *testing.T) {
 		e := e.with(t)
 		all := e.log()
-		res := e.read([]core.Condition{cond(TypeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{})
 		want := []core.PositionedMessage{all[2], all[5], all[9]}
 		e.sameMessages("read", res.Messages, want)
 	})
 }
 
 func (s suite) testReadPartition(t *testing.T) {
-	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
+	handled := []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}
 	algebraJoe := part("course_name", "Algebra", "user_id", "joe")
 
 	t.Run("conditional AND", func(t *testing.T) {
@@ -94,20 +94,20 @@ func (s suite) testReadPartition(t *testing.T) {
 			payload any
 			in      bool
 		}{
-			{CourseCreated{"Algebra"}, true},
-			{UserRegistered{"joe", "Joe"}, true},
-			{UserJoinedCourse{"Algebra", "joe"}, true},
-			{UserJoinedCourse{"Algebra", "jake"}, false},
-			{UserJoinedCourse{"History", "joe"}, false},
-			{CourseClosed{"Algebra"}, true},
+			{courseCreated{CourseName: "Algebra"}, true},
+			{userRegistered{UserID: "joe", Name: "Joe"}, true},
+			{userJoinedCourse{CourseName: "Algebra", UserID: "joe"}, true},
+			{userJoinedCourse{CourseName: "Algebra", UserID: "jake"}, false},
+			{userJoinedCourse{CourseName: "History", UserID: "joe"}, false},
+			{courseClosed{CourseName: "Algebra"}, true},
 			// Matching is on indexed keys: an absent attribute is ignored.
 			{courseReviewed{CourseName: "Algebra"}, true},
 			{courseReviewed{CourseName: "Algebra", UserID: new("joe")}, true},
 			{courseReviewed{CourseName: "Algebra", UserID: new("jake")}, false},
 			{courseReviewed{CourseName: "History"}, false},
-			{CourseCreated{"History"}, false},
-			{UserRegistered{"jake", "Jake"}, false},
-			{DeviceRegistered{"d1", "Thermostat"}, false},
+			{courseCreated{CourseName: "History"}, false},
+			{userRegistered{UserID: "jake", Name: "Jake"}, false},
+			{deviceRegistered{DeviceID: "d1", Name: "Thermostat"}, false},
 		}
 		var want []int64
 		for i, r := range rows {
@@ -123,7 +123,7 @@ func (s suite) testReadPartition(t *testing.T) {
 	t.Run("only the given types", func(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
-		res := e.readPartition(algebraJoe, []string{TypeUserJoinedCourse, TypeCourseClosed}, shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, []string{typeUserJoinedCourse, typeCourseClosed}, shell.ReadOptions{})
 		e.expectPositions("messages", res.Messages, 3, 7, 10)
 		res = e.readPartition(algebraJoe, nil, shell.ReadOptions{})
 		e.expectPositions("no types", res.Messages)
@@ -132,13 +132,13 @@ func (s suite) testReadPartition(t *testing.T) {
 	t.Run("guard conditions cover every type, present or not", func(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
-		types := append(slices.Clone(handled), TypeDeviceRegistered)
+		types := append(slices.Clone(handled), typeDeviceRegistered)
 		res := e.readPartition(algebraJoe, types, shell.ReadOptions{})
 		want := []core.Condition{
-			cond(TypeCourseCreated, "course_name", "Algebra"),
-			cond(TypeUserRegistered, "user_id", "joe"),
-			cond(TypeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe"),
-			cond(TypeCourseClosed, "course_name", "Algebra"),
+			cond(typeCourseCreated, "course_name", "Algebra"),
+			cond(typeUserRegistered, "user_id", "joe"),
+			cond(typeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe"),
+			cond(typeCourseClosed, "course_name", "Algebra"),
 		}
 		if !sameConds(res.Guard.Conditions, want) {
 			t.Fatalf("guard conditions %v, want %v", res.Guard.Conditions, want)
@@ -150,16 +150,16 @@ func (s suite) testReadPartition(t *testing.T) {
 
 	t.Run("a partition with no messages yet still guards", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"jake", "Jake"})
+		e.append(userRegistered{UserID: "jake", Name: "Jake"})
 		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
 		if len(res.Messages) != 0 || len(res.Guard.Conditions) != 4 || res.Guard.LastPosition != 1 {
 			t.Fatalf("read of a new partition: %d messages, guard %v; want none and a guard with 4 conditions at 1", len(res.Messages), res.Guard)
 		}
-		e.append(UserJoinedCourse{"Algebra", "jake"}, UserJoinedCourse{"History", "joe"})
-		if _, err := e.appendGuarded(res.Guard, CourseCreated{"Algebra"}); err != nil {
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "jake"}, userJoinedCourse{CourseName: "History", UserID: "joe"})
+		if _, err := e.appendGuarded(res.Guard, courseCreated{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("messages outside the partition conflicted: %v", err)
 		}
-		e.conflict(e.mustFail(e.appendGuarded(res.Guard, CourseCreated{"Algebra"})), 4)
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, courseCreated{CourseName: "Algebra"})), 4)
 	})
 
 	t.Run("a message of a type not yet seen conflicts", func(t *testing.T) {
@@ -167,8 +167,8 @@ func (s suite) testReadPartition(t *testing.T) {
 		courseLog(e)
 		res := e.readPartition(part("course_name", "History"), handled, shell.ReadOptions{})
 		e.expectPositions("History", res.Messages, 6, 8)
-		e.append(CourseClosed{"History"})
-		e.conflict(e.mustFail(e.appendGuarded(res.Guard, UserJoinedCourse{"History", "jake"})), 11)
+		e.append(courseClosed{CourseName: "History"})
+		e.conflict(e.mustFail(e.appendGuarded(res.Guard, userJoinedCourse{CourseName: "History", UserID: "jake"})), 11)
 	})
 
 	t.Run("After, Upto and Limit", func(t *testing.T) {
@@ -204,8 +204,8 @@ func (s suite) testReadPartition(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
 		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
-		e.append(UserJoinedCourse{"Algebra", "jake"}, UserJoinedCourse{"History", "joe"}, CourseCreated{"History"})
-		if _, err := e.appendGuarded(res.Guard, UserJoinedCourse{"Algebra", "joe"}); err != nil {
+		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "jake"}, userJoinedCourse{CourseName: "History", UserID: "joe"}, courseCreated{CourseName: "History"})
+		if _, err := e.appendGuarded(res.Guard, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}); err != nil {
 			t.Fatalf("guarded append: %v", err)
 		}
 	})
@@ -234,7 +234,7 @@ func (s suite) testReadAll(t *testing.T) {
 	}
 	e := s.env(t)
 	courseLog(e)
-	joe := []core.Condition{cond(TypeUserJoinedCourse, "user_id", "joe"), cond(TypeUserRegistered, "user_id", "joe")}
+	joe := []core.Condition{cond(typeUserJoinedCourse, "user_id", "joe"), cond(typeUserRegistered, "user_id", "joe")}
 	cases := []struct {
 		name string
 		opts shell.ReadAllOptions
@@ -284,7 +284,7 @@ func (s suite) testReadAll(t *testing.T) {
 		e := s.env(t)
 		batch := make([]any, shell.DefaultPageSize+3)
 		for i := range batch {
-			batch[i] = CourseCreated{"Algebra"}
+			batch[i] = courseCreated{CourseName: "Algebra"}
 		}
 		e.append(batch...)
 		if got := len(e.readAll(shell.ReadAllOptions{}).Messages); got != shell.DefaultPageSize {

@@ -16,7 +16,7 @@ import (
 // of a queue's type, one appended before the queue was registered, one of
 // any other type).
 func (s suite) testReadIDPartition(t *testing.T) {
-	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
+	handled := []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}
 	check := func(e *env, what string, p map[string]string, types []string, opts shell.ReadOptions, guard int64, want ...int64) {
 		e.t.Helper()
 		res := e.readPartition(p, types, opts)
@@ -32,9 +32,9 @@ func (s suite) testReadIDPartition(t *testing.T) {
 		courseLog(e)
 		log := e.log()
 		check(e, "the third message", byID(log[2]), handled, shell.ReadOptions{}, 10, 3)
-		check(e, "the third message, its type alone", byID(log[2]), []string{TypeUserJoinedCourse}, shell.ReadOptions{}, 10, 3)
-		check(e, "the third message, other types", byID(log[2]), []string{TypeCourseCreated, TypeCourseClosed}, shell.ReadOptions{}, 10)
-		check(e, "the ninth message", byID(log[8]), []string{TypeDeviceRegistered}, shell.ReadOptions{}, 10, 9)
+		check(e, "the third message, its type alone", byID(log[2]), []string{typeUserJoinedCourse}, shell.ReadOptions{}, 10, 3)
+		check(e, "the third message, other types", byID(log[2]), []string{typeCourseCreated, typeCourseClosed}, shell.ReadOptions{}, 10)
+		check(e, "the ninth message", byID(log[8]), []string{typeDeviceRegistered}, shell.ReadOptions{}, 10, 9)
 		check(e, "after it", byID(log[2]), handled, shell.ReadOptions{After: 3}, 10)
 		check(e, "up to before it", byID(log[2]), handled, shell.ReadOptions{Upto: 2}, 2)
 		check(e, "up to it, limit 1", byID(log[2]), handled, shell.ReadOptions{Upto: 3, Limit: 1}, 3, 3)

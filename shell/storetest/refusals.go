@@ -57,7 +57,7 @@ func (s suite) testRefusals(t *testing.T) {
 	t.Run("read limits", s.testReadLimits)
 	t.Run("ReadAll with an unknown order", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"})
+		e.append(courseCreated{CourseName: "Algebra"})
 		for _, o := range []shell.Order{-1, 2, 99} {
 			if page, err := e.store.ReadAll(e.ctx, shell.ReadAllOptions{Order: o}); err == nil {
 				t.Fatalf("ReadAll with order %d returned %s, want an error", o, describe(page.Messages))
@@ -66,7 +66,7 @@ func (s suite) testRefusals(t *testing.T) {
 	})
 	t.Run("ReadAll with cursors it cannot honour", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
 		for _, opts := range []shell.ReadAllOptions{
 			{After: 1, Order: shell.Descending},
 			{Before: 2},
@@ -89,20 +89,20 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 		msg   core.Message
 		field string
 	}{
-		{"a string attribute", core.NewMessage(CourseCreated{bad}), "course_name"},
+		{"a string attribute", core.NewMessage(courseCreated{CourseName: bad}), "course_name"},
 		{"a slice element", core.NewMessage(transfer{Accounts: []string{"acc1", bad}, Amount: 1}), "accounts"},
 		{"an optional attribute", core.NewMessage(courseReviewed{CourseName: "Algebra", UserID: &bad}), "user_id"},
 		// Promotion re-indexes the stored payload: a scheduled message must
 		// be refused too, or it would be indexed under U+FFFD once due.
-		{"a scheduled message", core.NewMessage(CourseCreated{bad}).At(epoch.Add(time.Hour)), "course_name"},
+		{"a scheduled message", core.NewMessage(courseCreated{CourseName: bad}).At(epoch.Add(time.Hour)), "course_name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := s.env(t)
-			e.append(CourseCreated{"History"})
-			e.expectNotes([]string{TypeCourseCreated})
+			e.append(courseCreated{CourseName: "History"})
+			e.expectNotes([]string{typeCourseCreated})
 			before := e.snapshot()
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(UserRegistered{"joe", "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
 			var ve *codec.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, codec.ErrInvalid) {
 				t.Fatalf("append: %v, want a *codec.ValidationError", err)
@@ -115,16 +115,16 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 	}
 	t.Run("valid UTF-8 is indexed as written", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algèbre"}, CourseCreated{"代数"})
-		res := e.read([]core.Condition{cond(TypeCourseCreated, "course_name", "Algèbre"), cond(TypeCourseCreated, "course_name", "代数")}, shell.ReadOptions{})
+		e.append(courseCreated{CourseName: "Algèbre"}, courseCreated{CourseName: "代数"})
+		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", "Algèbre"), cond(typeCourseCreated, "course_name", "代数")}, shell.ReadOptions{})
 		e.expectPositions("read", res.Messages, 1, 2)
 	})
 }
 
 func (s suite) testImpossibleConditions(t *testing.T) {
 	e := s.envWith(t, withNote)
-	e.append(CourseCreated{"Algebra"}, note{Topic: "t1", Body: "b"})
-	e.expectNotes([]string{TypeCourseCreated, typeNote})
+	e.append(courseCreated{CourseName: "Algebra"}, note{Topic: "t1", Body: "b"})
+	e.expectNotes([]string{typeCourseCreated, typeNote})
 	cases := []struct {
 		name string
 		cond core.Condition
@@ -134,12 +134,12 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 		{"an empty type", cond("", "course_name", "Algebra"), "", "empty"},
 		{"an unregistered type", cond("course.craeted", "course_name", "Algebra"), "", "course.craeted"},
 		{"an unregistered type alone", cond("course.craeted"), "", "course.craeted"},
-		{"an attribute the type does not declare", cond(TypeCourseCreated, "user_id", "joe"), "user_id", "user_id"},
-		{"a misspelt attribute", cond(TypeCourseCreated, "course", "Algebra"), "course", "course"},
+		{"an attribute the type does not declare", cond(typeCourseCreated, "user_id", "joe"), "user_id", "user_id"},
+		{"a misspelt attribute", cond(typeCourseCreated, "course", "Algebra"), "course", "course"},
 		{"an attribute tagged noindex", cond(typeNote, "body", "b"), "body", "noindex"},
 		{"an attribute that is not a scalar", cond(typeNote, "meta", "x"), "meta", "not indexed"},
-		{"the reserved id key", cond(TypeCourseCreated, core.IDKey, "x"), core.IDKey, "reserved"},
-		{"a value that is not UTF-8", cond(TypeCourseCreated, "course_name", "Alg\xe8bre"), "course_name", "UTF-8"},
+		{"the reserved id key", cond(typeCourseCreated, core.IDKey, "x"), core.IDKey, "reserved"},
+		{"a value that is not UTF-8", cond(typeCourseCreated, "course_name", "Alg\xe8bre"), "course_name", "UTF-8"},
 	}
 	check := func(t *testing.T, what string, c core.Condition, attr, says string, err error) {
 		t.Helper()
@@ -151,7 +151,7 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 			t.Fatalf("%s: %v (type %q, attribute %q): want type %q, attribute %q, saying %q", what, err, ice.Condition.Type, ice.Attribute, c.Type, attr, says)
 		}
 	}
-	valid := cond(TypeCourseCreated, "course_name", "Algebra")
+	valid := cond(typeCourseCreated, "course_name", "Algebra")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.with(t)
@@ -175,7 +175,7 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 			// A guard that could never conflict would guard nothing.
 			before := e.snapshot()
 			g := core.Guard{Conditions: conds, LastPosition: 0}
-			_, err = e.store.Append(e.ctx, msgs(CourseClosed{"Algebra"}, core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))), shell.AppendOptions{Guard: &g})
+			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))), shell.AppendOptions{Guard: &g})
 			check(t, "guarded append", c.cond, c.attr, c.says, err)
 			e.unchanged(before)
 		})
@@ -183,8 +183,8 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 	t.Run("conditions that may match later are valid", func(t *testing.T) {
 		e := e.with(t)
 		for _, c := range []core.Condition{
-			cond(TypeCourseClosed),                          // no message of the type yet
-			cond(TypeCourseCreated, "course_name", "Latin"), // no message with the value yet
+			cond(typeCourseClosed),                          // no message of the type yet
+			cond(typeCourseCreated, "course_name", "Latin"), // no message with the value yet
 			cond(typeNote, "topic", "t1"),
 		} {
 			if _, err := e.store.Read(e.ctx, []core.Condition{c}, shell.ReadOptions{}); err != nil {

@@ -13,7 +13,7 @@ import (
 func (s suite) testGroupRefusals(t *testing.T) {
 	t.Run("an ack past the claim's last message", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"}, DeviceRegistered{"d2", "c"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d2", Name: "c"})
 		c := e.claim(devices, "w1", 1)
 		e.expectClaim(c, part("device_id", "d1"), false, 1)
 		for _, pos := range []int64{2, 3, 99} {
@@ -42,7 +42,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		// work was superseded), never ErrAckBeyondClaim, and nothing
 		// changes; the holder's claim is untouched.
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"}, DeviceRegistered{"d1", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		lost := e.claim(devices, "w1", 1)
 		if got, err := e.gs.ReleaseClaimsOlderThan(e.ctx, e.clock.Now()); err != nil || len(got) != 1 {
 			t.Fatalf("release the claim: %+v, %v", got, err)
@@ -74,7 +74,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 
 	t.Run("a negative claim ttl", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.append(DeviceRegistered{"d1", "a"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		c := e.claim(devices, "w1", 10)
 		if err := e.gs.Heartbeat(e.ctx, []string{"w1"}, epoch); err != nil {
 			t.Fatal(err)
@@ -87,9 +87,9 @@ func (s suite) testGroupRefusals(t *testing.T) {
 
 	t.Run("a partition key no handled type indexes", func(t *testing.T) {
 		for _, spec := range []shell.GroupSpec{
-			{ID: "storetest.typo", PartitionBy: []string{"device"}, Handled: []string{TypeDeviceRegistered}},
-			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{TypeDeviceRegistered, typeDeviceBound}},
-			{ID: "storetest.typo", PartitionBy: []string{"user_id"}, Handled: []string{TypeCourseCreated, TypeCourseClosed}},
+			{ID: "storetest.typo", PartitionBy: []string{"device"}, Handled: []string{typeDeviceRegistered}},
+			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{typeDeviceRegistered, typeDeviceBound}},
+			{ID: "storetest.typo", PartitionBy: []string{"user_id"}, Handled: []string{typeCourseCreated, typeCourseClosed}},
 		} {
 			e := s.genv(t)
 			err := e.gs.RegisterGroup(e.ctx, spec)

@@ -17,7 +17,7 @@ import (
 // written; an empty value no such group partitions by, and an optional key
 // left out, are appended.
 func (s suite) testEmptyPartitionValues(t *testing.T) {
-	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{TypeCourseCreated, typeCourseReviewed}}
+	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{typeCourseCreated, typeCourseReviewed}}
 	empty := ""
 
 	refused := func(e *genv, field string, payloads ...any) {
@@ -45,17 +45,17 @@ func (s suite) testEmptyPartitionValues(t *testing.T) {
 
 	t.Run("refused for a handled type", func(t *testing.T) {
 		e := s.genv(t, devices, enrolments, accounts)
-		e.append(DeviceRegistered{"d1", "a"})
-		refused(e, "device_id", DeviceRegistered{"", "b"})
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
+		refused(e, "device_id", deviceRegistered{DeviceID: "", Name: "b"})
 		// Anywhere in a batch: nothing of it is written.
-		refused(e, "device_id", DeviceRegistered{"d2", "b"}, DeviceRegistered{"", "c"})
+		refused(e, "device_id", deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "", Name: "c"})
 		// A key of a group partitioned by two attributes, carried alone.
-		refused(e, "course_name", CourseCreated{""})
-		refused(e, "user_id", UserJoinedCourse{"Algebra", ""})
+		refused(e, "course_name", courseCreated{CourseName: ""})
+		refused(e, "user_id", userJoinedCourse{CourseName: "Algebra", UserID: ""})
 		// One empty value of a list attribute.
 		refused(e, "accounts", transfer{Accounts: []string{"a1", ""}, Amount: 1})
 		// Dated in the future: refused now, not when it falls due.
-		refused(e, "device_id", core.NewMessage(DeviceRegistered{"", "d"}).At(epoch.Add(time.Hour)))
+		refused(e, "device_id", core.NewMessage(deviceRegistered{DeviceID: "", Name: "d"}).At(epoch.Add(time.Hour)))
 		// The group still claims what was appended before.
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 1)
 	})
@@ -64,12 +64,12 @@ func (s suite) testEmptyPartitionValues(t *testing.T) {
 		e := s.genv(t, devices, bindings)
 		e.register(reviews)
 		res := e.append(
-			DeviceRegistered{"d1", ""},                  // name is no partition key
-			deviceBound{"d1", ""},                       // nor is asset_id, for bindings
-			AssetRegistered{"", "no group"},             // no group handles it
-			UserRegistered{"", "no group"},              // enrolments is not registered here
-			courseReviewed{"Algebra", nil},              // an optional key left out
-			transfer{Accounts: []string{""}, Amount: 1}, // accounts is not registered here
+			deviceRegistered{DeviceID: "d1", Name: ""},      // name is no partition key
+			deviceBound{"d1", ""},                           // nor is asset_id, for bindings
+			assetRegistered{AssetID: "", Label: "no group"}, // no group handles it
+			userRegistered{UserID: "", Name: "no group"},    // enrolments is not registered here
+			courseReviewed{"Algebra", nil},                  // an optional key left out
+			transfer{Accounts: []string{""}, Amount: 1},     // accounts is not registered here
 		)
 		if len(res.Positions) != 6 || res.Last != 6 {
 			t.Fatalf("appended %v, want six positions", res.Positions)

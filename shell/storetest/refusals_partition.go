@@ -22,7 +22,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 	courseLog(e)
 	e.append(note{Topic: "t1", Body: "b"})
 	e.notes.take()
-	handled := []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse, TypeCourseClosed}
+	handled := []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}
 	id := e.log()[2].ID.String()
 	cases := []struct {
 		name      string
@@ -31,10 +31,10 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 		attr      string // the attribute the error names
 		says      []string
 	}{
-		{"a misspelt attribute beside a good one (would widen the read)", part("course_name", "Algebra", "usr_id", "joe"), handled, "usr_id", []string{"usr_id", TypeUserJoinedCourse, "spelling"}},
-		{"a misspelt attribute alone (would empty the read)", part("course", "Algebra"), handled, "course", []string{"course", TypeCourseCreated}},
-		{"a misspelt attribute no type read declares", part("usr_id", "joe"), []string{TypeUserJoinedCourse}, "usr_id", []string{"usr_id", TypeUserJoinedCourse}},
-		{"attributes none of the types read declares (would empty the read)", part("user_id", "joe", "device_id", "d1"), []string{TypeCourseCreated, TypeCourseClosed}, "device_id", []string{"device_id, user_id", TypeCourseCreated, TypeCourseClosed, "empty"}},
+		{"a misspelt attribute beside a good one (would widen the read)", part("course_name", "Algebra", "usr_id", "joe"), handled, "usr_id", []string{"usr_id", typeUserJoinedCourse, "spelling"}},
+		{"a misspelt attribute alone (would empty the read)", part("course", "Algebra"), handled, "course", []string{"course", typeCourseCreated}},
+		{"a misspelt attribute no type read declares", part("usr_id", "joe"), []string{typeUserJoinedCourse}, "usr_id", []string{"usr_id", typeUserJoinedCourse}},
+		{"attributes none of the types read declares (would empty the read)", part("user_id", "joe", "device_id", "d1"), []string{typeCourseCreated, typeCourseClosed}, "device_id", []string{"device_id, user_id", typeCourseCreated, typeCourseClosed, "empty"}},
 		{"an attribute tagged noindex", part("topic", "t1", "body", "b"), []string{typeNote}, "body", []string{"body", "noindex"}},
 		{"an attribute that is not a scalar", part("meta", "x"), []string{typeNote}, "meta", []string{"meta", "not indexed"}},
 		{"a reserved attribute", part("__key", "x"), handled, "__key", []string{"reserved"}},
@@ -80,8 +80,8 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 		}{
 			{part("course_name", "Algebra", "user_id", "joe"), handled},
 			{part("course_name", "Latin"), handled}, // no message with the value yet
-			{part("user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered}},
-			{part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeCourseClosed}}, // user_id is another type's
+			{part("user_id", "joe"), []string{typeCourseCreated, typeUserRegistered}},
+			{part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeCourseClosed}}, // user_id is another type's
 			{part("topic", "t1", "course_name", "Algebra"), append(slices.Clone(handled), typeNote)},
 			{part(core.IDKey, uuid.NewString()), handled}, // no such message yet
 			{part("course", "Algebra"), nil},              // no types: nothing to read

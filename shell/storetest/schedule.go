@@ -15,7 +15,7 @@ func (s suite) testSchedule(t *testing.T) {
 	t.Run("a future-dated message is scheduled, not logged", func(t *testing.T) {
 		e := s.env(t)
 		due := epoch.Add(time.Hour)
-		res := e.append(CourseCreated{"Algebra"}, core.NewMessage(CourseClosed{"Algebra"}).At(due), UserRegistered{"joe", "Joe"})
+		res := e.append(courseCreated{CourseName: "Algebra"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(due), userRegistered{UserID: "joe", Name: "Joe"})
 		if !slices.Equal(res.Positions, []int64{1, 0, 2}) || res.Last != 2 {
 			t.Fatalf("positions %v last %d, want [1 0 2] last 2", res.Positions, res.Last)
 		}
@@ -24,7 +24,7 @@ func (s suite) testSchedule(t *testing.T) {
 			t.Fatalf("scheduled message stamped %+v, want a v7 id, own causation and correlation, due at %v", sched, due)
 		}
 		e.expectPositions("log", e.log(), 1, 2)
-		if got := e.read([]core.Condition{cond(TypeCourseClosed)}, shell.ReadOptions{}); len(got.Messages) != 0 {
+		if got := e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}); len(got.Messages) != 0 {
 			t.Fatalf("a read found the scheduled message: %s", describe(got.Messages))
 		}
 		if st := e.stats(); st.MaxPosition != 2 || st.Scheduled != 1 {
@@ -34,7 +34,7 @@ func (s suite) testSchedule(t *testing.T) {
 
 	t.Run("only scheduled messages: last is 0", func(t *testing.T) {
 		e := s.env(t)
-		res := e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Second)))
+		res := e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Second)))
 		if res.Last != 0 || !slices.Equal(res.Positions, []int64{0}) {
 			t.Fatalf("positions %v last %d, want [0] last 0", res.Positions, res.Last)
 		}
@@ -43,8 +43,8 @@ func (s suite) testSchedule(t *testing.T) {
 	t.Run("a message dated now or earlier is logged", func(t *testing.T) {
 		e := s.env(t)
 		res := e.append(
-			core.NewMessage(CourseCreated{"Algebra"}).At(epoch),
-			core.NewMessage(CourseCreated{"History"}).At(epoch.Add(-time.Millisecond)),
+			core.NewMessage(courseCreated{CourseName: "Algebra"}).At(epoch),
+			core.NewMessage(courseCreated{CourseName: "History"}).At(epoch.Add(-time.Millisecond)),
 		)
 		if !slices.Equal(res.Positions, []int64{1, 2}) || e.stats().Scheduled != 0 {
 			t.Fatalf("positions %v, %d scheduled; want [1 2] and none", res.Positions, e.stats().Scheduled)
@@ -57,7 +57,7 @@ func (s suite) testSchedule(t *testing.T) {
 			t.Fatal("NextScheduled reports a message in an empty schedule")
 		}
 		for _, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
-			e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(d)))
+			e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(d)))
 		}
 		if next, ok := e.nextScheduled(); !ok || !next.Equal(epoch.Add(time.Hour)) {
 			t.Fatalf("next scheduled %v %v, want %v", next, ok, epoch.Add(time.Hour))
@@ -66,10 +66,10 @@ func (s suite) testSchedule(t *testing.T) {
 
 	t.Run("PromoteScheduled promotes due messages in scheduling order", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"})
-		a := core.NewMessage(CourseCreated{"Algebra"}).At(epoch.Add(2 * time.Second)).WithMetadata(map[string]any{"by": "a"})
-		b := core.NewMessage(UserJoinedCourse{"Algebra", "joe"}).At(epoch.Add(time.Second))
-		c := core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(10 * time.Second))
+		e.append(userRegistered{UserID: "joe", Name: "Joe"})
+		a := core.NewMessage(courseCreated{CourseName: "Algebra"}).At(epoch.Add(2 * time.Second)).WithMetadata(map[string]any{"by": "a"})
+		b := core.NewMessage(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}).At(epoch.Add(time.Second))
+		c := core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(10 * time.Second))
 		res := e.append(a, b, c)
 		e.notes.take()
 
@@ -90,7 +90,7 @@ func (s suite) testSchedule(t *testing.T) {
 		if got := log[1].Metadata["by"]; got != "a" {
 			t.Fatalf("promoted metadata %v, want by=a kept", log[1].Metadata)
 		}
-		e.expectNotes([]string{TypeCourseCreated, TypeUserJoinedCourse})
+		e.expectNotes([]string{typeCourseCreated, typeUserJoinedCourse})
 
 		e.promote(promoteAt, 0)
 		e.expectNotes()
@@ -107,13 +107,13 @@ func (s suite) testSchedule(t *testing.T) {
 
 	t.Run("promoted messages are indexed and guarded", func(t *testing.T) {
 		e := s.env(t)
-		e.append(core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Minute)))
-		conds := []core.Condition{cond(TypeCourseClosed, "course_name", "Algebra")}
+		e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Minute)))
+		conds := []core.Condition{cond(typeCourseClosed, "course_name", "Algebra")}
 		g := e.read(conds, shell.ReadOptions{}).Guard
 		e.promote(epoch.Add(time.Minute), 1)
 		e.expectPositions("read", e.read(conds, shell.ReadOptions{}).Messages, 1)
-		e.expectPositions("partition", e.readPartition(part("course_name", "Algebra"), []string{TypeCourseClosed}, shell.ReadOptions{}).Messages, 1)
-		e.conflict(e.mustFail(e.appendGuarded(g, CourseCreated{"Algebra"})), 1)
+		e.expectPositions("partition", e.readPartition(part("course_name", "Algebra"), []string{typeCourseClosed}, shell.ReadOptions{}).Messages, 1)
+		e.conflict(e.mustFail(e.appendGuarded(g, courseCreated{CourseName: "Algebra"})), 1)
 	})
 
 	t.Run("due times compare as instants across zones and below a second", func(t *testing.T) {
@@ -123,9 +123,9 @@ func (s suite) testSchedule(t *testing.T) {
 		soon := epoch.Add(250 * time.Millisecond).In(west)   // reads as an earlier wall time than now
 		past := epoch.Add(-250 * time.Millisecond).In(east)  // in the past, but reads as a later wall time
 		res := e.append(
-			core.NewMessage(CourseCreated{"Later"}).At(later),
-			core.NewMessage(CourseCreated{"Soon"}).At(soon),
-			core.NewMessage(CourseCreated{"Past"}).At(past),
+			core.NewMessage(courseCreated{CourseName: "Later"}).At(later),
+			core.NewMessage(courseCreated{CourseName: "Soon"}).At(soon),
+			core.NewMessage(courseCreated{CourseName: "Past"}).At(past),
 		)
 		if !slices.Equal(res.Positions, []int64{0, 0, 1}) {
 			t.Fatalf("positions %v, want [0 0 1]: only the message in the past is logged", res.Positions)
@@ -140,7 +140,7 @@ func (s suite) testSchedule(t *testing.T) {
 		log := e.log()
 		e.expectPositions("log", log, 1, 2, 3)
 		for i, want := range []string{"Past", "Soon", "Later"} {
-			if got := log[i].Payload.(CourseCreated).CourseName; got != want {
+			if got := log[i].Payload.(courseCreated).CourseName; got != want {
 				t.Fatalf("position %d holds %s, want %s", i+1, got, want)
 			}
 		}

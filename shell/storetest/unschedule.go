@@ -16,9 +16,9 @@ import (
 // never promoted, and an id not in the schedule is skipped.
 func (s suite) testUnschedule(t *testing.T) {
 	e := s.env(t)
-	a := core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour))
-	b := core.NewMessage(CourseClosed{"History"}).At(epoch.Add(time.Hour))
-	res := e.append(UserRegistered{"joe", "Joe"}, a, b)
+	a := core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))
+	b := core.NewMessage(courseClosed{CourseName: "History"}).At(epoch.Add(time.Hour))
+	res := e.append(userRegistered{UserID: "joe", Name: "Joe"}, a, b)
 	idA, idB := res.Messages[1].ID, res.Messages[2].ID
 	logged := res.Messages[0].ID
 

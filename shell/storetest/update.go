@@ -19,11 +19,11 @@ func (s suite) testUpdate(t *testing.T) {
 	t.Run("appends of one transaction commit together", func(t *testing.T) {
 		e := s.env(t)
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			r1, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{})
+			r1, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{})
 			if err != nil {
 				return err
 			}
-			r2, err := tx.Append(msgs(UserRegistered{"joe", "Joe"}, core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Hour)), CourseCreated{"History"}), shell.AppendOptions{})
+			r2, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour)), courseCreated{CourseName: "History"}), shell.AppendOptions{})
 			if err != nil {
 				return err
 			}
@@ -42,25 +42,25 @@ func (s suite) testUpdate(t *testing.T) {
 		if st := e.stats(); st.Scheduled != 1 {
 			t.Fatalf("%d scheduled, want 1", st.Scheduled)
 		}
-		e.expectNotes([]string{TypeCourseCreated, TypeUserRegistered})
+		e.expectNotes([]string{typeCourseCreated, typeUserRegistered})
 	})
 
 	t.Run("reads in a transaction see its writes", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"})
+		e.append(userRegistered{UserID: "joe", Name: "Joe"})
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}, UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 			last, err := tx.LastPosition()
 			if err != nil || last != 3 {
 				t.Errorf("LastPosition %d, %v; want 3", last, err)
 			}
-			r, err := tx.Read([]core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+			r, err := tx.Read([]core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
 			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{2}) || r.Guard.LastPosition != 3 {
 				t.Errorf("Read: %v guard %d, %v; want [2] guard 3", positionsOf(r.Messages), r.Guard.LastPosition, err)
 			}
-			r, err = tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse}, shell.ReadOptions{})
+			r, err = tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, shell.ReadOptions{})
 			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{1, 2, 3}) {
 				t.Errorf("ReadPartition: %v, %v; want [1 2 3]", positionsOf(r.Messages), err)
 			}
@@ -82,10 +82,10 @@ func (s suite) testUpdate(t *testing.T) {
 	// error or panics) left the store as it was, ids included.
 	rolledBack := func(t *testing.T, deferred bool, fail func() error) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"}, core.NewMessage(CourseClosed{"Old"}).At(epoch.Add(time.Hour)))
+		e.append(userRegistered{UserID: "joe", Name: "Joe"}, core.NewMessage(courseClosed{CourseName: "Old"}).At(epoch.Add(time.Hour)))
 		e.notes.take()
 		before := e.snapshot()
-		logged, scheduled := core.NewMessage(CourseCreated{"Algebra"}), core.NewMessage(CourseClosed{"Algebra"}).At(epoch.Add(time.Minute))
+		logged, scheduled := core.NewMessage(courseCreated{CourseName: "Algebra"}), core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Minute))
 		logged.ID, scheduled.ID = uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 		var err error
 		panicked := func() (p any) {
@@ -94,7 +94,7 @@ func (s suite) testUpdate(t *testing.T) {
 				if _, err := tx.Append([]core.Message{logged, scheduled}, shell.AppendOptions{}); err != nil {
 					return err
 				}
-				if _, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{Deferred: deferred}); err != nil {
+				if _, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{Deferred: deferred}); err != nil {
 					return err
 				}
 				return fail()
@@ -132,22 +132,22 @@ func (s suite) testUpdate(t *testing.T) {
 
 	t.Run("a deferred guarded append that conflicts fails the transaction", func(t *testing.T) {
 		e := s.env(t)
-		e.append(CourseCreated{"Algebra"})
-		r, err := e.store.Read(e.ctx, []core.Condition{cond(TypeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+		e.append(courseCreated{CourseName: "Algebra"})
+		r, err := e.store.Read(e.ctx, []core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		guard := r.Guard
-		e.append(CourseCreated{"Algebra"}) // the conflict
+		e.append(courseCreated{CourseName: "Algebra"}) // the conflict
 		e.notes.take()
 		before := e.snapshot()
 		err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(UserRegistered{"ann", "Ann"}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
 			// A store may refuse it here or at the commit: either way the
 			// Update fails with the conflict and writes nothing.
-			_, err := tx.Append(msgs(UserJoinedCourse{"Algebra", "ann"}), shell.AppendOptions{Guard: &guard, Deferred: true})
+			_, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "ann"}), shell.AppendOptions{Guard: &guard, Deferred: true})
 			return err
 		})
 		var ce *core.ConflictError
@@ -159,10 +159,10 @@ func (s suite) testUpdate(t *testing.T) {
 
 	t.Run("a deferred append commits with the transaction", func(t *testing.T) {
 		e := s.env(t)
-		e.append(UserRegistered{"joe", "Joe"})
+		e.append(userRegistered{UserID: "joe", Name: "Joe"})
 		e.notes.take()
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			r, err := tx.Append(msgs(CourseCreated{"Algebra"}, UserJoinedCourse{"Algebra", "joe"}), shell.AppendOptions{Deferred: true})
+			r, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{Deferred: true})
 			if err != nil {
 				return err
 			}
@@ -175,11 +175,11 @@ func (s suite) testUpdate(t *testing.T) {
 				t.Errorf("deferred append returned positions %v, want none or one per message", r.Positions)
 			}
 			// The transaction reads what it appended, deferred or not.
-			got, err := tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{TypeCourseCreated, TypeUserRegistered, TypeUserJoinedCourse}, shell.ReadOptions{})
+			got, err := tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, shell.ReadOptions{})
 			if err != nil || len(got.Messages) != 3 {
 				t.Errorf("ReadPartition after a deferred append: %d messages, %v; want 3", len(got.Messages), err)
 			}
-			_, err = tx.Append(msgs(CourseCreated{"History"}), shell.AppendOptions{Deferred: true})
+			_, err = tx.Append(msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{Deferred: true})
 			return err
 		})
 		if err != nil {
@@ -189,24 +189,24 @@ func (s suite) testUpdate(t *testing.T) {
 		if len(log) != 4 {
 			t.Fatalf("log holds %d messages after the commit, want 4", len(log))
 		}
-		for i, want := range []string{TypeUserRegistered, TypeCourseCreated, TypeUserJoinedCourse, TypeCourseCreated} {
+		for i, want := range []string{typeUserRegistered, typeCourseCreated, typeUserJoinedCourse, typeCourseCreated} {
 			if log[i].Type != want {
 				t.Fatalf("log[%d] is a %s, want %s (the deferred appends in their order)", i, log[i].Type, want)
 			}
 		}
-		e.expectNotes([]string{TypeCourseCreated, TypeUserJoinedCourse})
+		e.expectNotes([]string{typeCourseCreated, typeUserJoinedCourse})
 	})
 
 	t.Run("a failed append does not spoil the transaction", func(t *testing.T) {
 		e := s.env(t)
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(CourseCreated{"Algebra"}), shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{}); err != nil {
 				return err
 			}
-			if _, err := tx.Append(msgs(UserRegistered{"jake", "Jake"}, signup{}), shell.AppendOptions{}); err == nil {
+			if _, err := tx.Append(msgs(userRegistered{UserID: "jake", Name: "Jake"}, signup{}), shell.AppendOptions{}); err == nil {
 				t.Error("an invalid append succeeded")
 			}
-			_, err := tx.Append(msgs(UserRegistered{"joe", "Joe"}), shell.AppendOptions{})
+			_, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}), shell.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -214,7 +214,7 @@ func (s suite) testUpdate(t *testing.T) {
 		}
 		log := e.log()
 		e.expectPositions("log", log, 1, 2)
-		if log[1].Payload != (UserRegistered{"joe", "Joe"}) {
+		if log[1].Payload != (userRegistered{UserID: "joe", Name: "Joe"}) {
 			t.Fatalf("position 2 holds %+v, want joe", log[1].Payload)
 		}
 	})
@@ -231,18 +231,18 @@ func (s suite) testUpdate(t *testing.T) {
 			seen.Store(st.MaxPosition)
 		})
 		defer unsubscribe()
-		e.append(CourseCreated{"Algebra"}, CourseCreated{"History"})
+		e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
 		if seen.Load() != 2 {
 			t.Fatalf("the subscriber saw max position %d, want 2", seen.Load())
 		}
 		_ = e.store.Update(e.ctx, func(tx shell.Tx) error {
-			_, err := tx.Append(msgs(CourseClosed{"Algebra"}), shell.AppendOptions{})
+			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{})
 			if seen.Load() != 2 {
 				t.Errorf("the subscriber was called inside the transaction")
 			}
 			return errors.Join(err, errRollback)
 		})
-		e.expectNotes([]string{TypeCourseCreated})
+		e.expectNotes([]string{typeCourseCreated})
 	})
 
 	t.Run("other readers never see a transaction half done", func(t *testing.T) {
@@ -260,7 +260,7 @@ func (s suite) testUpdate(t *testing.T) {
 			}
 		})
 		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			for _, p := range []any{CourseCreated{"A"}, CourseCreated{"B"}, CourseCreated{"C"}} {
+			for _, p := range []any{courseCreated{CourseName: "A"}, courseCreated{CourseName: "B"}, courseCreated{CourseName: "C"}} {
 				if _, err := tx.Append(msgs(p), shell.AppendOptions{}); err != nil {
 					return err
 				}
