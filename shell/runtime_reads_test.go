@@ -123,16 +123,7 @@ func TestRouterKeepsHistories(t *testing.T) {
 			if err := rt.Setup(ctx); err != nil {
 				t.Fatal(err)
 			}
-			appendEntries := func(account string, ns ...int) {
-				t.Helper()
-				var ms []core.Message
-				for _, n := range ns {
-					ms = append(ms, core.NewMessage(ledgerEntry{Account: account, N: n}))
-				}
-				if _, err := raw.Append(ctx, ms, shell.AppendOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			appendEntries := func(account string, ns ...int) { appendLedger(t, raw, account, ns...) }
 			drain := func() {
 				t.Helper()
 				if err := rt.Drain(ctx, nil); err != nil {
@@ -327,16 +318,7 @@ func TestRouterFoldsClaimsWithoutReads(t *testing.T) {
 	if err := rt.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	appendEntries := func(account string, ns ...int) {
-		t.Helper()
-		var ms []core.Message
-		for _, n := range ns {
-			ms = append(ms, core.NewMessage(ledgerEntry{Account: account, N: n}))
-		}
-		if _, err := raw.Append(ctx, ms, shell.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendEntries := func(account string, ns ...int) { appendLedger(t, raw, account, ns...) }
 	reads := func() int {
 		n := 0
 		for _, op := range s.ops {
@@ -372,4 +354,16 @@ func TestRouterFoldsClaimsWithoutReads(t *testing.T) {
 	step(0, map[string]int{"a": 15, "b": 30})
 	appendEntries("a", 1, 1, 1, 1, 1) // more than a batch: the first is cut short
 	step(1, map[string]int{"a": 20})
+}
+
+// appendLedger appends entries of account, one per n, in one append.
+func appendLedger(t *testing.T, s shell.Store, account string, ns ...int) {
+	t.Helper()
+	var ms []core.Message
+	for _, n := range ns {
+		ms = append(ms, core.NewMessage(ledgerEntry{Account: account, N: n}))
+	}
+	if _, err := s.Append(t.Context(), ms, shell.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
