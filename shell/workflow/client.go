@@ -250,11 +250,18 @@ func (i Info[Out]) Err() error {
 // Load reads the run id of wf from the log: its status, output, error,
 // context and steps.
 func Load[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id string) (Info[Out], error) {
-	info := Info[Out]{ID: id, Workflow: wf.name, errTypes: wf.errTypes}
 	if err := wf.Register(store.Registry()); err != nil {
-		return info, err
+		return Info[Out]{ID: id, Workflow: wf.name, errTypes: wf.errTypes}, err
 	}
-	res, err := store.ReadPartition(ctx, partition(id), wf.types.All(), shell.ReadOptions{})
+	return load(ctx, store, wf, id, wf.types.All())
+}
+
+// load is Load folding only the run's events of the given types (its
+// start and its end suffice for the status and output of a run that
+// ended, but a failure's steps).
+func load[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id string, types []string) (Info[Out], error) {
+	info := Info[Out]{ID: id, Workflow: wf.name, errTypes: wf.errTypes}
+	res, err := store.ReadPartition(ctx, partition(id), types, shell.ReadOptions{})
 	if err != nil {
 		return info, err
 	}
@@ -288,8 +295,15 @@ const waitPoll = 50 * time.Millisecond
 func (r *Run[In, Out]) Wait(ctx context.Context) (Out, error) {
 	var zero Out
 	wake := make(chan struct{}, 1)
+	if err := r.wf.Register(r.store.Registry()); err != nil {
+		return zero, err
+	}
+	ends := []string{r.wf.types.WorkflowComplete, r.wf.types.WorkflowFailed, r.wf.types.WorkflowCancelled}
+	// The start and the end tell a run's status and output: Wait reads
+	// those two events, not the run's history, and loads it whole only for
+	// a failure (whose error is its failed step's).
+	startEnd := append([]string{r.wf.types.WorkflowStarted}, ends...)
 	if n := r.store.Notifier(); n != nil {
-		ends := []string{r.wf.types.WorkflowComplete, r.wf.types.WorkflowFailed, r.wf.types.WorkflowCancelled}
 		unsub := n.Subscribe(func(types []string) {
 			for _, t := range types {
 				if slices.Contains(ends, t) {
@@ -306,7 +320,10 @@ func (r *Run[In, Out]) Wait(ctx context.Context) (Out, error) {
 	tick := time.NewTicker(waitPoll)
 	defer tick.Stop()
 	for {
-		info, err := r.Load(ctx)
+		info, err := load(ctx, r.store, r.wf, r.ID, startEnd)
+		if err == nil && info.Status == Failed {
+			info, err = r.Load(ctx)
+		}
 		if err != nil {
 			return zero, err
 		}
