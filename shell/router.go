@@ -980,18 +980,21 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return nil
 			}
 			batches := make([]inlineBatch, len(claims))
+			// decide handles claim i: its history read, the reactor.
+			decide := func(i int) error {
+				pairs, handleErr, err := rt.handleWith(ctx, re, claims[i], tx, states)
+				if err == nil {
+					err = handleErr
+				}
+				batches[i].pairs = pairs
+				return err
+			}
 			for i, c := range claims {
-				b := &batches[i]
-				b.started = time.Now()
-				pairs, handleErr, err := rt.handleWith(ctx, re, c, tx, states)
-				if err != nil {
+				batches[i].started = time.Now()
+				if err := decide(i); err != nil {
 					return err
 				}
-				if handleErr != nil {
-					return handleErr
-				}
-				b.pairs = pairs
-				b.queries = len(claims) > 1 && rt.queries(re, c)
+				batches[i].queries = len(claims) > 1 && rt.queries(re, c)
 			}
 			appended, released := false, false
 			for i, c := range claims {
@@ -1001,24 +1004,20 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 					// (a transfer's credit): decided again on a history
 					// that holds it, as one transaction after the other
 					// would have.
-					pairs, handleErr, err := rt.handleWith(ctx, re, c, tx, states)
-					if err != nil {
+					if err := decide(i); err != nil {
 						return err
 					}
-					if handleErr != nil {
-						return handleErr
-					}
-					b.pairs = pairs
 				}
 				a, acked, err := rt.execute(ctx, tx, re, c, b.pairs)
 				if err != nil {
 					return err
 				}
 				afters = append(afters, a...)
+				wrote := appendedBy(b.pairs)
 				if rt.opts.Observer != nil {
-					handled = append(handled, batchHandled(c, appendedBy(b.pairs), b.started, true))
+					handled = append(handled, batchHandled(c, wrote, b.started, true))
 				}
-				if appendedBy(b.pairs) > 0 {
+				if wrote > 0 {
 					appended = true
 					if i+1 < len(claims) {
 						keys, unknown := rt.historyAppended(re, b.pairs)
@@ -1306,14 +1305,22 @@ func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.Position
 	if !rt.claimCovers(re, claim, after) {
 		return ReadResult{}, false
 	}
-	msgs := slices.Clip(kept)
+	res := claimAfter(claim, kept, after)
+	res.Messages = slices.Clip(res.Messages) // a reactor's append never writes into the cached array
+	return res, true
+}
+
+// claimAfter is the history claimCovers tells a claim holds: head (a
+// history up to after), then the claim's messages after after, with the
+// claim's guard at the newest position either covers.
+func claimAfter(claim *Claim, head []core.PositionedMessage, after int64) ReadResult {
+	msgs := slices.Clip(head)
 	for _, m := range claim.Messages {
 		if m.Position > after {
 			msgs = append(msgs, m)
 		}
 	}
-	msgs = slices.Clip(msgs) // a reactor's append never writes into the cached array
-	return ReadResult{Messages: msgs, Guard: core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}}, true
+	return ReadResult{Messages: msgs, Guard: core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}}
 }
 
 // claimCovers reports whether claim's messages after position after

@@ -326,12 +326,7 @@ func (t *txStates) read(rt *Router, re *reactor, claim *Claim, read historyReade
 	base, after, found := t.take(k)
 	var res ReadResult
 	if found && rt.claimCovers(re, claim, after) {
-		res.Guard = core.Guard{Conditions: claim.Guard.Conditions, LastPosition: max(after, claim.Last())}
-		for _, m := range claim.Messages {
-			if m.Position > after {
-				res.Messages = append(res.Messages, m)
-			}
-		}
+		res = claimAfter(claim, nil, after)
 	} else if res, err = read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after}); err != nil {
 		return nil, err
 	} else if found && after > res.Guard.LastPosition {

@@ -87,6 +87,13 @@ func newGroupQueriesAt(n names) groupQueries {
 	// the marker it finds past its position, or points just after it (the
 	// next claim looks and repairs it).
 	unchanged := f(`o.xmin = (SELECT o2.xmin FROM %s o2 WHERE o2.id = o.id)`, n.offsets)
+	remarkAt := func(pos string) string {
+		return f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = %s AND %s`, n.offsets, next, n.groups, pos, unchanged)
+	}
+	raiseMoved := func(pos string) string {
+		return f(`UPDATE %[1]s SET highest_position = greatest(highest_position, %[3]s) WHERE id = $1
+	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $2 AND last_position >= %[3]s)`, n.groups, n.offsets, pos)
+	}
 	ackNext := f(`CASE WHEN %[1]s THEN %[2]s ELSE least(%[2]s,
 	CASE WHEN o.next_position > greatest(o.last_position, r.pos) THEN o.next_position ELSE greatest(o.last_position, r.pos) + 1 END) END`, unchanged, nextAfterAck)
 	// horizon is the stored read horizon: claims fetch no message past
@@ -218,18 +225,15 @@ WHERE o.id = $1 AND g.group_id = $2 FOR UPDATE OF o`, n.offsets, n.groups),
 		// $2, the transaction's own newest), which it gives as the detail.
 		pastNewest: f(`SELECT %[1]s_refuse('past the newest position', x.n::text) FROM (SELECT greatest(%[1]s_last(), $2::bigint) AS n) x WHERE $1::bigint > x.n`, n.prefix),
 		// remarkAt is remark for the offset of group $1 and partition $2
-		// that AdvanceOffset moved to $3 (none when it did not).
-		remarkAt: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = $3 AND %s`, n.offsets, next, n.groups, unchanged),
-		// raiseMoved raises the highest position for AdvanceOffset: group $1 rises to
-		// $2 when its offset of partition $3 is at or past it.
-		raiseMoved: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, $2) WHERE id = $1
-	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $3 AND last_position >= $2)`, n.groups, n.offsets),
-		// remarkAtLast and raiseMovedLast are remarkAt and raiseMoved at
-		// the session's newest position (queueAdvance's last).
-		remarkAtLast: f(`UPDATE %s o SET next_position = %s FROM %s g WHERE g.id = o.consumer_group_id AND o.consumer_group_id = $1 AND o.partition_key = $2 AND o.last_position = %s AND %s`, n.offsets, next, n.groups, sessionLast(n), unchanged),
-		raiseMovedLast: f(`UPDATE %[1]s SET highest_position = greatest(highest_position, %[3]s) WHERE id = $1
-	AND EXISTS (SELECT 1 FROM %[2]s WHERE consumer_group_id = $1 AND partition_key = $2 AND last_position >= %[3]s)`, n.groups, n.offsets, sessionLast(n)),
-		foldGroup: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT max(last_position) AS pos FROM %[2]s WHERE consumer_group_id = $1) s WHERE g.id = $1 AND s.pos > g.highest_position`, n.groups, n.offsets),
+		// that AdvanceOffset moved to $3 (none when it did not);
+		// raiseMoved raises group $1's highest position to $3 when its
+		// offset of partition $2 is at or past it. The ...Last twins are
+		// the same at the session's newest position (queueAdvance's last).
+		remarkAt:       remarkAt("$3"),
+		remarkAtLast:   remarkAt(sessionLast(n)),
+		raiseMoved:     raiseMoved("$3"),
+		raiseMovedLast: raiseMoved(sessionLast(n)),
+		foldGroup:      f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT max(last_position) AS pos FROM %[2]s WHERE consumer_group_id = $1) s WHERE g.id = $1 AND s.pos > g.highest_position`, n.groups, n.offsets),
 		foldDrained: f(`UPDATE %[1]s g SET highest_position = s.pos FROM (SELECT consumer_group_id, max(last_position) AS pos FROM %[2]s WHERE drain_check GROUP BY consumer_group_id) s
 	WHERE g.id = s.consumer_group_id AND s.pos > g.highest_position`, n.groups, n.offsets),
 		raiseHighest: f(`UPDATE %s SET highest_position = greatest(highest_position, $2) WHERE id = $1 RETURNING status, failure`, n.groups),
@@ -1348,13 +1352,12 @@ SELECT c.last_position, c.blocked FROM c`,
 		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args))
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(move, args...)
+	remark, raise, at := q.remarkAt, q.raiseMoved, []any{g.row, tp.key, position}
 	if last {
-		b.Queue(q.remarkAtLast, g.row, tp.key)
-		b.Queue(q.raiseMovedLast, g.row, tp.key)
-		return
+		remark, raise, at = q.remarkAtLast, q.raiseMovedLast, at[:2]
 	}
-	b.Queue(q.remarkAt, g.row, tp.key, position)
-	b.Queue(q.raiseMoved, g.row, position, tp.key)
+	b.Queue(remark, at...)
+	b.Queue(raise, at...)
 }
 
 // sessionLast is the position the session's last insert into the log
