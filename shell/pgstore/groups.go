@@ -1870,14 +1870,24 @@ func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, po
 	if err != nil {
 		return err
 	}
+	t.deferAdvance(gs, g, partition, tp, position, false)
+	return nil
+}
+
+// deferAdvance queues the move of g's offset of partition (tuple tp)
+// with the transaction's next batch, under the lock of its boundary
+// (deferLocked): to position, refused if that is past the newest
+// position, or with last to the session's newest (queueAdvance).
+func (t *tx) deferAdvance(gs *groupSet, g *groupConf, partition map[string]string, tp tuple, position int64, last bool) {
+	s := t.s
 	keys := boundarySet{}
 	keys.guard(g.conditions(partition))
 	past := fmt.Sprintf("pgstore: advance %s to position %d, past the newest position", g.name, position)
 	t.deferLocked(gs, keys, func(b *pgx.Batch) {
-		if position > t.ownLast() {
+		if !last && position > t.ownLast() {
 			b.Queue(s.q.g.pastNewest, position, t.ownLast())
 		}
-		t.queueAdvance(b, g, tp, position, false)
+		t.queueAdvance(b, g, tp, position, last)
 	}, func(i int, q *queued) {
 		if q.sql == s.q.g.pastNewest {
 			q.onErr = func(err error) error {
@@ -1889,7 +1899,6 @@ func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, po
 			}
 		}
 	})
-	return nil
 }
 
 // AppendCommandDeferred appends cmd, decided by group in partition, and
@@ -1931,9 +1940,7 @@ func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition map
 		}
 		return res.Messages[0], func() (int64, error) { return pos, nil }, nil
 	}
-	keys := boundarySet{}
-	keys.guard(g.conditions(partition))
-	t.deferLocked(gs, keys, func(b *pgx.Batch) { t.queueAdvance(b, g, tp, 0, true) }, nil)
+	t.deferAdvance(gs, g, partition, tp, 0, true)
 	return res.Messages[0], func() (int64, error) {
 		if len(t.own) <= k && t.usable() == nil {
 			if err := t.flush(); err != nil {
