@@ -36,20 +36,16 @@ var holdAccounts = core.Decider[int]{Group: "hold.accounts", PartitionBy: []stri
 	}),
 )
 
-// skippingStore is a SQLite store that says its positions may skip and
-// whether appends wait (as pgstore does), counts the ClaimUpdate
-// transactions that handled a claim, and records the reads and appends
-// of each (ops).
-type skippingStore struct {
+// recordingStore is a SQLite store that counts the ClaimUpdate
+// transactions that handled a claim and records the claims, reads and
+// appends of each (ops).
+type recordingStore struct {
 	*sqlitestore.Store
-	waiting bool
 	handled atomic.Int64
 	ops     []string
 }
 
-func (s *skippingStore) PositionsMaySkip() bool { return true }
-func (s *skippingStore) AppendsWaiting() bool   { return s.waiting }
-func (s *skippingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
 	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
 		s.ops = append(s.ops, "begin")
 		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
@@ -59,6 +55,16 @@ func (s *skippingStore) ClaimUpdate(ctx context.Context, group, workerID string,
 	}
 	return did, err
 }
+
+// skippingStore is a recordingStore that says its positions may skip and
+// whether appends wait (as pgstore does).
+type skippingStore struct {
+	*recordingStore
+	waiting bool
+}
+
+func (s *skippingStore) PositionsMaySkip() bool { return true }
+func (s *skippingStore) AppendsWaiting() bool   { return s.waiting }
 
 // recordingTx records a transaction's partition reads and appends.
 type recordingTx struct {
@@ -107,7 +113,7 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sq.Close() })
-			s := &skippingStore{Store: sq, waiting: tc.waiting}
+			s := &skippingStore{recordingStore: &recordingStore{Store: sq}, waiting: tc.waiting}
 			rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: tc.ahead}, holdAccounts)
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +212,7 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 	}
 	t.Cleanup(func() { sq.Close() })
 	for _, waiting := range []bool{false, true} {
-		s := &skippingStore{Store: sq, waiting: waiting}
+		s := &skippingStore{recordingStore: &recordingStore{Store: sq}, waiting: waiting}
 		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, xferAccounts)
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +260,7 @@ func TestRouterClaimsAheadSeeEachOthersQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	s := &skippingStore{Store: sq}
+	s := &skippingStore{recordingStore: &recordingStore{Store: sq}}
 	rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, testdomain.UsernameDecider)
 	if err != nil {
 		t.Fatal(err)

@@ -278,19 +278,6 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	}
 }
 
-// txReadCounter is a SQLite store whose router transactions count their
-// partition reads.
-type txReadCounter struct {
-	*sqlitestore.Store
-	ops []string
-}
-
-func (s *txReadCounter) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
-	return s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
-		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
-	})
-}
-
 // An event-sourced projector whose state the router caches reads a
 // partition's history for its first batch only: each later batch that
 // begins where the cached state ends holds the rest of the history
@@ -299,7 +286,7 @@ func (s *txReadCounter) ClaimUpdate(ctx context.Context, group, workerID string,
 func TestRouterFoldsClaimsWithoutReads(t *testing.T) {
 	ctx := t.Context()
 	raw := ledgerStore(t)
-	s := &txReadCounter{Store: raw}
+	s := &recordingStore{Store: raw}
 	var mu sync.Mutex
 	sums := map[string]int{}
 	sum := core.Projector[int]{Group: "ledger.sum", PartitionBy: []string{"account"}}.With(
