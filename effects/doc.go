@@ -24,4 +24,9 @@
 // that they run on, with causation and correlation applied so that
 // command -> event -> reaction carry the right ids at every link, and
 // reactions skipped when the claim is a replay.
+//
+// Queue is a ready-made reactor: a work queue of jobs of one message type,
+// each done once by a Work function, deleted when done, and retried on its
+// own after a failure (the signals it returns: Ack{Delete: true}, and an
+// Append of the job's next attempt dated after its back-off).
 package effects

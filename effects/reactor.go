@@ -90,7 +90,7 @@ type Partitioner interface{ PartitionKeys() []string }
 
 // Exclusiver marks a reactor as the only one handling its types (default:
 // false). An exclusive reactor with no partition keys is a concurrent,
-// unordered, delete-on-ack work queue.
+// unordered, delete-on-ack work queue (Queue is one, ready made).
 type Exclusiver interface{ Exclusive() bool }
 
 // Historian asks the shell to read the partition's messages of these types

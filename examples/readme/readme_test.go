@@ -23,6 +23,7 @@ var sourceGlobs = []string{
 	filepath.Join("..", "..", "shell", "dashboard", "example_test.go"),
 	filepath.Join("..", "..", "shell", "example_snapshot_test.go"),
 	filepath.Join("..", "..", "shell", "example_strategy_test.go"),
+	filepath.Join("..", "..", "shell", "sourced", "example_queue_test.go"),
 }
 
 // trailingComment is a line comment after code (the whitespace before it

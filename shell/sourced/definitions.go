@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/effects"
 )
 
 // Decider handles commands in a consistency boundary: its PartitionBy
@@ -70,3 +71,21 @@ func AfterSync[S any](fn func(ctx context.Context, b Batch[S]) error) Handler[S]
 // After is a reaction's message due d after the event it reacts to (pure:
 // no clock): the store keeps it scheduled and promotes it when it is due.
 func After(d time.Duration, payload any) core.Delayed { return core.After(d, payload) }
+
+// Queue is a work queue of jobs of type T (effects.Queue): append a T and
+// one of the runtime's workers does it once, with Work, and deletes it.
+// A failing job is tried again after a back-off (10 attempts by default),
+// without holding up the others, then parked for an operator. Hand it to
+// NewRuntime as NewQueue returns it.
+type Queue[T any] = effects.Queue[T]
+
+// Job is a job of a Queue as its Work receives it: the payload, the
+// message it came in, and which attempt this is.
+type Job[T any] = effects.Job[T]
+
+// NewQueue returns a queue of jobs of type T named group, done by work,
+// with the default attempts, back-off and parking; set its fields
+// (Attempts, Backoff, Keep, Timeout, ErrorStrategy) to change them.
+func NewQueue[T any](group string, work func(ctx context.Context, job Job[T]) error) *Queue[T] {
+	return effects.NewQueue(group, work)
+}

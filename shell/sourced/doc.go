@@ -111,6 +111,20 @@
 //	rt, err := sourced.NewRuntime(store, sourced.DefaultConfig(), sourced.Module{Courses, Enrolments, Rosters})
 //	go sourced.Supervise(ctx, rt)
 //
+// # 7. Queues
+//
+// A Queue does jobs in the background, one message type per queue: append
+// a job and one of the runtime's workers does it once and deletes it from
+// the log. A failing job is tried again after a back-off as a new job
+// counting its attempts, without holding up the others, and parked for an
+// operator when its attempts run out:
+//
+//	certificates := sourced.NewQueue("students.certificates", func(ctx context.Context, job sourced.Job[SendCertificate]) error {
+//		return mailer.Send(ctx, job.Payload.StudentID, job.Payload.CourseID)
+//	})
+//	rt, err := sourced.NewRuntime(store, sourced.DefaultConfig(), certificates)
+//	_, err = store.Append(ctx, sourced.Messages(SendCertificate{StudentID: "ada", CourseID: "c1"}), sourced.AppendOptions{})
+//
 // # Further
 //
 // Statechart machines are built with package statechart and decided with

@@ -37,6 +37,11 @@ type (
 		StudentID string `json:"student_id"`
 		CourseID  string `json:"course_id"`
 	}
+	// SendCertificate is a job: a certificate to e-mail.
+	SendCertificate struct {
+		StudentID string `json:"student_id" sourced:"required"`
+		CourseID  string `json:"course_id"`
+	}
 )
 
 func registry() *sourced.Registry {
@@ -48,6 +53,7 @@ func registry() *sourced.Registry {
 		sourced.Register[StudentEnrolled](reg, "courses.enrolled"),
 		sourced.Register[WelcomeStudent](reg, "students.welcome"),
 		sourced.Register[StudentWelcomed](reg, "students.welcomed"),
+		sourced.Register[SendCertificate](reg, "students.send_certificate"),
 	); err != nil {
 		panic(err)
 	}
