@@ -27,10 +27,10 @@ type Claim struct {
 	// attributes, up to the last claimed message.
 	Guard core.Guard
 	// Replaying is true when every claimed message was processed before
-	// the group was reset (see shell.Claim).
+	// the group was reset (see shell.ClaimedPartition).
 	Replaying bool
 	// ReplayUpto is the highest position of the partition processed before
-	// the group was last reset (see shell.Claim): a message at or below it
+	// the group was last reset (see shell.ClaimedPartition): a message at or below it
 	// is a replay, whose side effects are not made again.
 	ReplayUpto int64
 	// Now is when the claim is handled, read from the router's clock (the

@@ -71,7 +71,7 @@ func (rt *Router) undecodable(ctx context.Context, re *reactor, err error) (fail
 	if !errors.As(err, &de) || transient(ctx, err) {
 		return nil, false, nil
 	}
-	claim := &Claim{Group: re.info.Group, Partition: de.Partition, OffsetID: de.OffsetID}
+	claim := &ClaimedPartition{Group: re.info.Group, Partition: de.Partition, OffsetID: de.OffsetID}
 	if de.MessageType != "" {
 		m := core.PositionedMessage{Position: de.Position}
 		m.ID, m.Type = de.MessageID, de.MessageType

@@ -38,18 +38,18 @@ type Groups interface {
 	// lifecycle hooks (GroupSpec.Hooks), or no partition has pending work
 	// that no other worker holds. An idle group answers in O(1) (the claim-scan
 	// latch).
-	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*Claim, error)
+	ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*ClaimedPartition, error)
 	// ClaimUpdate claims like ClaimNext and, when there is a claim, calls
 	// fn with it inside the same write transaction, so that a batch can be
 	// claimed, handled and acknowledged in one commit. An error from fn
 	// rolls back everything, the claim included. It reports whether there
 	// was a claim; an idle group answers as cheaply as with ClaimNext.
-	ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx Tx, c *Claim) error) (bool, error)
+	ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx Tx, c *ClaimedPartition) error) (bool, error)
 	// Release frees a claim without moving its offset. Only the claiming
 	// worker may release it (else ErrNotClaimant).
-	Release(ctx context.Context, c *Claim) error
+	Release(ctx context.Context, c *ClaimedPartition) error
 	// Ack moves the claim's offset to position and frees it; see Tx.Ack.
-	Ack(ctx context.Context, c *Claim, position int64) error
+	Ack(ctx context.Context, c *ClaimedPartition, position int64) error
 
 	// StopGroup stops a group (reason is kept in its error context),
 	// StartGroup starts it again and ResetGroup clears its offsets so that
@@ -147,7 +147,7 @@ type GroupTx interface {
 	// ClaimNext is Groups.ClaimNext inside the transaction: the claim
 	// commits or rolls back with it. The router uses it to claim and
 	// process several partitions of a pure reactor in one transaction.
-	ClaimNext(group, workerID string, batchSize int) (*Claim, error)
+	ClaimNext(group, workerID string, batchSize int) (*ClaimedPartition, error)
 	// Ack moves the claim's offset to position (never backwards) and frees
 	// the claim; the group's highest acknowledged position rises to it; a
 	// retrying group whose failed partition this is recovers to active.
@@ -158,11 +158,11 @@ type GroupTx interface {
 	// one statement): an ack of a claim no longer held then fails the
 	// whole Update with an error matching ErrNotClaimant, and nothing the
 	// transaction did is written.
-	Ack(c *Claim, position int64) error
+	Ack(c *ClaimedPartition, position int64) error
 	// Release frees the claim without moving its offset, in the
 	// transaction (a batch that processed none of its messages). Only the
 	// claiming worker may release it (else ErrNotClaimant).
-	Release(c *Claim) error
+	Release(c *ClaimedPartition) error
 	// Delete removes messages from the log (delete-on-ack).
 	Delete(positions ...int64) error
 	// AdvanceOffset moves a partition's offset to position without a claim
@@ -217,7 +217,7 @@ type ClaimManyTx interface {
 	// no claims and no error when there is nothing to claim (an idle group
 	// answers in O(1), as ClaimNext does). The claims commit or roll back
 	// with the transaction.
-	ClaimMany(group, workerID string, batchSize, partitions int) ([]*Claim, error)
+	ClaimMany(group, workerID string, batchSize, partitions int) ([]*ClaimedPartition, error)
 }
 
 // GroupSpec describes a consumer group to register.
@@ -261,9 +261,11 @@ func (g GroupSpec) Validate() error {
 	return nil
 }
 
-// Claim is a claimed partition of a consumer group and its pending
-// messages.
-type Claim struct {
+// ClaimedPartition is a worker's claim on a partition of a consumer group,
+// as the store records it: the partition's pending messages, held by the
+// worker until it acknowledges or releases them (Groups.ClaimNext). A
+// reactor receives its messages as an effects.Claim.
+type ClaimedPartition struct {
 	Group    string
 	WorkerID string
 	// OffsetID identifies the partition's offset.
@@ -297,7 +299,7 @@ type Claim struct {
 }
 
 // Last is the position of the claim's last message.
-func (c *Claim) Last() int64 {
+func (c *ClaimedPartition) Last() int64 {
 	if len(c.Messages) == 0 {
 		return 0
 	}

@@ -126,7 +126,7 @@ func observe(ctx context.Context, obs Observer, o Observation) {
 }
 
 // correlations are the distinct correlation ids of a claim's messages.
-func correlations(c *Claim) []uuid.UUID {
+func correlations(c *ClaimedPartition) []uuid.UUID {
 	var out []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, m := range c.Messages {
@@ -143,7 +143,7 @@ func correlations(c *Claim) []uuid.UUID {
 }
 
 // batchHandled describes a committed claim.
-func batchHandled(c *Claim, appended int, started time.Time, inline bool) BatchHandled {
+func batchHandled(c *ClaimedPartition, appended int, started time.Time, inline bool) BatchHandled {
 	b := BatchHandled{Group: c.Group, Partition: c.Partition, WorkerID: c.WorkerID, Messages: len(c.Messages), Appended: appended,
 		Correlations: correlations(c), Started: started, Duration: time.Since(started), Inline: inline}
 	if n := len(c.Messages); n > 0 {

@@ -33,7 +33,7 @@ const CmdPark GroupCommand = "park"
 // group, which a reset leaves as it is, keeps its parked partitions).
 //
 // Each operation names the partition by its group and its values (as
-// Claim.Partition holds them: {"__id": message id} for an id-partitioned
+// ClaimedPartition.Partition holds them: {"__id": message id} for an id-partitioned
 // group), runs in one write transaction, returns the record of the parking
 // it cleared, and refuses a partition that is not parked with an error
 // matching ErrNotParked (a *NotParkedError), writing nothing; an unknown

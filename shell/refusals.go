@@ -388,7 +388,7 @@ func CheckReadAll(reg *codec.Registry, opts ReadAllOptions) error {
 // CheckAck refuses an ack at a position after the claim's last message:
 // the offset would skip messages no worker has seen (and, past the end of
 // the log, never be claimed again). The error matches ErrAckBeyondClaim.
-func CheckAck(c *Claim, position int64) error {
+func CheckAck(c *ClaimedPartition, position int64) error {
 	if c == nil {
 		return nil // the store reports the nil claim
 	}

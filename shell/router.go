@@ -161,7 +161,7 @@ type Router struct {
 	// pending holds, by worker id, claims whose release met a busy store
 	// (see releaseAll), and pendingN counts them.
 	pendingMu sync.Mutex
-	pending   map[string][]*Claim
+	pending   map[string][]*ClaimedPartition
 	pendingN  atomic.Int64
 	// recordRefusals is set when the store's registry knows
 	// core.CommandRejected: deciders then record their business refusals
@@ -561,7 +561,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			if before := items[:len(items)-1]; len(before) > 0 {
 				var err error
 				if _, first, err = rt.commitClaims(ctx, re, workerID, before, k, false); err != nil {
-					return first, errors.Join(err, rt.releaseAll(ctx, []*Claim{last.claim}))
+					return first, errors.Join(err, rt.releaseAll(ctx, []*ClaimedPartition{last.claim}))
 				}
 			}
 			err := last.err
@@ -597,18 +597,18 @@ func (rt *Router) claimsPerTx(re *reactor) int {
 // claimFirst claims up to k partitions of the reactor in one transaction:
 // the first as ClaimNext does (an idle group answers without a write
 // transaction), the others in its transaction.
-func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*Claim, error) {
+func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*ClaimedPartition, error) {
 	if k <= 1 {
 		c, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
 		if err != nil || c == nil {
 			return nil, err
 		}
-		return []*Claim{c}, nil
+		return []*ClaimedPartition{c}, nil
 	}
-	var claims []*Claim
-	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+	var claims []*ClaimedPartition
+	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *ClaimedPartition) error {
 		more, err := rt.claimMore(tx, re, workerID, k-1)
-		claims = append([]*Claim{c}, more...)
+		claims = append([]*ClaimedPartition{c}, more...)
 		return err
 	})
 	if err != nil {
@@ -619,14 +619,14 @@ func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, 
 
 // claimMore claims up to n partitions of the reactor in tx: with
 // ClaimManyTx when the store's Tx has it, else ClaimNext after ClaimNext.
-func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*Claim, error) {
+func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*ClaimedPartition, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	if m, ok := tx.(ClaimManyTx); ok {
 		return m.ClaimMany(re.info.Group, workerID, rt.opts.BatchSize, n)
 	}
-	var out []*Claim
+	var out []*ClaimedPartition
 	for len(out) < n {
 		c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
 		if err != nil || c == nil {
@@ -641,7 +641,7 @@ func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*Clai
 // its pairs, the reactor's failure after them (handleErr), or the store's
 // failure to read its history (err).
 type handledClaim struct {
-	claim          *Claim
+	claim          *ClaimedPartition
 	pairs          []effects.Pair
 	handleErr, err error
 	started        time.Time
@@ -658,7 +658,7 @@ type handledClaim struct {
 // settled as a claim of its own (see settle), and failed describes the
 // first that went to the error strategy. A busy store or cancellation
 // releases the claims not committed and is returned.
-func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*Claim, failed *GroupFailedError, _ error) {
+func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*ClaimedPartition, failed *GroupFailedError, _ error) {
 	afters := make([][]func(context.Context) error, len(items))
 	failedAt := -1 // the claim whose signals or ack failed the transaction
 	err := rt.store.Update(ctx, func(tx Tx) error {
@@ -722,11 +722,13 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 // handled tells whether a committed claim was handled (observed as
 // BatchHandled): it had pairs, or messages its reactor handled with no
 // effects.
-func handled(c *Claim, pairs []effects.Pair) bool { return len(pairs) > 0 || len(c.Messages) > 0 }
+func handled(c *ClaimedPartition, pairs []effects.Pair) bool {
+	return len(pairs) > 0 || len(c.Messages) > 0
+}
 
 // claimsOf returns the claims of handled claims.
-func claimsOf(items []handledClaim) []*Claim {
-	out := make([]*Claim, len(items))
+func claimsOf(items []handledClaim) []*ClaimedPartition {
+	out := make([]*ClaimedPartition, len(items))
 	for i, it := range items {
 		out[i] = it.claim
 	}
@@ -741,7 +743,7 @@ func claimsOf(items []handledClaim) []*Claim {
 // still held after that is kept for the worker's next handleNext, which
 // releases it before claiming anything (see releasePending): its worker
 // heartbeats, so the reaper would free it only after MaxClaimAge.
-func (rt *Router) releaseAll(ctx context.Context, claims []*Claim) error {
+func (rt *Router) releaseAll(ctx context.Context, claims []*ClaimedPartition) error {
 	wait := releaseBackoff
 	for try := 1; ; try++ {
 		var err error
@@ -772,7 +774,7 @@ const (
 // releaseOnce releases claims in one transaction, else one by one, and
 // returns those whose release failed with ErrBusy (still held), and the
 // errors.
-func (rt *Router) releaseOnce(ctx context.Context, claims []*Claim) (busy []*Claim, _ error) {
+func (rt *Router) releaseOnce(ctx context.Context, claims []*ClaimedPartition) (busy []*ClaimedPartition, _ error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -801,14 +803,14 @@ func (rt *Router) releaseOnce(ctx context.Context, claims []*Claim) (busy []*Cla
 
 // pend keeps claims whose release met a busy store, for their worker's
 // next handleNext.
-func (rt *Router) pend(claims []*Claim) {
+func (rt *Router) pend(claims []*ClaimedPartition) {
 	if len(claims) == 0 {
 		return
 	}
 	rt.pendingMu.Lock()
 	defer rt.pendingMu.Unlock()
 	if rt.pending == nil {
-		rt.pending = map[string][]*Claim{}
+		rt.pending = map[string][]*ClaimedPartition{}
 	}
 	for _, c := range claims {
 		rt.pending[c.WorkerID] = append(rt.pending[c.WorkerID], c)
@@ -842,7 +844,7 @@ func (rt *Router) releasePending(ctx context.Context, workerID string) error {
 // on a fresh history (up to MaxConflictRetries times); a transient failure
 // releases the claim and is returned; a lost claim is abandoned; any other
 // goes to the error strategy, described by failed.
-func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err error) (failed *GroupFailedError, _ error) {
+func (rt *Router) settle(ctx context.Context, re *reactor, claim *ClaimedPartition, err error) (failed *GroupFailedError, _ error) {
 	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err); attempt++ {
 		retried := attempt <= rt.opts.MaxConflictRetries
 		observe(ctx, rt.opts.Observer, GuardConflict{Group: claim.Group, Partition: claim.Partition, Attempt: attempt, Retried: retried, Err: err})
@@ -863,7 +865,7 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 		// busy store too, it is tried again, and at the worker's next
 		// handleNext (releaseAll): left held, the claim would stay with
 		// this heartbeating worker until MaxClaimAge (found by props/sim).
-		if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
+		if relErr := rt.releaseAll(ctx, []*ClaimedPartition{claim}); relErr != nil {
 			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
 		return nil, cancelled(ctx, err)
@@ -890,14 +892,14 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *Claim, err err
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failed, failErr := rt.fail(bg, re, claim, err, 0)
-	if relErr := rt.releaseAll(ctx, []*Claim{claim}); relErr != nil {
+	if relErr := rt.releaseAll(ctx, []*ClaimedPartition{claim}); relErr != nil {
 		return failed, errors.Join(failErr, relErr)
 	}
 	return failed, failErr
 }
 
 // stillHeld tells whether claim's worker still holds its offset.
-func (rt *Router) stillHeld(ctx context.Context, claim *Claim) (bool, error) {
+func (rt *Router) stillHeld(ctx context.Context, claim *ClaimedPartition) (bool, error) {
 	page, err := rt.store.ReadOffsets(ctx, OffsetQuery{Group: claim.Group, From: claim.OffsetID, Limit: 1})
 	if err != nil {
 		return false, err
@@ -910,7 +912,7 @@ func (rt *Router) stillHeld(ctx context.Context, claim *Claim) (bool, error) {
 }
 
 // abandon logs a batch whose claim another worker took over.
-func (rt *Router) abandon(ctx context.Context, re *reactor, claim *Claim, err error) {
+func (rt *Router) abandon(ctx context.Context, re *reactor, claim *ClaimedPartition, err error) {
 	attrs := []any{"group", re.info.Group, "partition", PartitionKey(claim.Partition), "worker", claim.WorkerID, "error", err}
 	if !re.info.Pure {
 		attrs = append(attrs, "impure", "the reactor's own work for this batch is done and may be done again by the new claimant")
@@ -962,12 +964,12 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	var handled []BatchHandled // observed once committed
 	states := rt.txStates(re)
 	ahead := rt.inlineAhead()
-	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *Claim) error {
+	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *ClaimedPartition) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
 		afters = afters[:0]
 		states.reset()
-		claims := []*Claim{c}
+		claims := []*ClaimedPartition{c}
 		for n := 0; ; {
 			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 {
 				more, err := rt.claimMore(tx, re, workerID, k)
@@ -1071,7 +1073,7 @@ type inlineBatch struct {
 
 // queries reports whether a message of claim is decided on a query of
 // its own (effects.Querier).
-func (rt *Router) queries(re *reactor, claim *Claim) bool {
+func (rt *Router) queries(re *reactor, claim *ClaimedPartition) bool {
 	q, ok := re.r.(effects.Querier)
 	if !ok {
 		return false
@@ -1179,7 +1181,7 @@ func holdsBack(store Store) bool {
 }
 
 // process handles the claim once: history, reactor, signals, ack.
-func (rt *Router) process(ctx context.Context, re *reactor, claim *Claim) error {
+func (rt *Router) process(ctx context.Context, re *reactor, claim *ClaimedPartition) error {
 	started := time.Now()
 	pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 	if err != nil {
@@ -1218,14 +1220,14 @@ func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult,
 // handle reads the claim's history through read, when the reactor wants
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
-func (rt *Router) handle(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	return rt.handleWith(ctx, re, claim, read, nil)
 }
 
 // handleWith is handle; with states (the pure path's, in its write
 // transaction) a cached reactor's history is read and folded from the
 // state kept for the partition, and the state folded goes to states.
-func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -1270,7 +1272,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *Claim, rea
 // (see HistoryKeeper), the messages after the position of the history
 // kept, appended to it. The history read goes (back) into the cache at
 // once: it holds committed messages only, whatever becomes of the batch.
-func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (ReadResult, error) {
+func (rt *Router) readHistory(re *reactor, claim *ClaimedPartition, read historyReader) (ReadResult, error) {
 	if !re.keepsHistory {
 		return read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 	}
@@ -1301,7 +1303,7 @@ func (rt *Router) readHistory(re *reactor, claim *Claim, read historyReader) (Re
 // claim's last message (claimCovers), so that no read is needed. The
 // guard is the claim's (its conditions are those of the history's
 // types), at the newest position either covers.
-func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
+func (rt *Router) historyOfClaim(re *reactor, claim *ClaimedPartition, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
 	if !rt.claimCovers(re, claim, after) {
 		return ReadResult{}, false
 	}
@@ -1313,7 +1315,7 @@ func (rt *Router) historyOfClaim(re *reactor, claim *Claim, kept []core.Position
 // claimAfter is the history claimCovers tells a claim holds: head (a
 // history up to after), then the claim's messages after after, with the
 // claim's guard at the newest position either covers.
-func claimAfter(claim *Claim, head []core.PositionedMessage, after int64) ReadResult {
+func claimAfter(claim *ClaimedPartition, head []core.PositionedMessage, after int64) ReadResult {
 	msgs := slices.Clip(head)
 	for _, m := range claim.Messages {
 		if m.Position > after {
@@ -1326,12 +1328,12 @@ func claimAfter(claim *Claim, head []core.PositionedMessage, after int64) ReadRe
 // claimCovers reports whether claim's messages after position after
 // are the whole history of its partition from after to the claim's last
 // message: the reactor reads as history exactly the types it handles,
-// the claim began at or before after (Claim.After: no message between
+// the claim began at or before after (ClaimedPartition.After: no message between
 // the two was handled elsewhere meanwhile), and it was not cut short by
 // the batch size. A workflow's run, handled step after step by the same
 // process, is so (each handling claims the events its last one
 // appended), as is an event-sourced projector following its events.
-func (rt *Router) claimCovers(re *reactor, claim *Claim, after int64) bool {
+func (rt *Router) claimCovers(re *reactor, claim *ClaimedPartition, after int64) bool {
 	return re.historyHandled && claim.After <= after && len(claim.Messages) > 0 && len(claim.Messages) < rt.opts.BatchSize
 }
 
@@ -1382,7 +1384,7 @@ func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, 
 // message); after the commit it runs the after-sync work. A claim without
 // pairs (and no failure) is acknowledged whole. A reactor's failure after
 // some pairs comes back as a *batchFailure: those pairs are committed.
-func (rt *Router) commit(ctx context.Context, re *reactor, claim *Claim, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
+func (rt *Router) commit(ctx context.Context, re *reactor, claim *ClaimedPartition, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
 	var processed int64
 	if len(pairs) > 0 || handleErr == nil { // no pairs and no failure: handled with no effects
 		var afters []func(context.Context) error
@@ -1427,7 +1429,7 @@ func lastSource(pairs []effects.Pair) int64 {
 // source, nothing of the claim was processed, and execute releases it in
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
-func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claim, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
+func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *ClaimedPartition, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
 	if len(pairs) == 0 {
 		// No pairs and no failure: the reactor handled the batch with no
 		// effects, and it is acknowledged whole (released, it would be
@@ -1674,7 +1676,7 @@ func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(cont
 // afterwards, in the order they were added; a listener that panics is
 // logged and the others still run. A skipped message gives no
 // *GroupFailedError: the group goes on.
-func (rt *Router) fail(ctx context.Context, re *reactor, claim *Claim, cause error, processed int64) (*GroupFailedError, error) {
+func (rt *Router) fail(ctx context.Context, re *reactor, claim *ClaimedPartition, cause error, processed int64) (*GroupFailedError, error) {
 	strategy := rt.opts.ErrorStrategy
 	if re.strategy != nil {
 		strategy = *re.strategy
@@ -1772,7 +1774,7 @@ func (rt *Router) decideFailure(ctx context.Context, re *reactor, strategy Error
 
 // skippable tells whether msg, the message a claim failed at, is the
 // first of the claim not processed: skipping it then skips nothing else.
-func skippable(claim *Claim, msg core.PositionedMessage, processed int64) bool {
+func skippable(claim *ClaimedPartition, msg core.PositionedMessage, processed int64) bool {
 	if msg.Position <= 0 {
 		return false
 	}

@@ -113,8 +113,8 @@ type faultyStore struct {
 	fail func() error
 }
 
-func (f *faultyStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
-	return f.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
+func (f *faultyStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+	return f.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 		return fn(faultyTx{tx, f.fail}, c)
 	})
 }
@@ -124,7 +124,7 @@ type faultyTx struct {
 	fail func() error
 }
 
-func (t faultyTx) Ack(c *shell.Claim, position int64) error {
+func (t faultyTx) Ack(c *shell.ClaimedPartition, position int64) error {
 	if err := t.fail(); err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (b *busyWrites) Update(ctx context.Context, fn func(shell.Tx) error) error 
 	return b.Store.Update(ctx, fn)
 }
 
-func (b *busyWrites) Release(ctx context.Context, c *shell.Claim) error {
+func (b *busyWrites) Release(ctx context.Context, c *shell.ClaimedPartition) error {
 	if err := b.busy("release"); err != nil {
 		return err
 	}

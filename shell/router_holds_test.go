@@ -45,8 +45,8 @@ type recordingStore struct {
 	ops     []string
 }
 
-func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
-	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
+func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 		s.ops = append(s.ops, "begin")
 		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
 	})
@@ -82,7 +82,7 @@ func (t *recordingTx) Append(msgs []core.Message, opts shell.AppendOptions) (she
 	return t.Tx.Append(msgs, opts)
 }
 
-func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	*t.ops = append(*t.ops, "claim")
 	return t.Tx.(shell.ClaimManyTx).ClaimMany(group, workerID, batchSize, partitions)
 }

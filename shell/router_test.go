@@ -613,7 +613,7 @@ func (c *countingStore) Update(ctx context.Context, fn func(shell.Tx) error) err
 	return c.Store.Update(ctx, fn)
 }
 
-func (c *countingStore) ClaimNext(ctx context.Context, group, workerID string, n int) (*shell.Claim, error) {
+func (c *countingStore) ClaimNext(ctx context.Context, group, workerID string, n int) (*shell.ClaimedPartition, error) {
 	c.claims++
 	return c.Store.ClaimNext(ctx, group, workerID, n)
 }

@@ -20,10 +20,10 @@ import (
 // MaxClaimAge whoever holds it, as before.
 type ClaimRenewer interface {
 	// RenewClaims sets the claim time of each claim still held by its
-	// worker (Claim.WorkerID holds Claim.OffsetID's claim) to at, in one
+	// worker (ClaimedPartition.WorkerID holds ClaimedPartition.OffsetID's claim) to at, in one
 	// transaction, and returns how many it renewed: a claim released, or
 	// taken by another worker, is left as it is.
-	RenewClaims(ctx context.Context, claims []*Claim, at time.Time) (int, error)
+	RenewClaims(ctx context.Context, claims []*ClaimedPartition, at time.Time) (int, error)
 }
 
 // TimeoutProvider is implemented by hand-written reactors that declare
@@ -67,7 +67,7 @@ func (rt *Router) timeoutOf(re *reactor) time.Duration {
 // context is cancelled, and a batch that then fails fails with a
 // *BatchTimeoutError (the reactor's failure, not a cancellation of the
 // worker's: ctx is still live).
-func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *Claim, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	d := rt.timeoutOf(re)
 	if d <= 0 {
 		return rt.handle(ctx, re, claim, read)
@@ -90,14 +90,14 @@ func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *Claim, re
 // renew (see ClaimRenewer).
 type holding struct {
 	mu     sync.Mutex
-	claims map[string][]*Claim // by worker id
+	claims map[string][]*ClaimedPartition // by worker id
 }
 
-func (h *holding) hold(workerID string, claims []*Claim) {
+func (h *holding) hold(workerID string, claims []*ClaimedPartition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.claims == nil {
-		h.claims = map[string][]*Claim{}
+		h.claims = map[string][]*ClaimedPartition{}
 	}
 	if len(claims) == 0 {
 		delete(h.claims, workerID)
@@ -107,10 +107,10 @@ func (h *holding) hold(workerID string, claims []*Claim) {
 }
 
 // held returns every claim being handled.
-func (h *holding) held() []*Claim {
+func (h *holding) held() []*ClaimedPartition {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []*Claim
+	var out []*ClaimedPartition
 	for _, cs := range h.claims {
 		out = append(out, cs...)
 	}

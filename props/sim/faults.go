@@ -180,7 +180,7 @@ func (f *faultStore) RegisterGroup(ctx context.Context, g shell.GroupSpec) error
 	return f.after(f.inner.RegisterGroup(ctx, g))
 }
 
-func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*shell.Claim, error) {
+func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	if err := f.call("ClaimNext", true); err != nil {
 		return nil, err
 	}
@@ -191,11 +191,11 @@ func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batc
 	return c, nil
 }
 
-func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
 	if err := f.call("ClaimUpdate", true); err != nil {
 		return false, err
 	}
-	did, err := f.inner.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.Claim) error {
+	did, err := f.inner.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 		f.inTx++
 		defer func() { f.inTx-- }()
 		err := fn(&faultTx{inner: tx, f: f}, c)
@@ -207,14 +207,14 @@ func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, ba
 	return did, f.after(err)
 }
 
-func (f *faultStore) Release(ctx context.Context, c *shell.Claim) error {
+func (f *faultStore) Release(ctx context.Context, c *shell.ClaimedPartition) error {
 	if err := f.call("Release", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.Release(ctx, c))
 }
 
-func (f *faultStore) Ack(ctx context.Context, c *shell.Claim, position int64) error {
+func (f *faultStore) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
 	if err := f.call("Ack", true); err != nil {
 		return err
 	}
@@ -438,21 +438,21 @@ func (t *faultTx) LastPosition() (int64, error) {
 
 func (t *faultTx) Context() core.SyncTx { return t.inner.Context() }
 
-func (t *faultTx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *faultTx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	if err := t.point("ClaimNext"); err != nil {
 		return nil, err
 	}
 	return t.inner.ClaimNext(group, workerID, batchSize)
 }
 
-func (t *faultTx) Ack(c *shell.Claim, position int64) error {
+func (t *faultTx) Ack(c *shell.ClaimedPartition, position int64) error {
 	if err := t.point("Ack"); err != nil {
 		return err
 	}
 	return t.inner.Ack(c, position)
 }
 
-func (t *faultTx) Release(c *shell.Claim) error {
+func (t *faultTx) Release(c *shell.ClaimedPartition) error {
 	if err := t.point("Release"); err != nil {
 		return err
 	}
@@ -492,7 +492,7 @@ func (t *faultTx) Unschedule(ids ...uuid.UUID) (int, error) {
 // (every store under simulation has shell.ClaimManyTx), as the router
 // does for a queue and, on a store whose positions may skip, for a pure
 // reactor.
-func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	if err := t.point("ClaimMany"); err != nil {
 		return nil, err
 	}

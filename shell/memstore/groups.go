@@ -429,8 +429,8 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 // is furthest behind; see shell.Groups. A group whose last scan found
 // nothing answers without scanning until an append or a release makes it
 // dirty again.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
-	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.Claim) error {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.ClaimedPartition) error {
 		c = claim
 		return nil
 	})
@@ -439,8 +439,8 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
 // same transaction; see shell.Groups.
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
-	var c *shell.Claim
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+	var c *shell.ClaimedPartition
 	err := s.write(ctx, func(t *tx) error {
 		var err error
 		if c, err = t.ClaimNext(group, workerID, batchSize); err != nil || c == nil {
@@ -452,7 +452,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 }
 
 // ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	if t.done {
 		return nil, errTxDone
 	}
@@ -465,7 +465,7 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, err
 	return t.claimNext(group, workerID, batchSize)
 }
 
-func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	s := t.s
 	g, err := s.group(group)
 	if err != nil {
@@ -499,7 +499,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 		return nil, fmt.Errorf("memstore: internal error: offset %d of %s is pending at %v but holds no message", off.id, g.id, off.wake)
 	}
 	last := msgs[len(msgs)-1].Position
-	return &shell.Claim{
+	return &shell.ClaimedPartition{
 		Group:      g.id,
 		WorkerID:   workerID,
 		OffsetID:   off.id,
@@ -553,18 +553,18 @@ func (s *Store) fetch(g *group, off *offset, n int) ([]core.PositionedMessage, e
 
 // Ack moves the claim's offset to position and frees it, in a transaction
 // of its own; see shell.GroupTx.
-func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
+func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
 	return s.write(ctx, func(t *tx) error { return t.Ack(c, position) })
 }
 
 // Release frees a claim without moving its offset; see shell.Groups.
-func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
+func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
 	return s.write(ctx, func(t *tx) error { return t.Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
 // see shell.GroupTx.
-func (t *tx) Release(c *shell.Claim) error {
+func (t *tx) Release(c *shell.ClaimedPartition) error {
 	off, err := t.held(c, "release")
 	if err != nil {
 		return err
@@ -574,7 +574,7 @@ func (t *tx) Release(c *shell.Claim) error {
 }
 
 // held returns the offset of a claim its worker still holds.
-func (t *tx) held(c *shell.Claim, verb string) (*offset, error) {
+func (t *tx) held(c *shell.ClaimedPartition, verb string) (*offset, error) {
 	if t.done {
 		return nil, errTxDone
 	}
@@ -622,7 +622,7 @@ func (t *tx) moveTo(off *offset, position int64) {
 // Ack moves the claim's offset to position (never backwards), frees the
 // claim and raises the group's highest position; a retrying group whose
 // failed partition this is recovers. Only the claiming worker may ack.
-func (t *tx) Ack(c *shell.Claim, position int64) error {
+func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
 	off, err := t.held(c, "ack")
 	if err != nil {
 		return err
@@ -1061,7 +1061,7 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([
 
 // RenewClaims sets the claim time of each claim its worker still holds to
 // at; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (int, error) {
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (int, error) {
 	n := 0
 	err := s.write(ctx, func(t *tx) error {
 		n = 0
@@ -1305,11 +1305,11 @@ var _ shell.ClaimManyTx = (*tx)(nil)
 // group for workerID, each with up to batchSize of its messages, one after
 // another as ClaimNext claims them (the status gate and the latch
 // included); see shell.ClaimManyTx.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	if partitions <= 0 {
 		return nil, fmt.Errorf("memstore: claim %d partitions: the partition count must be positive", partitions)
 	}
-	var out []*shell.Claim
+	var out []*shell.ClaimedPartition
 	for len(out) < partitions {
 		c, err := t.ClaimNext(group, workerID, batchSize)
 		if err != nil {

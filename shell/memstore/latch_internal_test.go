@@ -138,8 +138,8 @@ func TestLatchClaimManyIdleDoesNotScan(t *testing.T) {
 	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	many := func() []*shell.Claim {
-		var out []*shell.Claim
+	many := func() []*shell.ClaimedPartition {
+		var out []*shell.ClaimedPartition
 		err := s.Update(ctx, func(tx shell.Tx) error {
 			var err error
 			out, err = tx.(shell.ClaimManyTx).ClaimMany(group, "w1", 10, 16)

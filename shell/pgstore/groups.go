@@ -684,7 +684,7 @@ func (s *Store) idle(ctx context.Context, group string) (bool, error) {
 // claim runs under the shared lock, so that workers claim, acknowledge
 // and release side by side (FOR UPDATE SKIP LOCKED picks the offset),
 // while appends wait for them and they for appends.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return nil, err
 	}
@@ -712,14 +712,14 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 // router transaction of a decider, and every empty claim, then waited
 // for every other and stopped every append; at 1,000 accounts,
 // BenchmarkPostgresEndToEnd spent most of its time in that wait.)
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return false, err
 	}
 	if idle, err := s.idle(ctx, group); err != nil || idle {
 		return false, err
 	}
-	var c *shell.Claim
+	var c *shell.ClaimedPartition
 	err := s.update(ctx, lockShared, func(t *tx) error {
 		var err error
 		if c, err = t.claimNext(group, workerID, batchSize); err != nil || c == nil {
@@ -731,7 +731,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 }
 
 // ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
@@ -787,7 +787,7 @@ func (t *tx) readState(group, query string) (groupState, error) {
 // maxStaleMarkers bounds how many wrong pending markers one claim repairs.
 const maxStaleMarkers = 64
 
-func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	claims, err := t.claimMany(group, workerID, batchSize, 1)
 	if err != nil || len(claims) == 0 {
 		return nil, err
@@ -800,7 +800,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.Claim, err
 // shell.ClaimManyTx): the claimable offsets furthest behind first, those
 // other transactions hold skipped, as ClaimNext claims them one after
 // another. It takes the shared lock, as ClaimNext does.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
@@ -819,7 +819,7 @@ var _ shell.ClaimManyTx = (*tx)(nil)
 // one round trip with the statements queued before. Offsets whose marker
 // turned out stale are repaired by the statement; when they were all it
 // picked, it runs again (a bounded number of times).
-func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	s := t.s
 	q := s.q.g
 	now := s.now()
@@ -905,7 +905,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 // scanClaims reads the rows of the claim statement: the claims, in order
 // (sorted here when unordered, as claimQueue's are), and whether a stale
 // marker was repaired.
-func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered bool) (claims []*shell.Claim, repaired bool, err error) {
+func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered bool) (claims []*shell.ClaimedPartition, repaired bool, err error) {
 	s := t.s
 	rows, err := br.Query()
 	if err != nil {
@@ -947,7 +947,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		if err != nil {
 			return nil, false, err
 		}
-		claims = append(claims, &shell.Claim{Group: group, WorkerID: workerID, OffsetID: id, After: last, Partition: partition, Messages: []core.PositionedMessage{m}})
+		claims = append(claims, &shell.ClaimedPartition{Group: group, WorkerID: workerID, OffsetID: id, After: last, Partition: partition, Messages: []core.PositionedMessage{m}})
 		replay = append(replay, rep)
 		lasts = append(lasts, last)
 	}
@@ -963,7 +963,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		for i, c := range claims {
 			lastOf[c.OffsetID] = lasts[i]
 		}
-		slices.SortFunc(claims, func(a, b *shell.Claim) int {
+		slices.SortFunc(claims, func(a, b *shell.ClaimedPartition) int {
 			return cmp.Or(cmp.Compare(lastOf[a.OffsetID], lastOf[b.OffsetID]), cmp.Compare(a.OffsetID, b.OffsetID))
 		})
 	}
@@ -981,7 +981,7 @@ func (t *tx) unknown(group string) error {
 
 // held checks, locking the offset's row, that the claim's worker still
 // holds its offset.
-func (t *tx) held(c *shell.Claim, verb string) error {
+func (t *tx) held(c *shell.ClaimedPartition, verb string) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -1009,13 +1009,13 @@ func (t *tx) held(c *shell.Claim, verb string) error {
 // Release frees a claim without moving its offset, under the shared
 // lock. Only the claiming worker may release it (else an error matching
 // shell.ErrNotClaimant).
-func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
+func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
 	return s.update(ctx, lockShared, func(t *tx) error { return t.Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
 // see shell.GroupTx.
-func (t *tx) Release(c *shell.Claim) error {
+func (t *tx) Release(c *shell.ClaimedPartition) error {
 	if err := t.enter(lockShared, true); err != nil {
 		return err
 	}
@@ -1031,7 +1031,7 @@ func (t *tx) Release(c *shell.Claim) error {
 // of its own under the shared lock, in one round trip (see tx.Ack); when
 // the claim is not held, the acknowledgement is made again, checked at
 // once, to tell why.
-func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
+func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
 	err := s.update(ctx, lockShared, func(t *tx) error { return t.Ack(c, position) })
 	if errors.As(err, new(*ackNotHeldError)) {
 		err = s.update(ctx, lockShared, func(t *tx) error {
@@ -1061,7 +1061,7 @@ func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
 // acknowledged or released (it is checked at once: ErrNotClaimant), and
 // the acknowledgement of a group this process does not know is checked at
 // once too (an *UnknownGroupError).
-func (t *tx) Ack(c *shell.Claim, position int64) error {
+func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
 	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
@@ -1620,7 +1620,7 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 
 // RenewClaims sets the claim time of each claim its worker still holds to
 // at, in one statement; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (int, error) {
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (int, error) {
 	if len(claims) == 0 {
 		return 0, ctx.Err()
 	}

@@ -201,7 +201,7 @@ func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
 
 // twoJobsOneClaimed registers the queue q on s, appends two jobs and
 // returns w1's claim of the first.
-func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *shell.Claim {
+func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *shell.ClaimedPartition {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {

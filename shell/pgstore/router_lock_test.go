@@ -231,7 +231,7 @@ func TestClaimUpdateBesideAppends(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimUpdate(ctx, "rl.accounts", "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
+		_, err := s.ClaimUpdate(ctx, "rl.accounts", "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 			if _, err := tx.Append(core.Messages(rlDeposited{Account: "a1", Amount: 1}), shell.AppendOptions{}); err != nil {
 				return err
 			}

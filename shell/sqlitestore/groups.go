@@ -237,8 +237,8 @@ func (t *tx) configured() error {
 // ClaimNext claims the partition of group with pending work whose offset
 // is furthest behind (ties: the oldest offset) for workerID, with up to
 // batchSize of its messages; see shell.Groups and the package notes above.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.Claim, err error) {
-	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.Claim) error {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.ClaimedPartition) error {
 		c = claim
 		return nil
 	})
@@ -247,7 +247,7 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
 // same transaction; see shell.Groups.
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.Claim) error) (bool, error) {
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return false, err
 	}
@@ -257,7 +257,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	if !s.noIdleCache && s.watch.idleNow(group, s.commits.Load(), s.now()) {
 		return false, nil
 	}
-	var c *shell.Claim
+	var c *shell.ClaimedPartition
 	var idle bool
 	var e idleClaim
 	var t *tx
@@ -291,7 +291,7 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 }
 
 // ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.Claim, error) {
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
@@ -310,7 +310,7 @@ const maxStaleMarkers = 64
 // claimNext is ClaimNext in the transaction. idle is true when it found
 // nothing to claim, wrote nothing, and the answer holds until the database
 // changes (or until the retry time, when not zero).
-func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, idle bool, until time.Time, err error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.ClaimedPartition, idle bool, until time.Time, err error) {
 	if err := t.flushWakes(); err != nil {
 		return nil, false, until, err
 	}
@@ -397,7 +397,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 			return nil, false, until, inClaim(err, g.name, partition, id)
 		}
 		lastPos := msgs[len(msgs)-1].Position
-		return &shell.Claim{
+		return &shell.ClaimedPartition{
 			Group:      g.name,
 			WorkerID:   workerID,
 			OffsetID:   id,
@@ -414,13 +414,13 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.Claim, i
 
 // Release frees a claim without moving its offset. Only the claiming
 // worker may release it (else an error matching shell.ErrNotClaimant).
-func (s *Store) Release(ctx context.Context, c *shell.Claim) error {
+func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
 	return s.update(ctx, false, func(stx shell.Tx) error { return stx.(*tx).Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
 // see shell.GroupTx.
-func (t *tx) Release(c *shell.Claim) error {
+func (t *tx) Release(c *shell.ClaimedPartition) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -436,7 +436,7 @@ func (t *tx) Release(c *shell.Claim) error {
 
 // Ack moves the claim's offset to position and frees it, in a transaction
 // of its own; see tx.Ack.
-func (s *Store) Ack(ctx context.Context, c *shell.Claim, position int64) error {
+func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
 	return s.update(ctx, false, func(stx shell.Tx) error { return stx.(*tx).Ack(c, position) })
 }
 
@@ -803,7 +803,7 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 
 // RenewClaims sets the claim time of each claim its worker still holds to
 // at, in one transaction; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.Claim, at time.Time) (n int, err error) {
+func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (n int, err error) {
 	ts := formatTime(at)
 	err = s.update(ctx, false, func(stx shell.Tx) error {
 		t := stx.(*tx)

@@ -19,7 +19,7 @@ var _ shell.ClaimManyTx = (*tx)(nil)
 // fetched and claimed as ClaimNext does. The status gate and the latch are
 // ClaimNext's: a group that is not claimable or latched clean answers
 // with no claims in O(1), and a scan that finds nothing latches the group.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ type manyCandidate struct {
 }
 
 // claimMany is ClaimMany in the transaction.
-func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.Claim, error) {
+func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
 	if err := t.flushWakes(); err != nil { // the scan sees this transaction's appends
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 	}
 	q := t.s.q.g
 	var (
-		out   []*shell.Claim
+		out   []*shell.ClaimedPartition
 		cands []manyCandidate
 		tbuf  [timeWidth]byte
 		stale int // wrong pending markers repaired (see maxStaleMarkers)
@@ -120,7 +120,7 @@ var errStaleMarker = errors.New("sqlitestore: stale pending marker")
 
 // claimCandidate fetches and claims one offset the ClaimMany scan found,
 // as ClaimNext claims the one its scan finds.
-func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, batchSize int, at []byte) (*shell.Claim, error) {
+func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, batchSize int, at []byte) (*shell.ClaimedPartition, error) {
 	partition, err := parsePartition(cd.key)
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 		return nil, inClaim(err, g.name, partition, cd.id)
 	}
 	lastPos := msgs[len(msgs)-1].Position
-	return &shell.Claim{
+	return &shell.ClaimedPartition{
 		Group:      g.name,
 		WorkerID:   workerID,
 		OffsetID:   cd.id,

@@ -17,8 +17,8 @@ func TestClaimManyLatches(t *testing.T) {
 	latch := func() int64 {
 		return rawInt(t, path, `SELECT scan_version FROM sourced_consumer_groups WHERE group_id = ?1`, enrolments.ID)
 	}
-	many := func(n int) []*shell.Claim {
-		var out []*shell.Claim
+	many := func(n int) []*shell.ClaimedPartition {
+		var out []*shell.ClaimedPartition
 		err := s.Update(t.Context(), func(tx shell.Tx) error {
 			var err error
 			out, err = tx.(shell.ClaimManyTx).ClaimMany(enrolments.ID, "w1", 10, n)

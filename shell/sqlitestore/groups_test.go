@@ -33,7 +33,7 @@ func register(t *testing.T, s *sqlitestore.Store, spec shell.GroupSpec) {
 	}
 }
 
-func claim(t *testing.T, s *sqlitestore.Store, group string) *shell.Claim {
+func claim(t *testing.T, s *sqlitestore.Store, group string) *shell.ClaimedPartition {
 	t.Helper()
 	c, err := s.ClaimNext(t.Context(), group, "w1", 10)
 	if err != nil {

@@ -343,7 +343,7 @@ type heldOffset struct {
 // held returns the group and the offset of a claim its worker still holds.
 // An ack keeps the offset's deferred remark (see pendingRemark) until the
 // claim is known to be held: the ack recomputes the marker itself.
-func (t *tx) held(c *shell.Claim, verb string) (*groupConf, heldOffset, error) {
+func (t *tx) held(c *shell.ClaimedPartition, verb string) (*groupConf, heldOffset, error) {
 	if c == nil {
 		return nil, heldOffset{}, fmt.Errorf("sqlitestore: %s a nil claim", verb)
 	}
@@ -387,7 +387,7 @@ func (t *tx) held(c *shell.Claim, verb string) (*groupConf, heldOffset, error) {
 // furthest offset's, see foldGroup), and a retrying
 // group whose failed partition this is recovers. Only the claiming worker
 // may ack (else an error matching shell.ErrNotClaimant).
-func (t *tx) Ack(c *shell.Claim, position int64) error {
+func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
 	if err := t.usable(); err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func randomCancel(ctx context.Context, d time.Duration) (context.Context, contex
 // held claim and a worker heartbeat.
 type cancelFixture struct {
 	*genv
-	claim  *shell.Claim
+	claim  *shell.ClaimedPartition
 	jobID  uuid.UUID
 	expect cancelExpect
 }
@@ -282,7 +282,7 @@ func (f *cancelFixture) calls() []namedCall {
 		{"RegisterGroup", func(ctx context.Context) error { return st.RegisterGroup(ctx, groupSpec(bindings)) }},
 		{"ClaimNext", func(ctx context.Context) error { _, err := st.ClaimNext(ctx, enrolments, "w2", 10); return err }},
 		{"ClaimUpdate", func(ctx context.Context) error {
-			_, err := st.ClaimUpdate(ctx, enrolments, "w2", 10, func(shell.Tx, *shell.Claim) error { return nil })
+			_, err := st.ClaimUpdate(ctx, enrolments, "w2", 10, func(shell.Tx, *shell.ClaimedPartition) error { return nil })
 			return err
 		}},
 		{"Release", func(ctx context.Context) error { return st.Release(ctx, f.claim) }},

@@ -112,7 +112,7 @@ func (e *genv) register(spec shell.GroupSpec) {
 
 // claim claims a batch of up to n messages, failing the test when there
 // is nothing to claim.
-func (e *genv) claim(group, worker string, n int) *shell.Claim {
+func (e *genv) claim(group, worker string, n int) *shell.ClaimedPartition {
 	e.t.Helper()
 	c, err := e.gs.ClaimNext(e.ctx, group, worker, n)
 	if err != nil {
@@ -142,14 +142,14 @@ func (e *genv) noClaim(group, worker string) {
 	}
 }
 
-func (e *genv) ack(c *shell.Claim, position int64) {
+func (e *genv) ack(c *shell.ClaimedPartition, position int64) {
 	e.t.Helper()
 	if err := e.gs.Ack(e.ctx, c, position); err != nil {
 		e.t.Fatalf("ack %s %v at %d: %v", c.Group, c.Partition, position, err)
 	}
 }
 
-func (e *genv) release(c *shell.Claim) {
+func (e *genv) release(c *shell.ClaimedPartition) {
 	e.t.Helper()
 	if err := e.gs.Release(e.ctx, c); err != nil {
 		e.t.Fatalf("release %s %v: %v", c.Group, c.Partition, err)
@@ -257,7 +257,7 @@ func (e *genv) types(names ...string) []*codec.Type {
 // expectClaim checks a claim's partition, positions and replay flag, and
 // that its guard is the partition's conditions over the handled types up
 // to its last message.
-func (e *genv) expectClaim(c *shell.Claim, partition map[string]string, replaying bool, positions ...int64) {
+func (e *genv) expectClaim(c *shell.ClaimedPartition, partition map[string]string, replaying bool, positions ...int64) {
 	e.t.Helper()
 	if !maps.Equal(c.Partition, partition) {
 		e.t.Fatalf("claimed partition %v (messages %s), want %v", c.Partition, describe(c.Messages), partition)

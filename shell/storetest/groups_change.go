@@ -192,7 +192,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		// are not renewed.
 		forged := *other
 		forged.WorkerID = "w1"
-		n, err := r.RenewClaims(e.ctx, []*shell.Claim{running, &forged}, now)
+		n, err := r.RenewClaims(e.ctx, []*shell.ClaimedPartition{running, &forged}, now)
 		if err != nil || n != 1 {
 			t.Fatalf("RenewClaims = %d, %v; want 1 (the running claim only)", n, err)
 		}
@@ -213,7 +213,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		e.ack(running, running.Last())
 		notClaimant(t, e.gs.Ack(e.ctx, leaked, leaked.Last()), "the ack of a claim released by its age")
 		// A released claim is not renewed.
-		if n, err := r.RenewClaims(e.ctx, []*shell.Claim{leaked}, e.clock.Now()); err != nil || n != 0 {
+		if n, err := r.RenewClaims(e.ctx, []*shell.ClaimedPartition{leaked}, e.clock.Now()); err != nil || n != 0 {
 			t.Fatalf("RenewClaims of a released claim = %d, %v; want 0", n, err)
 		}
 	})
@@ -256,7 +256,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		}
 		e.noClaim(devices, "w2")
 		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			notClaimant(t, gtx.Release(&shell.Claim{Group: c.Group, WorkerID: "w2", OffsetID: c.OffsetID}), "another worker's release")
+			notClaimant(t, gtx.Release(&shell.ClaimedPartition{Group: c.Group, WorkerID: "w2", OffsetID: c.OffsetID}), "another worker's release")
 			if err := gtx.Release(c); err != nil {
 				return err
 			}

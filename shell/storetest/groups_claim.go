@@ -730,7 +730,7 @@ func (s suite) testLatch(t *testing.T) {
 		// command. Every command must still be processed, once.
 		e := s.genv(t, devices)
 		processed := map[uuid.UUID]int{}
-		held := map[string]*shell.Claim{}
+		held := map[string]*shell.ClaimedPartition{}
 		step := func(w string) {
 			if c := held[w]; c != nil {
 				err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {

@@ -74,7 +74,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 		}
 	})
 
-	process := func(w string, c *shell.Claim) error {
+	process := func(w string, c *shell.ClaimedPartition) error {
 		p := prog[c.Group]
 		p.mu.Lock()
 		key := shell.PartitionKey(c.Partition)

@@ -83,7 +83,7 @@ func (s suite) testLifecycle(t *testing.T) {
 		unknownGroup(t, err, nope, known...)
 		_, err = e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{Group: nope})
 		unknownGroup(t, err, nope, known...)
-		unknownGroup(t, e.gs.Release(e.ctx, &shell.Claim{Group: nope, WorkerID: "w1", OffsetID: 1}), nope, known...)
+		unknownGroup(t, e.gs.Release(e.ctx, &shell.ClaimedPartition{Group: nope, WorkerID: "w1", OffsetID: 1}), nope, known...)
 	})
 
 	t.Run("stop keeps a reason and a failure; start clears them", func(t *testing.T) {
@@ -227,7 +227,7 @@ func (s suite) testLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.append(deviceRegistered{DeviceID: "d2", Name: "e"}) // 5
-		got := map[string]*shell.Claim{}
+		got := map[string]*shell.ClaimedPartition{}
 		for range 3 {
 			c := e.claim(devices, "w1", 10)
 			got[c.Partition["device_id"]] = c
@@ -565,7 +565,7 @@ func (s suite) testQueue(t *testing.T) {
 		e := s.genv(t, jobs, devices)
 		res := e.append(deposit{"acc1", 1}, deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 2}, deposit{"acc1", 3})
 		ids := map[int64]string{1: res.Messages[0].ID.String(), 3: res.Messages[2].ID.String(), 4: res.Messages[3].ID.String()}
-		var claims []*shell.Claim
+		var claims []*shell.ClaimedPartition
 		seen := map[int64]bool{}
 		for _, w := range []string{"w1", "w2", "w3"} {
 			c := e.claim(jobs, w, 10)
@@ -784,7 +784,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		var seen []string
-		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 			for c != nil {
 				seen = append(seen, c.Partition["device_id"])
 				if err := tx.Ack(c, c.Messages[len(c.Messages)-1].Position); err != nil {
@@ -812,7 +812,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		offsets := e.offsets(devices)
-		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.Claim) error {
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
 			if err := tx.Ack(c, 1); err != nil {
 				return err
 			}
@@ -834,7 +834,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	t.Run("nothing to claim calls nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
 		for range 2 { // the second answer may come from the idle latch
-			did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(shell.Tx, *shell.Claim) error {
+			did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(shell.Tx, *shell.ClaimedPartition) error {
 				t.Fatal("fn called for an idle group")
 				return nil
 			})
@@ -846,7 +846,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	t.Run("bad arguments", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
-		fn := func(shell.Tx, *shell.Claim) error { return nil }
+		fn := func(shell.Tx, *shell.ClaimedPartition) error { return nil }
 		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "", 10, fn); err == nil {
 			t.Fatal("ClaimUpdate with no worker id succeeded")
 		}

@@ -11,9 +11,9 @@ import (
 // claimMany claims up to n partitions of group for worker with
 // shell.ClaimManyTx in a transaction of its own, batches of up to batch
 // messages, and checks each claim's group, worker and size.
-func (e *genv) claimMany(group, worker string, batch, n int) []*shell.Claim {
+func (e *genv) claimMany(group, worker string, batch, n int) []*shell.ClaimedPartition {
 	e.t.Helper()
-	var out []*shell.Claim
+	var out []*shell.ClaimedPartition
 	err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
 		var err error
 		out, err = manyTx(e.t, tx).ClaimMany(group, worker, batch, n)
@@ -28,7 +28,7 @@ func (e *genv) claimMany(group, worker string, batch, n int) []*shell.Claim {
 
 // checkMany checks claims ClaimMany returned: at most n, distinct
 // partitions, each of group for worker with 1 to batch messages.
-func (e *genv) checkMany(out []*shell.Claim, group, worker string, batch, n int) {
+func (e *genv) checkMany(out []*shell.ClaimedPartition, group, worker string, batch, n int) {
 	e.t.Helper()
 	if len(out) > n {
 		e.t.Fatalf("claim %d partitions of %s: %d claims", n, group, len(out))
@@ -120,8 +120,8 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
 		held := e.claim(devices, "w1", 10)
 		e.expectClaim(held, d("d1"), false, 1)
-		var first *shell.Claim
-		var rest []*shell.Claim
+		var first *shell.ClaimedPartition
+		var rest []*shell.ClaimedPartition
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 			var err error
 			if first, err = gtx.ClaimNext(devices, "w2", 10); err != nil {
@@ -144,7 +144,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		// The holder acks; the others' claims are theirs.
 		e.ack(held, 1)
 		for _, c := range append(rest, first) {
-			notClaimant(t, e.gs.Ack(e.ctx, &shell.Claim{Group: c.Group, WorkerID: "w1", OffsetID: c.OffsetID, Partition: c.Partition, Messages: c.Messages}, c.Last()), "w1 acking w2's claim")
+			notClaimant(t, e.gs.Ack(e.ctx, &shell.ClaimedPartition{Group: c.Group, WorkerID: "w1", OffsetID: c.OffsetID, Partition: c.Partition, Messages: c.Messages}, c.Last()), "w1 acking w2's claim")
 			e.ack(c, c.Last())
 		}
 		e.noClaims(devices, "w1")
@@ -181,7 +181,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		offsets := e.offsets(devices)
-		var got []*shell.Claim
+		var got []*shell.ClaimedPartition
 		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
 			var err error
 			if got, err = manyTx(t, tx).ClaimMany(devices, "w1", 10, 2); err != nil {
@@ -275,7 +275,7 @@ func (s suite) testClaimMany(t *testing.T) {
 	t.Run("a delete-on-ack queue: many jobs claimed, acknowledged and deleted in one transaction", func(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, deposit{"a4", 4}, deposit{"a5", 5})
-		var got []*shell.Claim
+		var got []*shell.ClaimedPartition
 		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
 			var err error
 			if got, err = manyTx(t, tx).ClaimMany(jobs, "w1", 10, 4); err != nil {
@@ -338,7 +338,7 @@ func (s suite) testClaimMany(t *testing.T) {
 			t.Fatalf("%d claims after releasing job 5, want it alone", len(again))
 		}
 		e.expectPositions("the released job", again[0].Messages, 5)
-		for _, c := range []*shell.Claim{held, got[0], again[0], got[2]} {
+		for _, c := range []*shell.ClaimedPartition{held, got[0], again[0], got[2]} {
 			e.ack(c, c.Last())
 		}
 		e.noClaims(jobs, "w1")

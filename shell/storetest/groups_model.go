@@ -98,7 +98,7 @@ type mpart struct {
 
 type mclaim struct {
 	g   *mgroup
-	c   *shell.Claim
+	c   *shell.ClaimedPartition
 	key string
 }
 

@@ -19,7 +19,7 @@ func (s suite) testParking(t *testing.T) {
 	// park claims d1's batch, and parks d1 at the message of position at
 	// with the retry count given, the claim still held (as the router
 	// does), then releases the claim.
-	park := func(e *genv, group string, c *shell.Claim, at int64, retries int) shell.GroupState {
+	park := func(e *genv, group string, c *shell.ClaimedPartition, at int64, retries int) shell.GroupState {
 		e.t.Helper()
 		var msg core.PositionedMessage
 		for _, m := range c.Messages {

@@ -55,7 +55,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		empty.WorkerID, empty.Messages = "w9", nil
 		for _, tc := range []struct {
 			what  string
-			claim *shell.Claim
+			claim *shell.ClaimedPartition
 			at    int64
 		}{
 			{"a released claim, at its last message", lost, 1},
