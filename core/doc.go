@@ -36,6 +36,15 @@
 // matching any condition arrived after that position; [Guard.Conflicting] is
 // the pure predicate every store uses.
 //
+// # Partitions
+//
+// A [Partition] names a consistency boundary or a consumer group's unit of
+// work by its attributes' values ({"course_id": "c1"}); it is a map, so a
+// map literal is one. [Partition.Key] is its one canonical encoding, which
+// every store keys offsets, snapshots and cached states by;
+// [Partition.String] shows it (course_id:c1) and [ParsePartition] reads
+// either back, whatever the values hold.
+//
 // # State is a value
 //
 // Evolve handlers have the shape func(S, E) S: they receive the state by

@@ -132,7 +132,7 @@ func (q *Queue[T]) Register(reg *codec.Registry) error {
 		errs = append(errs, errors.New("no Work function"))
 	}
 	if q.Attempts < 0 {
-		errs = append(errs, fmt.Errorf("Attempts = %d: 0 for the default (%d), 1 for no retries", q.Attempts, DefaultQueueAttempts))
+		errs = append(errs, fmt.Errorf("negative Attempts (%d): 0 for the default (%d), 1 for no retries", q.Attempts, DefaultQueueAttempts))
 	}
 	names, err := reg.Names(t)
 	if err != nil {

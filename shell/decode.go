@@ -51,7 +51,7 @@ func (e *DecodeError) Error() string {
 	if e.Group != "" {
 		in = fmt.Sprintf(" claimed by consumer group %s", e.Group)
 		if e.Partition != nil {
-			in += " in partition " + PartitionKey(e.Partition)
+			in += " in partition " + core.Partition(e.Partition).String()
 		}
 	}
 	return fmt.Sprintf("sourced: cannot decode %s%s (register the type with codec.Register, or add an upcaster, then start the group again): %v", what, in, e.Err)

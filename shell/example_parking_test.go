@@ -33,7 +33,7 @@ func ExampleErrorStrategy_park() {
 	fmt.Println("group:", info.Status)
 	parked, _ := store.ParkedPartitions(ctx, "courses.enrolments")
 	for _, p := range parked {
-		fmt.Println("parked:", shell.PartitionKey(p.Partition), p.Failure.MessageType, "at", p.Failure.Position, "after", p.Attempts(), "attempt(s):", p.Failure.Error)
+		fmt.Println("parked:", core.Partition(p.Partition).String(), p.Failure.MessageType, "at", p.Failure.Position, "after", p.Attempts(), "attempt(s):", p.Failure.Error)
 	}
 
 	// The operator skips the message the partition failed at.
@@ -60,7 +60,7 @@ func ExampleErrorStrategy_OnRetry() {
 			fmt.Printf("retry %d of %s %s (position %d) at +%v: %v\n", r.RetryCount, r.Group, r.Message.Type, r.Message.Position, r.RetryAt.Sub(clk.Now()), r.Err)
 		}).
 		OnFail(func(_ context.Context, f shell.FailureReport) {
-			fmt.Printf("%s failed after %d retries in %s\n", f.Group, f.RetryCount, shell.PartitionKey(f.Partition))
+			fmt.Printf("%s failed after %d retries in %s\n", f.Group, f.RetryCount, core.Partition(f.Partition).String())
 		})
 	router, _ := shell.NewRouter(store, shell.RouterOptions{ErrorStrategy: strategy, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, strictEnrolments)
 	_ = router.Setup(ctx)

@@ -30,7 +30,7 @@ func Example_snapshots() {
 		}
 	}
 	ann := map[string]string{"owner": "ann"}
-	snap, _, _ := store.LoadSnapshot(ctx, "wallets", shell.SnapshotPartition(ann), "wallet/v1")
+	snap, _, _ := store.LoadSnapshot(ctx, "wallets", core.Partition(ann).Key(), "wallet/v1")
 	fmt.Println("snapshot folded up to position", snap.Position)
 
 	// A cold decision and a Load start from it: the same state a full

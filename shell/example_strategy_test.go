@@ -54,7 +54,7 @@ func ExampleErrorStrategyFunc() {
 		return core.ParkPartition()
 	})
 	strategy = strategy.OnFail(func(_ context.Context, f core.FailureReport) {
-		fmt.Printf("%s at position %d: %v (skipped %v, parked %v)\n", shell.PartitionKey(f.Partition), f.Message.Position, f.Err, f.Skipped, f.Parked)
+		fmt.Printf("%s at position %d: %v (skipped %v, parked %v)\n", core.Partition(f.Partition).String(), f.Message.Position, f.Err, f.Skipped, f.Parked)
 	})
 	router, _ := shell.NewRouter(store, shell.RouterOptions{ErrorStrategy: strategy, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, mailer{})
 	_ = router.Setup(ctx)

@@ -51,7 +51,7 @@ func (e *GroupFailedError) Error() string {
 	if e.MessageType != "" {
 		at = fmt.Sprintf(" at message %s (%s at position %d)", e.MessageID, e.MessageType, e.Position)
 	}
-	return fmt.Sprintf("sourced: consumer group %s %s%s in partition %s: %v", e.Group, what, at, PartitionKey(e.Partition), e.Err)
+	return fmt.Sprintf("sourced: consumer group %s %s%s in partition %s: %v", e.Group, what, at, core.Partition(e.Partition).String(), e.Err)
 }
 
 // Unwrap returns the cause.
@@ -95,7 +95,7 @@ func failureOf(claim *ClaimedPartition, err error, processed int64) Failure {
 	m := failedMessage(claim, err, processed)
 	f := Failure{
 		OffsetID:    claim.OffsetID,
-		Partition:   PartitionKey(claim.Partition),
+		Partition:   core.Partition(claim.Partition).String(),
 		MessageType: m.Type,
 		Position:    m.Position,
 		ErrorType:   errorType(err),

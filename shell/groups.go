@@ -387,7 +387,7 @@ type Failure struct {
 	// OffsetID is the partition whose batch failed (its ack recovers the
 	// group).
 	OffsetID int64 `json:"offset_id,omitempty"`
-	// Partition is that partition, as PartitionKey renders it.
+	// Partition is that partition, as core.Partition's String renders it.
 	Partition string `json:"partition,omitempty"`
 	// MessageType, MessageID and Position name the message that failed
 	// (the first of the batch not processed).
@@ -521,23 +521,6 @@ type Offset struct {
 	ClaimedBy    string
 	// Parked is true while the partition is parked (see Parking).
 	Parked bool
-}
-
-// PartitionKey renders a partition for display: name:value pairs in name
-// order joined by "|". It is not the stored key (which is unambiguous).
-func PartitionKey(partition map[string]string) string {
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range partition {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + ":" + partition[k]
-	}
-	return strings.Join(parts, "|")
 }
 
 // OffsetPage is a page of offsets.

@@ -205,7 +205,7 @@ func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []s
 		r.folded = r.base
 		return tx.ReadPartition(partition, types, ReadOptions{})
 	}
-	r.key = stateKey{store: r.store, group: r.spec.Group, partition: SnapshotPartition(partition), state: reflect.TypeFor[S]()}
+	r.key = stateKey{store: r.store, group: r.spec.Group, partition: core.Partition(partition).Key(), state: reflect.TypeFor[S]()}
 	if r.cache != nil {
 		r.gen = r.cache.generation()
 	}

@@ -2,12 +2,10 @@ package shell
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +87,7 @@ var ErrNotParked = errors.New("sourced: partition not parked")
 type NotParkedError struct {
 	Group     string
 	Partition map[string]string
-	// Parked are the group's parked partitions, as PartitionKey renders
+	// Parked are the group's parked partitions, as core.Partition's String renders
 	// them.
 	Parked []string
 }
@@ -99,64 +97,11 @@ func (e *NotParkedError) Error() string {
 	if parked == "" {
 		parked = "none"
 	}
-	return fmt.Sprintf("sourced: partition %s of consumer group %s is not parked (parked: %s); nothing was changed", PartitionKey(e.Partition), e.Group, parked)
+	return fmt.Sprintf("sourced: partition %s of consumer group %s is not parked (parked: %s); nothing was changed", core.Partition(e.Partition).String(), e.Group, parked)
 }
 
 // Is makes errors.Is(err, ErrNotParked) true.
 func (e *NotParkedError) Is(target error) bool { return target == ErrNotParked }
-
-// ParsePartition reads a partition as PartitionKey renders it
-// ("name:value|name:value") back into its values, for command lines. A
-// value holding ":" keeps it (only the first ":" of a pair separates). A
-// value holding "|" cannot be written that way: give the partition as a
-// JSON object of strings instead ({"course_id":"a|b"}), which is read as
-// such whenever s starts with "{" and is one.
-func ParsePartition(s string) (map[string]string, error) {
-	if strings.HasPrefix(s, "{") {
-		var out map[string]string
-		if err := json.Unmarshal([]byte(s), &out); err == nil && out != nil {
-			for name := range out {
-				if name == "" {
-					return nil, fmt.Errorf("sourced: partition %s: an attribute name is empty", quoteShort(s))
-				}
-			}
-			return out, nil
-		}
-	}
-	out := map[string]string{}
-	for _, pair := range strings.Split(s, "|") {
-		name, value, ok := strings.Cut(pair, ":")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("sourced: partition %s: want name:value pairs joined by | (as `sourced offsets` shows them), e.g. course_id:c1|student_id:s1, or a JSON object such as {\"course_id\":\"a|b\"} for values holding |", quoteShort(s))
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("sourced: partition %s names %s twice", quoteShort(s), quoteShort(name))
-		}
-		out[name] = value
-	}
-	return out, nil
-}
-
-// PartitionJSON renders a partition as the JSON object ParsePartition
-// reads back exactly, whatever its values hold (PartitionKey cannot tell
-// a "|" inside a value from one between pairs): for forms and scripts.
-func PartitionJSON(partition map[string]string) string {
-	if partition == nil {
-		partition = map[string]string{}
-	}
-	b, _ := json.Marshal(partition) // map[string]string: cannot fail; keys sorted
-	return string(b)
-}
-
-// quoteShort quotes s for an error message, cut to 100 bytes: an error
-// never repeats unbounded input.
-func quoteShort(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
-}
 
 // SortParked orders parked partitions by group id, then offset id (the
 // order of ParkedPartitions), for store implementations.
@@ -178,10 +123,10 @@ func CheckPartition(group string, partitionBy []string, partition map[string]str
 		if _, ok := partition[core.IDKey]; len(partition) == 1 && ok {
 			return nil
 		}
-		return fmt.Errorf("sourced: partition %s of consumer group %s: the group is partitioned by message id, so name it {%q: message id}", PartitionKey(partition), group, core.IDKey)
+		return fmt.Errorf("sourced: partition %s of consumer group %s: the group is partitioned by message id, so name it {%q: message id}", core.Partition(partition).String(), group, core.IDKey)
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(partition)), slices.Sorted(slices.Values(partitionBy))) {
-		return fmt.Errorf("sourced: partition %s of consumer group %s: give exactly its partition attributes %v", PartitionKey(partition), group, partitionBy)
+		return fmt.Errorf("sourced: partition %s of consumer group %s: give exactly its partition attributes %v", core.Partition(partition).String(), group, partitionBy)
 	}
 	return nil
 }

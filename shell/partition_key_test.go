@@ -3,7 +3,6 @@ package shell_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"strings"
 	"testing"
 
@@ -217,34 +216,5 @@ func TestUnknownGroupErrorNamesTheFix(t *testing.T) {
 	var ue *shell.UnknownGroupError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "registered: none") || !strings.Contains(err.Error(), "NewRuntime") || !strings.Contains(err.Error(), "Router.Setup") {
 		t.Fatalf("error %q: want it to say what registers a group", err)
-	}
-}
-
-// A value holding "|" (or ":", or anything) is named exactly by the
-// partition's JSON form, which ParsePartition reads back.
-func TestParsePartitionReadsTheJSONForm(t *testing.T) {
-	for _, p := range []map[string]string{
-		{"course_id": "a|b"},
-		{"course_id": "a|b:c", "student_id": "x|y|"},
-		{"k": "{\"not\":\"json\"}", "q": "<&>"},
-		{"course_id": ""},
-	} {
-		got, err := shell.ParsePartition(shell.PartitionJSON(p))
-		if err != nil || !maps.Equal(got, p) {
-			t.Errorf("ParsePartition(PartitionJSON(%v)) = %v, %v", p, got, err)
-		}
-	}
-	if got, err := shell.ParsePartition("course_id:c1|student_id:s1"); err != nil || len(got) != 2 || got["student_id"] != "s1" {
-		t.Errorf("the name:value form: %v %v", got, err)
-	}
-	if got, err := shell.ParsePartition("{x:1"); err != nil || got["{x"] != "1" {
-		t.Errorf("a name starting with { that is not JSON: %v %v", got, err)
-	}
-	if _, err := shell.ParsePartition(`{"":"x"}`); err == nil {
-		t.Error("an empty attribute name in JSON: no error")
-	}
-	long := strings.Repeat("x", 100_000)
-	if _, err := shell.ParsePartition(long); err == nil || len(err.Error()) > 1000 {
-		t.Errorf("a 100 KB partition without a colon: error of %d bytes", len(err.Error()))
 	}
 }

@@ -488,7 +488,7 @@ func TestQueueRefusedWhenIncomplete(t *testing.T) {
 	}{
 		{"no group", effects.NewQueue("", work), "no Group"},
 		{"no work", effects.NewQueue[sendMail]("mail", nil), "no Work"},
-		{"negative attempts", &effects.Queue[sendMail]{Group: "mail", Work: work, Attempts: -1}, "Attempts = -1"},
+		{"negative attempts", &effects.Queue[sendMail]{Group: "mail", Work: work, Attempts: -1}, "negative Attempts (-1)"},
 		{"unregistered type", effects.NewQueue("mail", func(context.Context, effects.Job[unregisteredJob]) error { return nil }), "register it with the registry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,7 +61,7 @@ func (e *InvalidPartitionError) Unwrap() error { return e.Err }
 
 func (e *InvalidPartitionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sourced: read partition %s of %s", clip(PartitionKey(e.Partition)), strings.Join(e.Types, ", "))
+	fmt.Fprintf(&b, "sourced: read partition %s of %s", clip(core.Partition(e.Partition).String()), strings.Join(e.Types, ", "))
 	if e.Attribute != "" {
 		fmt.Fprintf(&b, ", attribute %q", e.Attribute)
 	}
@@ -115,7 +115,7 @@ func CheckReadPartition(reg *codec.Registry, partition map[string]string, types 
 	if typed {
 		for _, name := range types {
 			if _, err := reg.ByName(name); err != nil {
-				return fmt.Errorf("sourced: read partition %s: %w", PartitionKey(partition), err)
+				return fmt.Errorf("sourced: read partition %s: %w", core.Partition(partition).String(), err)
 			}
 		}
 	}

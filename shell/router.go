@@ -913,7 +913,7 @@ func (rt *Router) stillHeld(ctx context.Context, claim *ClaimedPartition) (bool,
 
 // abandon logs a batch whose claim another worker took over.
 func (rt *Router) abandon(ctx context.Context, re *reactor, claim *ClaimedPartition, err error) {
-	attrs := []any{"group", re.info.Group, "partition", PartitionKey(claim.Partition), "worker", claim.WorkerID, "error", err}
+	attrs := []any{"group", re.info.Group, "partition", core.Partition(claim.Partition).String(), "worker", claim.WorkerID, "error", err}
 	if !re.info.Pure {
 		attrs = append(attrs, "impure", "the reactor's own work for this batch is done and may be done again by the new claimant")
 	}
@@ -1276,7 +1276,7 @@ func (rt *Router) readHistory(re *reactor, claim *ClaimedPartition, read history
 	if !re.keepsHistory {
 		return read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 	}
-	key := stateKey{store: rt.store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: historyType}
+	key := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: historyType}
 	var kept []core.PositionedMessage
 	var after int64
 	if e, ok := rt.opts.StateCache.take(key); ok {
@@ -1473,7 +1473,7 @@ func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *Claime
 	last := lastSource(pairs)
 	if last == 0 {
 		rt.opts.Logger.WarnContext(ctx, "sourced: the reactor's pairs name no message it processed (no Pair.Source with a position): its signals are committed and its claim released, so its messages are handed to it again",
-			"group", re.info.Group, "partition", PartitionKey(claim.Partition))
+			"group", re.info.Group, "partition", core.Partition(claim.Partition).String())
 		return afters, false, tx.Release(claim)
 	}
 	return afters, true, tx.Ack(claim, last)

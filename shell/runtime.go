@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sourced-go/sourced/core"
 )
 
 // ErrStopTimeout is returned by a stop that gave up waiting for running
@@ -540,7 +542,7 @@ func (rt *Runtime) reap(ctx context.Context) error {
 	}
 	for _, o := range old {
 		rt.log.Warn("sourced: released a claim older than MaxClaimAge that no running batch renewed (leaked, or its process stopped renewing it): another worker processes the partition",
-			"group", o.Group, "partition", PartitionKey(o.Partition), "worker", o.ClaimedBy, "claimed_at", o.ClaimedAt, "max_claim_age", rt.cfg.MaxClaimAge)
+			"group", o.Group, "partition", core.Partition(o.Partition).String(), "worker", o.ClaimedBy, "claimed_at", o.ClaimedAt, "max_claim_age", rt.cfg.MaxClaimAge)
 	}
 	if n > 0 || len(old) > 0 {
 		rt.enqueueAll()

@@ -2,11 +2,8 @@ package shell
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/sourced-go/sourced/core"
@@ -18,7 +15,7 @@ import (
 type Snapshot struct {
 	// Group is the decider's consumer group (normalised).
 	Group string
-	// Partition is the partition, as SnapshotPartition renders it.
+	// Partition is the partition's key (core.Partition's Key).
 	Partition string
 	// Version is the codec's version (core.SnapshotCodec.Version): a
 	// snapshot is only used by a decider whose codec has the same.
@@ -46,8 +43,8 @@ type SnapshotStore interface {
 	// position changes nothing. Snapshots of other versions are kept.
 	SaveSnapshot(ctx context.Context, s Snapshot) error
 	// DeleteSnapshots deletes the snapshots of group, every version, and
-	// returns how many: those of the partitions given (SnapshotPartition
-	// renderings), or all of the group's when none is given (of every
+	// returns how many: those of the partitions given (their core.Partition
+	// Keys), or all of the group's when none is given (of every
 	// group when group is empty too). ResetGroup deletes the group's
 	// snapshots in its own transaction, too.
 	DeleteSnapshots(ctx context.Context, group string, partitions ...string) (int, error)
@@ -60,44 +57,6 @@ type SnapshotStore interface {
 type SnapshotTx interface {
 	// LoadSnapshot is SnapshotStore.LoadSnapshot inside the transaction.
 	LoadSnapshot(group, partition, version string) (Snapshot, bool, error)
-}
-
-// SnapshotPartition renders a partition as snapshots (Snapshot.Partition)
-// and StateCache entries are keyed by: a JSON array of [name, value]
-// pairs in name order, e.g. [["owner","ann"]]. Unlike PartitionKey, it is
-// unambiguous whatever the values hold.
-func SnapshotPartition(partition map[string]string) string {
-	if len(partition) == 1 {
-		for k, v := range partition {
-			if plainJSON(k) && plainJSON(v) {
-				// What json.Marshal writes, without its reflection.
-				return `[["` + k + `","` + v + `"]]`
-			}
-		}
-	}
-	keys := slices.Sorted(maps.Keys(partition))
-	pairs := make([][2]string, len(keys))
-	for i, k := range keys {
-		pairs[i] = [2]string{k, partition[k]}
-	}
-	b, err := json.Marshal(pairs)
-	if err != nil { // strings always marshal
-		panic(err)
-	}
-	return string(b)
-}
-
-// plainJSON tells whether json.Marshal writes s between quotes as it is:
-// printable ASCII with no quote, backslash or character it escapes for
-// HTML.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }
 
 // snapshots is a decider's snapshot option on a store that keeps them:
@@ -261,8 +220,8 @@ func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], pa
 	if snaps == nil || opts.After != 0 || opts.Limit != 0 {
 		return zero, core.Guard{}, false, nil
 	}
-	defer snaps.dropStale(ctx, SnapshotPartition(partition)) // one that does not decode
-	key := SnapshotPartition(partition)
+	defer snaps.dropStale(ctx, core.Partition(partition).Key()) // one that does not decode
+	key := core.Partition(partition).Key()
 	state, position, ok := snaps.load(ctx, key)
 	if !ok || opts.Upto != 0 && position > opts.Upto {
 		return zero, core.Guard{}, false, nil
@@ -295,7 +254,7 @@ func saveLoaded[S any](ctx context.Context, store Store, e core.Evolver[S], part
 		return
 	}
 	if snaps := snapshotsOf(store, e); snaps != nil {
-		snaps.save(ctx, SnapshotPartition(partition), state, res.Guard.LastPosition, len(res.Messages))
+		snaps.save(ctx, core.Partition(partition).Key(), state, res.Guard.LastPosition, len(res.Messages))
 	}
 }
 

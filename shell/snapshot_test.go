@@ -2,14 +2,11 @@ package shell_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -114,7 +111,7 @@ func TestSnapshotsDecideAsAFullFold(t *testing.T) {
 				}
 				for range rapid.IntRange(1, 50).Draw(rt, "steps") {
 					owner := rapid.SampledFrom(owners).Draw(rt, "owner")
-					partition := shell.SnapshotPartition(map[string]string{"owner": owner})
+					partition := core.Partition(map[string]string{"owner": owner}).Key()
 					amount := rapid.IntRange(1, 20).Draw(rt, "amount")
 					last := func() int64 {
 						st, err := store.Stats(ctx)
@@ -257,7 +254,7 @@ func TestSnapshotsSkipTheHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, found, err := store.LoadSnapshot(ctx, "wallets", shell.SnapshotPartition(map[string]string{"owner": "ann"}), "wallet/v1")
+	snap, found, err := store.LoadSnapshot(ctx, "wallets", core.Partition(map[string]string{"owner": "ann"}).Key(), "wallet/v1")
 	if err != nil || !found {
 		t.Fatalf("no snapshot after 24 events folded with Every 10: %v", err)
 	}
@@ -307,7 +304,7 @@ func TestSnapshotThatDoesNotDecode(t *testing.T) {
 	if _, err := shell.Handle(ctx, store, d, walletDeposit{Owner: "ann", Amount: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SaveSnapshot(ctx, shell.Snapshot{Group: "wallets", Partition: shell.SnapshotPartition(map[string]string{"owner": "ann"}), Version: "wallet/v1", Position: 3, State: []byte("not json")}); err != nil {
+	if err := store.SaveSnapshot(ctx, shell.Snapshot{Group: "wallets", Partition: core.Partition(map[string]string{"owner": "ann"}).Key(), Version: "wallet/v1", Position: 3, State: []byte("not json")}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := shell.Handle(ctx, store, d, walletWithdraw{Owner: "ann", Amount: 5}, nil)
@@ -318,7 +315,7 @@ func TestSnapshotThatDoesNotDecode(t *testing.T) {
 	if len(warns) != 1 || warns[0].Level != slog.LevelWarn {
 		t.Fatalf("want one WARN about the snapshot that does not decode, got %v", warns)
 	}
-	snap, _, err := store.LoadSnapshot(ctx, "wallets", shell.SnapshotPartition(map[string]string{"owner": "ann"}), "wallet/v1")
+	snap, _, err := store.LoadSnapshot(ctx, "wallets", core.Partition(map[string]string{"owner": "ann"}).Key(), "wallet/v1")
 	if err != nil || string(snap.State) == "not json" {
 		t.Fatalf("the corrupt snapshot was not replaced: %q, %v", snap.State, err)
 	}
@@ -378,27 +375,4 @@ func withSnapshots(d core.Decider[walletState], o core.Snapshots[walletState]) c
 func handleErr(d core.Decider[walletState]) error {
 	_, err := shell.Handle(context.Background(), memstore.New(walletRegistry()), d, walletDeposit{Owner: "ann", Amount: 1}, nil)
 	return err
-}
-
-// TestSnapshotPartitionIsJSON: SnapshotPartition is the JSON array of
-// [name, value] pairs in name order, byte for byte as encoding/json writes
-// it (snapshots saved by earlier versions are found by it), whatever the
-// strings hold: plain ASCII (written directly for one key), quotes,
-// backslashes, HTML characters, control and non-ASCII characters.
-func TestSnapshotPartitionIsJSON(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		partition := rapid.MapOfN(rapid.OneOf(rapid.StringMatching(`[a-z_]{1,8}`), rapid.String()), rapid.OneOf(rapid.StringMatching(`[ -~]{0,12}`), rapid.String()), 1, 3).Draw(t, "partition")
-		keys := slices.Sorted(maps.Keys(partition))
-		pairs := make([][2]string, len(keys))
-		for i, k := range keys {
-			pairs[i] = [2]string{k, partition[k]}
-		}
-		want, err := json.Marshal(pairs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := shell.SnapshotPartition(partition); got != string(want) {
-			t.Fatalf("SnapshotPartition(%q) = %s, want %s", partition, got, want)
-		}
-	})
 }

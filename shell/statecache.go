@@ -63,7 +63,7 @@ type StateCache struct {
 }
 
 // stateKey identifies one cached state: the store, the decider's group,
-// the partition (its SnapshotPartition: PartitionKey is ambiguous) and the decider's state type (two
+// the partition (its core.Partition Key) and the decider's state type (two
 // deciders of one group with different state types never share).
 type stateKey struct {
 	store     Store
@@ -322,7 +322,7 @@ func (t *txStates) commit() {
 // projector following its events), they are the history, read from no
 // store, and its guard the claim's.
 func (t *txStates) read(rt *Router, re *reactor, claim *ClaimedPartition, read historyReader, ec *effects.Claim) (fold func() any, err error) {
-	k := stateKey{store: rt.store, group: re.info.Group, partition: SnapshotPartition(claim.Partition), state: re.stateType}
+	k := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: re.stateType}
 	base, after, found := t.take(k)
 	var res ReadResult
 	if found && rt.claimCovers(re, claim, after) {

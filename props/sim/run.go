@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -317,7 +318,7 @@ func (w *World) logState() {
 		w.logf("msg %d %s %v id=%s cause=%s corr=%s at=%s", m.Position, m.Type, m.Payload, m.ID, m.CausationID, m.CorrelationID, m.CreatedAt.Sub(Epoch))
 	}
 	for _, o := range v.Offsets {
-		w.logf("offset %s %s %d claimed=%v by=%s", o.Group, shell.PartitionKey(o.Partition), o.LastPosition, o.Claimed, o.ClaimedBy)
+		w.logf("offset %s %s %d claimed=%v by=%s", o.Group, core.Partition(o.Partition).String(), o.LastPosition, o.Claimed, o.ClaimedBy)
 	}
 	for _, g := range v.Groups {
 		w.logf("group %s %s retries=%d highest=%d", g.ID, g.Status, g.Failure.RetryCount, g.HighestPosition)

@@ -180,7 +180,7 @@ func (w *World) check(final bool) error {
 	for _, o := range v.Offsets {
 		key := fmt.Sprintf("%s|%d", o.Group, o.ID)
 		if prev := w.offsets[key]; o.LastPosition < prev {
-			return &Violation{"offsets monotonic", fmt.Errorf("offset %d of %s (partition %s) moved back from %d to %d", o.ID, o.Group, shell.PartitionKey(o.Partition), prev, o.LastPosition)}
+			return &Violation{"offsets monotonic", fmt.Errorf("offset %d of %s (partition %s) moved back from %d to %d", o.ID, o.Group, core.Partition(o.Partition).String(), prev, o.LastPosition)}
 		}
 		if o.LastPosition > w.high {
 			return &Violation{"offsets within the log", fmt.Errorf("offset %d of %s at %d, past the highest position given, %d", o.ID, o.Group, o.LastPosition, w.high)}
@@ -190,14 +190,14 @@ func (w *World) check(final bool) error {
 			continue
 		}
 		if final {
-			return &Violation{"claims released", fmt.Errorf("after the drain, %s still holds a claim on %s of %s (claimed at %v)", o.ClaimedBy, shell.PartitionKey(o.Partition), o.Group, o.ClaimedAt)}
+			return &Violation{"claims released", fmt.Errorf("after the drain, %s still holds a claim on %s of %s (claimed at %v)", o.ClaimedBy, core.Partition(o.Partition).String(), o.Group, o.ClaimedAt)}
 		}
 		for _, r := range w.reaps {
 			bound := r.now.Add(-r.ttl - reapMargin)
 			hb, seen := w.heartbeats[o.ClaimedBy]
 			if o.ClaimedAt.Before(bound) && (!seen || hb.Before(bound)) {
 				return &Violation{"stale claims reaped", fmt.Errorf("the reaper ran at %v (ttl %v), yet %s (last heartbeat %v, live %v) still holds the claim on %s of %s it made at %v",
-					r.now.Sub(Epoch), r.ttl, o.ClaimedBy, hbText(hb, seen), w.liveWorker[o.ClaimedBy], shell.PartitionKey(o.Partition), o.Group, o.ClaimedAt.Sub(Epoch))}
+					r.now.Sub(Epoch), r.ttl, o.ClaimedBy, hbText(hb, seen), w.liveWorker[o.ClaimedBy], core.Partition(o.Partition).String(), o.Group, o.ClaimedAt.Sub(Epoch))}
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/core"
 )
 
 // window is a span the charts show: the last minutes (the fine ring) or
@@ -225,7 +225,7 @@ func (d *Dashboard) withStates(t timelines) timelines {
 		if !ok || (len(h.Key) >= maxHotKey-3 && strings.HasSuffix(h.Key, "...")) {
 			continue
 		}
-		if p, err := shell.ParsePartition(h.Key); err == nil {
+		if p, err := core.ParsePartition(h.Key); err == nil {
 			t.Hot[i].State = stateURL(h.Group, p, Latest)
 		}
 	}

@@ -206,7 +206,7 @@ func costEnv(t *testing.T, pending, parked int, opts dashboard.Options) (*env, *
 			t.Fatalf("claim to park: %v, %v", cl, err)
 		}
 		m := cl.Messages[0]
-		f := shell.Failure{OffsetID: cl.OffsetID, Partition: shell.PartitionKey(cl.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: cl.OffsetID, Partition: core.Partition(cl.Partition).String(), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := inner.ChangeGroup(ctx, bigGroup, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
@@ -440,7 +440,7 @@ func TestStatePageCostIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapAt := all.Messages[len(all.Messages)-3].Position // 3 messages before the last
-	if err := c.inner.SaveSnapshot(context.Background(), shell.Snapshot{Group: "courses.seats", Partition: shell.SnapshotPartition(part), Version: "seats/v1",
+	if err := c.inner.SaveSnapshot(context.Background(), shell.Snapshot{Group: "courses.seats", Partition: core.Partition(part).Key(), Version: "seats/v1",
 		Position: snapAt, State: []byte(`{"reserved":5000}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -358,7 +358,7 @@ func (d *Dashboard) parse() error {
 	funcs := template.FuncMap{
 		"ts":        formatTime,
 		"ago":       func(t time.Time) string { return ago(d.store.Now(), t) },
-		"partition": shell.PartitionKey,
+		"partition": func(p map[string]string) string { return core.Partition(p).String() },
 		"join":      strings.Join,
 		"url":       func(p string) string { return d.opts.Prefix + p },
 		"contains":  func(xs []string, x string) bool { return slices.Contains(xs, x) },

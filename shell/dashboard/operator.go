@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -97,9 +98,8 @@ func (d *Dashboard) workers(ctx context.Context) ([]workerRow, bool, error) {
 }
 
 // parkedAction runs an operator's action on a parked partition:
-// POST /parked/{retry|skip|reset} with the form's group and partition (as
-// shell.PartitionJSON renders it, or as shell.PartitionKey does: see
-// shell.ParsePartition).
+// POST /parked/{retry|skip|reset} with the form's group and partition (any
+// text core.ParsePartition reads: the forms post core.Partition's String).
 func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 	if d.opts.ReadOnly {
 		d.fail(w, r, http.StatusForbidden, errors.New("the dashboard is read-only: operator actions are disabled"))
@@ -111,7 +111,7 @@ func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	group, act := r.FormValue("group"), r.PathValue("action")
-	partition, err := shell.ParsePartition(r.FormValue("partition"))
+	partition, err := core.ParsePartition(r.FormValue("partition"))
 	if err != nil {
 		d.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -135,14 +135,14 @@ func (d *Dashboard) parkedAction(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, statusOf(err), err)
 		return
 	}
-	d.log.InfoContext(ctx, "dashboard: operator action on a parked partition", "group", group, "partition", shell.PartitionKey(partition), "action", act)
+	d.log.InfoContext(ctx, "dashboard: operator action on a parked partition", "group", group, "partition", core.Partition(partition).String(), "action", act)
 	back := safeBack(r.FormValue("back"), "/partitions")
-	http.Redirect(w, r, d.opts.Prefix+back+sep(back)+"flash="+url.QueryEscape(fmt.Sprintf("%s %s: %s done", group, shell.PartitionKey(partition), act)), http.StatusSeeOther)
+	http.Redirect(w, r, d.opts.Prefix+back+sep(back)+"flash="+url.QueryEscape(fmt.Sprintf("%s %s: %s done", group, core.Partition(partition).String(), act)), http.StatusSeeOther)
 }
 
 // parkedConfirm is the confirmation of a parked partition's action.
 func parkedConfirm(p shell.ParkedPartition, act string) string {
-	key := shell.PartitionKey(p.Partition)
+	key := core.Partition(p.Partition).String()
 	switch act {
 	case "retry":
 		return fmt.Sprintf("Retry %s of %s? Its failed message is handled again.", key, p.Group)
@@ -158,7 +158,7 @@ func parkedConfirm(p shell.ParkedPartition, act string) string {
 type parkedRow struct {
 	shell.ParkedPartition
 	Key     string
-	Form    string // the partition as its forms post it (shell.PartitionJSON)
+	Form    string // the partition as its forms post it (core.Partition's String)
 	Actions []parkedButton
 }
 
@@ -199,7 +199,7 @@ func (d *Dashboard) parked(ctx context.Context, group string, from int64, next f
 	}
 	list.Rows = make([]parkedRow, 0, len(ps))
 	for _, p := range ps {
-		row := parkedRow{ParkedPartition: p, Key: shell.PartitionKey(p.Partition), Form: shell.PartitionJSON(p.Partition)}
+		row := parkedRow{ParkedPartition: p, Key: core.Partition(p.Partition).String(), Form: core.Partition(p.Partition).String()}
 		for _, a := range []string{"retry", "skip", "reset"} {
 			row.Actions = append(row.Actions, parkedButton{a, parkedConfirm(p, a)})
 		}

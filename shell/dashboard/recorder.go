@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -244,11 +245,11 @@ func (r *Recorder) Observe(_ context.Context, o shell.Observation) {
 		f = func(s *slot) { s.Handled += int64(o.Messages); s.Batches++ }
 	case shell.Claimed:
 		group = o.Group
-		key := shell.PartitionKey(o.Partition)
+		key := core.Partition(o.Partition).String()
 		f = func(s *slot) { s.Claims++; addHot(s, key, 1, 0) }
 	case shell.GuardConflict:
 		group = o.Group
-		key := shell.PartitionKey(o.Partition)
+		key := core.Partition(o.Partition).String()
 		f = func(s *slot) {
 			s.Conflicts++
 			addHot(s, key, 0, 1)

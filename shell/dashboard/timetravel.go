@@ -243,7 +243,7 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 	out := PartitionState{Group: f.spec.Group, Kind: f.kind, Partition: q.Partition, At: q.At}
 	for _, k := range f.spec.PartitionBy {
 		if q.Partition[k] == "" {
-			return out, fmt.Errorf("%w: give %v (e.g. %s:VALUE), got %q", ErrBadPartition, f.spec.PartitionBy, k, shell.PartitionKey(q.Partition))
+			return out, fmt.Errorf("%w: give %v (e.g. %s:VALUE), got %q", ErrBadPartition, f.spec.PartitionBy, k, core.Partition(q.Partition).String())
 		}
 	}
 	for k := range q.Partition {
@@ -371,7 +371,7 @@ func (f *foldable) snapshot(ctx context.Context, store shell.Store, partition ma
 	if !ok {
 		return nil, 0
 	}
-	snap, found, err := ss.LoadSnapshot(ctx, f.spec.Group, shell.SnapshotPartition(partition), codec.Version())
+	snap, found, err := ss.LoadSnapshot(ctx, f.spec.Group, core.Partition(partition).Key(), codec.Version())
 	if err != nil || !found || (at >= 0 && snap.Position > at) {
 		return nil, 0
 	}
@@ -486,7 +486,7 @@ func (f *foldable) decision(ctx context.Context, store shell.Store, reg *codec.R
 // (Latest: the last).
 func stateURL(group string, partition map[string]string, at int64) string {
 	v := url.Values{}
-	v.Set("partition", shell.PartitionKey(partition))
+	v.Set("partition", core.Partition(partition).String())
 	if at >= 0 {
 		v.Set("at", strconv.FormatInt(at, 10))
 	}
@@ -514,7 +514,7 @@ func (d *Dashboard) statePage(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, err error) {
 		status, data.Err = code, err.Error()
 	}
-	p, err := shell.ParsePartition(data.PartitionKey)
+	p, err := core.ParsePartition(data.PartitionKey)
 	switch {
 	case data.PartitionKey == "":
 		fail(http.StatusBadRequest, errors.New("give the partition, as ?partition=key:value (keys joined by |)"))
@@ -612,7 +612,7 @@ func (d *Dashboard) stateLinks(m core.PositionedMessage) []stateLink {
 		if f.handled[m.Type] && !f.evolved[m.Type] {
 			at--
 		}
-		out = append(out, stateLink{Group: f.spec.Group, Partition: shell.PartitionKey(p), URL: stateURL(f.spec.Group, p, at), At: at})
+		out = append(out, stateLink{Group: f.spec.Group, Partition: core.Partition(p).String(), URL: stateURL(f.spec.Group, p, at), At: at})
 	}
 	return out
 }

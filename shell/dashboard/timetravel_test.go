@@ -204,6 +204,6 @@ func TestStatePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range offs.Offsets {
-		mustContain(t, body, fmt.Sprintf(`class="state-link" href="/groups/courses.catalog/state?at=%d&amp;partition=%s"`, o.LastPosition, url.QueryEscape(shell.PartitionKey(o.Partition))))
+		mustContain(t, body, fmt.Sprintf(`class="state-link" href="/groups/courses.catalog/state?at=%d&amp;partition=%s"`, o.LastPosition, url.QueryEscape(core.Partition(o.Partition).String())))
 	}
 }

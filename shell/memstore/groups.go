@@ -8,7 +8,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,20 +139,9 @@ func (g *group) inPartition(off *offset, r *record) bool {
 	return core.InPartition(off.partition, r.keys)
 }
 
-// partitionKey encodes a partition unambiguously (values joined with a
-// separator would collide when a value contains the separator): quoted
-// names and values, in name order.
+// partitionKey is the canonical key of a partition (core.Partition's Key).
 func partitionKey(names []string, values []string) string {
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Quote(n))
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(values[i]))
-	}
-	return b.String()
+	return string(core.AppendPartitionKey(nil, names, values))
 }
 
 // tuple is a partition a message creates.

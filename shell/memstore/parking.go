@@ -194,7 +194,7 @@ func (g *group) notParked(partition map[string]string) error {
 	var parked []string
 	for _, off := range g.offsets {
 		if off.parked != nil {
-			parked = append(parked, shell.PartitionKey(off.partition))
+			parked = append(parked, core.Partition(off.partition).String())
 		}
 	}
 	slices.Sort(parked)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -106,7 +107,7 @@ func (o *Observer) Observe(ctx context.Context, ob shell.Observation) {
 	case shell.GuardConflict:
 		kv := []attribute.KeyValue{group(v.Group), attribute.Bool("sourced.retried", v.Retried)}
 		if o.conflictPartitions {
-			kv = append(kv, attribute.String("sourced.partition", shell.PartitionKey(v.Partition)))
+			kv = append(kv, attribute.String("sourced.partition", core.Partition(v.Partition).String()))
 		}
 		o.conflicts.Add(ctx, 1, metric.WithAttributes(kv...))
 	case shell.BatchFailed:
@@ -142,7 +143,7 @@ func (o *Observer) span(ctx context.Context, b shell.BatchHandled) {
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			group(b.Group),
-			attribute.String("sourced.partition", shell.PartitionKey(b.Partition)),
+			attribute.String("sourced.partition", core.Partition(b.Partition).String()),
 			attribute.String("sourced.worker", b.WorkerID),
 			attribute.Int("sourced.messages", b.Messages),
 			attribute.Int("sourced.appended", b.Appended),

@@ -369,35 +369,28 @@ func (s *Store) loadGroups(ctx context.Context, q querier, version int64) (*grou
 
 // tuple is a partition of a group.
 type tuple struct {
-	key       string // the stored partition key: JSON of [name, value] pairs
+	key       string // the stored partition key (core.Partition's Key)
 	keys      []string
 	partition map[string]string
 	msgID     *uuid.UUID // the message of an id-partitioned group's offset
 }
 
 func newTuple(names, values []string, msgID *uuid.UUID) tuple {
-	pairs := make([][2]string, len(names))
 	keys := make([]string, len(names))
 	partition := make(map[string]string, len(names))
 	for i, n := range names {
-		pairs[i] = [2]string{n, values[i]}
 		keys[i] = keyString(n, values[i])
 		partition[n] = values[i]
 	}
-	data, _ := json.Marshal(pairs)
-	return tuple{key: string(data), keys: keys, partition: partition, msgID: msgID}
+	return tuple{key: string(core.AppendPartitionKey(nil, names, values)), keys: keys, partition: partition, msgID: msgID}
 }
 
 func parsePartition(key string) (map[string]string, error) {
-	var pairs [][2]string
-	if err := json.Unmarshal([]byte(key), &pairs); err != nil {
-		return nil, fmt.Errorf("pgstore: partition key %q: %w", key, err)
+	p, err := core.ParsePartitionKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	out := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		out[p[0]] = p[1]
-	}
-	return out, nil
+	return p, nil
 }
 
 // tuples returns the partitions of g that a message carries in full (AND

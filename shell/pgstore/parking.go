@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -220,7 +221,7 @@ func (t *tx) notParked(g *groupConf, partition map[string]string) error {
 		if err != nil {
 			return t.fail("parked partitions", err)
 		}
-		parked = append(parked, shell.PartitionKey(p.Partition))
+		parked = append(parked, core.Partition(p.Partition).String())
 	}
 	if err := rows.Err(); err != nil {
 		return t.fail("parked partitions", err)

@@ -107,7 +107,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -237,7 +237,7 @@ ALTER INDEX idx_{p}_offsets_keys SET (fastupdate = off);
 SELECT gin_clean_pending_list('idx_{p}_messages_keys'::regclass);
 SELECT gin_clean_pending_list('idx_{p}_offsets_keys'::regclass);`},
 	// 4: deciders' snapshots (core.Snapshots, shell.SnapshotStore): one
-	// row per group (its name), partition (shell.SnapshotPartition) and
+	// row per group (its name), partition (core.Partition's Key) and
 	// codec version, the state folded up to position. ResetGroup deletes
 	// the group's rows.
 	{Version: 4, SQL: `CREATE TABLE IF NOT EXISTS {p}_snapshots (
@@ -576,6 +576,37 @@ BEGIN
 	RETURN coalesce(pos, 0);
 END
 $$;`},
+	// 11: one encoding of a partition in every store (core.Partition's
+	// Key). Versions before wrote offsets' and snapshots' partition keys
+	// with encoding/json, which escapes more than the key does (<, > and &
+	// as \u003c..., \n, U+2028): such keys are written again, decoded and
+	// re-encoded here, in their pairs' order (already the names' byte
+	// order). No other key changes, and none collides: one encoding was
+	// ever written.
+	{Version: 11, SQL: `CREATE OR REPLACE FUNCTION {p}_key_text(s text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	out text := replace(replace(s, '\', '\\'), '"', '\"');
+BEGIN
+	FOR c IN 1 .. 31 LOOP
+		IF strpos(out, chr(c)) > 0 THEN
+			out := replace(out, chr(c), '\u00' || lpad(to_hex(c), 2, '0'));
+		END IF;
+	END LOOP;
+	RETURN '"' || out || '"';
+END
+$$;
+CREATE OR REPLACE FUNCTION {p}_partition_key(k text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT '[' || coalesce(string_agg('[' || {p}_key_text(e.v->>0) || ',' || {p}_key_text(e.v->>1) || ']', ',' ORDER BY e.n), '') || ']'
+	FROM json_array_elements(k::json) WITH ORDINALITY AS e(v, n)
+$$;
+UPDATE {p}_offsets SET partition_key = {p}_partition_key(partition_key)
+WHERE strpos(partition_key, '\') > 0 AND partition_key <> {p}_partition_key(partition_key);
+UPDATE {p}_snapshots SET partition_key = {p}_partition_key(partition_key)
+WHERE strpos(partition_key, '\') > 0 AND partition_key <> {p}_partition_key(partition_key);
+DROP FUNCTION {p}_partition_key(text);
+DROP FUNCTION {p}_key_text(text);`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -160,5 +161,78 @@ func TestUninstallLeavesNothing(t *testing.T) {
 		rows, _ := s.Pool().Query(ctx, `SELECT relname FROM pg_class WHERE relname LIKE $1 || '\_%' UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE $1 || '\_%'`, prefix)
 		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 		t.Fatalf("uninstall left %d objects under the prefix: %v", n, names)
+	}
+}
+
+// TestPartitionKeysReencoded: schema version 11 writes the partition keys
+// that versions before encoded with encoding/json (which escapes <, >, &,
+// control characters and U+2028 its own way) as core.Partition's Key, so
+// that the store finds those offsets and snapshots again instead of
+// starting a second offset for the same partition.
+func TestPartitionKeysReencoded(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	prefix := pgtest.Prefix()
+	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	device := "<a&b>\u2028\t\"q\"\\"
+	partition := core.Partition{"device_id": device}
+	old, err := json.Marshal([][2]string{{"device_id", device}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(old) == partition.Key() {
+		t.Fatal("the test's partition encodes alike both ways: it tests nothing")
+	}
+	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+		t.Fatal(err)
+	}
+	add := func() {
+		t.Helper()
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: device, Name: "n"}), shell.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add()
+	if err := s.SaveSnapshot(ctx, shell.Snapshot{Group: "devices", Partition: partition.Key(), Version: "v1", Position: 1, State: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	// The database as version 10 left it.
+	exec(fmt.Sprintf(`UPDATE %s_offsets SET partition_key = $1`, prefix), string(old))
+	exec(fmt.Sprintf(`UPDATE %s_snapshots SET partition_key = $1`, prefix), string(old))
+	exec(fmt.Sprintf(`DELETE FROM %s_schema_migrations WHERE version = 11`, prefix))
+	if err := s.Install(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	rows, err := s.Pool().Query(ctx, fmt.Sprintf(`SELECT partition_key FROM %s_offsets UNION ALL SELECT partition_key FROM %s_snapshots`, prefix, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0] != partition.Key() || keys[1] != partition.Key() {
+		t.Fatalf("keys after the migration %q, want the offset's and the snapshot's %q", keys, partition.Key())
+	}
+	add() // the same partition: its offset, not a second one
+	c, err := s.ClaimNext(ctx, "devices", "w", 10)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	if !core.Partition(c.Partition).Equal(partition) || len(c.Messages) != 2 {
+		t.Fatalf("claimed %q with %d messages, want %q with both", c.Partition, len(c.Messages), partition)
+	}
+	if snap, found, err := s.LoadSnapshot(ctx, "devices", partition.Key(), "v1"); err != nil || !found || snap.Position != 1 {
+		t.Fatalf("snapshot after the migration: %+v, %v, %v", snap, found, err)
 	}
 }

@@ -20,7 +20,7 @@ func TestHandleFromASnapshot(t *testing.T) {
 	store := open(t, pgstore.Options{Registry: jobRegistry()})
 	d := jobWorker(1, 0)
 	d.Snapshots = core.Snapshots[map[string]bool]{Codec: core.JSONSnapshots[map[string]bool]("jobs/v1"), Every: 3}
-	part := shell.SnapshotPartition(map[string]string{"shard": "s1"})
+	part := core.Partition(map[string]string{"shard": "s1"}).Key()
 	for i := range 10 {
 		if _, err := shell.Handle(ctx, store, d, Job{JobID: "j" + strconv.Itoa(i), Shard: "s1"}, nil); err != nil {
 			t.Fatal(err)

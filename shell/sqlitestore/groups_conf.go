@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"zombiezen.com/go/sqlite"
 
@@ -238,168 +236,19 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 	return gs, nil
 }
 
-// partitionKey encodes a partition unambiguously (values joined with a
-// separator would collide when a value contains it) as the JSON
-// array of its [name, value] pairs in name order, e.g.
-// [["course_name","Algebra"],["user_id","joe"]]: names and values are JSON
-// strings, so no value can forge a separator. The encoding is canonical
-// (one text per partition: only '"', '\' and control characters are
-// escaped, as \", \\ and \u00XX), because the text is the offset's unique
-// key. shell.PartitionKey renders the readable form for display.
+// partitionKey appends the canonical key of a partition (core.Partition's
+// Key): the offset's unique key.
 func partitionKey(dst []byte, names, values []string) []byte {
-	dst = append(dst, '[')
-	for i := range names {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '[')
-		dst = appendJSONString(dst, names[i])
-		dst = append(dst, ',')
-		dst = appendJSONString(dst, values[i])
-		dst = append(dst, ']')
-	}
-	return append(dst, ']')
+	return core.AppendPartitionKey(dst, names, values)
 }
 
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
-}
-
-// parsePartition decodes a partition key (see partitionKey; any JSON array
-// of [name, value] string pairs is accepted).
+// parsePartition decodes a partition key, keeping its values' bytes.
 func parsePartition(key string) (map[string]string, error) {
-	var pairs [][2]string
-	if !utf8.ValidString(key) || strings.ContainsRune(key, '\\') {
-		// Values with escapes or invalid UTF-8: decode by hand so that the
-		// bytes come back exactly as encoded.
-		return parsePartitionSlow(key)
+	p, err := core.ParsePartitionKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if err := json.Unmarshal([]byte(key), &pairs); err != nil {
-		return nil, fmt.Errorf("sqlitestore: partition key %q: %w", key, err)
-	}
-	out := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		out[p[0]] = p[1]
-	}
-	return out, nil
-}
-
-func parsePartitionSlow(key string) (map[string]string, error) {
-	bad := func() (map[string]string, error) {
-		return nil, fmt.Errorf("sqlitestore: partition key %q is not a JSON array of [name, value] pairs", key)
-	}
-	out := map[string]string{}
-	i := 0
-	str := func() (string, bool) {
-		if i >= len(key) || key[i] != '"' {
-			return "", false
-		}
-		i++
-		var b []byte
-		for i < len(key) {
-			c := key[i]
-			switch {
-			case c == '"':
-				i++
-				return string(b), true
-			case c == '\\':
-				if i+1 >= len(key) {
-					return "", false
-				}
-				e := key[i+1]
-				i += 2
-				switch e {
-				case '"', '\\', '/':
-					b = append(b, e)
-				case 'b':
-					b = append(b, '\b')
-				case 'f':
-					b = append(b, '\f')
-				case 'n':
-					b = append(b, '\n')
-				case 'r':
-					b = append(b, '\r')
-				case 't':
-					b = append(b, '\t')
-				case 'u':
-					if i+4 > len(key) {
-						return "", false
-					}
-					var r rune
-					for _, h := range key[i : i+4] {
-						r <<= 4
-						switch {
-						case h >= '0' && h <= '9':
-							r |= h - '0'
-						case h >= 'a' && h <= 'f':
-							r |= h - 'a' + 10
-						case h >= 'A' && h <= 'F':
-							r |= h - 'A' + 10
-						default:
-							return "", false
-						}
-					}
-					i += 4
-					b = utf8.AppendRune(b, r)
-				default:
-					return "", false
-				}
-			default:
-				b = append(b, c)
-				i++
-			}
-		}
-		return "", false
-	}
-	expect := func(c byte) bool {
-		if i < len(key) && key[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	if !expect('[') {
-		return bad()
-	}
-	if expect(']') {
-		return out, nil
-	}
-	for {
-		if !expect('[') {
-			return bad()
-		}
-		name, ok := str()
-		if !ok || !expect(',') {
-			return bad()
-		}
-		value, ok := str()
-		if !ok || !expect(']') {
-			return bad()
-		}
-		out[name] = value
-		if expect(']') {
-			if i != len(key) {
-				return bad()
-			}
-			return out, nil
-		}
-		if !expect(',') {
-			return bad()
-		}
-	}
+	return p, nil
 }
 
 // partitionOf returns the partition of g a map names, encoded, and an

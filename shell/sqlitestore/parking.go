@@ -9,6 +9,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -240,7 +241,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 			return t.notParked(g, partition)
 		}
 		if err := change(t, g, out); err != nil {
-			return fmt.Errorf("sqlitestore: %s partition %s of %s: %w", verb, shell.PartitionKey(partition), g.name, err)
+			return fmt.Errorf("sqlitestore: %s partition %s of %s: %w", verb, core.Partition(partition).String(), g.name, err)
 		}
 		if _, err := exec(t.conn, q.unpark, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, out.OffsetID) }); err != nil {
 			return fmt.Errorf("sqlitestore: %s partition: %w", verb, err)
@@ -263,7 +264,7 @@ func (t *tx) notParked(g *groupConf, partition map[string]string) error {
 		if err != nil && perr == nil {
 			perr = err
 		}
-		parked = append(parked, shell.PartitionKey(p))
+		parked = append(parked, core.Partition(p).String())
 	})
 	if err == nil {
 		err = perr

@@ -355,9 +355,8 @@
 //     Here only the group's handled types discover partitions.
 //   - H9 Partition keys were the values joined with separators that a value
 //     could contain, so two partitions could collide. Here a partition is
-//     encoded unambiguously (a JSON array of [name, value] pairs in the SQL
-//     stores, quoted names and values in memory) and shown readably
-//     (shell.PartitionKey).
+//     encoded unambiguously by every store (core.Partition's Key: a JSON
+//     array of [name, value] pairs) and shown readably (its String).
 //   - H10 Times were compared as text with offsets and whole seconds. Here
 //     stored times are UTC, fixed width, with microseconds
 //     (codec.TimeLayout), so comparing them as text compares instants.

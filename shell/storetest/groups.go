@@ -169,7 +169,7 @@ func (e *genv) drain(group, worker string) map[string][]int64 {
 		if c == nil {
 			return got
 		}
-		key := shell.PartitionKey(c.Partition)
+		key := core.Partition(c.Partition).String()
 		got[key] = append(got[key], positionsOf(c.Messages)...)
 		e.ack(c, c.Last())
 	}
@@ -262,7 +262,7 @@ func (e *genv) expectClaim(c *shell.ClaimedPartition, partition map[string]strin
 	if !maps.Equal(c.Partition, partition) {
 		e.t.Fatalf("claimed partition %v (messages %s), want %v", c.Partition, describe(c.Messages), partition)
 	}
-	e.expectPositions("claimed messages of "+shell.PartitionKey(partition), c.Messages, positions...)
+	e.expectPositions("claimed messages of "+core.Partition(partition).String(), c.Messages, positions...)
 	if c.Replaying != replaying {
 		e.t.Fatalf("claim of %v at %v: replaying %v, want %v", partition, positions, c.Replaying, replaying)
 	}

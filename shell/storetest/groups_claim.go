@@ -200,7 +200,7 @@ func (s suite) testClaim(t *testing.T) {
 		got := map[string][]int64{}
 		for _, w := range []string{"w1", "w2", "w3"} {
 			c := e.claim(accounts, w, 10)
-			got[shell.PartitionKey(c.Partition)] = positionsOf(c.Messages)
+			got[core.Partition(c.Partition).String()] = positionsOf(c.Messages)
 		}
 		e.noClaim(accounts, "w4")
 		want := map[string][]int64{"accounts:acc1": {1, 3}, "accounts:acc2": {1, 2}, "accounts:acc3": {3}}

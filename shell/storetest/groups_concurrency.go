@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -77,7 +78,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 	process := func(w string, c *shell.ClaimedPartition) error {
 		p := prog[c.Group]
 		p.mu.Lock()
-		key := shell.PartitionKey(c.Partition)
+		key := core.Partition(c.Partition).String()
 		for _, m := range c.Messages {
 			if by, dup := p.seen[m.ID]; dup {
 				p.mu.Unlock()
@@ -168,8 +169,8 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 			t.Fatalf("%s has %d offsets, want %d", group, len(offs), partitions)
 		}
 		for _, o := range offs {
-			if o.Claimed || o.LastPosition != prog[group].last[shell.PartitionKey(o.Partition)] {
-				t.Fatalf("%s offset %+v, want unclaimed at its last processed position %d", group, o, prog[group].last[shell.PartitionKey(o.Partition)])
+			if o.Claimed || o.LastPosition != prog[group].last[core.Partition(o.Partition).String()] {
+				t.Fatalf("%s offset %+v, want unclaimed at its last processed position %d", group, o, prog[group].last[core.Partition(o.Partition).String()])
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -84,7 +85,7 @@ func (s suite) testLag(t *testing.T) {
 		_, d2, _ := devicesBehind(e)
 		c := e.claim(devices, "w1", 10) // d2, furthest behind
 		e.expectClaim(c, part("device_id", "d2"), false, 3)
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: c.Messages[0].Type, MessageID: c.Messages[0].ID.String(), Position: 3, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: c.Messages[0].Type, MessageID: c.Messages[0].ID.String(), Position: 3, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
@@ -143,7 +144,7 @@ func (s suite) testReadParked(t *testing.T) {
 		t.Helper()
 		c := e.claim(group, "w1", 10)
 		m := c.Messages[0]
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
@@ -169,7 +170,7 @@ func (s suite) testReadParked(t *testing.T) {
 			if i > 0 && p.OffsetID <= ps[i-1].OffsetID {
 				t.Fatalf("parked partitions out of offset order: %+v", ps)
 			}
-			out = append(out, p.Group+" "+shell.PartitionKey(p.Partition))
+			out = append(out, p.Group+" "+core.Partition(p.Partition).String())
 		}
 		return fmt.Sprint(out)
 	}

@@ -439,7 +439,7 @@ func (s suite) testOffsets(t *testing.T) {
 		var order []string
 		for _, o := range all {
 			ids = append(ids, o.ID)
-			order = append(order, o.Group+" "+shell.PartitionKey(o.Partition))
+			order = append(order, o.Group+" "+core.Partition(o.Partition).String())
 		}
 		if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 5 {
 			t.Fatalf("offset ids %v, want 5 ascending", ids)

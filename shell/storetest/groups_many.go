@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -255,7 +256,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, d("d1"), false, 1)
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: typeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: typeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
@@ -392,7 +393,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.clock.Advance(time.Minute)
 		first := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job once the retry time came", first.Messages, 1)
-		f := shell.Failure{OffsetID: first.OffsetID, Partition: shell.PartitionKey(first.Partition), MessageType: typeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{OffsetID: first.OffsetID, Partition: core.Partition(first.Partition).String(), MessageType: typeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := e.gs.ChangeGroup(e.ctx, jobs, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {

@@ -83,7 +83,7 @@ type mgroup struct {
 	retryAt time.Time
 	failure shell.Failure
 	highest int64
-	parts   map[string]*mpart // by shell.PartitionKey
+	parts   map[string]*mpart // by core.Partition's String
 	// replay holds, per partition, how far it had been acknowledged when the
 	// group was last reset: claims up to there are replays.
 	replay map[string]int64
@@ -109,7 +109,7 @@ func (m *groupModel) group(t *rapid.T) *mgroup {
 }
 
 func (m *groupModel) part(g *mgroup, partition map[string]string) *mpart {
-	key := shell.PartitionKey(partition)
+	key := core.Partition(partition).String()
 	p := g.parts[key]
 	if p == nil {
 		p = &mpart{partition: maps.Clone(partition)}
@@ -204,7 +204,7 @@ func (m *groupModel) candidates(g *mgroup) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, msg := range m.log {
 		for _, p := range g.tuples(msg) {
-			key := shell.PartitionKey(p)
+			key := core.Partition(p).String()
 			if mp := g.parts[key]; mp != nil && mp.holder != "" {
 				continue
 			}
@@ -238,7 +238,7 @@ func (m *groupModel) claim(t *rapid.T) {
 	n := rapid.SampledFrom([]int{1, 1, 2, 3}).Draw(t, "batch size")
 	known := map[string]bool{}
 	for _, o := range e.offsets(g.spec.ID) {
-		known[shell.PartitionKey(o.Partition)] = true
+		known[core.Partition(o.Partition).String()] = true
 	}
 	c, err := e.gs.ClaimNext(e.ctx, g.spec.ID, w, n)
 	if err != nil {
@@ -254,7 +254,7 @@ func (m *groupModel) claim(t *rapid.T) {
 	if c == nil {
 		t.Fatalf("%s claimed nothing, but partitions %v have pending work that no worker holds", g.spec.ID, slices.Sorted(maps.Keys(cands)))
 	}
-	key := shell.PartitionKey(c.Partition)
+	key := core.Partition(c.Partition).String()
 	p := m.part(g, c.Partition)
 	if p.holder != "" {
 		t.Fatalf("%s: %s claimed %s, which %s holds", g.spec.ID, w, key, p.holder)
@@ -537,7 +537,7 @@ func (m *groupModel) check(t *rapid.T) {
 		case !want && c != nil:
 			t.Fatalf("probe of %s (%s) claimed %v with %s, but the model has nothing to claim", g.spec.ID, g.status, c.Partition, describe(c.Messages))
 		case c != nil:
-			if _, ok := cands[shell.PartitionKey(c.Partition)]; !ok {
+			if _, ok := cands[core.Partition(c.Partition).String()]; !ok {
 				t.Fatalf("probe of %s claimed %v, which has no pending work", g.spec.ID, c.Partition)
 			}
 			e.release(c)
@@ -549,7 +549,7 @@ func (m *groupModel) check(t *rapid.T) {
 		}
 		seen := map[string]bool{}
 		for _, o := range e.offsets(g.spec.ID) {
-			key := shell.PartitionKey(o.Partition)
+			key := core.Partition(o.Partition).String()
 			if seen[key] {
 				t.Fatalf("%s: two offsets for %s", g.spec.ID, key)
 			}

@@ -27,7 +27,7 @@ func (s suite) testParking(t *testing.T) {
 				msg = m
 			}
 		}
-		f := shell.Failure{RetryCount: retries, OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: msg.Type, MessageID: msg.ID.String(), Position: at, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{RetryCount: retries, OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: msg.Type, MessageID: msg.ID.String(), Position: at, ErrorType: "*errors.errorString", Error: "poison"}
 		st, err := e.gs.ChangeGroup(e.ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		})

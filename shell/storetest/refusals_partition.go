@@ -49,7 +49,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 		if !errors.Is(err, shell.ErrInvalidPartition) || !errors.As(err, &ipe) {
 			t.Fatalf("%s: %v, want a *shell.InvalidPartitionError", what, err)
 		}
-		if ipe.Attribute != attr || shell.PartitionKey(ipe.Partition) != shell.PartitionKey(p) {
+		if ipe.Attribute != attr || core.Partition(ipe.Partition).String() != core.Partition(p).String() {
 			t.Fatalf("%s: %v (partition %v, attribute %q): want partition %v, attribute %q", what, err, ipe.Partition, ipe.Attribute, p, attr)
 		}
 		for _, s := range says {

@@ -567,7 +567,7 @@ func (g *globals) offsets(ctx context.Context, args []string) error {
 			}
 			lags[o.Group] = lag
 		}
-		r := offsetRow{ID: o.ID, Group: o.Group, GroupStatus: string(o.GroupStatus), Partition: o.Partition, PartitionKey: shell.PartitionKey(o.Partition), LastPosition: o.LastPosition, Lag: lag[o.ID], Claimed: o.Claimed}
+		r := offsetRow{ID: o.ID, Group: o.Group, GroupStatus: string(o.GroupStatus), Partition: o.Partition, PartitionKey: core.Partition(o.Partition).String(), LastPosition: o.LastPosition, Lag: lag[o.ID], Claimed: o.Claimed}
 		r.LagCapped = *lagLimit > 0 && r.Lag >= *lagLimit
 		if o.Claimed {
 			at := o.ClaimedAt
@@ -641,7 +641,7 @@ func (g *globals) workers(ctx context.Context, args []string) error {
 			r = &workerRow{ID: o.ClaimedBy, Claims: []claimRow{}}
 			rows[o.ClaimedBy] = r
 		}
-		r.Claims = append(r.Claims, claimRow{o.Group, shell.PartitionKey(o.Partition), o.ID, o.ClaimedAt})
+		r.Claims = append(r.Claims, claimRow{o.Group, core.Partition(o.Partition).String(), o.ID, o.ClaimedAt})
 	}
 	out := struct {
 		Workers []*workerRow `json:"workers"`

@@ -83,11 +83,14 @@ func (g *globals) schemaDriver() (Driver, error) {
 }
 
 // objectPattern finds what a migration script creates, alterPattern what
-// it changes, funcPattern the functions it defines and dropPattern what
-// it drops.
+// it changes, funcPattern the functions it defines, dropPattern what it
+// drops and updatePattern the tables whose rows it rewrites (outside
+// the bodies of functions and triggers, which bodyPattern finds).
 var (
 	objectPattern = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)`)
-	dropPattern   = regexp.MustCompile(`(?i)DROP\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+	dropPattern   = regexp.MustCompile(`(?i)DROP\s+(TABLE|INDEX|FUNCTION)\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+	updatePattern = regexp.MustCompile(`(?i)\bUPDATE\s+(\w+)\s+(?:AS\s+\w+\s+|\w+\s+)?SET\b`)
+	bodyPattern   = regexp.MustCompile(`(?is)\$\$.*?\$\$|CREATE\s+TRIGGER\b.*?\bEND\b`)
 	funcPattern   = regexp.MustCompile(`(?i)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)`)
 	alterPattern  = regexp.MustCompile(`(?i)ALTER\s+(TABLE|INDEX)\s+(?:IF\s+EXISTS\s+)?(\w+)(?:\s+ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(\w+))?`)
 )
@@ -108,8 +111,17 @@ func changes(sql string) []string {
 			nTrigger++
 		}
 	}
+	// A function a script creates and drops again is its own helper.
+	dropped := map[string]bool{}
+	for _, m := range dropPattern.FindAllStringSubmatch(sql, -1) {
+		if strings.EqualFold(m[1], "function") {
+			dropped[m[2]] = true
+		}
+	}
 	for _, m := range funcPattern.FindAllStringSubmatch(sql, -1) {
-		tables = append(tables, "function "+m[1])
+		if !dropped[m[1]] {
+			tables = append(tables, "function "+m[1])
+		}
 	}
 	for _, m := range alterPattern.FindAllStringSubmatch(sql, -1) {
 		switch {
@@ -121,8 +133,19 @@ func changes(sql string) []string {
 			tables = append(tables, m[2]+" altered")
 		}
 	}
+	created := funcPattern.FindAllStringSubmatch(sql, -1)
 	for _, m := range dropPattern.FindAllStringSubmatch(sql, -1) {
+		if strings.EqualFold(m[1], "function") && slices.ContainsFunc(created, func(c []string) bool { return c[1] == m[2] }) {
+			continue
+		}
 		tables = append(tables, strings.ToLower(m[1])+" "+m[2]+" dropped")
+	}
+	var rewritten []string
+	for _, m := range updatePattern.FindAllStringSubmatch(bodyPattern.ReplaceAllString(sql, ""), -1) {
+		if !slices.Contains(rewritten, m[1]) {
+			rewritten = append(rewritten, m[1])
+			tables = append(tables, m[1]+" rows rewritten")
+		}
 	}
 	plural := func(n int, one, many string) string {
 		if n == 1 {

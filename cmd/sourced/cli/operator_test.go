@@ -537,7 +537,7 @@ func TestPartitions(t *testing.T) {
 			t.Fatalf("claim: %v %v", c, err)
 		}
 		m := c.Messages[0]
-		f := shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Partition: shell.PartitionKey(c.Partition), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		f := shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
 		if _, err := s.ChangeGroup(ctx, "courses.catalog", func(shell.GroupState) (shell.GroupChange, error) {
 			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
 		}); err != nil {
@@ -546,7 +546,7 @@ func TestPartitions(t *testing.T) {
 		if err := s.Release(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		return shell.PartitionKey(c.Partition)
+		return core.Partition(c.Partition).String()
 	}
 	want(t, 0, []string{"-db", db, "partitions", "parked"}, "0 parked partition(s)")
 	p := park()
@@ -588,12 +588,12 @@ func TestPartitions(t *testing.T) {
 	p = park()
 	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", p}, "unparked and reset")
 	// The JSON form names a partition whatever its values hold ("|" too).
-	parked, err := shell.ParsePartition(park())
+	parked, err := core.ParsePartition(park())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", shell.PartitionJSON(parked)}, "unparked and reset")
-	want(t, 1, []string{"-db", db, "partitions", "reset", "courses.catalog", `{"course_id":"a|b"}`}, "course_id:a|b", "not parked")
+	want(t, 0, []string{"-db", db, "partitions", "reset", "courses.catalog", core.Partition(parked).String()}, "unparked and reset")
+	want(t, 1, []string{"-db", db, "partitions", "reset", "courses.catalog", `{"course_id":"a|b"}`}, `{"course_id":"a|b"}`, "not parked")
 	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog"}, "want GROUP PARTITION")
 	want(t, 2, []string{"-db", db, "partitions", "retry", "courses.catalog", "c1"}, "want name:value pairs")
 	want(t, 2, []string{"-db", db, "partitions", "drop"}, `unknown operation "drop"`)

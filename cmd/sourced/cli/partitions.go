@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -22,7 +23,7 @@ type parkedRow struct {
 }
 
 func parkedRowOf(p shell.ParkedPartition) parkedRow {
-	return parkedRow{p.Group, p.OffsetID, p.Partition, shell.PartitionKey(p.Partition), p.LastPosition, p.Attempts(), p.ParkedAt, p.Failure}
+	return parkedRow{p.Group, p.OffsetID, p.Partition, core.Partition(p.Partition).String(), p.LastPosition, p.Attempts(), p.ParkedAt, p.Failure}
 }
 
 // partitions lists the partitions the parking strategy set aside, and
@@ -51,7 +52,7 @@ func (g *globals) partitions(ctx context.Context, args []string) error {
 	if *group != "" {
 		return g.usagef("%s takes the group as its argument, not -group", op)
 	}
-	partition, err := shell.ParsePartition(pos[2])
+	partition, err := core.ParsePartition(pos[2])
 	if err != nil {
 		return g.usagef("%s", strip(err.Error()))
 	}
@@ -84,7 +85,7 @@ func (g *globals) partitions(ctx context.Context, args []string) error {
 		Parked  parkedRow `json:"was_parked"`
 	}{op, did, parkedRowOf(p)}
 	return g.emit(out, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "%s %s: %s\n", p.Group, shell.PartitionKey(p.Partition), did)
+		fmt.Fprintf(w, "%s %s: %s\n", p.Group, core.Partition(p.Partition).String(), did)
 	})
 }
 
@@ -116,7 +117,7 @@ func (g *globals) parked(ctx context.Context, group string) error {
 		fmt.Fprintf(w, "%d parked partition(s)\n\n", len(ps))
 		fmt.Fprintln(w, "GROUP\tPARTITION\tPARKED AT\tATTEMPTS\tFAILED AT\tERROR")
 		for _, p := range ps {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s %d\t%s\n", p.Group, shell.PartitionKey(p.Partition), ts(p.ParkedAt), p.Attempts(), p.Failure.MessageType, p.Failure.Position, firstLine(p.Failure.Error))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s %d\t%s\n", p.Group, core.Partition(p.Partition).String(), ts(p.ParkedAt), p.Attempts(), p.Failure.MessageType, p.Failure.Position, firstLine(p.Failure.Error))
 		}
 		if len(ps) > 0 {
 			fmt.Fprintln(w, "\nthen: sourced partitions retry|skip|reset GROUP PARTITION")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell/dashboard"
 )
 
@@ -28,7 +28,7 @@ func (g *globals) state(ctx context.Context, args []string) error {
 	if *at < dashboard.Latest {
 		return g.usagef("-at %d: want a position of the log (0: before the partition's first message; default: its last)", *at)
 	}
-	partition, err := shell.ParsePartition(pos[1])
+	partition, err := core.ParsePartition(pos[1])
 	if err != nil {
 		return g.usagef("%v", err)
 	}
@@ -59,7 +59,7 @@ func writeState(w *tabwriter.Writer, st dashboard.PartitionState) {
 		after = "before the partition's first message"
 	}
 	fmt.Fprintf(w, "group\t%s (%s)\n", st.Group, st.Kind)
-	fmt.Fprintf(w, "partition\t%s\n", shell.PartitionKey(st.Partition))
+	fmt.Fprintf(w, "partition\t%s\n", core.Partition(st.Partition).String())
 	fmt.Fprintf(w, "after\t%s (the partition's last: #%d; %d message(s) folded)\n", after, st.Last, st.Folded)
 	step := func(p int64, none string) string {
 		if p == 0 {
