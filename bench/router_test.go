@@ -34,7 +34,7 @@ type (
 	}
 )
 
-func routerRegistry(b *testing.B) *codec.Registry {
+func routerRegistry(b testing.TB) *codec.Registry {
 	b.Helper()
 	reg := codec.NewRegistry()
 	codec.MustRegister[benchDeposit](reg, "bench.deposit")
