@@ -79,6 +79,16 @@ func (d Decider[S]) Initial() S { return initial(d.Init, d.compiled()) }
 // skipped).
 func (d Decider[S]) Evolve(s S, events ...Message) S { return d.compiled().fold(s, events) }
 
+// EvolveHistory is Evolve for a history as a store reads it (positioned
+// messages), without copying it into a slice of messages first.
+func (d Decider[S]) EvolveHistory(s S, history []PositionedMessage) S {
+	h := d.compiled()
+	for i := range history {
+		s, _ = h.evolveOne(s, history[i].Message)
+	}
+	return s
+}
+
 // Fold evolves a fresh initial state with the history (Messages or bare
 // payloads).
 func (d Decider[S]) Fold(history ...any) S {

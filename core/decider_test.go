@@ -3,12 +3,15 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"pgregory.net/rapid"
 
 	"github.com/sourced-go/sourced/core"
 )
@@ -235,4 +238,30 @@ func TestSpec(t *testing.T) {
 	if got := courseDecider.Spec().Group; got != "courses.course_decider" {
 		t.Fatalf("group normalised to %q", got)
 	}
+}
+
+// EvolveHistory folds positioned messages as Evolve folds their messages,
+// handlers, order and unhandled types alike.
+func TestEvolveHistoryIsEvolve(t *testing.T) {
+	tally := core.Decider[[]string]{Group: "tally", PartitionBy: []string{"course_id"}}.With(
+		core.Evolve(func(s []string, e CourseCreated) []string { return append(s, "created "+e.CourseName) }),
+		core.Evolve(func(s []string, e StudentEnrolled) []string { return append(s, "enrolled "+e.StudentID) }),
+	)
+	rapid.Check(t, func(t *rapid.T) {
+		var history []core.PositionedMessage
+		for i, k := range rapid.SliceOf(rapid.IntRange(0, 2)).Draw(t, "kinds") {
+			var p any = CourseCreated{CourseID: "c", CourseName: fmt.Sprint("n", i)}
+			switch k {
+			case 1:
+				p = StudentEnrolled{CourseID: "c", StudentID: fmt.Sprint("s", i)}
+			case 2:
+				p = CreateCourse{CourseID: "c", CourseName: "x"} // not evolved: skipped
+			}
+			history = append(history, core.PositionedMessage{Message: core.NewMessage(p), Position: int64(i + 1)})
+		}
+		want := tally.Evolve([]string{"start"}, core.MessagesOf(history)...)
+		if got := tally.EvolveHistory([]string{"start"}, history); !slices.Equal(got, want) {
+			t.Fatalf("EvolveHistory = %v, Evolve = %v", got, want)
+		}
+	})
 }

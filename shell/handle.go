@@ -227,7 +227,7 @@ func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []s
 }
 
 func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
-	r.folded = r.Evolve(r.base, core.MessagesOf(history.Messages)...)
+	r.folded = r.EvolveHistory(r.base, history.Messages)
 	r.position = history.Guard.LastPosition
 	r.unsaved = r.unsavedBase + len(history.Messages) // the same however often it decides
 	out, after, err := r.Decider.DecideOn(r.folded, partition, cmd)

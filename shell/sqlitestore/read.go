@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,8 +85,9 @@ func (sc *scanner) typeName(stmt *sqlite.Stmt, col int) string {
 func (sc *scanner) bytes(stmt *sqlite.Stmt, col int) []byte {
 	n := stmt.ColumnLen(col)
 	if cap(sc.arena)-len(sc.arena) < n {
-		// A new block; the earlier rows keep theirs.
-		sc.arena = make([]byte, 0, max(n, 4096))
+		// A new block, twice the last (a few rows' payloads fit in the
+		// first); the earlier rows keep theirs.
+		sc.arena = make([]byte, 0, max(n, min(2*cap(sc.arena), 64<<10), 512))
 	}
 	start := len(sc.arena)
 	sc.arena = sc.arena[:start+n]
@@ -559,16 +561,24 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
-	var rows []row
 	if id, ok := partition[core.IDKey]; ok {
-		rows, err = s.queryByID(conn, id, names, b)
-	} else {
-		rows, err = s.queryPartition(conn, w, partition, names, b, opts.Limit)
+		rows, err := s.queryByID(conn, id, names, b)
+		if err != nil {
+			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+		}
+		return s.finish(rows, conds, b, opts.Limit)
 	}
+	buf := rowBuffers.Get().(*[]row)
+	defer func() {
+		clear(*buf) // the pool keeps no payloads alive
+		*buf = (*buf)[:0]
+		rowBuffers.Put(buf)
+	}()
+	*buf, err = s.appendPartition((*buf)[:0], conn, w, partition, names, b, opts.Limit)
 	if err != nil {
 		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
-	return s.finish(rows, conds, b, opts.Limit)
+	return s.finish(*buf, conds, b, opts.Limit)
 }
 
 // queryByID reads the partition {core.IDKey: id} (an id-partitioned
@@ -600,12 +610,22 @@ func (s *Store) queryByID(conn *sqlite.Conn, id string, types []string, b bound)
 
 // queryPartition runs the conditional-AND fetch.
 func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+	return s.appendPartition(nil, conn, w, partition, types, b, limit)
+}
+
+// appendPartition runs the conditional-AND fetch, appending to dst.
+func (s *Store) appendPartition(dst []row, conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
 	stmt, err := s.partitionStmt(conn, w, partition, types, b, limit)
 	if err != nil || stmt == nil {
-		return nil, err
+		return dst, err
 	}
-	return appendRows(nil, stmt, types...)
+	return appendRows(dst, stmt, types...)
 }
+
+// rowBuffers recycles the row slices of partition reads (a Handle's, a
+// worker's history), which finish decodes into messages and drops: the
+// messages hold copies of what the rows hold, never the rows.
+var rowBuffers = sync.Pool{New: func() any { return new([]row) }}
 
 // partitionHas reports whether the conditional-AND fetch would return a
 // message, reading none.
