@@ -286,38 +286,25 @@ func (r *Run[In, Out]) Load(ctx context.Context) (Info[Out], error) {
 	return Load(ctx, r.store, r.wf, r.ID)
 }
 
-// waitPoll is how often Wait reads the run when no notification comes
-// (the run may be driven by another process).
-const waitPoll = 50 * time.Millisecond
-
 // Wait blocks until the run ends and returns its output, or a *RunError
-// for a failed or cancelled run, or ctx's error.
+// for a failed or cancelled run, or ctx's error. The waits of a process on
+// one store and workflow share one reader of the runs' ends, woken by the
+// store's notifications and polling every 50 ms for ends appended by other
+// processes: a run that ends costs its own waiters one read of its start
+// and end, whatever the number of runs waited on.
 func (r *Run[In, Out]) Wait(ctx context.Context) (Out, error) {
 	var zero Out
-	wake := make(chan struct{}, 1)
 	if err := r.wf.Register(r.store.Registry()); err != nil {
 		return zero, err
 	}
-	ends := []string{r.wf.types.WorkflowComplete, r.wf.types.WorkflowFailed, r.wf.types.WorkflowCancelled}
+	ends := [3]string{r.wf.types.WorkflowComplete, r.wf.types.WorkflowFailed, r.wf.types.WorkflowCancelled}
+	wake, leave := watchEnds(r.store, ends, r.ID)
+	defer leave()
 	// The start and the end tell a run's status and output: Wait reads
 	// those two events, not the run's history, and loads it whole only for
 	// a failure (whose error is its failed step's).
-	startEnd := append([]string{r.wf.types.WorkflowStarted}, ends...)
-	if n := r.store.Notifier(); n != nil {
-		unsub := n.Subscribe(func(types []string) {
-			for _, t := range types {
-				if slices.Contains(ends, t) {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-					return
-				}
-			}
-		})
-		defer unsub()
-	}
-	tick := time.NewTicker(waitPoll)
+	startEnd := append([]string{r.wf.types.WorkflowStarted}, ends[:]...)
+	tick := time.NewTicker(waiterPoll)
 	defer tick.Stop()
 	for {
 		info, err := load(ctx, r.store, r.wf, r.ID, startEnd)

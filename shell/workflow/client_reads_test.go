@@ -108,3 +108,76 @@ func TestWaitReadsStartAndEnd(t *testing.T) {
 		t.Fatalf("Wait read %d times, want once", len(s.reads))
 	}
 }
+
+// Runs waited on at once cost one read of their own when they end, not one
+// each time any of them ends: 30 waiters whose runs end one after another
+// read their runs about twice each (the first look and the one after their
+// end), where waking every waiter at every end read them 30·31/2 times.
+// Each still gets its own run's output, and a waiter whose context ends
+// returns its error and leaves.
+func TestManyWaitersReadTheirOwnRuns(t *testing.T) {
+	gated := workflow.Define("gated", func(w *workflow.Workflow, n int) (int, error) {
+		signal, err := workflow.Receive[int](w, "go", time.Hour)
+		if err != nil {
+			return 0, err
+		}
+		return n*100 + signal, nil
+	})
+	s := &typesRead{Store: memstore.New(codec.NewRegistry())}
+	runtime(t, s, gated)
+	ctx := context.Background()
+	const n = 30
+	runs := make([]*workflow.Run[int, int], n)
+	for i := range runs {
+		run, err := workflow.Start(ctx, s, gated, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = run
+	}
+	waitFor(t, func() bool { // every run waits for its signal
+		for _, run := range runs {
+			if info, err := run.Load(ctx); err != nil || info.Current == nil {
+				return false
+			}
+		}
+		return true
+	})
+	s.mu.Lock()
+	s.reads = nil
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	outs := make([]int, n)
+	errs := make([]error, n)
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = run.Wait(ctx)
+		}()
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	lone := make(chan error, 1)
+	go func() { _, err := runs[0].Wait(cancelled); lone <- err }()
+	cancel()
+	if err := <-lone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a waiter whose context ended: %v, want context.Canceled", err)
+	}
+	for i, run := range runs {
+		if err := run.Send(ctx, "go", i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // ends one after another
+	}
+	wg.Wait()
+	for i := range runs {
+		if errs[i] != nil || outs[i] != i*101 {
+			t.Fatalf("run %d: %d, %v; want %d", i, outs[i], errs[i], i*101)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reads) > 3*n+2 {
+		t.Fatalf("%d waiters read their runs %d times, want about %d", n, len(s.reads), 2*n)
+	}
+}
