@@ -84,7 +84,9 @@
 //     it yet (that append fails and is sent again with a new position).
 //     So positions may skip numbers (shell.SkippingPositions): a
 //     rolled-back append's positions are never handed out again, and the
-//     messages of concurrent appends interleave.
+//     messages of concurrent appends interleave. Housekeep (a runtime's
+//     heartbeat) deletes the tombstones the horizon passed an hour ago,
+//     so a log with many rollbacks keeps no row for each.
 //   - An append returns once the stored horizon covers it, so a read, a
 //     claim or a catch-up after Append returns sees it, as on SQLite; a
 //     transaction still open below it (an Update that appended and goes

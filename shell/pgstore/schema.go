@@ -107,7 +107,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -607,6 +607,10 @@ UPDATE {p}_snapshots SET partition_key = {p}_partition_key(partition_key)
 WHERE strpos(partition_key, '\') > 0 AND partition_key <> {p}_partition_key(partition_key);
 DROP FUNCTION {p}_partition_key(text);
 DROP FUNCTION {p}_key_text(text);`},
+	// 12: the tombstones (rows with an empty type, at the positions of
+	// appends that rolled back) indexed by position, for Housekeep, which
+	// deletes those the read horizon passed an hour ago or more.
+	{Version: 12, SQL: `CREATE INDEX IF NOT EXISTS idx_{p}_messages_tombstones ON {p}_messages (position) WHERE message_type = '';`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
