@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -229,17 +229,19 @@ func (s *Store) queryLast(ctx context.Context, q querier, sql string, args []any
 	return out, last, rows.Err()
 }
 
-// msgRow is one message row as scanned.
+// msgRow is one message row as scanned: into pgtype values, which take
+// a NULL (an outer join's missing message) without a pointer to allocate,
+// and a uuid from its 16 bytes, not through its text.
 type msgRow struct {
 	position    int64
-	id          *uuid.UUID
-	typ         *string
-	version     *int
-	causation   *uuid.UUID
-	correlation *uuid.UUID
+	id          pgtype.UUID
+	typ         pgtype.Text
+	version     pgtype.Int4
+	causation   pgtype.UUID
+	correlation pgtype.UUID
 	payload     []byte
 	metadata    []byte
-	created     *time.Time
+	created     pgtype.Timestamptz
 }
 
 func (r *msgRow) dest() []any {
@@ -252,24 +254,19 @@ func (s *Store) decode(r *msgRow) (core.PositionedMessage, error) {
 	var err error
 	if s.raw {
 		payload = json.RawMessage(slices.Clone(r.payload))
-	} else if payload, err = s.reg.Decode(*r.typ, *r.version, r.payload); err != nil {
-		return core.PositionedMessage{}, &shell.DecodeError{MessageType: *r.typ, MessageID: *r.id, Position: r.position,
-			Err: fmt.Errorf("pgstore: decode message %s at position %d: %w", r.id, r.position, err)}
+	} else if payload, err = s.reg.Decode(r.typ.String, int(r.version.Int32), r.payload); err != nil {
+		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
+			Err: fmt.Errorf("pgstore: decode message %s at position %d: %w", uuid.UUID(r.id.Bytes), r.position, err)}
 	}
 	var md map[string]any
 	if r.metadata != nil {
 		if err := json.Unmarshal(r.metadata, &md); err != nil {
-			return core.PositionedMessage{}, &shell.DecodeError{MessageType: *r.typ, MessageID: *r.id, Position: r.position,
-				Err: fmt.Errorf("pgstore: decode metadata of message %s: %w", r.id, err)}
+			return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
+				Err: fmt.Errorf("pgstore: decode metadata of message %s: %w", uuid.UUID(r.id.Bytes), err)}
 		}
 	}
-	m := core.Message{ID: *r.id, Type: *r.typ, Payload: payload, Metadata: md, CreatedAt: r.created.UTC()}
-	if r.causation != nil {
-		m.CausationID = *r.causation
-	}
-	if r.correlation != nil {
-		m.CorrelationID = *r.correlation
-	}
+	m := core.Message{ID: r.id.Bytes, Type: r.typ.String, Payload: payload, Metadata: md, CreatedAt: r.created.Time.UTC(),
+		CausationID: r.causation.Bytes, CorrelationID: r.correlation.Bytes} // zero when NULL
 	return core.PositionedMessage{Message: m, Position: r.position}, nil
 }
 

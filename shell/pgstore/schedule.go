@@ -99,11 +99,11 @@ func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside
 		d := &dues[i]
 		m, typ, why := s.promotable(&d.row)
 		if why != nil {
-			aside = append(aside, shell.UnpromotedMessage{ID: *d.row.id, Type: *d.row.typ, DueAt: d.row.created.UTC(), Err: why})
+			aside = append(aside, shell.UnpromotedMessage{ID: d.row.id.Bytes, Type: d.row.typ.String, DueAt: d.row.created.Time.UTC(), Err: why})
 			continue
 		}
 		ids = append(ids, d.id)
-		p := prepared{typ: typ, version: *d.row.version, payload: d.row.payload, metadata: d.row.metadata}
+		p := prepared{typ: typ, version: int(d.row.version.Int32), payload: d.row.payload, metadata: d.row.metadata}
 		p.keys = indexKeys(typ, &m, t.gs.byID)
 		t.queueInsert(b, ups, &m, &p)
 	}
