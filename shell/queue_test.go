@@ -128,6 +128,48 @@ func parked(t *testing.T, store shell.Store, group string) []shell.ParkedPartiti
 	return ps
 }
 
+// queueRig is a queue of sendMail jobs named "mail" on a store of its
+// own, with a router and a settable clock, recording the jobs it does.
+type queueRig struct {
+	t     *testing.T
+	clk   *clock
+	store shell.Store
+	box   *mailbox
+	q     *effects.Queue[sendMail]
+	rt    *shell.Router
+}
+
+// newQueueRig builds a rig whose queue records each job, then does
+// work(job); set, when given, changes the queue before it is set up.
+func newQueueRig(t *testing.T, name string, work func(ctx context.Context, job effects.Job[sendMail]) error, set func(q *effects.Queue[sendMail])) *queueRig {
+	r := &queueRig{t: t, clk: newClock(), box: &mailbox{}}
+	r.store = queueStore(t, name, r.clk)
+	r.q = effects.NewQueue("mail", func(ctx context.Context, job effects.Job[sendMail]) error {
+		r.box.add(job)
+		return work(ctx, job)
+	})
+	if set != nil {
+		set(r.q)
+	}
+	r.rt = jobRouter(t, r.store, r.clk, r.q)
+	return r
+}
+
+// drain drains the router, tolerating parked jobs when tolerate.
+func (r *queueRig) drain(tolerate bool) {
+	r.t.Helper()
+	if err := r.rt.Drain(context.Background(), &shell.DrainOptions{TolerateFailures: tolerate}); err != nil {
+		r.t.Fatalf("drain: %v", err)
+	}
+}
+
+// after advances the clock by d, promotes what fell due and drains.
+func (r *queueRig) after(d time.Duration, tolerate bool) {
+	r.t.Helper()
+	promoteAfter(r.t, r.store, r.clk, d)
+	r.drain(tolerate)
+}
+
 func TestQueue(t *testing.T) {
 	for _, name := range []string{"memstore", "sqlite"} {
 		t.Run(name, func(t *testing.T) {
@@ -195,47 +237,30 @@ func queueEachJobOnce(t *testing.T, name string) {
 // A failing job is retried, after its backoff, as a new job counting its
 // attempts and recording its error, while the other jobs are done.
 func queueRetries(t *testing.T, name string) {
-	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
-	q := effects.NewQueue("mail", func(_ context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
+	r := newQueueRig(t, name, func(_ context.Context, job effects.Job[sendMail]) error {
 		if job.Payload.N == 0 && job.Attempt < 3 {
 			return fmt.Errorf("smtp down at attempt %d", job.Attempt)
 		}
 		return nil
-	})
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 0, 1, 2)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatalf("a retried job is no failure of the group: %v", err)
+	}, nil)
+	enqueue(t, r.store, 0, 1, 2)
+	r.drain(false) // a retried job is no failure of the group
+	if len(r.box.attempts(1)) != 1 || len(r.box.attempts(2)) != 1 {
+		t.Fatalf("the other jobs were not done beside the failing one: %+v", r.box.jobs)
 	}
-	if len(box.attempts(1)) != 1 || len(box.attempts(2)) != 1 {
-		t.Fatalf("the other jobs were not done beside the failing one: %+v", box.jobs)
-	}
-	if got := len(box.attempts(0)); got != 1 {
+	if got := len(r.box.attempts(0)); got != 1 {
 		t.Fatalf("job 0 tried %d times before its backoff, want 1", got)
 	}
-	if left := logged(t, store); len(left) != 0 {
+	if left := logged(t, r.store); len(left) != 0 {
 		t.Fatalf("the log holds %d messages, want none (the retry is scheduled, not logged)", len(left))
 	}
-	promoteAfter(t, store, clk, 999*time.Millisecond) // not due yet: DefaultQueueBackoff(1) = 1s
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(box.attempts(0)); got != 1 {
+	r.after(999*time.Millisecond, false) // not due yet: DefaultQueueBackoff(1) = 1s
+	if got := len(r.box.attempts(0)); got != 1 {
 		t.Fatalf("job 0 retried before its backoff: %d attempts", got)
 	}
-	promoteAfter(t, store, clk, time.Millisecond)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	promoteAfter(t, store, clk, 2*time.Second) // DefaultQueueBackoff(2)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	tries := box.attempts(0)
+	r.after(time.Millisecond, false)
+	r.after(2*time.Second, false) // DefaultQueueBackoff(2)
+	tries := r.box.attempts(0)
 	if len(tries) != 3 {
 		t.Fatalf("job 0 tried %d times, want 3", len(tries))
 	}
@@ -251,10 +276,10 @@ func queueRetries(t *testing.T, name string) {
 	if last.ID == first.ID || last.CorrelationID != first.ID {
 		t.Fatalf("a retry is a new message correlated with the first attempt: first %s, last id %s correlation %s", first.ID, last.ID, last.CorrelationID)
 	}
-	if left := logged(t, store); len(left) != 0 {
+	if left := logged(t, r.store); len(left) != 0 {
 		t.Fatalf("%d messages left in the log, want none", len(left))
 	}
-	if ps := parked(t, store, "mail"); len(ps) != 0 {
+	if ps := parked(t, r.store, "mail"); len(ps) != 0 {
 		t.Fatalf("parked %+v, want none", ps)
 	}
 }
@@ -263,120 +288,85 @@ func queueRetries(t *testing.T, name string) {
 // other jobs flow, the group stays active.
 func queueParks(t *testing.T, name string) {
 	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
 	fixed := false
-	q := effects.NewQueue("mail", func(_ context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
+	r := newQueueRig(t, name, func(_ context.Context, job effects.Job[sendMail]) error {
 		if job.Payload.N == 0 && !fixed {
 			return errors.New("mailbox full")
 		}
 		return nil
+	}, func(q *effects.Queue[sendMail]) {
+		q.Attempts = 2
+		q.Backoff = func(int) time.Duration { return time.Minute }
 	})
-	q.Attempts = 2
-	q.Backoff = func(int) time.Duration { return time.Minute }
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 0, 1)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	promoteAfter(t, store, clk, time.Minute)
-	if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
-		t.Fatal(err)
-	}
-	ps := parked(t, store, "mail")
+	enqueue(t, r.store, 0, 1)
+	r.drain(false)
+	r.after(time.Minute, true)
+	ps := parked(t, r.store, "mail")
 	if len(ps) != 1 || !strings.Contains(ps[0].Failure.Error, "mailbox full") {
 		t.Fatalf("parked %+v, want job 0 with its error", ps)
 	}
-	if got := len(box.attempts(0)); got != 2 {
+	if got := len(r.box.attempts(0)); got != 2 {
 		t.Fatalf("job 0 tried %d times, want Attempts = 2", got)
 	}
-	info, err := store.Group(ctx, "mail")
+	info, err := r.store.Group(ctx, "mail")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Status != shell.StatusActive {
 		t.Fatalf("group %s, want active beside its parked job", info.Status)
 	}
-	enqueue(t, store, 2)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if len(box.attempts(2)) != 1 {
+	enqueue(t, r.store, 2)
+	r.drain(false)
+	if len(r.box.attempts(2)) != 1 {
 		t.Fatal("a job enqueued after the parked one was not done")
 	}
-	if left := logged(t, store); len(left) != 1 || left[0].Payload.(sendMail).N != 0 {
+	if left := logged(t, r.store); len(left) != 1 || left[0].Payload.(sendMail).N != 0 {
 		t.Fatalf("the log holds %+v, want the parked job alone", left)
 	}
 
 	// The operator retries the parked job once its cause is fixed: it is
 	// done, at its last attempt again, and deleted.
 	fixed = true
-	if _, err := store.(shell.Parking).RetryPartition(ctx, "mail", ps[0].Partition); err != nil {
+	if _, err := r.store.(shell.Parking).RetryPartition(ctx, "mail", ps[0].Partition); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if tries := box.attempts(0); len(tries) != 3 || tries[2].Attempt != 2 {
+	r.drain(false)
+	if tries := r.box.attempts(0); len(tries) != 3 || tries[2].Attempt != 2 {
 		t.Fatalf("attempts %+v, want a third run, reported as attempt 2", tries)
 	}
-	if left := logged(t, store); len(left) != 0 {
+	if left := logged(t, r.store); len(left) != 0 {
 		t.Fatalf("the log holds %+v after the retried job was done, want nothing", left)
 	}
 }
 
 // A permanent error parks the job at its first attempt.
 func queuePermanent(t *testing.T, name string) {
-	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
-	q := effects.NewQueue("mail", func(_ context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
+	r := newQueueRig(t, name, func(context.Context, effects.Job[sendMail]) error {
 		return core.Permanent(errors.New("no such address"))
-	})
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 7)
-	if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
-		t.Fatal(err)
-	}
-	if ps := parked(t, store, "mail"); len(ps) != 1 {
+	}, nil)
+	enqueue(t, r.store, 7)
+	r.drain(true)
+	if ps := parked(t, r.store, "mail"); len(ps) != 1 {
 		t.Fatalf("parked %+v, want the job", ps)
 	}
-	promoteAfter(t, store, clk, time.Hour)
-	if err := rt.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}); err != nil {
-		t.Fatal(err)
-	}
-	if got := len(box.attempts(7)); got != 1 {
+	r.after(time.Hour, true)
+	if got := len(r.box.attempts(7)); got != 1 {
 		t.Fatalf("a permanent failure was tried %d times, want 1", got)
 	}
 }
 
 // A panicking job is a failed attempt, retried.
 func queuePanic(t *testing.T, name string) {
-	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
-	q := effects.NewQueue("mail", func(_ context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
+	r := newQueueRig(t, name, func(_ context.Context, job effects.Job[sendMail]) error {
 		if job.Attempt == 1 {
 			panic("nil template")
 		}
 		return nil
-	})
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 1)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	promoteAfter(t, store, clk, time.Second)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	tries := box.attempts(1)
+	}, nil)
+	enqueue(t, r.store, 1)
+	r.drain(false)
+	r.after(time.Second, false)
+	tries := r.box.attempts(1)
 	if len(tries) != 2 || !strings.Contains(fmt.Sprint(tries[1].Message.Metadata[effects.ErrorKey]), "job panicked: nil template") {
 		t.Fatalf("attempts %+v, want a second one recording the panic", tries)
 	}
@@ -384,29 +374,17 @@ func queuePanic(t *testing.T, name string) {
 
 // A job that runs past Timeout fails its attempt, and is retried.
 func queueTimeout(t *testing.T, name string) {
-	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
-	q := effects.NewQueue("mail", func(ctx context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
+	r := newQueueRig(t, name, func(ctx context.Context, job effects.Job[sendMail]) error {
 		if job.Attempt == 1 {
 			<-ctx.Done()
 			return ctx.Err()
 		}
 		return nil
-	})
-	q.Timeout = 20 * time.Millisecond
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 1)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	promoteAfter(t, store, clk, time.Second)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	tries := box.attempts(1)
+	}, func(q *effects.Queue[sendMail]) { q.Timeout = 20 * time.Millisecond })
+	enqueue(t, r.store, 1)
+	r.drain(false)
+	r.after(time.Second, false)
+	tries := r.box.attempts(1)
 	if len(tries) != 2 || !strings.Contains(fmt.Sprint(tries[1].Message.Metadata[effects.ErrorKey]), context.DeadlineExceeded.Error()) {
 		t.Fatalf("attempts %+v, want a second one after the timeout", tries)
 	}
@@ -415,62 +393,44 @@ func queueTimeout(t *testing.T, name string) {
 // A job cut short by the worker's stop is released as it was: no failed
 // attempt, no retry; the next run does it at attempt 1.
 func queueStop(t *testing.T, name string) {
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
 	ctx, cancel := context.WithCancel(context.Background())
-	q := effects.NewQueue("mail", func(ctx context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
-		if len(box.attempts(job.Payload.N)) == 1 {
+	var r *queueRig
+	r = newQueueRig(t, name, func(ctx context.Context, job effects.Job[sendMail]) error {
+		if len(r.box.attempts(job.Payload.N)) == 1 {
 			cancel() // the runtime stops hard while the job runs
 			<-ctx.Done()
 			return ctx.Err()
 		}
 		return nil
-	})
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 1)
-	if err := rt.Drain(ctx, nil); !errors.Is(err, context.Canceled) {
+	}, nil)
+	enqueue(t, r.store, 1)
+	if err := r.rt.Drain(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Drain = %v, want context.Canceled", err)
 	}
-	if ps := parked(t, store, "mail"); len(ps) != 0 {
+	if ps := parked(t, r.store, "mail"); len(ps) != 0 {
 		t.Fatalf("a stop parked %+v", ps)
 	}
-	if err := rt.Drain(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	tries := box.attempts(1)
+	r.drain(false)
+	tries := r.box.attempts(1)
 	if len(tries) != 2 || tries[1].Attempt != 1 || tries[1].Message.ID != tries[0].Message.ID {
 		t.Fatalf("attempts %+v, want the same job again at attempt 1", tries)
 	}
-	if left := logged(t, store); len(left) != 0 {
+	if left := logged(t, r.store); len(left) != 0 {
 		t.Fatalf("%d messages left in the log, want none", len(left))
 	}
 }
 
 // With Keep, done jobs stay in the log, acknowledged.
 func queueKeep(t *testing.T, name string) {
-	ctx := context.Background()
-	clk := newClock()
-	store := queueStore(t, name, clk)
-	var box mailbox
-	q := effects.NewQueue("mail", func(_ context.Context, job effects.Job[sendMail]) error {
-		box.add(job)
-		return nil
-	})
-	q.Keep = true
-	rt := jobRouter(t, store, clk, q)
-	enqueue(t, store, 1, 2)
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
+	r := newQueueRig(t, name, func(context.Context, effects.Job[sendMail]) error { return nil },
+		func(q *effects.Queue[sendMail]) { q.Keep = true })
+	enqueue(t, r.store, 1, 2)
+	r.drain(false)
+	r.drain(false)
+	if r.box.count() != 2 {
+		t.Fatalf("%d jobs done, want 2, once each", r.box.count())
 	}
-	if err := rt.Drain(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if box.count() != 2 {
-		t.Fatalf("%d jobs done, want 2, once each", box.count())
-	}
-	if left := logged(t, store); len(left) != 2 {
+	if left := logged(t, r.store); len(left) != 2 {
 		t.Fatalf("%d jobs in the log, want both kept", len(left))
 	}
 }
