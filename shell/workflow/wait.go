@@ -84,9 +84,8 @@ func watchEnds(store shell.Store, ends [3]string, id string) (wake <-chan struct
 		if len(w.waiters[id]) == 0 {
 			delete(w.waiters, id)
 		}
-		if len(w.waiters) == 0 && watchers[key] == w {
-			delete(watchers, key) // the goroutine sees no waiters and exits
-			w.nudge()
+		if len(w.waiters) == 0 {
+			w.nudge() // the goroutine sees no waiters and exits
 		}
 	}
 }
@@ -116,30 +115,25 @@ func (w *endWatcher) run() {
 		defer unsub()
 	}
 	// The newest position a read sees now: ends up to it are for the
-	// waiters' own first reads, which come after this.
-	after := int64(0)
-	if res, err := w.key.store.Read(ctx, w.conds, shell.ReadOptions{After: math.MaxInt64}); err == nil {
-		after = res.Guard.LastPosition
-	}
+	// waiters' own first reads, which come after this. Should the read
+	// fail, the waiters are woken to read for themselves until it succeeds
+	// (never a read of every end in the log).
+	after := newest(ctx, w.key.store, w.conds)
 	close(w.ready)
 	tick := time.NewTicker(waitPoll)
 	defer tick.Stop()
 	for {
-		w.mu.Lock()
-		idle := len(w.waiters) == 0
-		w.mu.Unlock()
-		if idle {
-			watchersMu.Lock()
-			w.mu.Lock()
-			idle = len(w.waiters) == 0
-			if idle && watchers[w.key] == w {
-				delete(watchers, w.key)
-			}
-			w.mu.Unlock()
-			watchersMu.Unlock()
-			if idle {
-				return
-			}
+		select {
+		case <-w.kick:
+		case <-tick.C:
+		}
+		if w.leftAlone() {
+			return
+		}
+		if after < 0 {
+			after = newest(ctx, w.key.store, w.conds)
+			w.wakeAll()
+			continue
 		}
 		if res, err := w.key.store.Read(ctx, w.conds, shell.ReadOptions{After: after}); err == nil {
 			w.wake(res.Messages)
@@ -147,11 +141,33 @@ func (w *endWatcher) run() {
 		} else {
 			w.wakeAll() // let the waiters read for themselves
 		}
-		select {
-		case <-w.kick:
-		case <-tick.C:
-		}
 	}
+}
+
+// newest is the newest position a read of conds sees, or -1 when the read
+// fails.
+func newest(ctx context.Context, store shell.Store, conds []core.Condition) int64 {
+	res, err := store.Read(ctx, conds, shell.ReadOptions{After: math.MaxInt64})
+	if err != nil {
+		return -1
+	}
+	return res.Guard.LastPosition
+}
+
+// leftAlone reports whether the watcher has no waiter left, and if so
+// takes it out of watchers (a later Wait starts another).
+func (w *endWatcher) leftAlone() bool {
+	watchersMu.Lock()
+	defer watchersMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.waiters) > 0 {
+		return false
+	}
+	if watchers[w.key] == w {
+		delete(watchers, w.key)
+	}
+	return true
 }
 
 // wake wakes the waiters of the runs whose ends are among msgs.
