@@ -243,6 +243,9 @@ func (q *Queue[T]) retry(job Job[T], err error, now time.Time) core.Message {
 	}
 	meta[AttemptKey] = job.Attempt
 	meta[ErrorKey] = err.Error()
+	if now.IsZero() { // a claim handed over by hand, not by the shell
+		now = time.Now()
+	}
 	next := core.NewMessage(job.Payload)
 	next.Metadata = meta
 	return next.At(now.Add(max(backoff(job.Attempt), 0)))
