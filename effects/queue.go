@@ -25,7 +25,9 @@ import (
 // future, core.Message.At, or a reaction's core.After). The queue's
 // consumer group is the only one handling T (it is exclusive) and is
 // partitioned by message id, so each job is claimed on its own, and a
-// failing job holds up no other.
+// failing job holds up no other. As many jobs run at once as the runtime
+// has workers (shell.Config.Workers); a worker claims several at a time
+// (RouterOptions.ClaimPartitions) and does them one after another.
 //
 // Work does a job. A job whose Work fails (returns an error or panics) is
 // tried again after Backoff, as a new job of the same payload and
