@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -244,13 +245,30 @@ func (q *Queue[T]) retry(job Job[T], err error, now time.Time) core.Message {
 		meta = map[string]any{}
 	}
 	meta[AttemptKey] = job.Attempt
-	meta[ErrorKey] = err.Error()
+	meta[ErrorKey] = clipError(err.Error())
 	if now.IsZero() { // a claim handed over by hand, not by the shell
 		now = time.Now()
 	}
 	next := core.NewMessage(job.Payload)
 	next.Metadata = meta
 	return next.At(now.Add(max(backoff(job.Attempt), 0)))
+}
+
+// maxErrorBytes bounds the error a retried job's metadata records: an
+// error that carries a whole response body is not copied into the log at
+// every attempt.
+const maxErrorBytes = 2048
+
+// clipError cuts msg to maxErrorBytes, at a rune boundary, marking the cut.
+func clipError(msg string) string {
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf("... (%d bytes more)", len(msg)-cut)
 }
 
 // attemptOf reads the attempts a job's metadata counts (0 for a first

@@ -3,8 +3,10 @@ package effects_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
@@ -53,6 +55,22 @@ func TestQueueSignals(t *testing.T) {
 		}
 		if _, ok := job.Metadata[effects.ErrorKey]; ok {
 			t.Fatal("the retry's metadata was written into the failed job's")
+		}
+	})
+	t.Run("a huge error is clipped", func(t *testing.T) {
+		huge := effects.NewQueue("jobs", func(context.Context, effects.Job[RunJob]) error {
+			return errors.New(strings.Repeat("é", 100_000)) // a response body
+		})
+		if err := huge.Register(registry()); err != nil {
+			t.Fatal(err)
+		}
+		pairs, err := huge.HandleClaim(t.Context(), effects.Claim{Now: now, Messages: []core.PositionedMessage{positioned(6, RunJob{N: 1})}})
+		if err != nil || len(pairs) != 1 {
+			t.Fatalf("pairs %+v, %v", pairs, err)
+		}
+		msg := pairs[0].Signals[1].(effects.Append).Messages[0].Metadata[effects.ErrorKey].(string)
+		if len(msg) > 2100 || !utf8.ValidString(msg) || !strings.Contains(msg, "bytes more") {
+			t.Fatalf("recorded error of %d bytes (valid UTF-8: %v), want it cut to about 2 KB at a rune", len(msg), utf8.ValidString(msg))
 		}
 	})
 	t.Run("attempts run out", func(t *testing.T) {
