@@ -570,6 +570,9 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	}
 	buf := rowBuffers.Get().(*[]row)
 	defer func() {
+		if cap(*buf) > 1024 {
+			return // a long partition's rows are not kept for the short ones
+		}
 		clear(*buf) // the pool keeps no payloads alive
 		*buf = (*buf)[:0]
 		rowBuffers.Put(buf)
