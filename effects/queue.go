@@ -30,7 +30,9 @@ import (
 // has workers (shell.Config.Workers); a worker claims several at a time
 // (RouterOptions.ClaimPartitions) and does them one after another.
 //
-// Work does a job. A job whose Work fails (returns an error or panics) is
+// Work does a job. A job that is not ready yet returns Snooze(d): it is
+// done again after d, the attempt uncounted. A job whose Work fails
+// (returns another error or panics) is
 // tried again after Backoff, as a new job of the same payload and
 // metadata that counts its attempts (Job.Attempt) and records the last
 // error (metadata "attempt" and "error"): it is enqueued, dated when it is
@@ -194,6 +196,15 @@ func (q *Queue[T]) HandleClaim(ctx context.Context, c Claim) ([]Pair, error) {
 			pairs = append(pairs, Pair{Source: m, Signals: []Signal{Ack{Delete: !q.Keep}}})
 			continue
 		}
+		var snooze *SnoozeError
+		if errors.As(err, &snooze) && ctx.Err() == nil {
+			// Not ready yet: again after the delay, this attempt uncounted.
+			pairs = append(pairs, Pair{Source: m, Signals: []Signal{
+				Ack{Delete: !q.Keep},
+				Append{Messages: []core.Message{q.again(job, job.Attempt-1, "", c.Now, snooze.After)}},
+			}})
+			continue
+		}
 		attempts := q.Attempts
 		if attempts == 0 {
 			attempts = DefaultQueueAttempts
@@ -240,19 +251,43 @@ func (q *Queue[T]) retry(job Job[T], err error, now time.Time) core.Message {
 	if backoff == nil {
 		backoff = DefaultQueueBackoff
 	}
+	return q.again(job, job.Attempt, clipError(err.Error()), now, backoff(job.Attempt))
+}
+
+// again is job enqueued again, due after delay from now, counting made
+// attempts and recording errMsg (when not empty).
+func (q *Queue[T]) again(job Job[T], made int, errMsg string, now time.Time, delay time.Duration) core.Message {
 	meta := maps.Clone(job.Message.Metadata)
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta[AttemptKey] = job.Attempt
-	meta[ErrorKey] = clipError(err.Error())
+	if made > 0 {
+		meta[AttemptKey] = made
+	} else {
+		delete(meta, AttemptKey)
+	}
+	if errMsg != "" {
+		meta[ErrorKey] = errMsg
+	}
 	if now.IsZero() { // a claim handed over by hand, not by the shell
 		now = time.Now()
 	}
 	next := core.NewMessage(job.Payload)
 	next.Metadata = meta
-	return next.At(now.Add(max(backoff(job.Attempt), 0)))
+	return next.At(now.Add(max(delay, 0)))
 }
+
+// Snooze is what Work returns for a job that is not ready yet (a resource
+// still being prepared, a rate limit): the job is done again after d, as a
+// new job of the same payload and metadata, and the attempt is not
+// counted (Job.Attempt is the same next time). A snoozed job never goes
+// to the error strategy; Work decides when to stop snoozing.
+func Snooze(d time.Duration) error { return &SnoozeError{After: d} }
+
+// SnoozeError is Snooze's error: the job is done again After from now.
+type SnoozeError struct{ After time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("sourced: job snoozed for %v", e.After) }
 
 // maxErrorBytes bounds the error a retried job's metadata records: an
 // error that carries a whole response body is not copied into the log at

@@ -3,6 +3,7 @@ package effects_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,32 @@ func TestQueueSignals(t *testing.T) {
 		msg := pairs[0].Signals[1].(effects.Append).Messages[0].Metadata[effects.ErrorKey].(string)
 		if len(msg) > 2100 || !utf8.ValidString(msg) || !strings.Contains(msg, "bytes more") {
 			t.Fatalf("recorded error of %d bytes (valid UTF-8: %v), want it cut to about 2 KB at a rune", len(msg), utf8.ValidString(msg))
+		}
+	})
+	t.Run("snoozed", func(t *testing.T) {
+		snoozer := effects.NewQueue("jobs", func(context.Context, effects.Job[RunJob]) error {
+			return fmt.Errorf("rate limited: %w", effects.Snooze(30*time.Second))
+		})
+		snoozer.Attempts = 1 // a snooze is no attempt: never out of them
+		if err := snoozer.Register(registry()); err != nil {
+			t.Fatal(err)
+		}
+		job := positioned(6, RunJob{N: 1})
+		job.Metadata = map[string]any{effects.AttemptKey: float64(2), effects.ErrorKey: "earlier", "tenant": "t1"}
+		pairs, err := snoozer.HandleClaim(t.Context(), effects.Claim{Now: now, Messages: []core.PositionedMessage{job}})
+		if err != nil || len(pairs) != 1 || len(pairs[0].Signals) != 2 || pairs[0].Signals[0] != (effects.Ack{Delete: true}) {
+			t.Fatalf("pairs %+v, %v: want a delete and the job again", pairs, err)
+		}
+		again := pairs[0].Signals[1].(effects.Append).Messages[0]
+		if !again.CreatedAt.Equal(now.Add(30*time.Second)) || again.Metadata[effects.AttemptKey] != 2 || again.Metadata[effects.ErrorKey] != "earlier" || again.Metadata["tenant"] != "t1" {
+			t.Fatalf("snoozed job %+v: want it due in 30s with its attempts (2) and metadata unchanged", again)
+		}
+		first, err := snoozer.HandleClaim(t.Context(), effects.Claim{Now: now, Messages: []core.PositionedMessage{positioned(7, RunJob{N: 1})}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, counted := first[0].Signals[1].(effects.Append).Messages[0].Metadata[effects.AttemptKey]; counted {
+			t.Fatal("a first attempt snoozed comes back counting an attempt")
 		}
 	})
 	t.Run("attempts run out", func(t *testing.T) {

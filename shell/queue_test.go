@@ -181,6 +181,7 @@ func TestQueue(t *testing.T) {
 			t.Run("TimeoutIsAFailedAttempt", func(t *testing.T) { queueTimeout(t, name) })
 			t.Run("StopIsNoFailure", func(t *testing.T) { queueStop(t, name) })
 			t.Run("Keep", func(t *testing.T) { queueKeep(t, name) })
+			t.Run("SnoozeIsNoAttempt", func(t *testing.T) { queueSnooze(t, name) })
 		})
 	}
 }
@@ -466,5 +467,41 @@ func TestQueueRefusedWhenIncomplete(t *testing.T) {
 	}
 	if !slices.Equal(other.HandledTypes(), []string{"mail.send"}) {
 		t.Fatalf("HandledTypes = %v after registration, want [mail.send]", other.HandledTypes())
+	}
+}
+
+// A job that snoozes is done again after its delay, its attempts
+// uncounted: with one attempt allowed, it snoozes twice and is done, never
+// parked.
+func queueSnooze(t *testing.T, name string) {
+	var r *queueRig
+	r = newQueueRig(t, name, func(_ context.Context, job effects.Job[sendMail]) error {
+		if len(r.box.attempts(job.Payload.N)) < 3 {
+			return effects.Snooze(time.Minute)
+		}
+		return nil
+	}, func(q *effects.Queue[sendMail]) { q.Attempts = 1 })
+	enqueue(t, r.store, 1)
+	r.drain(false)
+	r.after(59*time.Second, false)
+	if got := len(r.box.attempts(1)); got != 1 {
+		t.Fatalf("a snoozed job ran again before its delay: %d runs", got)
+	}
+	r.after(time.Second, false)
+	r.after(time.Minute, false)
+	tries := r.box.attempts(1)
+	if len(tries) != 3 {
+		t.Fatalf("%d runs, want 3 (two snoozes, then done)", len(tries))
+	}
+	for _, j := range tries {
+		if j.Attempt != 1 {
+			t.Fatalf("runs %+v: a snooze counted as an attempt", tries)
+		}
+	}
+	if ps := parked(t, r.store, "mail"); len(ps) != 0 {
+		t.Fatalf("parked %+v, want none", ps)
+	}
+	if left := logged(t, r.store); len(left) != 0 {
+		t.Fatalf("%d messages left in the log, want none", len(left))
 	}
 }

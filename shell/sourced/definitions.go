@@ -83,6 +83,10 @@ type Queue[T any] = effects.Queue[T]
 // message it came in, and which attempt this is.
 type Job[T any] = effects.Job[T]
 
+// Snooze is what a queue's Work returns for a job that is not ready yet:
+// it is done again after d, the attempt uncounted (effects.Snooze).
+func Snooze(d time.Duration) error { return effects.Snooze(d) }
+
 // NewQueue returns a queue of jobs of type T named group, done by work,
 // with the default attempts, back-off and parking; set its fields
 // (Attempts, Backoff, Keep, Timeout, ErrorStrategy) to change them.

@@ -48,6 +48,7 @@ var names = []string{
 	"Register",
 	"Registry",
 	"Runtime",
+	"Snooze",
 	"Store",
 	"Supervise",
 	"Sync",
