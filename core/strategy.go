@@ -166,3 +166,20 @@ func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
 // IsPermanent tells whether err, or an error it wraps, was marked
 // Permanent.
 func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// PanicError is the error of user code that panicked (a handler, a
+// reactor's HandleClaim, a queue's Work): the panic's value and the stack
+// where it was recovered. The shell records a failure made of one with its
+// stack and an error type "panic(T)" (shell.Failure.Panicked).
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("sourced: panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -238,7 +238,7 @@ func (q *Queue[T]) job(m core.PositionedMessage) (Job[T], error) {
 func (q *Queue[T]) do(ctx context.Context, job Job[T]) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &JobPanicError{Value: v, Stack: string(debug.Stack())}
+			err = &core.PanicError{Value: v, Stack: string(debug.Stack())}
 		}
 	}()
 	return q.Work(ctx, job)
@@ -320,18 +320,4 @@ func attemptOf(meta map[string]any) int {
 		}
 	}
 	return 0
-}
-
-// JobPanicError is the failure of a queue's job whose Work panicked.
-type JobPanicError struct {
-	Value any
-	Stack string
-}
-
-func (e *JobPanicError) Error() string { return fmt.Sprintf("sourced: job panicked: %v", e.Value) }
-
-// Unwrap returns the panic value when it is an error.
-func (e *JobPanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
 }

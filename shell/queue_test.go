@@ -359,17 +359,23 @@ func queuePermanent(t *testing.T, name string) {
 // A panicking job is a failed attempt, retried.
 func queuePanic(t *testing.T, name string) {
 	r := newQueueRig(t, name, func(_ context.Context, job effects.Job[sendMail]) error {
-		if job.Attempt == 1 {
+		if job.Attempt == 1 || job.Payload.N == 2 {
 			panic("nil template")
 		}
 		return nil
-	}, nil)
-	enqueue(t, r.store, 1)
+	}, func(q *effects.Queue[sendMail]) { q.Attempts = 2 })
+	enqueue(t, r.store, 1, 2)
 	r.drain(false)
-	r.after(time.Second, false)
+	r.after(time.Second, true)
 	tries := r.box.attempts(1)
-	if len(tries) != 2 || !strings.Contains(fmt.Sprint(tries[1].Message.Metadata[effects.ErrorKey]), "job panicked: nil template") {
+	if len(tries) != 2 || !strings.Contains(fmt.Sprint(tries[1].Message.Metadata[effects.ErrorKey]), "panic: nil template") {
 		t.Fatalf("attempts %+v, want a second one recording the panic", tries)
+	}
+	// A job that panics at its last attempt is parked as a panic, with the
+	// stack where it was recovered, as every panic of user code is.
+	ps := parked(t, r.store, "mail")
+	if len(ps) != 1 || !ps[0].Failure.Panicked() || !strings.Contains(ps[0].Failure.Stack, "queue_test.go") {
+		t.Fatalf("parked %+v, want job 2 parked as a panic with its stack", ps)
 	}
 }
 

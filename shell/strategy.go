@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"fmt"
 	"runtime/debug"
 
 	"github.com/sourced-go/sourced/core"
@@ -29,19 +28,9 @@ type StrategyProvider interface {
 	ErrorStrategy() ErrorStrategy
 }
 
-// PanicError is the error of user code that panicked.
-type PanicError struct {
-	Value any
-	Stack string
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("sourced: panic: %v", e.Value) }
-
-// Unwrap returns the panic value when it is an error.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// PanicError is the error of user code that panicked (core's, repeated
+// here for callers of the shell).
+type PanicError = core.PanicError
 
 // protect runs fn, turning a panic into a *PanicError.
 func protect(fn func() error) (err error) {
