@@ -173,7 +173,7 @@ func ParsePartition(s string) (Partition, error) {
 			return nil, badPartition(s, `want name:value pairs joined by | (course_id:c1|student_id:s1), a JSON object ({"course_id":"a|b"}, for values holding |) or a partition's Key ([["course_id","c1"]])`)
 		}
 		if _, dup := out[name]; dup {
-			return nil, badPartition(s, fmt.Sprintf("names %q twice", clipText(name)))
+			return nil, badPartition(s, "names "+quoteShort(name)+" twice")
 		}
 		out[name] = value
 	}
@@ -192,21 +192,7 @@ func ParsePartitionKey(key string) (Partition, error) {
 }
 
 func badPartition(s, problem string) error {
-	return fmt.Errorf("%w: %q: %s", ErrBadPartition, clipText(s), problem)
-}
-
-// clipText cuts s to 100 bytes for an error message: an error never
-// repeats unbounded input.
-func clipText(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return fmt.Errorf("%w: %s: %s", ErrBadPartition, quoteShort(s), problem)
 }
 
 // parseKey decodes a Key (any JSON array of [name, value] string pairs,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/shell"
 )
 
@@ -178,7 +177,7 @@ func (w *endWatcher) wake(msgs []core.PositionedMessage) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, m := range msgs {
-		for _, ch := range w.waiters[runOf(m.Payload)] {
+		for _, ch := range w.waiters[workflowID(m.Payload)] {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -198,23 +197,4 @@ func (w *endWatcher) wakeAll() {
 			}
 		}
 	}
-}
-
-// runOf is the run an end event ends.
-func runOf(payload any) string {
-	switch e := payload.(type) {
-	case durable.WorkflowComplete:
-		return e.WorkflowID
-	case durable.WorkflowFailed:
-		return e.WorkflowID
-	case durable.WorkflowCancelled:
-		return e.WorkflowID
-	case *durable.WorkflowComplete:
-		return e.WorkflowID
-	case *durable.WorkflowFailed:
-		return e.WorkflowID
-	case *durable.WorkflowCancelled:
-		return e.WorkflowID
-	}
-	return ""
 }
