@@ -111,15 +111,17 @@ func changes(sql string) []string {
 			nTrigger++
 		}
 	}
-	// A function a script creates and drops again is its own helper.
-	dropped := map[string]bool{}
-	for _, m := range dropPattern.FindAllStringSubmatch(sql, -1) {
-		if strings.EqualFold(m[1], "function") {
-			dropped[m[2]] = true
+	// A function a script creates and drops again is its own helper,
+	// listed neither as created nor as dropped.
+	funcs, drops := funcPattern.FindAllStringSubmatch(sql, -1), dropPattern.FindAllStringSubmatch(sql, -1)
+	helpers := map[string]bool{}
+	for _, d := range drops {
+		if strings.EqualFold(d[1], "function") && slices.ContainsFunc(funcs, func(f []string) bool { return f[1] == d[2] }) {
+			helpers[d[2]] = true
 		}
 	}
-	for _, m := range funcPattern.FindAllStringSubmatch(sql, -1) {
-		if !dropped[m[1]] {
+	for _, m := range funcs {
+		if !helpers[m[1]] {
 			tables = append(tables, "function "+m[1])
 		}
 	}
@@ -133,12 +135,10 @@ func changes(sql string) []string {
 			tables = append(tables, m[2]+" altered")
 		}
 	}
-	created := funcPattern.FindAllStringSubmatch(sql, -1)
-	for _, m := range dropPattern.FindAllStringSubmatch(sql, -1) {
-		if strings.EqualFold(m[1], "function") && slices.ContainsFunc(created, func(c []string) bool { return c[1] == m[2] }) {
-			continue
+	for _, m := range drops {
+		if !strings.EqualFold(m[1], "function") || !helpers[m[2]] {
+			tables = append(tables, strings.ToLower(m[1])+" "+m[2]+" dropped")
 		}
-		tables = append(tables, strings.ToLower(m[1])+" "+m[2]+" dropped")
 	}
 	var rewritten []string
 	for _, m := range updatePattern.FindAllStringSubmatch(bodyPattern.ReplaceAllString(sql, ""), -1) {
