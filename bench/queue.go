@@ -81,7 +81,13 @@ func (q *drainQueue) HandleClaim(_ context.Context, c effects.Claim) ([]effects.
 // drain beside River's.
 func QueueDrain(b *testing.B, jobs int) float64 {
 	b.Helper()
-	return queueDrain(b, jobs, func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error) {
+	return queueDrain(b, jobs, sqliteQueueStore(b), handWritten)
+}
+
+// sqliteQueueStore opens QueueDrain's store: a fresh file database
+// installed by sqlitestore, its settings checked.
+func sqliteQueueStore(b *testing.B) func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error) {
+	return func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error) {
 		path := filepath.Join(b.TempDir(), "queue.db")
 		store, err := sqlitestore.Install(ctx, path, sqlitestore.Options{Registry: reg, Logger: log})
 		if err != nil {
@@ -91,7 +97,25 @@ func QueueDrain(b *testing.B, jobs int) float64 {
 			b.Fatal(err)
 		}
 		return store, store.Close
-	})
+	}
+}
+
+// drainReactor is the reactor a drain runs: all is closed once done counts
+// every job; counted tells whether a job is counted once its delete
+// committed (else the drain waits for the log to be empty before it stops
+// the timer).
+type drainReactor struct {
+	reactor any
+	all     <-chan struct{}
+	done    func() int64
+	counted bool
+}
+
+// handWritten is the drain's hand-written delete-on-ack reactor
+// (drainQueue), which counts a job once its delete committed.
+func handWritten(jobs int64) drainReactor {
+	q := &drainQueue{target: jobs, all: make(chan struct{})}
+	return drainReactor{reactor: q, all: q.all, done: q.done.Load, counted: true}
 }
 
 // PostgresQueueDrain is QueueDrain on the PostgreSQL server at url: the
@@ -107,7 +131,7 @@ func PostgresQueueDrain(b *testing.B, url string, jobs int) float64 {
 			}
 			return store.Close()
 		}
-	})
+	}, handWritten)
 }
 
 // PostgresURLEnv is the environment variable naming the PostgreSQL server
@@ -128,8 +152,9 @@ func OpenPostgres(b testing.TB, url string, reg *codec.Registry, log *slog.Logge
 }
 
 // queueDrain runs the drain of QueueDrain on the stores open gives (one per
-// iteration, closed by the function returned with it).
-func queueDrain(b *testing.B, jobs int, open func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error)) float64 {
+// iteration, closed by the function returned with it), with the reactor
+// react makes.
+func queueDrain(b *testing.B, jobs int, open func(ctx context.Context, reg *codec.Registry, log *slog.Logger) (shell.Store, func() error), react func(jobs int64) drainReactor) float64 {
 	b.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -140,12 +165,12 @@ func queueDrain(b *testing.B, jobs int, open func(ctx context.Context, reg *code
 			b.Fatal(err)
 		}
 		store, closeStore := open(ctx, reg, quiet)
-		q := &drainQueue{target: int64(jobs), all: make(chan struct{})}
+		q := react(int64(jobs))
 		cfg := shell.DefaultConfig()
 		cfg.Workers = QueueDrainWorkers
 		cfg.Logger = quiet
 		cfg.ProcessID = "bench"
-		rt, err := shell.NewRuntime(store, cfg, q)
+		rt, err := shell.NewRuntime(store, cfg, q.reactor)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -163,19 +188,18 @@ func queueDrain(b *testing.B, jobs int, open func(ctx context.Context, reg *code
 		select {
 		case <-q.all:
 		case <-time.After(10 * time.Minute):
-			b.Fatalf("%d of %d jobs done in 10 minutes", q.done.Load(), jobs)
+			b.Fatalf("%d of %d jobs done in 10 minutes", q.done(), jobs)
+		}
+		for !q.counted && !logEmpty(b, ctx, store) {
+			time.Sleep(time.Millisecond)
 		}
 		b.StopTimer()
 
 		if err := rt.Stop(ctx); err != nil {
 			b.Fatal(err)
 		}
-		page, err := store.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(page.Messages) != 0 || q.done.Load() != int64(jobs) {
-			b.Fatalf("after the drain: %d jobs counted done, the log still holds jobs (%v)", q.done.Load(), page.Messages)
+		if !logEmpty(b, ctx, store) || q.done() != int64(jobs) {
+			b.Fatalf("after the drain: %d jobs of %d counted done, the log empty: %v", q.done(), jobs, logEmpty(b, ctx, store))
 		}
 		if err := closeStore(); err != nil {
 			b.Fatal(err)
@@ -221,4 +245,13 @@ func checkFileSettings(ctx context.Context, store *sqlitestore.Store) error {
 		}
 		return nil
 	})
+}
+
+// logEmpty reports whether store's log holds no message.
+func logEmpty(b *testing.B, ctx context.Context, store shell.Store) bool {
+	page, err := store.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(page.Messages) == 0
 }
