@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -33,7 +34,7 @@ func claimStore(b *testing.B, partitions int, caughtUp bool, stats string) *sqli
 	b.Helper()
 	s := storeOpen(b)
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
 		b.Fatal(err)
 	}
 	p := s.Prefix()
@@ -190,7 +191,7 @@ func BenchmarkClaimAck(b *testing.B) {
 	onPostgres(b, "", func(b *testing.B, url string) {
 		s := pgOpen(b, url, storeRegistry(b))
 		ctx := context.Background()
-		if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
+		if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
 			b.Fatal(err)
 		}
 		claimRefill(b, s, partitions, 0)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -19,7 +19,7 @@ import (
 func groupsAppendStore(b *testing.B) *sqlitestore.Store {
 	b.Helper()
 	s := storeOpen(b)
-	if err := s.RegisterGroup(context.Background(), shell.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
+	if err := s.RegisterGroup(context.Background(), driver.GroupSpec{ID: claimGroup, PartitionBy: []string{"account"}, Handled: []string{storeEventType}}); err != nil {
 		b.Fatal(err)
 	}
 	return s

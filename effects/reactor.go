@@ -27,14 +27,14 @@ type Claim struct {
 	// attributes, up to the last claimed message.
 	Guard core.Guard
 	// Replaying is true when every claimed message was processed before
-	// the group was reset (see shell.ClaimedPartition).
+	// the group was reset (see driver.ClaimedPartition).
 	Replaying bool
 	// ReplayUpto is the highest position of the partition processed before
-	// the group was last reset (see shell.ClaimedPartition): a message at or below it
+	// the group was last reset (see driver.ClaimedPartition): a message at or below it
 	// is a replay, whose side effects are not made again.
 	ReplayUpto int64
 	// Now is when the claim is handled, read from the router's clock (the
-	// runtime's, by default the store's: see shell.Clocked): what a
+	// runtime's, by default the store's: see driver.Clocked): what a
 	// reactor dates the work it schedules by (a workflow's sleeps and
 	// retries), so that a simulated clock given to the store drives it
 	// too.

@@ -59,7 +59,7 @@ type Ack struct {
 // tolerate its arrival: it may have been promoted first. A workflow's timed
 // Receive withdraws its timeout this way when its signal comes first.
 //
-// The shell withdraws through the store's transaction (shell.UnscheduleTx:
+// The shell withdraws through the store's transaction (driver.UnscheduleTx:
 // the memory, SQLite and PostgreSQL stores, held to it by the conformance
 // suite); on a store whose transaction cannot, the messages stay scheduled
 // and are promoted when due.

@@ -19,6 +19,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -477,7 +478,7 @@ type busyAtFirst struct {
 	busyRegs, busyHBs int
 }
 
-func (b *busyAtFirst) RegisterGroup(ctx context.Context, g shell.GroupSpec) error {
+func (b *busyAtFirst) RegisterGroup(ctx context.Context, g driver.GroupSpec) error {
 	b.mu.Lock()
 	b.registers++
 	busy := b.registers <= b.busyRegs

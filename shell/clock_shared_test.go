@@ -12,7 +12,7 @@ import (
 )
 
 // One clock: a runtime given no Config.Clock takes the clock its store
-// keeps (shell.Clocked), so a simulated clock given once, to the store,
+// keeps (driver.Clocked), so a simulated clock given once, to the store,
 // times the runtime's scheduler too: the reminder is promoted when the
 // clock reaches it, not before.
 func TestRuntimeTakesTheStoresClock(t *testing.T) {

@@ -46,7 +46,7 @@ type Config struct {
 	// with a warning naming the group, partition and worker: a leaked
 	// claim comes back. The claims of the batches a runtime's workers are
 	// running are renewed on every heartbeat (on a store that is a
-	// ClaimRenewer: memstore, sqlitestore, pgstore), so a running batch
+	// driver.ClaimRenewer: memstore, sqlitestore, pgstore), so a running batch
 	// keeps its partition however long it runs, and no other worker runs
 	// it again meanwhile. And it is the default batch timeout
 	// (RouterOptions.BatchTimeout) of the impure reactors that declare
@@ -62,7 +62,7 @@ type Config struct {
 	// StopTimeout bounds how long Stop waits for running batches and ticks.
 	StopTimeout time.Duration
 	// Clock is where the runtime takes its time from. Default: the
-	// store's clock when the store keeps one (Clocked: memstore given
+	// store's clock when the store keeps one (driver.Clocked: memstore given
 	// WithSharedClock, sqlitestore given Options.Clock), so a simulated
 	// clock given once, to the store, drives the runtime, its router and
 	// the workflows too; else SystemClock. A clock other than the store's

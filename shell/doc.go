@@ -4,9 +4,13 @@
 //   - Store is the interface every store implements: the message log
 //     (appends with consistency guards, condition and partition reads,
 //     paging, scheduled messages) and the consumer groups (claims, acks,
-//     the status chart, heartbeats, housekeeping, monitoring). The SQLite
-//     store is in sqlitestore, its in-memory twin in memstore, and the
-//     conformance suite that proves them alike in storetest.
+//     the status chart, heartbeats, housekeeping, monitoring). It is
+//     declared, with the rest of the store contract, in package
+//     shell/driver; shell aliases the names an application or an operator
+//     writes (Store, Tx, AppendOptions, Groups, the statuses and errors).
+//     The SQLite store is in sqlitestore, PostgreSQL's in pgstore, the
+//     in-memory twin in memstore, and the conformance suite that proves
+//     them alike in storetest.
 //   - Router runs reactors on a store: it claims a partition, hands the
 //     batch to the reactor, and executes the signals it returns in one
 //     transaction that also acknowledges the batch; ErrorStrategy decides
@@ -53,7 +57,7 @@
 //   - Lifecycle hooks run whoever moved the group: Router.Stop, Start and
 //     Reset, `sourced groups stop|start|reset`, the dashboard without
 //     Options.Router, or a store call. A group whose reactor has hooks is
-//     registered with GroupSpec.Hooks, and the store then records each
+//     registered with driver.GroupSpec.Hooks, and the store then records each
 //     operator transition as pending (GroupInfo.HooksPending) and claims
 //     none of the group's work until its hooks ran: a reset's replay
 //     never lands on a read model its OnReset has not cleared. The router
@@ -76,7 +80,7 @@
 //   - Runtime runs workers and the periodic tasks (catch-up poll,
 //     stale-claim reaper, scheduled-message promotion, statistics) in the
 //     background. On every heartbeat the reaper renews the claims of the
-//     batches this process's workers are running (ClaimRenewer), then
+//     batches this process's workers are running (driver.ClaimRenewer), then
 //     releases the claims of workers gone silent (ClaimTTL) and the
 //     claims nobody renewed for MaxClaimAge (leaked): a batch that runs
 //     long keeps its partition, and no other worker runs it again
@@ -99,7 +103,7 @@
 //     does. Every component takes its time from a Clock, and SimClock lets
 //     tests advance time without sleeping. One clock is enough: give it to
 //     the store (memstore.WithSharedClock, sqlitestore's Options.Clock) and
-//     leave Config.Clock nil; the runtime takes the store's (Clocked), and
+//     leave Config.Clock nil; the runtime takes the store's (driver.Clocked), and
 //     with it the router and the workflows (their sleeps and retries are
 //     dated by effects.Claim.Now). A Config.Clock other than the store's
 //     is refused (ErrClockMismatch).

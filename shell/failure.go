@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // GroupFailedError is returned by Router.Drain and Runtime.WaitIdle when a
@@ -70,7 +71,7 @@ func (a *atMessage) Unwrap() error { return a.err }
 // failedMessage is the message a batch failed at: the one the error names
 // (a *core.BatchError, or the pair whose signals failed), else the first
 // of the claim after the position processed.
-func failedMessage(claim *ClaimedPartition, err error, processed int64) core.PositionedMessage {
+func failedMessage(claim *driver.ClaimedPartition, err error, processed int64) core.PositionedMessage {
 	var at *atMessage
 	if errors.As(err, &at) && at.msg.Position > 0 {
 		return at.msg
@@ -91,7 +92,7 @@ func failedMessage(claim *ClaimedPartition, err error, processed int64) core.Pos
 // it failed at, the error's type and message, and a stack: a panic's, or
 // for a returned error where it surfaced and its own stack when it
 // carries one (see returnedStack).
-func failureOf(claim *ClaimedPartition, err error, processed int64) Failure {
+func failureOf(claim *driver.ClaimedPartition, err error, processed int64) Failure {
 	m := failedMessage(claim, err, processed)
 	f := Failure{
 		OffsetID:    claim.OffsetID,
@@ -206,7 +207,7 @@ func framesText(pcs []uintptr) string {
 
 // groupFailed describes a failure the error strategy met, for Drain and
 // WaitIdle.
-func groupFailed(group string, claim *ClaimedPartition, st GroupState, err error, processed int64) *GroupFailedError {
+func groupFailed(group string, claim *driver.ClaimedPartition, st GroupState, err error, processed int64) *GroupFailedError {
 	m := failedMessage(claim, err, processed)
 	return &GroupFailedError{
 		Group:       group,

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/shell/driver"
 
 	"github.com/sourced-go/sourced/core"
 )
@@ -425,7 +426,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 			return res, err
 		}
 		if queried {
-			if err := CheckConditions(reg, plan.Union); err != nil {
+			if err := driver.CheckConditions(reg, plan.Union); err != nil {
 				return res, err
 			}
 		}
@@ -483,11 +484,11 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		marked := msg.WithMetadata(map[string]any{core.DecidedByKey: spec.Group})
 		// A decision on the partition's history, of a command the store
 		// dates, goes with its offset's move and the COMMIT where the
-		// store can (DeferredCommandAppender): the decider is given the
+		// store can (driver.DeferredCommandAppender): the decider is given the
 		// command's position only if its sync work needs it (then it
 		// decides again, on the position learnt: a decision is pure).
 		cmdPos, res.Position = nil, 0
-		if dc, ok := tx.(DeferredCommandAppender); ok && !queried && marked.CreatedAt.IsZero() {
+		if dc, ok := tx.(driver.DeferredCommandAppender); ok && !queried && marked.CreatedAt.IsZero() {
 			if res.Command, cmdPos, err = dc.AppendCommandDeferred(marked, spec.Group, partition); err != nil {
 				return err
 			}
@@ -529,7 +530,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		// Nothing below needs the events' positions, nor an answer from
 		// the offset's move: a store over a network sends both with the
 		// commit, or with the sync work's first statement
-		// (AppendOptions.Deferred, DeferredAdvancer).
+		// (AppendOptions.Deferred, driver.DeferredAdvancer).
 		if len(out.Events) > 0 {
 			evs, err := tx.Append(out.Events, AppendOptions{Deferred: true})
 			if err != nil {
@@ -539,7 +540,7 @@ func handle(ctx context.Context, store Store, d core.CommandDecider, cmd any, o 
 		}
 		// An unregistered group fails here (*UnknownGroupError), which rolls
 		// the command and its events back.
-		switch da, ok := tx.(DeferredAdvancer); {
+		switch da, ok := tx.(driver.DeferredAdvancer); {
 		case cmdPos != nil: // moved with the command
 		case ok:
 			err = da.AdvanceOffsetDeferred(spec.Group, partition, res.Position)
@@ -602,7 +603,7 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 	if err != nil {
 		return err
 	}
-	return store.RegisterGroup(ctx, GroupSpec{ID: spec.Group, Label: spec.Label, PartitionBy: spec.PartitionBy, Exclusive: spec.Exclusive, Handled: handled, Hooks: hasLifecycleHooks(spec.Hooks)})
+	return store.RegisterGroup(ctx, driver.GroupSpec{ID: spec.Group, Label: spec.Label, PartitionBy: spec.PartitionBy, Exclusive: spec.Exclusive, Handled: handled, Hooks: hasLifecycleHooks(spec.Hooks)})
 }
 
 // Load reads a decider's, projector's or projection's state for a
@@ -722,7 +723,7 @@ func loadDecision[S any](ctx context.Context, store Store, d core.Decider[S], ms
 		l.state, l.guard, err = Load(ctx, store, d, partition, &o)
 		return l, err
 	}
-	if err := CheckConditions(reg, plan.Union); err != nil {
+	if err := driver.CheckConditions(reg, plan.Union); err != nil {
 		return l, err
 	}
 	res, err := store.Read(ctx, plan.Union, o)

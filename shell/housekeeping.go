@@ -3,11 +3,13 @@ package shell
 import (
 	"context"
 	"time"
+
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// housekeep runs the store's own upkeep (Housekeeper), on every heartbeat.
+// housekeep runs the store's own upkeep (driver.Housekeeper), on every heartbeat.
 func housekeep(ctx context.Context, store Store) error {
-	if hk, ok := store.(Housekeeper); ok {
+	if hk, ok := store.(driver.Housekeeper); ok {
 		return hk.Housekeep(ctx)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 )
 
@@ -26,7 +27,7 @@ func (s *upkeepStore) Housekeep(ctx context.Context) error {
 	return ctx.Err()
 }
 
-var _ shell.Housekeeper = (*upkeepStore)(nil)
+var _ driver.Housekeeper = (*upkeepStore)(nil)
 
 func TestRuntimeOptimizesOnItsFirstTickThenHourly(t *testing.T) {
 	store := &upkeepStore{Store: memstore.New(courseRegistry())}

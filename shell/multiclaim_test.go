@@ -12,6 +12,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Multi-partition claims: an impure id-partitioned reactor (a queue, one
@@ -67,7 +68,7 @@ func (q *manyQueue) called(id string) int {
 }
 
 // txCountingStore counts write transactions (Update and ClaimUpdate), and,
-// with hideMany, hands out transactions without shell.ClaimManyTx.
+// with hideMany, hands out transactions without driver.ClaimManyTx.
 type txCountingStore struct {
 	shell.Store
 	mu                   sync.Mutex
@@ -92,11 +93,11 @@ func (s *txCountingStore) Update(ctx context.Context, fn func(tx shell.Tx) error
 	return s.Store.Update(ctx, func(tx shell.Tx) error { return fn(s.wrap(tx)) })
 }
 
-func (s *txCountingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+func (s *txCountingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	s.mu.Lock()
 	s.claimUpdate++
 	s.mu.Unlock()
-	return s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error { return fn(s.wrap(tx), c) })
+	return s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *driver.ClaimedPartition) error { return fn(s.wrap(tx), c) })
 }
 
 // queueStores opens a memstore and a SQLite store for a queue test.
@@ -277,7 +278,7 @@ func TestQueueLostClaimAmongMany(t *testing.T) {
 			store := st.open(t, clk)
 			q := newManyQueue()
 			logs := &records{}
-			var stolen *shell.ClaimedPartition
+			var stolen *driver.ClaimedPartition
 			q.hook = func(ctx context.Context, job NotifyStudent) error {
 				if job.StudentID != "s2" || stolen != nil {
 					return nil
@@ -293,7 +294,7 @@ func TestQueueLostClaimAmongMany(t *testing.T) {
 					if n, ok := m.Payload.(NotifyStudent); ok && n.StudentID == "s2" {
 						for _, o := range offsetsOf(t, store, q.GroupID()) {
 							if o.Partition[core.IDKey] == m.ID.String() {
-								if err := store.Release(ctx, &shell.ClaimedPartition{Group: q.GroupID(), WorkerID: "w1", OffsetID: o.ID, Partition: o.Partition}); err != nil {
+								if err := store.Release(ctx, &driver.ClaimedPartition{Group: q.GroupID(), WorkerID: "w1", OffsetID: o.ID, Partition: o.Partition}); err != nil {
 									t.Errorf("releasing s2's claim: %v", err)
 								}
 							}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Observer hears what operators measure, as the router, the runtime and
@@ -126,7 +127,7 @@ func observe(ctx context.Context, obs Observer, o Observation) {
 }
 
 // correlations are the distinct correlation ids of a claim's messages.
-func correlations(c *ClaimedPartition) []uuid.UUID {
+func correlations(c *driver.ClaimedPartition) []uuid.UUID {
 	var out []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, m := range c.Messages {
@@ -143,7 +144,7 @@ func correlations(c *ClaimedPartition) []uuid.UUID {
 }
 
 // batchHandled describes a committed claim.
-func batchHandled(c *ClaimedPartition, appended int, started time.Time, inline bool) BatchHandled {
+func batchHandled(c *driver.ClaimedPartition, appended int, started time.Time, inline bool) BatchHandled {
 	b := BatchHandled{Group: c.Group, Partition: c.Partition, WorkerID: c.WorkerID, Messages: len(c.Messages), Appended: appended,
 		Correlations: correlations(c), Started: started, Duration: time.Since(started), Inline: inline}
 	if n := len(c.Messages); n > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 )
 
@@ -63,7 +64,7 @@ func TestHandleRefusesAMissingOrEmptyPartitionKey(t *testing.T) {
 	store := memstore.New(looseRegistry())
 	// Registered by hand: NewRouter would refuse the decider (its commands
 	// do not declare course_id as required).
-	if err := store.RegisterGroup(ctx, shell.GroupSpec{ID: "loose", PartitionBy: []string{"course_id"}, Handled: []string{"loose.cmd", "loose.omit", "loose.ptr"}}); err != nil {
+	if err := store.RegisterGroup(ctx, driver.GroupSpec{ID: "loose", PartitionBy: []string{"course_id"}, Handled: []string{"loose.cmd", "loose.omit", "loose.ptr"}}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -100,7 +101,7 @@ func TestLoadRefusesAnEmptyPartitionKey(t *testing.T) {
 }
 
 // Once the group is registered, the store refuses a message with an empty
-// value for its partition key (shell.CheckPartitionValues): the group
+// value for its partition key (driver.CheckPartitionValues): the group
 // never meets it, and goes on.
 func TestAppendRefusesAnEmptyKeyOfARegisteredGroup(t *testing.T) {
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // RouterOptions configure a Router. Zero values take the defaults.
@@ -161,19 +162,19 @@ type Router struct {
 	// pending holds, by worker id, claims whose release met a busy store
 	// (see releaseAll), and pendingN counts them.
 	pendingMu sync.Mutex
-	pending   map[string][]*ClaimedPartition
+	pending   map[string][]*driver.ClaimedPartition
 	pendingN  atomic.Int64
 	// recordRefusals is set when the store's registry knows
 	// core.CommandRejected: deciders then record their business refusals
 	// (see core.CommandRejected) instead of failing their group.
 	recordRefusals bool
-	// holding is what each worker is handling (see ClaimRenewer).
+	// holding is what each worker is handling (see driver.ClaimRenewer).
 	holding holding
 	// claimant names the router in the claims of operator transitions
 	// whose lifecycle hooks it runs (see runHooks): unique per router.
 	claimant string
 	// noUnschedule is set once the router warned that the store's Tx
-	// cannot withdraw scheduled messages (UnscheduleTx).
+	// cannot withdraw scheduled messages (driver.UnscheduleTx).
 	noUnschedule atomic.Bool
 }
 
@@ -359,7 +360,7 @@ func registerRejections(reg *codec.Registry, logger *slog.Logger) bool {
 // Setup registers every reactor's consumer group with the store.
 func (rt *Router) Setup(ctx context.Context) error {
 	for _, re := range rt.reactors {
-		spec := GroupSpec{ID: re.info.Group, Label: re.info.Label, PartitionBy: re.info.PartitionBy, Exclusive: re.info.Exclusive, Handled: re.info.Handled, Hooks: hasLifecycleHooks(re.hooks)}
+		spec := driver.GroupSpec{ID: re.info.Group, Label: re.info.Label, PartitionBy: re.info.PartitionBy, Exclusive: re.info.Exclusive, Handled: re.info.Handled, Hooks: hasLifecycleHooks(re.hooks)}
 		if err := rt.store.RegisterGroup(ctx, spec); err != nil {
 			return fmt.Errorf("sourced: registering %s: %w", re.info.Group, err)
 		}
@@ -444,7 +445,7 @@ func (rt *Router) lookup(target any) (*reactor, error) {
 // then claims and handles further partitions of the group, up to
 // BatchesPerHandle or until the transaction has run InlineBudget: one
 // commit for many batches. On a store whose positions may skip
-// (SkippingPositions: PostgreSQL), where every statement is a round trip,
+// (driver.SkippingPositions: PostgreSQL), where every statement is a round trip,
 // the transaction claims up to ClaimPartitions partitions in one
 // statement, reads all their histories, then executes their signals; a
 // partition to whose history an earlier one's signals appended (or,
@@ -561,7 +562,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			if before := items[:len(items)-1]; len(before) > 0 {
 				var err error
 				if _, first, err = rt.commitClaims(ctx, re, workerID, before, k, false); err != nil {
-					return first, errors.Join(err, rt.releaseAll(ctx, []*ClaimedPartition{last.claim}))
+					return first, errors.Join(err, rt.releaseAll(ctx, []*driver.ClaimedPartition{last.claim}))
 				}
 			}
 			err := last.err
@@ -597,18 +598,18 @@ func (rt *Router) claimsPerTx(re *reactor) int {
 // claimFirst claims up to k partitions of the reactor in one transaction:
 // the first as ClaimNext does (an idle group answers without a write
 // transaction), the others in its transaction.
-func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*ClaimedPartition, error) {
+func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*driver.ClaimedPartition, error) {
 	if k <= 1 {
 		c, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
 		if err != nil || c == nil {
 			return nil, err
 		}
-		return []*ClaimedPartition{c}, nil
+		return []*driver.ClaimedPartition{c}, nil
 	}
-	var claims []*ClaimedPartition
-	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *ClaimedPartition) error {
+	var claims []*driver.ClaimedPartition
+	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *driver.ClaimedPartition) error {
 		more, err := rt.claimMore(tx, re, workerID, k-1)
-		claims = append([]*ClaimedPartition{c}, more...)
+		claims = append([]*driver.ClaimedPartition{c}, more...)
 		return err
 	})
 	if err != nil {
@@ -618,15 +619,15 @@ func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, 
 }
 
 // claimMore claims up to n partitions of the reactor in tx: with
-// ClaimManyTx when the store's Tx has it, else ClaimNext after ClaimNext.
-func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*ClaimedPartition, error) {
+// driver.ClaimManyTx when the store's Tx has it, else ClaimNext after ClaimNext.
+func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*driver.ClaimedPartition, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	if m, ok := tx.(ClaimManyTx); ok {
+	if m, ok := tx.(driver.ClaimManyTx); ok {
 		return m.ClaimMany(re.info.Group, workerID, rt.opts.BatchSize, n)
 	}
-	var out []*ClaimedPartition
+	var out []*driver.ClaimedPartition
 	for len(out) < n {
 		c, err := tx.ClaimNext(re.info.Group, workerID, rt.opts.BatchSize)
 		if err != nil || c == nil {
@@ -641,7 +642,7 @@ func (rt *Router) claimMore(tx Tx, re *reactor, workerID string, n int) ([]*Clai
 // its pairs, the reactor's failure after them (handleErr), or the store's
 // failure to read its history (err).
 type handledClaim struct {
-	claim          *ClaimedPartition
+	claim          *driver.ClaimedPartition
 	pairs          []effects.Pair
 	handleErr, err error
 	started        time.Time
@@ -658,7 +659,7 @@ type handledClaim struct {
 // settled as a claim of its own (see settle), and failed describes the
 // first that went to the error strategy. A busy store or cancellation
 // releases the claims not committed and is returned.
-func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*ClaimedPartition, failed *GroupFailedError, _ error) {
+func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string, items []handledClaim, k int, more bool) (next []*driver.ClaimedPartition, failed *GroupFailedError, _ error) {
 	afters := make([][]func(context.Context) error, len(items))
 	failedAt := -1 // the claim whose signals or ack failed the transaction
 	err := rt.store.Update(ctx, func(tx Tx) error {
@@ -722,13 +723,13 @@ func (rt *Router) commitClaims(ctx context.Context, re *reactor, workerID string
 // handled tells whether a committed claim was handled (observed as
 // BatchHandled): it had pairs, or messages its reactor handled with no
 // effects.
-func handled(c *ClaimedPartition, pairs []effects.Pair) bool {
+func handled(c *driver.ClaimedPartition, pairs []effects.Pair) bool {
 	return len(pairs) > 0 || len(c.Messages) > 0
 }
 
 // claimsOf returns the claims of handled claims.
-func claimsOf(items []handledClaim) []*ClaimedPartition {
-	out := make([]*ClaimedPartition, len(items))
+func claimsOf(items []handledClaim) []*driver.ClaimedPartition {
+	out := make([]*driver.ClaimedPartition, len(items))
 	for i, it := range items {
 		out[i] = it.claim
 	}
@@ -743,7 +744,7 @@ func claimsOf(items []handledClaim) []*ClaimedPartition {
 // still held after that is kept for the worker's next handleNext, which
 // releases it before claiming anything (see releasePending): its worker
 // heartbeats, so the reaper would free it only after MaxClaimAge.
-func (rt *Router) releaseAll(ctx context.Context, claims []*ClaimedPartition) error {
+func (rt *Router) releaseAll(ctx context.Context, claims []*driver.ClaimedPartition) error {
 	wait := releaseBackoff
 	for try := 1; ; try++ {
 		var err error
@@ -774,7 +775,7 @@ const (
 // releaseOnce releases claims in one transaction, else one by one, and
 // returns those whose release failed with ErrBusy (still held), and the
 // errors.
-func (rt *Router) releaseOnce(ctx context.Context, claims []*ClaimedPartition) (busy []*ClaimedPartition, _ error) {
+func (rt *Router) releaseOnce(ctx context.Context, claims []*driver.ClaimedPartition) (busy []*driver.ClaimedPartition, _ error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -803,14 +804,14 @@ func (rt *Router) releaseOnce(ctx context.Context, claims []*ClaimedPartition) (
 
 // pend keeps claims whose release met a busy store, for their worker's
 // next handleNext.
-func (rt *Router) pend(claims []*ClaimedPartition) {
+func (rt *Router) pend(claims []*driver.ClaimedPartition) {
 	if len(claims) == 0 {
 		return
 	}
 	rt.pendingMu.Lock()
 	defer rt.pendingMu.Unlock()
 	if rt.pending == nil {
-		rt.pending = map[string][]*ClaimedPartition{}
+		rt.pending = map[string][]*driver.ClaimedPartition{}
 	}
 	for _, c := range claims {
 		rt.pending[c.WorkerID] = append(rt.pending[c.WorkerID], c)
@@ -844,7 +845,7 @@ func (rt *Router) releasePending(ctx context.Context, workerID string) error {
 // on a fresh history (up to MaxConflictRetries times); a transient failure
 // releases the claim and is returned; a lost claim is abandoned; any other
 // goes to the error strategy, described by failed.
-func (rt *Router) settle(ctx context.Context, re *reactor, claim *ClaimedPartition, err error) (failed *GroupFailedError, _ error) {
+func (rt *Router) settle(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, err error) (failed *GroupFailedError, _ error) {
 	for attempt := 1; errors.Is(err, core.ErrConcurrentAppend) && !transient(ctx, err); attempt++ {
 		retried := attempt <= rt.opts.MaxConflictRetries
 		observe(ctx, rt.opts.Observer, GuardConflict{Group: claim.Group, Partition: claim.Partition, Attempt: attempt, Retried: retried, Err: err})
@@ -865,7 +866,7 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *ClaimedPartiti
 		// busy store too, it is tried again, and at the worker's next
 		// handleNext (releaseAll): left held, the claim would stay with
 		// this heartbeating worker until MaxClaimAge (found by props/sim).
-		if relErr := rt.releaseAll(ctx, []*ClaimedPartition{claim}); relErr != nil {
+		if relErr := rt.releaseAll(ctx, []*driver.ClaimedPartition{claim}); relErr != nil {
 			return nil, errors.Join(cancelled(ctx, err), relErr)
 		}
 		return nil, cancelled(ctx, err)
@@ -892,14 +893,14 @@ func (rt *Router) settle(ctx context.Context, re *reactor, claim *ClaimedPartiti
 	// Apply the strategy before releasing the claim, so that no other
 	// worker claims the partition of a group that is about to retry later.
 	failed, failErr := rt.fail(bg, re, claim, err, 0)
-	if relErr := rt.releaseAll(ctx, []*ClaimedPartition{claim}); relErr != nil {
+	if relErr := rt.releaseAll(ctx, []*driver.ClaimedPartition{claim}); relErr != nil {
 		return failed, errors.Join(failErr, relErr)
 	}
 	return failed, failErr
 }
 
 // stillHeld tells whether claim's worker still holds its offset.
-func (rt *Router) stillHeld(ctx context.Context, claim *ClaimedPartition) (bool, error) {
+func (rt *Router) stillHeld(ctx context.Context, claim *driver.ClaimedPartition) (bool, error) {
 	page, err := rt.store.ReadOffsets(ctx, OffsetQuery{Group: claim.Group, From: claim.OffsetID, Limit: 1})
 	if err != nil {
 		return false, err
@@ -912,7 +913,7 @@ func (rt *Router) stillHeld(ctx context.Context, claim *ClaimedPartition) (bool,
 }
 
 // abandon logs a batch whose claim another worker took over.
-func (rt *Router) abandon(ctx context.Context, re *reactor, claim *ClaimedPartition, err error) {
+func (rt *Router) abandon(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, err error) {
 	attrs := []any{"group", re.info.Group, "partition", core.Partition(claim.Partition).String(), "worker", claim.WorkerID, "error", err}
 	if !re.info.Pure {
 		attrs = append(attrs, "impure", "the reactor's own work for this batch is done and may be done again by the new claimant")
@@ -964,12 +965,12 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	var handled []BatchHandled // observed once committed
 	states := rt.txStates(re)
 	ahead := rt.inlineAhead()
-	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *ClaimedPartition) error {
+	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *driver.ClaimedPartition) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
 		afters = afters[:0]
 		states.reset()
-		claims := []*ClaimedPartition{c}
+		claims := []*driver.ClaimedPartition{c}
 		for n := 0; ; {
 			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 {
 				more, err := rt.claimMore(tx, re, workerID, k)
@@ -1073,7 +1074,7 @@ type inlineBatch struct {
 
 // queries reports whether a message of claim is decided on a query of
 // its own (effects.Querier).
-func (rt *Router) queries(re *reactor, claim *ClaimedPartition) bool {
+func (rt *Router) queries(re *reactor, claim *driver.ClaimedPartition) bool {
 	q, ok := re.r.(effects.Querier)
 	if !ok {
 		return false
@@ -1152,9 +1153,9 @@ func (rt *Router) inlineAhead() int {
 }
 
 // positionsMaySkip reports whether store hands positions out to
-// transactions in flight at once (SkippingPositions).
+// transactions in flight at once (driver.SkippingPositions).
 func positionsMaySkip(store Store) bool {
-	sp, ok := store.(SkippingPositions)
+	sp, ok := store.(driver.SkippingPositions)
 	return ok && sp.PositionsMaySkip()
 }
 
@@ -1164,7 +1165,7 @@ func positionsMaySkip(store Store) bool {
 // position drawn by an open transaction is a hole that no reader passes
 // until the transaction ends: every message appended after it stays
 // invisible, and its append waits, that long. So the transaction ends
-// when the store says an append waits (AppendWaiter; always, on a store
+// when the store says an append waits (driver.AppendWaiter; always, on a store
 // that cannot tell). Measured on BenchmarkPostgresEndToEnd (an appender
 // beside the workers): the server-side wait for such holes averaged
 // 14.8 ms a statement with transactions of 20 ms, and committing after
@@ -1176,12 +1177,12 @@ func holdsBack(store Store) bool {
 	if !positionsMaySkip(store) {
 		return false
 	}
-	w, ok := store.(AppendWaiter)
+	w, ok := store.(driver.AppendWaiter)
 	return !ok || w.AppendsWaiting()
 }
 
 // process handles the claim once: history, reactor, signals, ack.
-func (rt *Router) process(ctx context.Context, re *reactor, claim *ClaimedPartition) error {
+func (rt *Router) process(ctx context.Context, re *reactor, claim *driver.ClaimedPartition) error {
 	started := time.Now()
 	pairs, handleErr, err := rt.handle(ctx, re, claim, storeReader{ctx, rt.store})
 	if err != nil {
@@ -1220,14 +1221,14 @@ func (r storeReader) Read(conds []core.Condition, opts ReadOptions) (ReadResult,
 // handle reads the claim's history through read, when the reactor wants
 // one, and runs the reactor on the claim. err is the store's (the history
 // read); handleErr the reactor's, with the pairs of the messages before it.
-func (rt *Router) handle(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handle(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	return rt.handleWith(ctx, re, claim, read, nil)
 }
 
 // handleWith is handle; with states (the pure path's, in its write
 // transaction) a cached reactor's history is read and folded from the
 // state kept for the partition, and the state folded goes to states.
-func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, read historyReader, states *txStates) (pairs []effects.Pair, handleErr, err error) {
 	if len(re.info.PartitionBy) > 0 && len(claim.Messages) > 0 {
 		// A partition with an empty key value was made by a message that
 		// carries the key empty: refuse it rather than decide every such
@@ -1272,7 +1273,7 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *ClaimedPar
 // (see HistoryKeeper), the messages after the position of the history
 // kept, appended to it. The history read goes (back) into the cache at
 // once: it holds committed messages only, whatever becomes of the batch.
-func (rt *Router) readHistory(re *reactor, claim *ClaimedPartition, read historyReader) (ReadResult, error) {
+func (rt *Router) readHistory(re *reactor, claim *driver.ClaimedPartition, read historyReader) (ReadResult, error) {
 	if !re.keepsHistory {
 		return read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 	}
@@ -1303,7 +1304,7 @@ func (rt *Router) readHistory(re *reactor, claim *ClaimedPartition, read history
 // claim's last message (claimCovers), so that no read is needed. The
 // guard is the claim's (its conditions are those of the history's
 // types), at the newest position either covers.
-func (rt *Router) historyOfClaim(re *reactor, claim *ClaimedPartition, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
+func (rt *Router) historyOfClaim(re *reactor, claim *driver.ClaimedPartition, kept []core.PositionedMessage, after int64) (ReadResult, bool) {
 	if !rt.claimCovers(re, claim, after) {
 		return ReadResult{}, false
 	}
@@ -1315,7 +1316,7 @@ func (rt *Router) historyOfClaim(re *reactor, claim *ClaimedPartition, kept []co
 // claimAfter is the history claimCovers tells a claim holds: head (a
 // history up to after), then the claim's messages after after, with the
 // claim's guard at the newest position either covers.
-func claimAfter(claim *ClaimedPartition, head []core.PositionedMessage, after int64) ReadResult {
+func claimAfter(claim *driver.ClaimedPartition, head []core.PositionedMessage, after int64) ReadResult {
 	msgs := slices.Clip(head)
 	for _, m := range claim.Messages {
 		if m.Position > after {
@@ -1328,12 +1329,12 @@ func claimAfter(claim *ClaimedPartition, head []core.PositionedMessage, after in
 // claimCovers reports whether claim's messages after position after
 // are the whole history of its partition from after to the claim's last
 // message: the reactor reads as history exactly the types it handles,
-// the claim began at or before after (ClaimedPartition.After: no message between
+// the claim began at or before after (driver.ClaimedPartition.After: no message between
 // the two was handled elsewhere meanwhile), and it was not cut short by
 // the batch size. A workflow's run, handled step after step by the same
 // process, is so (each handling claims the events its last one
 // appended), as is an event-sourced projector following its events.
-func (rt *Router) claimCovers(re *reactor, claim *ClaimedPartition, after int64) bool {
+func (rt *Router) claimCovers(re *reactor, claim *driver.ClaimedPartition, after int64) bool {
 	return re.historyHandled && claim.After <= after && len(claim.Messages) > 0 && len(claim.Messages) < rt.opts.BatchSize
 }
 
@@ -1363,7 +1364,7 @@ func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, 
 		if !has {
 			continue
 		}
-		if err := CheckConditions(rt.store.Registry(), plan.Union); err != nil {
+		if err := driver.CheckConditions(rt.store.Registry(), plan.Union); err != nil {
 			return nil, &core.BatchError{Message: m, Index: i, Err: err}, nil
 		}
 		res, err := read.Read(plan.Union, ReadOptions{})
@@ -1384,7 +1385,7 @@ func (rt *Router) readQueries(q effects.Querier, msgs []core.PositionedMessage, 
 // message); after the commit it runs the after-sync work. A claim without
 // pairs (and no failure) is acknowledged whole. A reactor's failure after
 // some pairs comes back as a *batchFailure: those pairs are committed.
-func (rt *Router) commit(ctx context.Context, re *reactor, claim *ClaimedPartition, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
+func (rt *Router) commit(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, pairs []effects.Pair, handleErr error, then func(tx Tx, acked bool) error) error {
 	var processed int64
 	if len(pairs) > 0 || handleErr == nil { // no pairs and no failure: handled with no effects
 		var afters []func(context.Context) error
@@ -1429,7 +1430,7 @@ func lastSource(pairs []effects.Pair) int64 {
 // source, nothing of the claim was processed, and execute releases it in
 // tx instead (a claim neither acknowledged nor released would strand its
 // partition).
-func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *ClaimedPartition, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
+func (rt *Router) execute(ctx context.Context, tx Tx, re *reactor, claim *driver.ClaimedPartition, pairs []effects.Pair) (afters []func(context.Context) error, acked bool, err error) {
 	if len(pairs) == 0 {
 		// No pairs and no failure: the reactor handled the batch with no
 		// effects, and it is acknowledged whole (released, it would be
@@ -1543,10 +1544,10 @@ func (rt *Router) signals(ctx context.Context, tx Tx, p effects.Pair, bg *batchG
 			if len(s.IDs) == 0 {
 				continue
 			}
-			u, ok := tx.(UnscheduleTx)
+			u, ok := tx.(driver.UnscheduleTx)
 			if !ok {
 				if !rt.noUnschedule.Swap(true) {
-					rt.opts.Logger.WarnContext(ctx, "sourced: the store's transactions cannot withdraw scheduled messages (shell.UnscheduleTx): they stay scheduled and are promoted when due", "tx", fmt.Sprintf("%T", tx))
+					rt.opts.Logger.WarnContext(ctx, "sourced: the store's transactions cannot withdraw scheduled messages (driver.UnscheduleTx): they stay scheduled and are promoted when due", "tx", fmt.Sprintf("%T", tx))
 				}
 				continue
 			}
@@ -1676,7 +1677,7 @@ func (rt *Router) afterSync(ctx context.Context, re *reactor, afters []func(cont
 // afterwards, in the order they were added; a listener that panics is
 // logged and the others still run. A skipped message gives no
 // *GroupFailedError: the group goes on.
-func (rt *Router) fail(ctx context.Context, re *reactor, claim *ClaimedPartition, cause error, processed int64) (*GroupFailedError, error) {
+func (rt *Router) fail(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, cause error, processed int64) (*GroupFailedError, error) {
 	strategy := rt.opts.ErrorStrategy
 	if re.strategy != nil {
 		strategy = *re.strategy
@@ -1774,7 +1775,7 @@ func (rt *Router) decideFailure(ctx context.Context, re *reactor, strategy Error
 
 // skippable tells whether msg, the message a claim failed at, is the
 // first of the claim not processed: skipping it then skips nothing else.
-func skippable(claim *ClaimedPartition, msg core.PositionedMessage, processed int64) bool {
+func skippable(claim *driver.ClaimedPartition, msg core.PositionedMessage, processed int64) bool {
 	if msg.Position <= 0 {
 		return false
 	}
@@ -1892,7 +1893,7 @@ func hooksOf(re *reactor) core.Hooks {
 }
 
 // hasLifecycleHooks reports whether h has a hook an operator command
-// runs: its group is then registered with GroupSpec.Hooks.
+// runs: its group is then registered with driver.GroupSpec.Hooks.
 func hasLifecycleHooks(h core.Hooks) bool {
 	return h.OnStop != nil || h.OnStart != nil || h.OnReset != nil
 }
@@ -1970,7 +1971,7 @@ func (rt *Router) runHooks(ctx context.Context, re *reactor) (ran bool, err erro
 // trying again while the store is busy (a busy store must not leave a hook
 // that ran to be run again after its lease), up to 50 tries (about a
 // second), even when ctx ended: the hook ran.
-func (rt *Router) finishTransition(ctx context.Context, tr *GroupTransition, ran bool) error {
+func (rt *Router) finishTransition(ctx context.Context, tr *driver.GroupTransition, ran bool) error {
 	ctx = context.WithoutCancel(ctx)
 	for try := 0; ; try++ {
 		err := rt.store.FinishTransition(ctx, tr, ran)
@@ -1982,7 +1983,7 @@ func (rt *Router) finishTransition(ctx context.Context, tr *GroupTransition, ran
 }
 
 // runHook runs the hook of one claimed transition, within the lease.
-func (rt *Router) runHook(ctx context.Context, re *reactor, tr *GroupTransition, lease time.Duration) error {
+func (rt *Router) runHook(ctx context.Context, re *reactor, tr *driver.GroupTransition, lease time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, lease)
 	defer cancel()
 	var run func() error

@@ -18,6 +18,7 @@ import (
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/internal/sqlitetest"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -113,8 +114,8 @@ type faultyStore struct {
 	fail func() error
 }
 
-func (f *faultyStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
-	return f.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
+func (f *faultyStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *driver.ClaimedPartition) error) (bool, error) {
+	return f.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *driver.ClaimedPartition) error {
 		return fn(faultyTx{tx, f.fail}, c)
 	})
 }
@@ -124,7 +125,7 @@ type faultyTx struct {
 	fail func() error
 }
 
-func (t faultyTx) Ack(c *shell.ClaimedPartition, position int64) error {
+func (t faultyTx) Ack(c *driver.ClaimedPartition, position int64) error {
 	if err := t.fail(); err != nil {
 		return err
 	}

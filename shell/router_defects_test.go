@@ -14,6 +14,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -157,7 +158,7 @@ func (b *busyWrites) Update(ctx context.Context, fn func(shell.Tx) error) error 
 	return b.Store.Update(ctx, fn)
 }
 
-func (b *busyWrites) Release(ctx context.Context, c *shell.ClaimedPartition) error {
+func (b *busyWrites) Release(ctx context.Context, c *driver.ClaimedPartition) error {
 	if err := b.busy("release"); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -45,8 +46,8 @@ type recordingStore struct {
 	ops     []string
 }
 
-func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
-	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
+func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *driver.ClaimedPartition) error) (bool, error) {
+	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *driver.ClaimedPartition) error {
 		s.ops = append(s.ops, "begin")
 		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
 	})
@@ -82,9 +83,9 @@ func (t *recordingTx) Append(msgs []core.Message, opts shell.AppendOptions) (she
 	return t.Tx.Append(msgs, opts)
 }
 
-func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	*t.ops = append(*t.ops, "claim")
-	return t.Tx.(shell.ClaimManyTx).ClaimMany(group, workerID, batchSize, partitions)
+	return t.Tx.(driver.ClaimManyTx).ClaimMany(group, workerID, batchSize, partitions)
 }
 
 // TestRouterCommitsAppendsThatHoldOthersBack: on a store whose positions

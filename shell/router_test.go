@@ -16,6 +16,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 )
 
@@ -613,7 +614,7 @@ func (c *countingStore) Update(ctx context.Context, fn func(shell.Tx) error) err
 	return c.Store.Update(ctx, fn)
 }
 
-func (c *countingStore) ClaimNext(ctx context.Context, group, workerID string, n int) (*shell.ClaimedPartition, error) {
+func (c *countingStore) ClaimNext(ctx context.Context, group, workerID string, n int) (*driver.ClaimedPartition, error) {
 	c.claims++
 	return c.Store.ClaimNext(ctx, group, workerID, n)
 }

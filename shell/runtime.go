@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // ErrStopTimeout is returned by a stop that gave up waiting for running
@@ -24,13 +25,6 @@ var ErrStopTimeout = errors.New("sourced: stop timed out")
 // have not exited yet: a new run must not share the store with them. Wait
 // for the stuck batch (or cancel it: StopAndCancel), then start again.
 var ErrStillRunning = errors.New("sourced: runtime still running: the workers of a stop that timed out have not exited yet")
-
-// ChangeDetector is implemented by stores that can tell cheaply whether
-// anyone else wrote since the last call (PRAGMA data_version on SQLite):
-// the catch-up poll then polls only when something changed.
-type ChangeDetector interface {
-	Changed(ctx context.Context) (bool, error)
-}
 
 // Runtime is the background side of Sourced: worker goroutines that claim
 // and process the reactors' partitions, woken by the store's notifier, and
@@ -94,7 +88,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	case sc != nil && cfg.Clock == nil:
 		cfg.Clock = sc
 	case sc != nil && !sameClock(cfg.Clock, sc):
-		return nil, fmt.Errorf("%w: Config.Clock is a %T, the store keeps a %T (shell.Clocked): give the clock once, to the store, and leave Config.Clock nil", ErrClockMismatch, cfg.Clock, sc)
+		return nil, fmt.Errorf("%w: Config.Clock is a %T, the store keeps a %T (driver.Clocked): give the clock once, to the store, and leave Config.Clock nil", ErrClockMismatch, cfg.Clock, sc)
 	case cfg.Clock == nil:
 		cfg.Clock = SystemClock{}
 	}
@@ -141,19 +135,10 @@ func (rt *Runtime) Router() *Router { return rt.router }
 // it caches none), for HandleOptions.Cache.
 func (rt *Runtime) StateCache() *StateCache { return rt.router.StateCache() }
 
-// LoggerProvider is the optional interface of a Store that logs: the
-// runtime, the router and Handle's snapshots log through the store's
-// logger (unless Config.Logger sets one), so one logger setting serves
-// the store and the runtime. The SQLite, PostgreSQL and in-memory stores
-// implement it (their Options.Logger); a nil logger means slog.Default().
-type LoggerProvider interface {
-	Logger() *slog.Logger
-}
-
 // storeLogger is the store's logger, when it has one, else
 // slog.Default(): one logger setting for the store and the runtime.
 func storeLogger(store Store) *slog.Logger {
-	if l, ok := store.(LoggerProvider); ok {
+	if l, ok := store.(driver.LoggerProvider); ok {
 		if log := l.Logger(); log != nil {
 			return log
 		}
@@ -350,31 +335,17 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	return rt.Stop(context.WithoutCancel(ctx))
 }
 
-// ScheduleCounter is implemented by stores that count the commits of
-// theirs that scheduled messages (sqlitestore): a runtime's scheduler is
-// then woken by the notifications of those commits only, rather than by
-// every append, each of which made it read when the next message is due.
-// A store whose notifier announces commits it did not make (another
-// process's, through a shared notifier) reports a negative count.
-type ScheduleCounter interface {
-	// ScheduledCommits counts the commits that scheduled messages; a
-	// commit's count is taken before its notification goes out. A
-	// negative count means the store does not count them now (its
-	// notifier may announce commits it did not make).
-	ScheduledCommits() int64
-}
-
 // notified wakes the reactors handling the appended types, and the
 // scheduler (a new scheduled message may be due sooner) unless the store
 // tells that no commit scheduled anything since the last wake (see
-// ScheduleCounter).
+// driver.ScheduleCounter).
 func (rt *Runtime) notified(types []string) {
 	for _, t := range types {
 		for _, re := range rt.byType[t] {
 			rt.queue.push(re)
 		}
 	}
-	if sc, ok := rt.store.(ScheduleCounter); ok {
+	if sc, ok := rt.store.(driver.ScheduleCounter); ok {
 		if n := sc.ScheduledCommits(); n >= 0 && rt.scheduledSeen.Swap(n) == n {
 			return
 		}
@@ -470,7 +441,7 @@ func (rt *Runtime) catchUp(ctx context.Context) error {
 	if rt.runHooks(ctx) {
 		rt.enqueueAll()
 	}
-	if cd, ok := rt.store.(ChangeDetector); ok {
+	if cd, ok := rt.store.(driver.ChangeDetector); ok {
 		changed, err := cd.Changed(ctx)
 		if err != nil {
 			return err
@@ -522,7 +493,7 @@ func (rt *Runtime) reap(ctx context.Context) error {
 		return err
 	}
 	now := rt.cfg.Clock.Now()
-	if r, ok := rt.store.(ClaimRenewer); ok {
+	if r, ok := rt.store.(driver.ClaimRenewer); ok {
 		if held := rt.router.holding.held(); len(held) > 0 {
 			if _, err := r.RenewClaims(ctx, held, now); err != nil {
 				return err

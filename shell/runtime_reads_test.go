@@ -12,6 +12,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -209,7 +210,7 @@ func (s *nextCounter) NextScheduled(ctx context.Context) (time.Time, bool, error
 }
 
 // A runtime on the SQLite store wakes its scheduler for the commits that
-// scheduled messages only (shell.ScheduleCounter), not for every append:
+// scheduled messages only (driver.ScheduleCounter), not for every append:
 // appends of plain messages do not make it read when the next message is
 // due; a scheduled one still wakes it at once (well before its interval).
 func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
@@ -268,7 +269,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	reg := codec.NewRegistry()
 	codec.MustRegister[ledgerEntry](reg, "ledger.entry")
 	codec.MustRegister[ledgerNote](reg, "ledger.note")
-	other, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "other.db"), sqlitestore.Options{Registry: reg, Notifier: new(shell.InlineNotifier)})
+	other, err := sqlitestore.Install(ctx, filepath.Join(t.TempDir(), "other.db"), sqlitestore.Options{Registry: reg, Notifier: new(driver.InlineNotifier)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/sqlitetest"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -290,7 +291,7 @@ func (t readCountingTx) ReadPartition(partition map[string]string, types []strin
 }
 
 func (t readCountingTx) LoadSnapshot(group, partition, version string) (shell.Snapshot, bool, error) {
-	return t.Tx.(shell.SnapshotTx).LoadSnapshot(group, partition, version)
+	return t.Tx.(driver.SnapshotTx).LoadSnapshot(group, partition, version)
 }
 
 // TestSnapshotThatDoesNotDecode: a codec that fails to decode a snapshot

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // StateCache keeps deciders' folded states per partition in memory, so
@@ -321,7 +322,7 @@ func (t *txStates) commit() {
 // history after the state's position (see claimCovers: an event-sourced
 // projector following its events), they are the history, read from no
 // store, and its guard the claim's.
-func (t *txStates) read(rt *Router, re *reactor, claim *ClaimedPartition, read historyReader, ec *effects.Claim) (fold func() any, err error) {
+func (t *txStates) read(rt *Router, re *reactor, claim *driver.ClaimedPartition, read historyReader, ec *effects.Claim) (fold func() any, err error) {
 	k := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: re.stateType}
 	base, after, found := t.take(k)
 	var res ReadResult

@@ -8,23 +8,8 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/shell/driver"
 )
-
-// ClaimRenewer is implemented by stores whose claims a live worker can
-// renew (memstore, sqlitestore and pgstore do; storetest holds them to
-// it). A Runtime renews, on every heartbeat, the claims of the batches its
-// workers are running, so that ReleaseClaimsOlderThan (the reaper's
-// MaxClaimAge) never takes a running batch's claim away: only a claim
-// nobody renews (leaked, or held by a process that stopped renewing) is
-// released by its age. On a store without it, a claim is released at
-// MaxClaimAge whoever holds it, as before.
-type ClaimRenewer interface {
-	// RenewClaims sets the claim time of each claim still held by its
-	// worker (ClaimedPartition.WorkerID holds ClaimedPartition.OffsetID's claim) to at, in one
-	// transaction, and returns how many it renewed: a claim released, or
-	// taken by another worker, is left as it is.
-	RenewClaims(ctx context.Context, claims []*ClaimedPartition, at time.Time) (int, error)
-}
 
 // TimeoutProvider is implemented by hand-written reactors that declare
 // how long one of their batches may run (definitions declare it in
@@ -67,7 +52,7 @@ func (rt *Router) timeoutOf(re *reactor) time.Duration {
 // context is cancelled, and a batch that then fails fails with a
 // *BatchTimeoutError (the reactor's failure, not a cancellation of the
 // worker's: ctx is still live).
-func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
+func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *driver.ClaimedPartition, read historyReader) (pairs []effects.Pair, handleErr, err error) {
 	d := rt.timeoutOf(re)
 	if d <= 0 {
 		return rt.handle(ctx, re, claim, read)
@@ -87,17 +72,17 @@ func (rt *Router) handleTimed(ctx context.Context, re *reactor, claim *ClaimedPa
 }
 
 // holding records the claims each worker is handling, for the runtime to
-// renew (see ClaimRenewer).
+// renew (see driver.ClaimRenewer).
 type holding struct {
 	mu     sync.Mutex
-	claims map[string][]*ClaimedPartition // by worker id
+	claims map[string][]*driver.ClaimedPartition // by worker id
 }
 
-func (h *holding) hold(workerID string, claims []*ClaimedPartition) {
+func (h *holding) hold(workerID string, claims []*driver.ClaimedPartition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.claims == nil {
-		h.claims = map[string][]*ClaimedPartition{}
+		h.claims = map[string][]*driver.ClaimedPartition{}
 	}
 	if len(claims) == 0 {
 		delete(h.claims, workerID)
@@ -107,10 +92,10 @@ func (h *holding) hold(workerID string, claims []*ClaimedPartition) {
 }
 
 // held returns every claim being handled.
-func (h *holding) held() []*ClaimedPartition {
+func (h *holding) held() []*driver.ClaimedPartition {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []*ClaimedPartition
+	var out []*driver.ClaimedPartition
 	for _, cs := range h.claims {
 		out = append(out, cs...)
 	}

@@ -54,7 +54,7 @@ type FaultKind int
 const (
 	NoFault FaultKind = iota
 	// Busy makes the At-th store call (the first write from there)
-	// fail with shell.ErrBusy, writing nothing.
+	// fail with driver.ErrBusy, writing nothing.
 	Busy
 	// Cancel cancels the action's context at the At-th time anything
 	// looks at it (Done or Err): mid-call, at the same moment every run.

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Clock is the simulated clock every component reads (the stores, the
@@ -38,7 +38,7 @@ func (c *Clock) Step(d time.Duration) {
 
 // NewTimer returns a timer that never fires: nothing in a simulation
 // waits on a timer, the simulator runs each task when it chooses.
-func (c *Clock) NewTimer(time.Duration) shell.Timer { return idleTimer{} }
+func (c *Clock) NewTimer(time.Duration) driver.Timer { return idleTimer{} }
 
 type idleTimer struct{}
 

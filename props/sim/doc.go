@@ -54,7 +54,7 @@
 //   - no claim of a dead or silent worker survives a run of the reaper
 //     past its TTL; after the drain no claim is left;
 //   - group statuses move only as the status chart allows
-//     (statechart/groupstatus, through shell.Transition), and only the
+//     (statechart/groupstatus, through driver.Transition), and only the
 //     groups of reactors that fail on purpose ever retry or fail; their
 //     error strategy counts every failure (retry counts strictly increase).
 //

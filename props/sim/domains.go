@@ -12,6 +12,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Domain is an application the simulator runs on the store: its message
@@ -177,7 +178,7 @@ func (*courses) Do(ctx context.Context, c *Client, op int, n int64) error {
 	cmd := enrolOf(n)
 	switch op {
 	case 0:
-		return c.Append(ctx, []core.Message{core.NewMessage(cmd)}, shell.AppendOptions{})
+		return c.Append(ctx, []core.Message{core.NewMessage(cmd)}, driver.AppendOptions{})
 	case 1:
 		return c.Handle(ctx, enrolments, cmd)
 	default:
@@ -188,7 +189,7 @@ func (*courses) Do(ctx context.Context, c *Client, op int, n int64) error {
 		if slices.Contains(s, cmd.StudentID) || len(s) >= Capacity {
 			return nil
 		}
-		err = c.Append(ctx, []core.Message{core.NewMessage(StudentEnrolled(cmd))}, shell.AppendOptions{Guard: &guard})
+		err = c.Append(ctx, []core.Message{core.NewMessage(StudentEnrolled(cmd))}, driver.AppendOptions{Guard: &guard})
 		if errors.Is(err, core.ErrConcurrentAppend) {
 			return nil // another enrolment came first: the guard did its job
 		}
@@ -266,7 +267,7 @@ func (*queue) Failing() []string   { return nil }
 func (q *queue) Deletes() []string { return []string{tQueueJob} }
 
 func (q *queue) Do(ctx context.Context, c *Client, _ int, n int64) error {
-	return c.Append(ctx, []core.Message{core.NewMessage(QueueJob{JobID: "q" + strconv.FormatInt(n, 10)})}, shell.AppendOptions{})
+	return c.Append(ctx, []core.Message{core.NewMessage(QueueJob{JobID: "q" + strconv.FormatInt(n, 10)})}, driver.AppendOptions{})
 }
 
 // Check: a job gone from the log was handled (at least once); once
@@ -334,7 +335,7 @@ func (j *jobs) Do(ctx context.Context, c *Client, op int, n int64) error {
 	if op == 1 {
 		t = JobTask{Job: "poison" + strconv.FormatInt(n, 10), Seq: int(n), Poison: true}
 	}
-	return c.Append(ctx, []core.Message{core.NewMessage(t)}, shell.AppendOptions{})
+	return c.Append(ctx, []core.Message{core.NewMessage(t)}, driver.AppendOptions{})
 }
 
 // Check: the strategy counted each failure (retry counts strictly
@@ -367,9 +368,9 @@ func (j *jobs) Check(v *View, final bool) error {
 	}
 	st := v.Status[gJobs]
 	switch {
-	case poisoned && st != shell.StatusFailed:
+	case poisoned && st != driver.StatusFailed:
 		return fmt.Errorf("a poisoned task was appended, yet after the drain the jobs group is %s, not failed (strategy calls %v)", st, j.callbacks)
-	case !poisoned && st != shell.StatusActive:
+	case !poisoned && st != driver.StatusActive:
 		return fmt.Errorf("no task is poisoned, yet the jobs group is %s", st)
 	case !poisoned:
 		for _, id := range v.AckedOfType(tJobTask) {

@@ -10,6 +10,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/statechart"
 )
 
@@ -94,9 +95,9 @@ func (*doors) Do(ctx context.Context, c *Client, op int, n int64) error {
 	}
 	switch op {
 	case 0:
-		return c.Append(ctx, []core.Message{core.NewMessage(OpenDoor{id})}, shell.AppendOptions{})
+		return c.Append(ctx, []core.Message{core.NewMessage(OpenDoor{id})}, driver.AppendOptions{})
 	case 1:
-		return c.Append(ctx, []core.Message{core.NewMessage(CloseDoor{id})}, shell.AppendOptions{})
+		return c.Append(ctx, []core.Message{core.NewMessage(CloseDoor{id})}, driver.AppendOptions{})
 	}
 	err := c.Handle(ctx, doorsM, cmd)
 	if errors.Is(err, core.ErrNotHandled) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // errCrash is what every store call of a crashed process returns: the
@@ -25,12 +25,12 @@ var errCrash = errors.New("sim: the process crashed")
 // step: what a concurrent process would do at that moment). Nothing here
 // changes what the store does; it only chooses when things happen.
 type faultStore struct {
-	inner shell.Store
+	inner driver.Store
 	w     *World
 	inTx  int // depth of transactions under way (no interleaving inside one)
 }
 
-var _ shell.Store = (*faultStore)(nil)
+var _ driver.Store = (*faultStore)(nil)
 
 // call is the interleaving point of one store call: it returns the error
 // to inject, if any.
@@ -49,13 +49,13 @@ func (f *faultStore) after(err error) error {
 
 func (f *faultStore) Registry() *codec.Registry { return f.inner.Registry() }
 func (f *faultStore) Now() time.Time            { return f.inner.Now() }
-func (f *faultStore) Notifier() shell.Notifier  { return f.inner.Notifier() }
+func (f *faultStore) Notifier() driver.Notifier { return f.inner.Notifier() }
 
-func (f *faultStore) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+func (f *faultStore) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	if err := f.call("Update", true); err != nil {
 		return err
 	}
-	err := f.inner.Update(ctx, func(tx shell.Tx) error {
+	err := f.inner.Update(ctx, func(tx driver.Tx) error {
 		f.inTx++
 		defer func() { f.inTx-- }()
 		err := fn(&faultTx{inner: tx, f: f})
@@ -68,34 +68,34 @@ func (f *faultStore) Update(ctx context.Context, fn func(tx shell.Tx) error) err
 	return f.after(err)
 }
 
-func (f *faultStore) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
-	var res shell.AppendResult
-	err := f.Update(ctx, func(tx shell.Tx) (err error) {
+func (f *faultStore) Append(ctx context.Context, msgs []core.Message, opts driver.AppendOptions) (driver.AppendResult, error) {
+	var res driver.AppendResult
+	err := f.Update(ctx, func(tx driver.Tx) (err error) {
 		res, err = tx.Append(msgs, opts)
 		return err
 	})
 	return res, err
 }
 
-func (f *faultStore) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (f *faultStore) Read(ctx context.Context, conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := f.call("Read", false); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	r, err := f.inner.Read(ctx, conds, opts)
 	return r, f.after(err)
 }
 
-func (f *faultStore) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (f *faultStore) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := f.call("ReadPartition", false); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	r, err := f.inner.ReadPartition(ctx, partition, types, opts)
 	return r, f.after(err)
 }
 
-func (f *faultStore) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
+func (f *faultStore) ReadAll(ctx context.Context, opts driver.ReadAllOptions) (driver.Page, error) {
 	if err := f.call("ReadAll", false); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	p, err := f.inner.ReadAll(ctx, opts)
 	return p, f.after(err)
@@ -109,8 +109,8 @@ func (f *faultStore) ReadCorrelation(ctx context.Context, id uuid.UUID) ([]core.
 	return r, f.after(err)
 }
 
-func (f *faultStore) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return shell.PageMessages(ctx, f.ReadAll, opts)
+func (f *faultStore) All(ctx context.Context, opts driver.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return driver.PageMessages(ctx, f.ReadAll, opts)
 }
 
 func (f *faultStore) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
@@ -129,9 +129,9 @@ func (f *faultStore) NextScheduled(ctx context.Context) (time.Time, bool, error)
 	return t, ok, f.after(err)
 }
 
-func (f *faultStore) Stats(ctx context.Context) (shell.Stats, error) {
+func (f *faultStore) Stats(ctx context.Context) (driver.Stats, error) {
 	if err := f.call("Stats", false); err != nil {
-		return shell.Stats{}, err
+		return driver.Stats{}, err
 	}
 	s, err := f.inner.Stats(ctx)
 	return s, f.after(err)
@@ -149,7 +149,7 @@ func (f *faultStore) Close() error { return f.inner.Close() }
 // Housekeep forwards the SQLite store's upkeep (a Runtime's reaper calls
 // it).
 func (f *faultStore) Housekeep(ctx context.Context) error {
-	h, ok := f.inner.(shell.Housekeeper)
+	h, ok := f.inner.(driver.Housekeeper)
 	if !ok {
 		return nil
 	}
@@ -162,7 +162,7 @@ func (f *faultStore) Housekeep(ctx context.Context) error {
 // Changed forwards the SQLite store's change detection (the catch-up
 // poll's); a store without one always changed.
 func (f *faultStore) Changed(ctx context.Context) (bool, error) {
-	cd, ok := f.inner.(shell.ChangeDetector)
+	cd, ok := f.inner.(driver.ChangeDetector)
 	if !ok {
 		return true, nil
 	}
@@ -173,14 +173,14 @@ func (f *faultStore) Changed(ctx context.Context) (bool, error) {
 	return c, f.after(err)
 }
 
-func (f *faultStore) RegisterGroup(ctx context.Context, g shell.GroupSpec) error {
+func (f *faultStore) RegisterGroup(ctx context.Context, g driver.GroupSpec) error {
 	if err := f.call("RegisterGroup", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.RegisterGroup(ctx, g))
 }
 
-func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if err := f.call("ClaimNext", true); err != nil {
 		return nil, err
 	}
@@ -191,11 +191,11 @@ func (f *faultStore) ClaimNext(ctx context.Context, group, workerID string, batc
 	return c, nil
 }
 
-func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	if err := f.call("ClaimUpdate", true); err != nil {
 		return false, err
 	}
-	did, err := f.inner.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *shell.ClaimedPartition) error {
+	did, err := f.inner.ClaimUpdate(ctx, group, workerID, batchSize, func(tx driver.Tx, c *driver.ClaimedPartition) error {
 		f.inTx++
 		defer func() { f.inTx-- }()
 		err := fn(&faultTx{inner: tx, f: f}, c)
@@ -207,21 +207,21 @@ func (f *faultStore) ClaimUpdate(ctx context.Context, group, workerID string, ba
 	return did, f.after(err)
 }
 
-func (f *faultStore) Release(ctx context.Context, c *shell.ClaimedPartition) error {
+func (f *faultStore) Release(ctx context.Context, c *driver.ClaimedPartition) error {
 	if err := f.call("Release", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.Release(ctx, c))
 }
 
-func (f *faultStore) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
+func (f *faultStore) Ack(ctx context.Context, c *driver.ClaimedPartition, position int64) error {
 	if err := f.call("Ack", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.Ack(ctx, c, position))
 }
 
-func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
+func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]driver.ParkedPartition, error) {
 	if err := f.call("ParkedPartitions", false); err != nil {
 		return nil, err
 	}
@@ -229,25 +229,25 @@ func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]shel
 	return out, f.after(err)
 }
 
-func (f *faultStore) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+func (f *faultStore) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	if err := f.call("RetryPartition", true); err != nil {
-		return shell.ParkedPartition{}, err
+		return driver.ParkedPartition{}, err
 	}
 	out, err := f.inner.RetryPartition(ctx, group, partition)
 	return out, f.after(err)
 }
 
-func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	if err := f.call("SkipFailedMessage", true); err != nil {
-		return shell.ParkedPartition{}, err
+		return driver.ParkedPartition{}, err
 	}
 	out, err := f.inner.SkipFailedMessage(ctx, group, partition)
 	return out, f.after(err)
 }
 
-func (f *faultStore) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+func (f *faultStore) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	if err := f.call("ResetPartition", true); err != nil {
-		return shell.ParkedPartition{}, err
+		return driver.ParkedPartition{}, err
 	}
 	out, err := f.inner.ResetPartition(ctx, group, partition)
 	return out, f.after(err)
@@ -267,7 +267,7 @@ func (f *faultStore) StartGroup(ctx context.Context, group string) error {
 	return f.after(f.inner.StartGroup(ctx, group))
 }
 
-func (f *faultStore) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
+func (f *faultStore) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*driver.GroupTransition, error) {
 	if err := f.call("ClaimTransition", true); err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (f *faultStore) ClaimTransition(ctx context.Context, group, claimant string
 	return out, f.after(err)
 }
 
-func (f *faultStore) FinishTransition(ctx context.Context, t *shell.GroupTransition, ran bool) error {
+func (f *faultStore) FinishTransition(ctx context.Context, t *driver.GroupTransition, ran bool) error {
 	if err := f.call("FinishTransition", true); err != nil {
 		return err
 	}
@@ -289,31 +289,31 @@ func (f *faultStore) ResetGroup(ctx context.Context, group string) error {
 	return f.after(f.inner.ResetGroup(ctx, group))
 }
 
-func (f *faultStore) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
+func (f *faultStore) RetryGroup(ctx context.Context, group string, at time.Time, failure driver.Failure) error {
 	if err := f.call("RetryGroup", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.RetryGroup(ctx, group, at, failure))
 }
 
-func (f *faultStore) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
+func (f *faultStore) FailGroup(ctx context.Context, group string, failure driver.Failure) error {
 	if err := f.call("FailGroup", true); err != nil {
 		return err
 	}
 	return f.after(f.inner.FailGroup(ctx, group, failure))
 }
 
-func (f *faultStore) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (shell.GroupState, error) {
+func (f *faultStore) ChangeGroup(ctx context.Context, group string, decide func(driver.GroupState) (driver.GroupChange, error)) (driver.GroupState, error) {
 	if err := f.call("ChangeGroup", true); err != nil {
-		return shell.GroupState{}, err
+		return driver.GroupState{}, err
 	}
 	st, err := f.inner.ChangeGroup(ctx, group, decide)
 	return st, f.after(err)
 }
 
-func (f *faultStore) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
+func (f *faultStore) Group(ctx context.Context, group string) (driver.GroupInfo, error) {
 	if err := f.call("Group", false); err != nil {
-		return shell.GroupInfo{}, err
+		return driver.GroupInfo{}, err
 	}
 	g, err := f.inner.Group(ctx, group)
 	return g, f.after(err)
@@ -341,7 +341,7 @@ func (f *faultStore) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl 
 	return n, f.after(err)
 }
 
-func (f *faultStore) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]shell.Offset, error) {
+func (f *faultStore) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]driver.Offset, error) {
 	if err := f.call("ReleaseClaimsOlderThan", true); err != nil {
 		return nil, err
 	}
@@ -372,16 +372,16 @@ func (f *faultStore) PruneOrphanKeyPairs(ctx context.Context) (int, error) {
 	return n, f.after(err)
 }
 
-func (f *faultStore) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.OffsetPage, error) {
+func (f *faultStore) ReadOffsets(ctx context.Context, q driver.OffsetQuery) (driver.OffsetPage, error) {
 	if err := f.call("ReadOffsets", false); err != nil {
-		return shell.OffsetPage{}, err
+		return driver.OffsetPage{}, err
 	}
 	p, err := f.inner.ReadOffsets(ctx, q)
 	return p, f.after(err)
 }
 
-func (f *faultStore) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return func(yield func(shell.Offset, error) bool) {
+func (f *faultStore) Offsets(ctx context.Context, q driver.OffsetQuery) iter.Seq2[driver.Offset, error] {
+	return func(yield func(driver.Offset, error) bool) {
 		for o, err := range f.inner.Offsets(ctx, q) {
 			if !yield(o, err) || err != nil {
 				return
@@ -395,36 +395,36 @@ func (f *faultStore) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2
 // of a transaction), but nothing else runs inside a transaction: it holds
 // the store's write lock.
 type faultTx struct {
-	inner shell.Tx
+	inner driver.Tx
 	f     *faultStore
 }
 
 func (t *faultTx) point(name string) error { return t.f.call("tx."+name, true) }
 
-func (t *faultTx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+func (t *faultTx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.AppendResult, error) {
 	if err := t.point("Append"); err != nil {
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
 	return t.inner.Append(msgs, opts)
 }
 
-func (t *faultTx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *faultTx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.point("Read"); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	return t.inner.Read(conds, opts)
 }
 
-func (t *faultTx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *faultTx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.point("ReadPartition"); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	return t.inner.ReadPartition(partition, types, opts)
 }
 
-func (t *faultTx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+func (t *faultTx) ReadAll(opts driver.ReadAllOptions) (driver.Page, error) {
 	if err := t.point("ReadAll"); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	return t.inner.ReadAll(opts)
 }
@@ -438,21 +438,21 @@ func (t *faultTx) LastPosition() (int64, error) {
 
 func (t *faultTx) Context() core.SyncTx { return t.inner.Context() }
 
-func (t *faultTx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+func (t *faultTx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if err := t.point("ClaimNext"); err != nil {
 		return nil, err
 	}
 	return t.inner.ClaimNext(group, workerID, batchSize)
 }
 
-func (t *faultTx) Ack(c *shell.ClaimedPartition, position int64) error {
+func (t *faultTx) Ack(c *driver.ClaimedPartition, position int64) error {
 	if err := t.point("Ack"); err != nil {
 		return err
 	}
 	return t.inner.Ack(c, position)
 }
 
-func (t *faultTx) Release(c *shell.ClaimedPartition) error {
+func (t *faultTx) Release(c *driver.ClaimedPartition) error {
 	if err := t.point("Release"); err != nil {
 		return err
 	}
@@ -474,14 +474,14 @@ func (t *faultTx) AdvanceOffset(group string, partition map[string]string, posit
 }
 
 // Unschedule withdraws scheduled messages through the inner transaction
-// (every store under simulation has shell.UnscheduleTx): a workflow's
+// (every store under simulation has driver.UnscheduleTx): a workflow's
 // receive that got its signal withdraws its timeout so, and the
 // simulation strikes there too.
 func (t *faultTx) Unschedule(ids ...uuid.UUID) (int, error) {
 	if err := t.point("Unschedule"); err != nil {
 		return 0, err
 	}
-	u, ok := t.inner.(shell.UnscheduleTx)
+	u, ok := t.inner.(driver.UnscheduleTx)
 	if !ok {
 		return 0, fmt.Errorf("sim: %T cannot withdraw scheduled messages", t.inner)
 	}
@@ -489,14 +489,14 @@ func (t *faultTx) Unschedule(ids ...uuid.UUID) (int, error) {
 }
 
 // ClaimMany claims several partitions through the inner transaction
-// (every store under simulation has shell.ClaimManyTx), as the router
+// (every store under simulation has driver.ClaimManyTx), as the router
 // does for a queue and, on a store whose positions may skip, for a pure
 // reactor.
-func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	if err := t.point("ClaimMany"); err != nil {
 		return nil, err
 	}
-	m, ok := t.inner.(shell.ClaimManyTx)
+	m, ok := t.inner.(driver.ClaimManyTx)
 	if !ok {
 		return nil, fmt.Errorf("sim: %T cannot claim several partitions at once", t.inner)
 	}
@@ -504,12 +504,12 @@ func (t *faultTx) ClaimMany(group, workerID string, batchSize, partitions int) (
 }
 
 var (
-	_ shell.UnscheduleTx = (*faultTx)(nil)
-	_ shell.ClaimManyTx  = (*faultTx)(nil)
+	_ driver.UnscheduleTx = (*faultTx)(nil)
+	_ driver.ClaimManyTx  = (*faultTx)(nil)
 )
 
 // busy is the error an injected ErrBusy fault returns: what a store
 // returns when another process held its write lock too long.
 func busy(name string) error {
-	return fmt.Errorf("sim: %s: another process holds the write lock: %w", name, shell.ErrBusy)
+	return fmt.Errorf("sim: %s: another process holds the write lock: %w", name, driver.ErrBusy)
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Plan draws a run from a seed: its setup (store aside, which the caller
@@ -298,7 +298,7 @@ func (w *World) drain() error {
 
 // claimsLeft tells whether any partition is claimed.
 func (w *World) claimsLeft() bool {
-	for o, err := range w.inner.Offsets(context.Background(), shell.OffsetQuery{Limit: 500}) {
+	for o, err := range w.inner.Offsets(context.Background(), driver.OffsetQuery{Limit: 500}) {
 		if err != nil || o.Claimed {
 			return true
 		}

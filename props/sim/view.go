@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -17,8 +17,8 @@ import (
 // The stores a run uses list their schedule: a message acknowledged but
 // scheduled is not lost.
 var (
-	_ shell.ScheduleReader = (*memstore.Store)(nil)
-	_ shell.ScheduleReader = (*sqlitestore.Store)(nil)
+	_ driver.ScheduleReader = (*memstore.Store)(nil)
+	_ driver.ScheduleReader = (*sqlitestore.Store)(nil)
 )
 
 // View is what the invariants look at after a step: the whole log read
@@ -32,18 +32,18 @@ type View struct {
 	// Acked are the messages whose append (or Handle) was acknowledged.
 	Acked map[uuid.UUID]core.Message
 	// Status is each group's status.
-	Status map[string]shell.Status
+	Status map[string]driver.Status
 	// Groups are the groups' figures.
-	Groups []shell.GroupInfo
+	Groups []driver.GroupInfo
 	// Offsets are every partition's offset.
-	Offsets []shell.Offset
+	Offsets []driver.Offset
 	// Scheduled indexes the messages waiting in the schedule by id.
 	Scheduled map[uuid.UUID]core.Message
 	// MaxPosition is the store's newest position.
 	MaxPosition int64
 	// Store is the store under simulation, without faults, for a domain
 	// check that loads state (shell.Load, shell.LoadMachine).
-	Store shell.Store
+	Store driver.Store
 
 	ackedIDs []uuid.UUID // Acked's ids in the order they were acked
 }
@@ -94,15 +94,15 @@ func (v *View) ExactlyOnce(cmd string, outcomes []string, final bool) error {
 // view reads the store's state.
 func (w *World) view() (*View, error) {
 	ctx := context.Background()
-	v := &View{Store: w.inner, ByID: map[uuid.UUID]core.PositionedMessage{}, Acked: w.acked, Status: map[string]shell.Status{}, ackedIDs: w.ackedOrder}
-	for m, err := range w.inner.All(ctx, shell.ReadAllOptions{Limit: 500}) {
+	v := &View{Store: w.inner, ByID: map[uuid.UUID]core.PositionedMessage{}, Acked: w.acked, Status: map[string]driver.Status{}, ackedIDs: w.ackedOrder}
+	for m, err := range w.inner.All(ctx, driver.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			return nil, err
 		}
 		v.Log = append(v.Log, m)
 	}
 	v.Scheduled = map[uuid.UUID]core.Message{}
-	if rs, ok := w.inner.(shell.ScheduleReader); ok {
+	if rs, ok := w.inner.(driver.ScheduleReader); ok {
 		ms, err := rs.ReadScheduled(ctx, 0)
 		if err != nil {
 			return nil, err
@@ -119,7 +119,7 @@ func (w *World) view() (*View, error) {
 	for _, g := range st.Groups {
 		v.Status[g.ID] = g.Status
 	}
-	for o, err := range w.inner.Offsets(ctx, shell.OffsetQuery{Limit: 500}) {
+	for o, err := range w.inner.Offsets(ctx, driver.OffsetQuery{Limit: 500}) {
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +214,7 @@ func (w *World) check(final bool) error {
 			return &Violation{"group status chart", fmt.Errorf("group %s went from %s to %s, which no command of the status chart does", g.ID, prev, g.Status)}
 		}
 		w.status[g.ID] = g.Status
-		if g.Status != shell.StatusActive && !mayFail[g.ID] {
+		if g.Status != driver.StatusActive && !mayFail[g.ID] {
 			return &Violation{"groups stay active", fmt.Errorf("group %s is %s (failure: %s %q at position %d), but its reactor never fails", g.ID, g.Status, g.Failure.ErrorType, g.Failure.Error, g.Failure.Position)}
 		}
 	}
@@ -238,9 +238,9 @@ func hbText(t time.Time, ok bool) string {
 
 // reachable tells whether one command of the status chart moves a group
 // from one status to the other.
-func reachable(group string, from, to shell.Status) bool {
-	for _, c := range []shell.GroupCommand{shell.CmdStart, shell.CmdStop, shell.CmdReset, shell.CmdRetry, shell.CmdRecover, shell.CmdFail} {
-		if next, err := shell.Transition(group, from, c); err == nil && next == to {
+func reachable(group string, from, to driver.Status) bool {
+	for _, c := range []driver.GroupCommand{driver.CmdStart, driver.CmdStop, driver.CmdReset, driver.CmdRetry, driver.CmdRecover, driver.CmdFail} {
+		if next, err := driver.Transition(group, from, c); err == nil && next == to {
 			return true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -61,7 +62,7 @@ type World struct {
 	setup   Setup
 	clock   *Clock
 	reg     *codec.Registry
-	inner   shell.Store // the real store
+	inner   driver.Store // the real store
 	store   *faultStore
 	domains []Domain
 	procs   []*process
@@ -84,7 +85,7 @@ type World struct {
 	liveWorker map[string]bool
 	reaps      []reap // reaper runs during the step
 	offsets    map[string]int64
-	status     map[string]shell.Status
+	status     map[string]driver.Status
 	deletes    map[string]bool // types deleted on ack
 	high       int64           // the highest position known given
 
@@ -102,7 +103,7 @@ func newWorld(s Setup) (*World, error) {
 		s.Domains = DomainNames
 	}
 	w := &World{setup: s, clock: NewClock(), reg: codec.NewRegistry(), acked: map[uuid.UUID]core.Message{}, handled: map[uuid.UUID]bool{},
-		heartbeats: map[string]time.Time{}, liveWorker: map[string]bool{}, offsets: map[string]int64{}, status: map[string]shell.Status{}, deletes: map[string]bool{}}
+		heartbeats: map[string]time.Time{}, liveWorker: map[string]bool{}, offsets: map[string]int64{}, status: map[string]driver.Status{}, deletes: map[string]bool{}}
 	for _, name := range s.Domains {
 		mk, ok := Domains[name]
 		if !ok {
@@ -315,13 +316,13 @@ func (w *World) logf(format string, args ...any) {
 // Client is what a domain's client operations use: the store (faults
 // included) and the appends it acknowledges.
 type Client struct {
-	Store shell.Store
+	Store driver.Store
 	w     *World
 }
 
 // Append appends msgs and records them as acknowledged when the append
 // returns no error.
-func (c *Client) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) error {
+func (c *Client) Append(ctx context.Context, msgs []core.Message, opts driver.AppendOptions) error {
 	res, err := c.Store.Append(ctx, msgs, opts)
 	if err != nil {
 		return err
@@ -435,7 +436,7 @@ func errText(err error) string {
 		return "error: crashed"
 	case errors.Is(err, context.Canceled):
 		return "error: canceled"
-	case errors.Is(err, shell.ErrBusy):
+	case errors.Is(err, driver.ErrBusy):
 		return "error: busy"
 	}
 	return strings.ReplaceAll(err.Error(), "\n", "; ")

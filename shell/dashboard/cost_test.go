@@ -21,6 +21,7 @@ import (
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/dashboard"
 	"github.com/sourced-go/sourced/shell/dashboard/internal/demo"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
@@ -80,7 +81,7 @@ func (c *counting) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.
 }
 
 func (c *counting) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return shell.PageOffsets(ctx, c.ReadOffsets, q)
+	return driver.PageOffsets(ctx, c.ReadOffsets, q)
 }
 
 func (c *counting) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
@@ -190,7 +191,7 @@ func costEnv(t *testing.T, pending, parked int, opts dashboard.Options) (*env, *
 	if _, err := app.Seed(ctx, inner); err != nil {
 		t.Fatal(err)
 	}
-	if err := inner.RegisterGroup(ctx, shell.GroupSpec{ID: bigGroup, PartitionBy: []string{"student_id"}, Handled: []string{"courses.welcome_sent"}}); err != nil {
+	if err := inner.RegisterGroup(ctx, driver.GroupSpec{ID: bigGroup, PartitionBy: []string{"student_id"}, Handled: []string{"courses.welcome_sent"}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := make([]core.Message, pending)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // actions are the operator actions the dashboard offers, in button order.
@@ -641,7 +642,7 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request) {
 	if next, ok, err := d.store.NextScheduled(ctx); err == nil && ok {
 		data.Next = next
 	}
-	if sr, ok := d.store.(shell.ScheduleReader); ok {
+	if sr, ok := d.store.(driver.ScheduleReader); ok {
 		data.Supported = true
 		msgs, err := sr.ReadScheduled(ctx, 200)
 		var de *shell.DecodeError

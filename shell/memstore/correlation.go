@@ -10,7 +10,7 @@ import (
 
 // ReadCorrelation returns, in position order, every message of the log
 // sharing the correlation id of the message messageID (its whole causal
-// chain); see shell.Store.ReadCorrelation. An id not in the log (unknown,
+// chain); see driver.Store.ReadCorrelation. An id not in the log (unknown,
 // or of a scheduled message) gives no messages.
 func (s *Store) ReadCorrelation(ctx context.Context, messageID uuid.UUID) ([]core.PositionedMessage, error) {
 	if err := s.rlock(ctx); err != nil {

@@ -1,8 +1,8 @@
 // Package memstore is the in-memory twin of the SQLite message store: a
-// shell.Store that keeps the log, its key-pair index and the schedule in
+// driver.Store that keeps the log, its key-pair index and the schedule in
 // memory, for tests and examples that need a store but no database.
 //
-// It behaves like the SQLite store in everything the shell.Store contract
+// It behaves like the SQLite store in everything the driver.Store contract
 // says, and passes the same conformance suite (package storetest):
 //
 //   - appends stamp messages (UUID v7 ids, the store's clock, causation and
@@ -15,7 +15,7 @@
 //     partitions (conditional AND) and guards see the same messages;
 //   - a guarded append that conflicts returns a *core.ConflictError carrying
 //     the conflicting messages and writes nothing; so do an unregistered or
-//     invalid payload and a duplicate id (shell.ErrDuplicateID);
+//     invalid payload and a duplicate id (driver.ErrDuplicateID);
 //   - messages dated after the store's clock go to the schedule and enter the
 //     log when PromoteScheduled is called at or after their time;
 //   - Update runs a function in one transaction that sees its own writes and
@@ -23,12 +23,12 @@
 //     told about appended types only after the commit;
 //   - input that could never work is refused with the same errors: indexed
 //     text that is not UTF-8, conditions that could never match
-//     (shell.CheckConditions), an ack past the claim, a negative claim ttl;
+//     (driver.CheckConditions), an ack past the claim, a negative claim ttl;
 //   - the test helpers of the SQLite store that are not about files are
 //     here too: Clear (empty the store, positions from 1 again) and
 //     ReadScheduled.
 //
-// It also implements shell.Groups, and its transactions shell.GroupTx, and
+// It also implements driver.Groups, and its transactions driver.GroupTx, and
 // passes storetest.RunGroups:
 //
 //   - each registered group keeps its offsets (one per partition) in

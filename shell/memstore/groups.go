@@ -15,12 +15,12 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 var (
-	_ shell.Groups  = (*Store)(nil)
-	_ shell.GroupTx = (*tx)(nil)
+	_ driver.Groups  = (*Store)(nil)
+	_ driver.GroupTx = (*tx)(nil)
 )
 
 // group is a registered consumer group with its offsets.
@@ -40,9 +40,9 @@ type groupState struct {
 	partitionBy []string // sorted; empty for an id-partitioned group
 	exclusive   bool
 	handled     []string
-	status      shell.Status
+	status      driver.Status
 	retryAt     time.Time
-	failure     shell.Failure
+	failure     driver.Failure
 	highest     int64
 	// replay holds, per partition key, how far the partition had been
 	// acknowledged when the group was last reset: a claim up to there is a
@@ -61,7 +61,7 @@ type groupState struct {
 	// holds any.
 	hooks               bool
 	transitions, hooked int64
-	pending             []shell.GroupTransition
+	pending             []driver.GroupTransition
 	hookBy              string
 	hookAt              time.Time
 }
@@ -96,7 +96,7 @@ type offsetState struct {
 
 // parking is a parked partition's record.
 type parking struct {
-	failure shell.Failure
+	failure driver.Failure
 	at      time.Time
 }
 
@@ -346,50 +346,34 @@ func (s *Store) group(id string) (*group, error) {
 	if g, ok := s.groups[id]; ok {
 		return g, nil
 	}
-	return nil, &shell.UnknownGroupError{Group: id, Known: slices.Sorted(maps.Keys(s.groups))}
+	return nil, &driver.UnknownGroupError{Group: id, Known: slices.Sorted(maps.Keys(s.groups))}
 }
 
 // RegisterGroup creates the group (active) or updates it, keeping its
-// status, failure, offsets and highest position; see shell.Groups. A new
+// status, failure, offsets and highest position; see driver.Groups. A new
 // group, or one whose partitioning or handled types change, discovers its
 // partitions in the whole log at once, so messages appended before it was
 // registered are claimed too.
-func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
+func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error {
+	spec, err := driver.NormalizeGroupSpec(s.reg, spec)
+	if err != nil {
 		return err
 	}
-	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
-		return fmt.Errorf("memstore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
-	}
-	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
+	handled, partitionBy, label := spec.Handled, spec.PartitionBy, spec.Label
 	types := make([]*codec.Type, len(handled))
 	for i, name := range handled {
 		types[i], _ = s.reg.ByName(name) // checked by CheckGroupSpec
 	}
-	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
-	label := spec.Label
-	if label == "" {
-		label = spec.ID
-	}
 	return s.write(ctx, func(t *tx) error {
 		for _, o := range s.groupsByID() {
-			if o.id == spec.ID || !spec.Exclusive && !o.exclusive {
-				continue
-			}
-			var shared []string
-			for _, typ := range handled {
-				if o.handles(typ) {
-					shared = append(shared, typ)
-				}
-			}
-			if len(shared) > 0 {
-				return &shell.GroupConflictError{Group: spec.ID, Other: o.id, Types: shared}
+			if err := driver.CheckGroupConflict(spec, o.id, o.exclusive, o.handles); err != nil {
+				return err
 			}
 		}
 		g, ok := s.groups[spec.ID]
 		if !ok {
 			g = &group{id: spec.ID, offsets: map[string]*offset{}, ready: map[*offset]struct{}{}}
-			g.status = shell.StatusActive
+			g.status = driver.StatusActive
 			s.groups[g.id] = g
 			oldList := s.groupList
 			s.groupList = slices.SortedFunc(maps.Values(s.groups), func(a, b *group) int { return strings.Compare(a.id, b.id) })
@@ -414,11 +398,11 @@ func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
 }
 
 // ClaimNext claims the partition of group with pending work whose offset
-// is furthest behind; see shell.Groups. A group whose last scan found
+// is furthest behind; see driver.Groups. A group whose last scan found
 // nothing answers without scanning until an append or a release makes it
 // dirty again.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
-	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.ClaimedPartition) error {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *driver.ClaimedPartition, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ driver.Tx, claim *driver.ClaimedPartition) error {
 		c = claim
 		return nil
 	})
@@ -426,9 +410,9 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 }
 
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
-// same transaction; see shell.Groups.
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
-	var c *shell.ClaimedPartition
+// same transaction; see driver.Groups.
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
+	var c *driver.ClaimedPartition
 	err := s.write(ctx, func(t *tx) error {
 		var err error
 		if c, err = t.ClaimNext(group, workerID, batchSize); err != nil || c == nil {
@@ -439,8 +423,8 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	return c != nil, err
 }
 
-// ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+// ClaimNext claims inside the transaction; see driver.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if t.done {
 		return nil, errTxDone
 	}
@@ -453,14 +437,14 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPar
 	return t.claimNext(group, workerID, batchSize)
 }
 
-func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	s := t.s
 	g, err := s.group(group)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	if !shell.Claimable(g.status, g.retryAt, now) || len(g.pending) > 0 {
+	if !driver.Claimable(g.status, g.retryAt, now) || len(g.pending) > 0 {
 		return nil, nil
 	}
 	if g.scan < 0 {
@@ -487,7 +471,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPar
 		return nil, fmt.Errorf("memstore: internal error: offset %d of %s is pending at %v but holds no message", off.id, g.id, off.wake)
 	}
 	last := msgs[len(msgs)-1].Position
-	return &shell.ClaimedPartition{
+	return &driver.ClaimedPartition{
 		Group:      g.id,
 		WorkerID:   workerID,
 		OffsetID:   off.id,
@@ -540,19 +524,19 @@ func (s *Store) fetch(g *group, off *offset, n int) ([]core.PositionedMessage, e
 }
 
 // Ack moves the claim's offset to position and frees it, in a transaction
-// of its own; see shell.GroupTx.
-func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
+// of its own; see driver.GroupTx.
+func (s *Store) Ack(ctx context.Context, c *driver.ClaimedPartition, position int64) error {
 	return s.write(ctx, func(t *tx) error { return t.Ack(c, position) })
 }
 
-// Release frees a claim without moving its offset; see shell.Groups.
-func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
+// Release frees a claim without moving its offset; see driver.Groups.
+func (s *Store) Release(ctx context.Context, c *driver.ClaimedPartition) error {
 	return s.write(ctx, func(t *tx) error { return t.Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
-// see shell.GroupTx.
-func (t *tx) Release(c *shell.ClaimedPartition) error {
+// see driver.GroupTx.
+func (t *tx) Release(c *driver.ClaimedPartition) error {
 	off, err := t.held(c, "release")
 	if err != nil {
 		return err
@@ -562,7 +546,7 @@ func (t *tx) Release(c *shell.ClaimedPartition) error {
 }
 
 // held returns the offset of a claim its worker still holds.
-func (t *tx) held(c *shell.ClaimedPartition, verb string) (*offset, error) {
+func (t *tx) held(c *driver.ClaimedPartition, verb string) (*offset, error) {
 	if t.done {
 		return nil, errTxDone
 	}
@@ -575,11 +559,11 @@ func (t *tx) held(c *shell.ClaimedPartition, verb string) (*offset, error) {
 	}
 	i, ok := slices.BinarySearchFunc(t.s.offsets, c.OffsetID, func(o *offset, id int64) int { return cmpInt(o.id, id) })
 	if !ok || t.s.offsets[i].g != g {
-		return nil, fmt.Errorf("memstore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, shell.ErrNotClaimant)
+		return nil, fmt.Errorf("memstore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, driver.ErrNotClaimant)
 	}
 	off := t.s.offsets[i]
 	if !off.claimed || off.claimedBy != c.WorkerID {
-		return nil, fmt.Errorf("memstore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, shell.ErrNotClaimant)
+		return nil, fmt.Errorf("memstore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, driver.ErrNotClaimant)
 	}
 	return off, nil
 }
@@ -610,20 +594,20 @@ func (t *tx) moveTo(off *offset, position int64) {
 // Ack moves the claim's offset to position (never backwards), frees the
 // claim and raises the group's highest position; a retrying group whose
 // failed partition this is recovers. Only the claiming worker may ack.
-func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
+func (t *tx) Ack(c *driver.ClaimedPartition, position int64) error {
 	off, err := t.held(c, "ack")
 	if err != nil {
 		return err
 	}
-	if err := shell.CheckAck(c, position); err != nil {
+	if err := driver.CheckAck(c, position); err != nil {
 		return err
 	}
 	t.moveTo(off, position)
 	t.unclaim(off)
 	g := off.g
-	if g.status == shell.StatusRetrying && g.failure.OffsetID == off.id {
-		next, _ := shell.Transition(g.id, g.status, shell.CmdRecover)
-		g.status, g.retryAt, g.failure = next, time.Time{}, shell.Failure{}
+	if g.status == driver.StatusRetrying && g.failure.OffsetID == off.id {
+		next, _ := driver.Transition(g.id, g.status, driver.CmdRecover)
+		g.status, g.retryAt, g.failure = next, time.Time{}, driver.Failure{}
 	}
 	return nil
 }
@@ -669,7 +653,7 @@ func (t *tx) Delete(positions ...int64) error {
 }
 
 // AdvanceOffset moves a partition's offset to position without a claim;
-// see shell.GroupTx. It returns true when the offset is at or past
+// see driver.GroupTx. It returns true when the offset is at or past
 // position afterwards (moved, or already there), false when a message of
 // the group's handled types lies in the partition between the offset and
 // position, unprocessed.
@@ -721,13 +705,13 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, id string, cmd shell.GroupCommand, change func(t *tx, g *group)) error {
+func (s *Store) operate(ctx context.Context, id string, cmd driver.GroupCommand, change func(t *tx, g *group)) error {
 	return s.write(ctx, func(t *tx) error {
 		g, err := s.group(id)
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(g.id, g.status, cmd)
+		next, err := driver.Transition(g.id, g.status, cmd)
 		if err != nil {
 			return err
 		}
@@ -737,22 +721,22 @@ func (s *Store) operate(ctx context.Context, id string, cmd shell.GroupCommand, 
 		if g.hooks {
 			g.transitions++
 			reason := ""
-			if cmd == shell.CmdStop {
+			if cmd == driver.CmdStop {
 				reason = g.failure.Reason
 			}
-			g.pending = append(slices.Clone(g.pending), shell.GroupTransition{Seq: g.transitions, Command: cmd, Reason: reason, At: s.now()})
+			g.pending = append(slices.Clone(g.pending), driver.GroupTransition{Seq: g.transitions, Command: cmd, Reason: reason, At: s.now()})
 		}
 		return nil
 	})
 }
 
 // ClaimTransition claims the oldest transition of the group whose hook has
-// not run; see shell.Groups.
-func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
-	if err := shell.CheckClaimTransition(claimant, lease); err != nil {
+// not run; see driver.Groups.
+func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*driver.GroupTransition, error) {
+	if err := driver.CheckClaimTransition(claimant, lease); err != nil {
 		return nil, err
 	}
-	var out *shell.GroupTransition
+	var out *driver.GroupTransition
 	err := s.write(ctx, func(t *tx) error {
 		g, err := s.group(group)
 		if err != nil {
@@ -772,15 +756,15 @@ func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now
 }
 
 // FinishTransition records that the hook of a claimed transition ran, or
-// releases it; see shell.Groups.
-func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition, ran bool) error {
+// releases it; see driver.Groups.
+func (s *Store) FinishTransition(ctx context.Context, tr *driver.GroupTransition, ran bool) error {
 	return s.write(ctx, func(t *tx) error {
 		g, err := s.group(tr.Group)
 		if err != nil {
 			return err
 		}
 		if len(g.pending) == 0 || g.pending[0].Seq != tr.Seq || g.hookBy != tr.Claimant {
-			return fmt.Errorf("memstore: finish transition %d of consumer group %s: %w", tr.Seq, g.id, shell.ErrNotClaimant)
+			return fmt.Errorf("memstore: finish transition %d of consumer group %s: %w", tr.Seq, g.id, driver.ErrNotClaimant)
 		}
 		t.saveGroup(g)
 		g.hookBy, g.hookAt = "", time.Time{}
@@ -800,7 +784,7 @@ func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition,
 // StopGroup stops a group, keeping reason in its failure (a failed group
 // keeps its failure fields too).
 func (s *Store) StopGroup(ctx context.Context, id, reason string) error {
-	return s.operate(ctx, id, shell.CmdStop, func(t *tx, g *group) {
+	return s.operate(ctx, id, driver.CmdStop, func(t *tx, g *group) {
 		g.retryAt = time.Time{}
 		g.failure.Reason = reason
 	})
@@ -810,8 +794,8 @@ func (s *Store) StopGroup(ctx context.Context, id, reason string) error {
 // and makes its claim scan dirty; its handled types are announced after
 // the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, id string) error {
-	return s.operate(ctx, id, shell.CmdStart, func(t *tx, g *group) {
-		g.retryAt, g.failure, g.scan = time.Time{}, shell.Failure{}, 0
+	return s.operate(ctx, id, driver.CmdStart, func(t *tx, g *group) {
+		g.retryAt, g.failure, g.scan = time.Time{}, driver.Failure{}, 0
 		t.announce(g)
 	})
 }
@@ -820,10 +804,10 @@ func (s *Store) StartGroup(ctx context.Context, id string) error {
 // replays the log from the beginning once started; the group's status and
 // highest position stay, and each partition remembers how far it had been
 // acknowledged, so that claims up to there report Replaying; the group's
-// snapshots (shell.Snapshot) are deleted. It does nothing else to an
+// snapshots (driver.Snapshot) are deleted. It does nothing else to an
 // exclusive group: a delete-on-ack queue cannot be replayed.
 func (s *Store) ResetGroup(ctx context.Context, id string) error {
-	return s.operate(ctx, id, shell.CmdReset, func(t *tx, g *group) {
+	return s.operate(ctx, id, driver.CmdReset, func(t *tx, g *group) {
 		t.deleteSnapshots(g.id)
 		if g.exclusive {
 			return
@@ -844,26 +828,26 @@ func (s *Store) ResetGroup(ctx context.Context, id string) error {
 
 // RetryGroup moves the group to retrying until at with the failure, when
 // its status accepts it; otherwise the group stays as it is.
-func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
-	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-		return shell.GroupChange{Command: shell.CmdRetry, RetryAt: at, Failure: failure}, nil
+func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure driver.Failure) error {
+	_, err := s.ChangeGroup(ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+		return driver.GroupChange{Command: driver.CmdRetry, RetryAt: at, Failure: failure}, nil
 	})
 	return err
 }
 
 // FailGroup moves the group to failed with the failure, when its status
 // accepts it; otherwise the group stays as it is.
-func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
-	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-		return shell.GroupChange{Command: shell.CmdFail, Failure: failure}, nil
+func (s *Store) FailGroup(ctx context.Context, group string, failure driver.Failure) error {
+	_, err := s.ChangeGroup(ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+		return driver.GroupChange{Command: driver.CmdFail, Failure: failure}, nil
 	})
 	return err
 }
 
 // ChangeGroup decides a worker command on the group's state and applies
-// it, in one transaction; see shell.Groups.
-func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (shell.GroupState, error) {
-	var out shell.GroupState
+// it, in one transaction; see driver.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(driver.GroupState) (driver.GroupChange, error)) (driver.GroupState, error) {
+	var out driver.GroupState
 	err := s.write(ctx, func(t *tx) error {
 		g, err := s.group(group)
 		if err != nil {
@@ -883,28 +867,28 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 }
 
 // change applies a worker command to g, when its status accepts it.
-func (t *tx) change(g *group, ch shell.GroupChange) error {
+func (t *tx) change(g *group, ch driver.GroupChange) error {
 	if ch.Command == "" {
 		return nil
 	}
-	if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail && ch.Command != shell.CmdPark {
+	if ch.Command != driver.CmdRetry && ch.Command != driver.CmdFail && ch.Command != driver.CmdPark {
 		return fmt.Errorf("memstore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", g.id, ch.Command)
 	}
 	f, err := storedFailure(ch.Failure)
 	if err != nil {
 		return err
 	}
-	if ch.Command == shell.CmdPark {
+	if ch.Command == driver.CmdPark {
 		t.park(g, f)
 		return nil
 	}
-	next, err := shell.Transition(g.id, g.status, ch.Command)
+	next, err := driver.Transition(g.id, g.status, ch.Command)
 	if err != nil {
 		return nil // a worker command: the group stays as it is
 	}
 	t.saveGroup(g)
 	g.status, g.failure = next, f
-	if ch.Command == shell.CmdRetry {
+	if ch.Command == driver.CmdRetry {
 		g.retryAt = ch.RetryAt.UTC().Round(0)
 		t.bump(g)
 	} else {
@@ -924,8 +908,8 @@ func (t *tx) announce(g *group) {
 }
 
 // state is the group's status, retry time and failure, copied.
-func (g *group) state() shell.GroupState {
-	st := shell.GroupState{Status: g.status, RetryAt: g.retryAt, Failure: g.failure}
+func (g *group) state() driver.GroupState {
+	st := driver.GroupState{Status: g.status, RetryAt: g.retryAt, Failure: g.failure}
 	if f := g.failure.RetryAt; f != nil {
 		at := *f
 		st.Failure.RetryAt = &at
@@ -935,34 +919,34 @@ func (g *group) state() shell.GroupState {
 
 // storedFailure is the failure as the SQLite store gives it back: through
 // JSON, so that the twins agree on what survives.
-func storedFailure(f shell.Failure) (shell.Failure, error) {
+func storedFailure(f driver.Failure) (driver.Failure, error) {
 	data, err := json.Marshal(f)
 	if err != nil {
-		return shell.Failure{}, fmt.Errorf("memstore: encode failure: %w", err)
+		return driver.Failure{}, fmt.Errorf("memstore: encode failure: %w", err)
 	}
-	var out shell.Failure
+	var out driver.Failure
 	if err := json.Unmarshal(data, &out); err != nil {
-		return shell.Failure{}, fmt.Errorf("memstore: decode failure: %w", err)
+		return driver.Failure{}, fmt.Errorf("memstore: decode failure: %w", err)
 	}
 	return out, nil
 }
 
 // Group returns a group's status and figures.
-func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
+func (s *Store) Group(ctx context.Context, group string) (driver.GroupInfo, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.GroupInfo{}, err
+		return driver.GroupInfo{}, err
 	}
 	defer s.mu.RUnlock()
 	g, err := s.group(group)
 	if err != nil {
-		return shell.GroupInfo{}, err
+		return driver.GroupInfo{}, err
 	}
 	return g.info(), nil
 }
 
 // info describes the group; the caller holds the lock.
-func (g *group) info() shell.GroupInfo {
-	info := shell.GroupInfo{
+func (g *group) info() driver.GroupInfo {
+	info := driver.GroupInfo{
 		ID:              g.id,
 		Label:           g.label,
 		Status:          g.status,
@@ -1004,7 +988,7 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // now-ttl, and those of workers that never heartbeat claimed at or before
 // now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (int, error) {
-	if err := shell.CheckTTL(ttl); err != nil {
+	if err := driver.CheckTTL(ttl); err != nil {
 		return 0, err
 	}
 	cutoff := now.Add(-ttl)
@@ -1030,8 +1014,8 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 
 // ReleaseClaimsOlderThan releases every claim made at or before cutoff,
 // whoever holds it, and returns the released offsets as they were.
-func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]shell.Offset, error) {
-	var out []shell.Offset
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([]driver.Offset, error) {
+	var out []driver.Offset
 	err := s.write(ctx, func(t *tx) error {
 		for _, off := range slices.Clone(s.offsets) {
 			if off.claimed && !off.claimedAt.After(cutoff) {
@@ -1048,14 +1032,14 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) ([
 }
 
 // RenewClaims sets the claim time of each claim its worker still holds to
-// at; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (int, error) {
+// at; see driver.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*driver.ClaimedPartition, at time.Time) (int, error) {
 	n := 0
 	err := s.write(ctx, func(t *tx) error {
 		n = 0
 		for _, c := range claims {
 			off, err := t.held(c, "renew")
-			if errors.Is(err, shell.ErrNotClaimant) || errors.As(err, new(*shell.UnknownGroupError)) {
+			if errors.Is(err, driver.ErrNotClaimant) || errors.As(err, new(*driver.UnknownGroupError)) {
 				continue
 			}
 			if err != nil {
@@ -1160,24 +1144,24 @@ func (s *Store) PruneOrphanKeyPairs(ctx context.Context) (int, error) {
 
 // ReadOffsets returns a page of offsets by ascending id from q.From; Total
 // counts the offsets of q.Group (all groups when empty).
-func (s *Store) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.OffsetPage, error) {
+func (s *Store) ReadOffsets(ctx context.Context, q driver.OffsetQuery) (driver.OffsetPage, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.OffsetPage{}, err
+		return driver.OffsetPage{}, err
 	}
 	defer s.mu.RUnlock()
 	var only *group
 	if q.Group != "" {
 		g, err := s.group(q.Group)
 		if err != nil {
-			return shell.OffsetPage{}, err
+			return driver.OffsetPage{}, err
 		}
 		only = g
 	}
 	limit := q.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
-	page := shell.OffsetPage{Offsets: []shell.Offset{}}
+	page := driver.OffsetPage{Offsets: []driver.Offset{}}
 	if only != nil {
 		page.Total = int64(len(only.offsets))
 	} else {
@@ -1194,24 +1178,24 @@ func (s *Store) ReadOffsets(ctx context.Context, q shell.OffsetQuery) (shell.Off
 	return page, nil
 }
 
-var _ shell.Lagger = (*Store)(nil)
+var _ driver.Lagger = (*Store)(nil)
 
 // GroupLag counts the pending work of group within the bounds of q; see
-// shell.Lagger.
-func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
-	limit, err := shell.CheckLagQuery(q)
+// driver.Lagger.
+func (s *Store) GroupLag(ctx context.Context, group string, q driver.LagQuery) (driver.Lag, error) {
+	limit, err := driver.CheckLagQuery(q)
 	if err != nil {
-		return shell.Lag{}, err
+		return driver.Lag{}, err
 	}
 	if err := s.rlock(ctx); err != nil {
-		return shell.Lag{}, err
+		return driver.Lag{}, err
 	}
 	defer s.mu.RUnlock()
 	g, err := s.group(group)
 	if err != nil {
-		return shell.Lag{}, err
+		return driver.Lag{}, err
 	}
-	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	out := driver.Lag{ByOffset: map[int64]int{}, Limit: limit}
 	var pending []*offset
 	for _, off := range g.offsets {
 		if !off.live {
@@ -1267,8 +1251,8 @@ func (s *Store) pendingCount(g *group, off *offset, limit int) int {
 }
 
 // info describes the offset; the caller holds the lock.
-func (off *offset) info() shell.Offset {
-	return shell.Offset{
+func (off *offset) info() driver.Offset {
+	return driver.Offset{
 		ID:           off.id,
 		Group:        off.g.id,
 		GroupStatus:  off.g.status,
@@ -1283,21 +1267,21 @@ func (off *offset) info() shell.Offset {
 
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
 // The iteration stops at the first error, which it yields.
-func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+func (s *Store) Offsets(ctx context.Context, q driver.OffsetQuery) iter.Seq2[driver.Offset, error] {
+	return driver.PageOffsets(ctx, s.ReadOffsets, q)
 }
 
-var _ shell.ClaimManyTx = (*tx)(nil)
+var _ driver.ClaimManyTx = (*tx)(nil)
 
 // ClaimMany claims, in the transaction, up to partitions partitions of
 // group for workerID, each with up to batchSize of its messages, one after
 // another as ClaimNext claims them (the status gate and the latch
-// included); see shell.ClaimManyTx.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+// included); see driver.ClaimManyTx.
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	if partitions <= 0 {
 		return nil, fmt.Errorf("memstore: claim %d partitions: the partition count must be positive", partitions)
 	}
-	var out []*shell.ClaimedPartition
+	var out []*driver.ClaimedPartition
 	for len(out) < partitions {
 		c, err := t.ClaimNext(group, workerID, batchSize)
 		if err != nil {

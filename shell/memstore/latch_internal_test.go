@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
@@ -21,14 +21,14 @@ func TestLatchIdlePollsDoNotScan(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	var batch []core.Message
 	for i := range 1000 {
 		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
 	}
-	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -59,7 +59,7 @@ func TestLatchIdlePollsDoNotScan(t *testing.T) {
 
 	// An append makes the group dirty; a scan that finds the new work
 	// claims it, and the release of the claim makes it dirty again.
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d7", Name: "y"})}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d7", Name: "y"})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if g.scan < 0 {
@@ -96,7 +96,7 @@ func TestLatchRollback(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.ClaimNext(ctx, group, "w1", 10); c != nil || err != nil {
@@ -104,8 +104,8 @@ func TestLatchRollback(t *testing.T) {
 	}
 	before := s.groups[group].scan
 	errNo := fmt.Errorf("no")
-	err = s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1", Name: "x"})}, shell.AppendOptions{}); err != nil {
+	err = s.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1", Name: "x"})}, driver.AppendOptions{}); err != nil {
 			return err
 		}
 		return errNo
@@ -128,26 +128,26 @@ func TestLatchClaimManyIdleDoesNotScan(t *testing.T) {
 	}
 	s := New(reg)
 	const group = "memstore.devices"
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: group, PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	var batch []core.Message
 	for i := range 100 {
 		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}))
 	}
-	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	many := func() []*shell.ClaimedPartition {
-		var out []*shell.ClaimedPartition
-		err := s.Update(ctx, func(tx shell.Tx) error {
+	many := func() []*driver.ClaimedPartition {
+		var out []*driver.ClaimedPartition
+		err := s.Update(ctx, func(tx driver.Tx) error {
 			var err error
-			out, err = tx.(shell.ClaimManyTx).ClaimMany(group, "w1", 10, 16)
+			out, err = tx.(driver.ClaimManyTx).ClaimMany(group, "w1", 10, 16)
 			if err != nil {
 				return err
 			}
 			for _, c := range out {
-				if err := tx.(shell.GroupTx).Ack(c, c.Last()); err != nil {
+				if err := tx.(driver.GroupTx).Ack(c, c.Last()); err != nil {
 					return err
 				}
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // ErrClosed is returned by every operation on a store after Close.
@@ -28,17 +28,17 @@ type Option func(*Store)
 // WithClock makes the store read the time from now instead of time.Now. The
 // store stamps messages with it and compares message times with it to decide
 // what to schedule. A runtime does not see a bare function: give a
-// shell.Clock with WithSharedClock for one clock that drives both.
+// driver.Clock with WithSharedClock for one clock that drives both.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.now, s.clock = now, nil }
 }
 
 // WithSharedClock makes the store read the time from c, as WithClock
 // does, and keep c for the runtime: a shell.Runtime given no Config.Clock
-// takes it (shell.Clocked), so one clock, a shell.SimClock in a test,
+// takes it (driver.Clocked), so one clock, a driver.SimClock in a test,
 // drives the store's stamps and schedule, the runtime's promotions and
 // timers, and the workflows' sleeps and retries.
-func WithSharedClock(c shell.Clock) Option {
+func WithSharedClock(c driver.Clock) Option {
 	return func(s *Store) {
 		if c != nil {
 			s.clock, s.now = c, c.Now
@@ -47,13 +47,13 @@ func WithSharedClock(c shell.Clock) Option {
 }
 
 // Clock returns the clock given with WithSharedClock, nil without one
-// (shell.Clocked).
-func (s *Store) Clock() shell.Clock { return s.clock }
+// (driver.Clocked).
+func (s *Store) Clock() driver.Clock { return s.clock }
 
 // WithNotifier makes the store announce the distinct types of every
 // committed append (and of every promotion of scheduled messages) to n.
 // Without it the store announces to an InlineNotifier of its own.
-func WithNotifier(n shell.Notifier) Option {
+func WithNotifier(n driver.Notifier) Option {
 	return func(s *Store) { s.notifier = n }
 }
 
@@ -76,13 +76,13 @@ func (s *Store) Logger() *slog.Logger {
 // write to, so it has no methods.
 type TxContext struct{}
 
-// Store is an in-memory shell.Store. Build it with New; it is safe for
+// Store is an in-memory driver.Store. Build it with New; it is safe for
 // concurrent use.
 type Store struct {
 	reg      *codec.Registry
 	now      func() time.Time
-	clock    shell.Clock // the clock shared with a runtime (WithSharedClock)
-	notifier shell.Notifier
+	clock    driver.Clock // the clock shared with a runtime (WithSharedClock)
+	notifier driver.Notifier
 	logger   *slog.Logger
 
 	mu       sync.RWMutex
@@ -103,7 +103,7 @@ type Store struct {
 	workers    map[string]time.Time
 	scans      int // claim scans run (the latch's O(1) polls run none)
 	// snapshots are the deciders' persisted states (see snapshot.go).
-	snapshots map[snapshotKey]shell.Snapshot
+	snapshots map[snapshotKey]driver.Snapshot
 }
 
 // record is a stored message: the envelope, the encoded payload and the key
@@ -122,8 +122,8 @@ type record struct {
 }
 
 var (
-	_ shell.Store   = (*Store)(nil)
-	_ shell.Clocked = (*Store)(nil)
+	_ driver.Store   = (*Store)(nil)
+	_ driver.Clocked = (*Store)(nil)
 )
 
 // New returns an empty store that encodes and decodes payloads with reg.
@@ -139,7 +139,7 @@ func New(reg *codec.Registry, opts ...Option) *Store {
 		o(s)
 	}
 	if s.notifier == nil {
-		s.notifier = &shell.InlineNotifier{}
+		s.notifier = &driver.InlineNotifier{}
 	}
 	return s
 }
@@ -148,7 +148,7 @@ func New(reg *codec.Registry, opts ...Option) *Store {
 func (s *Store) Now() time.Time { return s.now() }
 
 // Notifier returns the notifier the store announces committed appends to.
-func (s *Store) Notifier() shell.Notifier { return s.notifier }
+func (s *Store) Notifier() driver.Notifier { return s.notifier }
 
 // Registry returns the codec registry the store was built with.
 func (s *Store) Registry() *codec.Registry { return s.reg }
@@ -158,8 +158,8 @@ func (s *Store) Registry() *codec.Registry { return s.reg }
 // group changes) is undone (positions are then reused by the next append:
 // the store is exactly as before) and the error is returned or the panic
 // continues. After a commit the notifier is told the distinct types
-// appended to the log. The transaction is also a shell.GroupTx.
-func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+// appended to the log. The transaction is also a driver.GroupTx.
+func (s *Store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return s.write(ctx, func(t *tx) error { return fn(t) })
 }
 
@@ -193,38 +193,38 @@ func (s *Store) write(ctx context.Context, fn func(t *tx) error) error {
 	return nil
 }
 
-// Append appends msgs in a transaction of its own; see shell.Tx.Append.
-func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
-	err = s.Update(ctx, func(tx shell.Tx) error {
+// Append appends msgs in a transaction of its own; see driver.Tx.Append.
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts driver.AppendOptions) (res driver.AppendResult, err error) {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		res, err = tx.Append(msgs, opts)
 		return err
 	})
 	return res, err
 }
 
-// Read returns the messages matching any of conds; see shell.Tx.Read.
-func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+// Read returns the messages matching any of conds; see driver.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	defer s.mu.RUnlock()
 	return s.read(conds, opts)
 }
 
 // ReadPartition reads one partition under conditional AND; see
-// shell.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+// driver.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	defer s.mu.RUnlock()
 	return s.readPartition(partition, types, opts)
 }
 
-// ReadAll returns one page of the log; see shell.ReadAllOptions.
-func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
+// ReadAll returns one page of the log; see driver.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts driver.ReadAllOptions) (driver.Page, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	defer s.mu.RUnlock()
 	return s.readAll(opts)
@@ -233,20 +233,20 @@ func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.P
 // All iterates the log (or the messages matching opts.Conditions) from
 // opts.From in opts.Order, one page of opts.Limit at a time, fetching the
 // next page only when the iteration gets there.
-func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return shell.PageMessages(ctx, s.ReadAll, opts)
+func (s *Store) All(ctx context.Context, opts driver.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return driver.PageMessages(ctx, s.ReadAll, opts)
 }
 
 // PromoteScheduled moves the scheduled messages due at or before now into
 // the log, in the order they were scheduled, keeping their ids and times,
 // and returns how many it moved. Promoted messages are appended like any
 // other: they create the offsets of the consumer groups handling them. A
-// due message that cannot be appended as it is (shell.CheckPromotable) is
+// due message that cannot be appended as it is (driver.CheckPromotable) is
 // set aside, left in the schedule, while the others are promoted; the
-// error is then a *shell.UnpromotedError listing it.
+// error is then a *driver.UnpromotedError listing it.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
 	n := 0
-	var aside []shell.UnpromotedMessage
+	var aside []driver.UnpromotedMessage
 	err := s.write(ctx, func(t *tx) error {
 		n, aside = 0, nil
 		old := s.schedule
@@ -257,7 +257,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 				continue
 			}
 			if why := s.promotable(&r); why != nil {
-				aside = append(aside, shell.UnpromotedMessage{ID: r.id, Type: r.typ, DueAt: r.createdAt, Err: why})
+				aside = append(aside, driver.UnpromotedMessage{ID: r.id, Type: r.typ, DueAt: r.createdAt, Err: why})
 				kept = append(kept, r)
 				continue
 			}
@@ -272,7 +272,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 		return 0, err
 	}
 	if len(aside) > 0 {
-		return n, &shell.UnpromotedError{Messages: aside}
+		return n, &driver.UnpromotedError{Messages: aside}
 	}
 	return n, nil
 }
@@ -288,7 +288,7 @@ func (s *Store) promotable(r *record) error {
 	if err != nil {
 		return err
 	}
-	return shell.CheckPromotable(typ, m.Message)
+	return driver.CheckPromotable(typ, m.Message)
 }
 
 // NextScheduled returns when the earliest scheduled message is due, and
@@ -351,12 +351,12 @@ func (s *Store) Clear(ctx context.Context) error {
 }
 
 // Stats returns the newest position and the number of scheduled messages.
-func (s *Store) Stats(ctx context.Context) (shell.Stats, error) {
+func (s *Store) Stats(ctx context.Context) (driver.Stats, error) {
 	if err := s.rlock(ctx); err != nil {
-		return shell.Stats{}, err
+		return driver.Stats{}, err
 	}
 	defer s.mu.RUnlock()
-	st := shell.Stats{MaxPosition: s.lastPosition(), Scheduled: int64(len(s.schedule))}
+	st := driver.Stats{MaxPosition: s.lastPosition(), Scheduled: int64(len(s.schedule))}
 	for _, id := range slices.Sorted(maps.Keys(s.groups)) {
 		st.Groups = append(st.Groups, s.groups[id].info())
 	}
@@ -405,12 +405,12 @@ func (s *Store) lastPosition() int64 {
 }
 
 // read implements Read with the lock held.
-func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := shell.CheckConditions(s.reg, conds); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("memstore: read: %w", err)
+func (s *Store) read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
+	if err := driver.CheckConditions(s.reg, conds); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("memstore: read: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
 	match := func(r *record) bool { return core.MatchAny(conds, r.typ, r.keys) }
 	if len(conds) == 0 {
@@ -420,18 +420,18 @@ func (s *Store) read(conds []core.Condition, opts shell.ReadOptions) (shell.Read
 }
 
 // readPartition implements ReadPartition with the lock held.
-func (s *Store) readPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := shell.CheckReadPartition(s.reg, partition, types); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+func (s *Store) readPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+	if err := driver.CheckReadPartition(s.reg, partition, types); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("memstore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
 	typs := make([]*codec.Type, 0, len(types))
 	for _, name := range types {
 		t, err := s.reg.ByName(name)
 		if err != nil {
-			return shell.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
+			return driver.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
 		}
 		typs = append(typs, t)
 	}
@@ -443,7 +443,7 @@ func (s *Store) readPartition(partition map[string]string, types []string, opts 
 		// by its id whatever it was indexed under.
 		u, err := uuid.Parse(id) // checked by CheckReadPartition
 		if err != nil {
-			return shell.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
+			return driver.ReadResult{}, fmt.Errorf("memstore: read partition: %w", err)
 		}
 		match = func(r *record) bool { return r.id == u && slices.Contains(types, r.typ) }
 	}
@@ -451,8 +451,8 @@ func (s *Store) readPartition(partition map[string]string, types []string, opts 
 }
 
 // scan returns the messages selected by match within opts, in position
-// order, and the guard over conds that the read earns (see shell.Tx.Read).
-func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+// order, and the guard over conds that the read earns (see driver.Tx.Read).
+func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	last := s.lastPosition()
 	guardPos := last
 	if opts.Upto > 0 && opts.Upto < last {
@@ -469,7 +469,7 @@ func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts shel
 		}
 		m, err := s.decode(r)
 		if err != nil {
-			return shell.ReadResult{}, err
+			return driver.ReadResult{}, err
 		}
 		msgs = append(msgs, m)
 		if opts.Limit > 0 && len(msgs) == opts.Limit {
@@ -477,19 +477,19 @@ func (s *Store) scan(match func(*record) bool, conds []core.Condition, opts shel
 			break
 		}
 	}
-	return shell.ReadResult{Messages: msgs, Guard: core.Guard{Conditions: conds, LastPosition: guardPos}}, nil
+	return driver.ReadResult{Messages: msgs, Guard: core.Guard{Conditions: conds, LastPosition: guardPos}}, nil
 }
 
 // readAll implements ReadAll with the lock held.
-func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
-	if err := shell.CheckReadAll(s.reg, opts); err != nil {
-		return shell.Page{}, fmt.Errorf("memstore: %w", err)
+func (s *Store) readAll(opts driver.ReadAllOptions) (driver.Page, error) {
+	if err := driver.CheckReadAll(s.reg, opts); err != nil {
+		return driver.Page{}, fmt.Errorf("memstore: %w", err)
 	}
 	limit := opts.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
-	page := shell.Page{LastPosition: s.lastPosition()}
+	page := driver.Page{LastPosition: s.lastPosition()}
 	cursor, ok := opts.Cursor()
 	if !ok {
 		return page, nil
@@ -505,7 +505,7 @@ func (s *Store) readAll(opts shell.ReadAllOptions) (shell.Page, error) {
 		page.Messages = append(page.Messages, m)
 		return len(page.Messages) < limit, nil
 	}
-	if opts.Order == shell.Descending {
+	if opts.Order == driver.Descending {
 		from := cursor
 		if from <= 0 {
 			from = page.LastPosition
@@ -567,7 +567,7 @@ func (s *Store) decode(r *record) (core.PositionedMessage, error) {
 	}, nil
 }
 
-// tx is the shell.Tx (and shell.GroupTx) of an Update. Every change it
+// tx is the driver.Tx (and driver.GroupTx) of an Update. Every change it
 // makes pushes a function that undoes it; a rollback runs them newest
 // first, so each finds the store as the change left it.
 type tx struct {
@@ -623,36 +623,36 @@ func (t *tx) LastPosition() (int64, error) {
 	return t.s.lastPosition(), nil
 }
 
-func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.done {
-		return shell.ReadResult{}, errTxDone
+		return driver.ReadResult{}, errTxDone
 	}
 	return t.s.read(conds, opts)
 }
 
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.done {
-		return shell.ReadResult{}, errTxDone
+		return driver.ReadResult{}, errTxDone
 	}
 	return t.s.readPartition(partition, types, opts)
 }
 
-func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+func (t *tx) ReadAll(opts driver.ReadAllOptions) (driver.Page, error) {
 	if t.done {
-		return shell.Page{}, errTxDone
+		return driver.Page{}, errTxDone
 	}
 	return t.s.readAll(opts)
 }
 
 // Append checks every message (registered, valid, id not yet stored) and
 // the guard before it writes anything, so a failed append leaves no trace.
-func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+func (t *tx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.AppendResult, error) {
 	if t.done {
-		return shell.AppendResult{}, errTxDone
+		return driver.AppendResult{}, errTxDone
 	}
 	s := t.s
 	if len(msgs) == 0 {
-		return shell.AppendResult{}, nil
+		return driver.AppendResult{}, nil
 	}
 	now := s.now()
 	recs := make([]record, len(msgs))
@@ -661,23 +661,23 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	for i, m := range msgs {
 		r, sm, err := s.prepare(m, now)
 		if err == nil {
-			err = shell.CheckPartitionValues(r.typ, r.keys, s.partitionKeys(r.typ))
+			err = driver.CheckPartitionValues(r.typ, r.keys, s.partitionKeys(r.typ))
 		}
 		if err != nil {
-			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: %w", i+1, len(msgs), err)
+			return driver.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
 		if _, dup := s.ids[r.id]; dup {
-			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s: %w", i+1, len(msgs), r.id, shell.ErrDuplicateID)
+			return driver.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s: %w", i+1, len(msgs), r.id, driver.ErrDuplicateID)
 		}
 		if _, dup := batch[r.id]; dup {
-			return shell.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), r.id, shell.ErrDuplicateID)
+			return driver.AppendResult{}, fmt.Errorf("memstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), r.id, driver.ErrDuplicateID)
 		}
 		batch[r.id] = struct{}{}
 		recs[i], stamped[i] = r, sm
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
-		if err := shell.CheckConditions(s.reg, g.Conditions); err != nil {
-			return shell.AppendResult{}, fmt.Errorf("memstore: append: guard: %w", err)
+		if err := driver.CheckConditions(s.reg, g.Conditions); err != nil {
+			return driver.AppendResult{}, fmt.Errorf("memstore: append: guard: %w", err)
 		}
 		var conflicts []core.PositionedMessage
 		for i := s.indexAfter(g.LastPosition); i < len(s.log); i++ {
@@ -687,15 +687,15 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 			}
 			m, err := s.decode(r)
 			if err != nil {
-				return shell.AppendResult{}, err
+				return driver.AppendResult{}, err
 			}
 			conflicts = append(conflicts, m)
 		}
 		if len(conflicts) > 0 {
-			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+			return driver.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
 		}
 	}
-	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
+	res := driver.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
 	for i, r := range recs {
 		if stamped[i].Scheduled(now) {
 			s.schedule = append(s.schedule, r)
@@ -714,7 +714,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 }
 
 // partitionKeys yields the id and partition keys of each group handling
-// typ, for shell.CheckPartitionValues.
+// typ, for driver.CheckPartitionValues.
 func (s *Store) partitionKeys(typ string) iter.Seq2[string, []string] {
 	return func(yield func(string, []string) bool) {
 		for _, g := range s.groupList {
@@ -759,7 +759,7 @@ func (s *Store) prepare(m core.Message, now time.Time) (record, core.Message, er
 			return record{}, m, fmt.Errorf("metadata of %s: %w", typ.Name, err)
 		}
 	}
-	if err := shell.CheckDecodes(typ, data, md); err != nil {
+	if err := driver.CheckDecodes(typ, data, md); err != nil {
 		return record{}, m, err
 	}
 	return record{
@@ -782,11 +782,11 @@ func appendDistinct(types []string, typ string) []string {
 	return append(types, typ)
 }
 
-var _ shell.UnscheduleTx = (*tx)(nil)
+var _ driver.UnscheduleTx = (*tx)(nil)
 
 // Unschedule deletes the scheduled messages whose ids are ids from the
 // schedule, in the transaction, and returns how many; see
-// shell.UnscheduleTx.
+// driver.UnscheduleTx.
 func (t *tx) Unschedule(ids ...uuid.UUID) (int, error) {
 	if t.done {
 		return 0, errTxDone

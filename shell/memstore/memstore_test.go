@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
-func open(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+func open(t *testing.T, reg *codec.Registry, now func() time.Time, n driver.Notifier) driver.Store {
 	s := memstore.New(reg, memstore.WithClock(now), memstore.WithNotifier(n))
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -9,24 +9,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.Parking = (*Store)(nil)
+var _ driver.Parking = (*Store)(nil)
 
-// park parks the partition of f.OffsetID (CmdPark; see shell.CmdPark): a
+// park parks the partition of f.OffsetID (CmdPark; see driver.CmdPark): a
 // partition gone meanwhile (its group reset) is left alone. A retrying
 // group recovers.
-func (t *tx) park(g *group, f shell.Failure) {
+func (t *tx) park(g *group, f driver.Failure) {
 	if off := g.offsetByID(f.OffsetID); off != nil {
 		t.saveOffset(off)
 		off.parked = &parking{failure: f, at: t.s.now()}
 		t.touch(off)
 	}
-	if g.status == shell.StatusRetrying {
+	if g.status == driver.StatusRetrying {
 		t.saveGroup(g)
-		next, _ := shell.Transition(g.id, g.status, shell.CmdRecover)
-		g.status, g.retryAt, g.failure = next, time.Time{}, shell.Failure{}
+		next, _ := driver.Transition(g.id, g.status, driver.CmdRecover)
+		g.status, g.retryAt, g.failure = next, time.Time{}, driver.Failure{}
 	}
 }
 
@@ -41,8 +41,8 @@ func (g *group) offsetByID(id int64) *offset {
 }
 
 // ParkedPartitions returns the parked partitions of group ("" for all);
-// see shell.Parking.
-func (s *Store) ParkedPartitions(ctx context.Context, group string) ([]shell.ParkedPartition, error) {
+// see driver.Parking.
+func (s *Store) ParkedPartitions(ctx context.Context, group string) ([]driver.ParkedPartition, error) {
 	if err := s.rlock(ctx); err != nil {
 		return nil, err
 	}
@@ -52,22 +52,22 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) ([]shell.Par
 			return nil, err
 		}
 	}
-	out := []shell.ParkedPartition{}
+	out := []driver.ParkedPartition{}
 	for _, off := range s.offsets {
 		if off.parked != nil && (group == "" || off.g.id == group) {
 			out = append(out, off.parkedInfo())
 		}
 	}
-	shell.SortParked(out)
+	driver.SortParked(out)
 	return out, nil
 }
 
-var _ shell.ParkedReader = (*Store)(nil)
+var _ driver.ParkedReader = (*Store)(nil)
 
 // ReadParked returns a page of parked partitions by ascending offset id;
-// see shell.ParkedReader.
-func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.ParkedPartition, error) {
-	limit, err := shell.CheckParkedQuery(q)
+// see driver.ParkedReader.
+func (s *Store) ReadParked(ctx context.Context, q driver.ParkedQuery) ([]driver.ParkedPartition, error) {
+	limit, err := driver.CheckParkedQuery(q)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.Pa
 			return nil, err
 		}
 	}
-	out := []shell.ParkedPartition{}
+	out := []driver.ParkedPartition{}
 	for _, off := range s.offsets {
 		if len(out) == limit {
 			break
@@ -92,8 +92,8 @@ func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) ([]shell.Pa
 	return out, nil
 }
 
-func (off *offset) parkedInfo() shell.ParkedPartition {
-	return shell.ParkedPartition{
+func (off *offset) parkedInfo() driver.ParkedPartition {
+	return driver.ParkedPartition{
 		Group:        off.g.id,
 		OffsetID:     off.id,
 		Partition:    maps.Clone(off.partition),
@@ -103,22 +103,22 @@ func (off *offset) parkedInfo() shell.ParkedPartition {
 	}
 }
 
-// RetryPartition unparks the partition; see shell.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+// RetryPartition unparks the partition; see driver.Parking.
+func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {})
 }
 
 // SkipFailedMessage moves the partition past its failed message and
-// unparks it; see shell.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+// unparks it; see driver.Parking.
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
 		t.moveTo(off, off.parked.failure.Position)
 	})
 }
 
 // ResetPartition moves the partition's offset back to the start and
-// unparks it; see shell.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
+// unparks it; see driver.Parking.
+func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
 		g := off.g
 		t.saveGroup(g)
@@ -147,14 +147,14 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked offset of the partition, then unparks
 // it and makes the group's claim scan dirty.
-func (s *Store) unpark(ctx context.Context, group string, partition map[string]string, change func(t *tx, off *offset)) (shell.ParkedPartition, error) {
-	var out shell.ParkedPartition
+func (s *Store) unpark(ctx context.Context, group string, partition map[string]string, change func(t *tx, off *offset)) (driver.ParkedPartition, error) {
+	var out driver.ParkedPartition
 	err := s.write(ctx, func(t *tx) error {
 		g, err := s.group(group)
 		if err != nil {
 			return err
 		}
-		if err := shell.CheckPartition(g.id, g.partitionBy, partition); err != nil {
+		if err := driver.CheckPartition(g.id, g.partitionBy, partition); err != nil {
 			return err
 		}
 		off := g.offsets[g.keyOf(partition)]
@@ -173,7 +173,7 @@ func (s *Store) unpark(ctx context.Context, group string, partition map[string]s
 	return out, err
 }
 
-// keyOf is the key of a partition of g (checked by shell.CheckPartition).
+// keyOf is the key of a partition of g (checked by driver.CheckPartition).
 func (g *group) keyOf(partition map[string]string) string {
 	if g.byID() {
 		id, err := uuid.Parse(partition[core.IDKey])
@@ -198,5 +198,5 @@ func (g *group) notParked(partition map[string]string) error {
 		}
 	}
 	slices.Sort(parked)
-	return &shell.NotParkedError{Group: g.id, Partition: maps.Clone(partition), Parked: parked}
+	return &driver.NotParkedError{Group: g.id, Partition: maps.Clone(partition), Parked: parked}
 }

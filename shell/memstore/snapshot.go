@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // snapshotKey identifies a snapshot: a group's partition under a codec
@@ -12,33 +12,33 @@ import (
 type snapshotKey struct{ group, partition, version string }
 
 var (
-	_ shell.SnapshotStore = (*Store)(nil)
-	_ shell.SnapshotTx    = (*tx)(nil)
+	_ driver.SnapshotStore = (*Store)(nil)
+	_ driver.SnapshotTx    = (*tx)(nil)
 )
 
 // LoadSnapshot returns the snapshot of group's partition under version;
-// see shell.SnapshotStore.
-func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (shell.Snapshot, bool, error) {
+// see driver.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (driver.Snapshot, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return shell.Snapshot{}, false, err
+		return driver.Snapshot{}, false, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return shell.Snapshot{}, false, ErrClosed
+		return driver.Snapshot{}, false, ErrClosed
 	}
 	return s.loadSnapshot(group, partition, version)
 }
 
 // LoadSnapshot is Store.LoadSnapshot inside the transaction.
-func (t *tx) LoadSnapshot(group, partition, version string) (shell.Snapshot, bool, error) {
+func (t *tx) LoadSnapshot(group, partition, version string) (driver.Snapshot, bool, error) {
 	if t.done {
-		return shell.Snapshot{}, false, errTxDone
+		return driver.Snapshot{}, false, errTxDone
 	}
 	return t.s.loadSnapshot(group, partition, version)
 }
 
-func (s *Store) loadSnapshot(group, partition, version string) (shell.Snapshot, bool, error) {
+func (s *Store) loadSnapshot(group, partition, version string) (driver.Snapshot, bool, error) {
 	snap, ok := s.snapshots[snapshotKey{group, partition, version}]
 	if ok {
 		snap.State = slices.Clone(snap.State)
@@ -47,8 +47,8 @@ func (s *Store) loadSnapshot(group, partition, version string) (shell.Snapshot, 
 }
 
 // SaveSnapshot stores a snapshot unless one at or after its position is
-// stored already; see shell.SnapshotStore.
-func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
+// stored already; see driver.SnapshotStore.
+func (s *Store) SaveSnapshot(ctx context.Context, snap driver.Snapshot) error {
 	return s.write(ctx, func(t *tx) error {
 		k := snapshotKey{snap.Group, snap.Partition, snap.Version}
 		old, had := s.snapshots[k]
@@ -56,7 +56,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 			return nil
 		}
 		if s.snapshots == nil {
-			s.snapshots = make(map[snapshotKey]shell.Snapshot)
+			s.snapshots = make(map[snapshotKey]driver.Snapshot)
 		}
 		snap.State = slices.Clone(snap.State)
 		snap.SavedAt = s.now().UTC()
@@ -73,7 +73,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 }
 
 // DeleteSnapshots deletes the snapshots of group (of its partitions
-// given; of every group when group is empty); see shell.SnapshotStore.
+// given; of every group when group is empty); see driver.SnapshotStore.
 func (s *Store) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (n int, err error) {
 	err = s.write(ctx, func(t *tx) error {
 		n = t.deleteSnapshots(group, partitions...)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -31,7 +31,7 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 		for j := range msgs {
 			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
 		}
-		if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

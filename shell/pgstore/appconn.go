@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // ErrNotPostgres is matched by the error of Conn given a transaction that
@@ -21,7 +21,7 @@ var ErrNotPostgres = errors.New("pgstore: not a transaction of the PostgreSQL st
 // Conn returns the connection of the PostgreSQL transaction txn, for sync
 // work that writes the application's own tables in the same transaction
 // as the append and the ack. txn is the core.SyncTx of a Sync effect or the
-// shell.Tx of Update (whose Context it unwraps). Another store's
+// driver.Tx of Update (whose Context it unwraps). Another store's
 // transaction gives an error matching ErrNotPostgres, never a panic; a
 // transaction whose Update has returned gives an error too.
 //
@@ -53,7 +53,7 @@ func Conn(txn core.SyncTx) (*pgx.Conn, error) {
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotPostgres)
 	}
-	if c, ok := txn.(shell.ContextProvider); ok {
+	if c, ok := txn.(driver.ContextProvider); ok {
 		if inner, ok := c.Context().(*TxContext); ok {
 			return Conn(inner)
 		}

@@ -9,13 +9,13 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
-// Conn reaches the transaction's connection from Update's shell.Tx and
+// Conn reaches the transaction's connection from Update's driver.Tx and
 // its core.SyncTx, refuses another store's with ErrNotPostgres, and View
 // reads the application's tables while an append holds the store's lock.
 func TestConnAndView(t *testing.T) {
@@ -26,7 +26,7 @@ func TestConnAndView(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
 	table := s.Prefix() + "_read_model"
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		for i, v := range []core.SyncTx{tx, tx.Context()} {
 			conn, err := pgstore.Conn(v)
 			if err != nil {
@@ -48,12 +48,12 @@ func TestConnAndView(t *testing.T) {
 	t.Cleanup(func() { s.Pool().Exec(t.Context(), "DROP TABLE IF EXISTS "+table) })
 
 	var kept core.SyncTx
-	s.Update(ctx, func(tx shell.Tx) error { kept = tx.Context(); return nil })
+	s.Update(ctx, func(tx driver.Tx) error { kept = tx.Context(); return nil })
 	if _, err := pgstore.Conn(kept); err == nil {
 		t.Fatal("Conn of a transaction whose Update returned gave its connection")
 	}
 	mem := memstore.New(reg)
-	mem.Update(ctx, func(tx shell.Tx) error {
+	mem.Update(ctx, func(tx driver.Tx) error {
 		for _, v := range []core.SyncTx{tx, tx.Context(), nil} {
 			if _, err := pgstore.Conn(v); !errors.Is(err, pgstore.ErrNotPostgres) {
 				t.Errorf("Conn(%T) = %v, want ErrNotPostgres", v, err)
@@ -65,8 +65,8 @@ func TestConnAndView(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	writeDone := make(chan error, 1)
 	go func() {
-		writeDone <- s.Update(ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
+		writeDone <- s.Update(ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, driver.AppendOptions{}); err != nil {
 				return err
 			}
 			close(holding)

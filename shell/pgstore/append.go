@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // A standalone append (Store.Append) is one round trip: every statement
@@ -151,21 +151,21 @@ SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
 // error means nothing was written.
 const appendTimeout = time.Minute
 
-// Append appends msgs in a transaction of its own (see shell.Tx.Append),
+// Append appends msgs in a transaction of its own (see driver.Tx.Append),
 // in one round trip to the server.
 //
 // An append that fails with a network error (the connection broke while
 // it was on its way) may have committed. Retrying it is safe when its
 // messages carry their ids (stamp them before the first attempt, see
 // core.Message.Stamp): if the first attempt committed, the retry is
-// refused whole with shell.ErrDuplicateID, saying the id is already in
+// refused whole with driver.ErrDuplicateID, saying the id is already in
 // the log, and writes nothing a second time; otherwise it appends.
-func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts driver.AppendOptions) (res driver.AppendResult, err error) {
 	if len(msgs) == 0 {
-		return shell.AppendResult{}, ctx.Err()
+		return driver.AppendResult{}, ctx.Err()
 	}
 	if s.unorderedPositions { // tests only: the broken allocation lives in Update
-		err = s.Update(ctx, func(tx shell.Tx) error {
+		err = s.Update(ctx, func(tx driver.Tx) error {
 			res, err = tx.Append(msgs, opts)
 			return err
 		})
@@ -173,11 +173,11 @@ func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.Appe
 	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return shell.AppendResult{}, err
+			return driver.AppendResult{}, err
 		}
 		gs, err := s.currentGroups(ctx, attempt > 0)
 		if err != nil {
-			return shell.AppendResult{}, s.wrap(ctx, "append", err)
+			return driver.AppendResult{}, s.wrap(ctx, "append", err)
 		}
 		res, again, err := s.appendOnce(ctx, gs, msgs, opts)
 		if !again || attempt >= 10 {
@@ -207,12 +207,12 @@ func (s *Store) currentGroups(ctx context.Context, fresh bool) (*groupSet, error
 // it was cached, a guard conflict whose messages were deleted before
 // they could be read back, or a position taken by a tombstone while the
 // append was being written (see fill).
-func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, again bool, err error) {
+func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Message, opts driver.AppendOptions) (res driver.AppendResult, again bool, err error) {
 	gen := s.adv.generation()
 	now := s.now()
 	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
 	if err != nil {
-		return shell.AppendResult{}, false, err
+		return driver.AppendResult{}, false, err
 	}
 	plan := planAppend(stamped, preps, opts.Guard)
 	b := &pgx.Batch{}
@@ -237,7 +237,7 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return shell.AppendResult{}, false, s.wrap(ctx, "append", err)
+		return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
 	}
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
@@ -284,13 +284,13 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 	}
 	if !committed {
 		if cerr := ctx.Err(); cerr != nil && isCanceled(err) {
-			return shell.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", cerr)
+			return driver.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", cerr)
 		}
 		if again, derr := s.uniqueViolation(err); derr != nil || again {
-			return shell.AppendResult{}, again, derr
+			return driver.AppendResult{}, again, derr
 		}
 		if !isRefusal(err) {
-			return shell.AppendResult{}, false, s.wrap(ctx, "append", err)
+			return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
 		}
 		return s.refused(ctx, s.pool, err, plan.guard)
 	}
@@ -342,7 +342,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 // uniqueViolation translates a unique violation of an append's insert:
 // its position taken by a tombstone (again: the append goes again, with
 // new positions), or its message id by a concurrent append of the same
-// id (shell.ErrDuplicateID, as the id check says when the other append
+// id (driver.ErrDuplicateID, as the id check says when the other append
 // committed first).
 func (s *Store) uniqueViolation(err error) (again bool, _ error) {
 	var pe *pgconn.PgError
@@ -353,9 +353,9 @@ func (s *Store) uniqueViolation(err error) (again bool, _ error) {
 	case s.names.messages + "_pkey":
 		return true, nil
 	case "idx_" + s.names.messages + "_id":
-		return false, fmt.Errorf("pgstore: append: a message id is already in the log (appended at the same time by another writer): %w", shell.ErrDuplicateID)
+		return false, fmt.Errorf("pgstore: append: a message id is already in the log (appended at the same time by another writer): %w", driver.ErrDuplicateID)
 	case "idx_" + s.names.scheduled + "_id":
-		return false, fmt.Errorf("pgstore: append: a message id is already scheduled (by another writer at the same time): %w", shell.ErrDuplicateID)
+		return false, fmt.Errorf("pgstore: append: a message id is already scheduled (by another writer at the same time): %w", driver.ErrDuplicateID)
 	}
 	return false, nil
 }
@@ -397,7 +397,7 @@ func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
 func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled []string) {
 	s.growing(last)
 	if len(scheduled) > 0 {
-		// Counted before any notification (shell.ScheduleCounter), and
+		// Counted before any notification (driver.ScheduleCounter), and
 		// told to other processes' schedulers at once: the scheduled
 		// messages are committed, and no read horizon bounds them.
 		s.scheduledCommits.Add(1)
@@ -522,8 +522,8 @@ func (p *appendPlan) isInsert(i int) bool { return p.inserts[i] }
 
 // result is the append's result, given the positions its inserts
 // returned, in message order.
-func (p *appendPlan) result(positions []int64) shell.AppendResult {
-	res := shell.AppendResult{Positions: make([]int64, len(p.stamped)), Messages: p.stamped}
+func (p *appendPlan) result(positions []int64) driver.AppendResult {
+	res := driver.AppendResult{Positions: make([]int64, len(p.stamped)), Messages: p.stamped}
 	j := 0
 	for i, logged := range p.logged {
 		if logged && j < len(positions) {
@@ -706,29 +706,29 @@ func isRefusal(err error) bool {
 // refused append (a stored id, a guard conflict) rather than a failure.
 func isRefusalOutcome(err error) bool {
 	var ce *core.ConflictError
-	return errors.Is(err, shell.ErrDuplicateID) || errors.As(err, &ce)
+	return errors.Is(err, driver.ErrDuplicateID) || errors.As(err, &ce)
 }
 
 // refused translates a refusal of an append's checks (isRefusal) into the
 // store's error for it; q reads the conflicting messages back.
-func (s *Store) refused(ctx context.Context, q querier, err error, guard *core.Guard) (shell.AppendResult, bool, error) {
+func (s *Store) refused(ctx context.Context, q querier, err error, guard *core.Guard) (driver.AppendResult, bool, error) {
 	var pe *pgconn.PgError
 	errors.As(err, &pe)
 	switch strings.TrimPrefix(pe.Message, refusePrefix) {
 	case refuseConfig:
-		return shell.AppendResult{}, true, nil
+		return driver.AppendResult{}, true, nil
 	case refuseDuplicate:
 		id, where, _ := strings.Cut(pe.Detail, "\t")
-		return shell.AppendResult{}, false, fmt.Errorf("pgstore: append: message id %s is already %s (if this retries an append whose outcome was unknown, the first attempt committed): %w", id, where, shell.ErrDuplicateID)
+		return driver.AppendResult{}, false, fmt.Errorf("pgstore: append: message id %s is already %s (if this retries an append whose outcome was unknown, the first attempt committed): %w", id, where, driver.ErrDuplicateID)
 	case refuseConflict:
 		conflicts, cerr := s.conflicts(ctx, q, guard)
 		if cerr != nil {
-			return shell.AppendResult{}, false, s.wrap(ctx, "append: guard check", cerr)
+			return driver.AppendResult{}, false, s.wrap(ctx, "append: guard check", cerr)
 		}
 		if len(conflicts) == 0 { // deleted since: the guard may hold now
-			return shell.AppendResult{}, true, &core.ConflictError{Guard: *guard}
+			return driver.AppendResult{}, true, &core.ConflictError{Guard: *guard}
 		}
-		return shell.AppendResult{}, false, &core.ConflictError{Guard: *guard, Conflicts: conflicts}
+		return driver.AppendResult{}, false, &core.ConflictError{Guard: *guard, Conflicts: conflicts}
 	}
-	return shell.AppendResult{}, false, s.wrap(ctx, "append", err)
+	return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -41,21 +41,21 @@ func TestAppendIsOneRoundTrip(t *testing.T) {
 	rts := &appendTrips{}
 	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 1})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
 	cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}
 	appendBoth := func() {
 		t.Helper()
-		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		last, err := s.Read(ctx, []core.Condition{cond}, shell.ReadOptions{})
+		last, err := s.Read(ctx, []core.Condition{cond}, driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g := last.Guard
-		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: &g}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Guard: &g}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ AND ((l.classid::bigint << 32) | l.objid::bigint) = $1`, key).Scan(&nIdle, &nHel
 			for i := range 100 {
 				id := string(rune('a'+w)) + "-" + time.Now().Format("150405.000000000")
 				cond := core.Condition{Type: "device.registered", Attrs: map[string]string{"device_id": id}}
-				opts := shell.AppendOptions{}
+				opts := driver.AppendOptions{}
 				if i%2 == 1 {
 					opts.Guard = &core.Guard{Conditions: []core.Condition{cond}}
 				}
@@ -145,13 +145,13 @@ func TestAppendWithStaleGroupConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d0"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err) // a caches the configuration: no group
 	}
-	if err := b.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+	if err := b.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	res, err := a.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
 	if err != nil || res.Last != 2 {
 		t.Fatalf("append: %+v %v, want position 2", res, err)
 	}
@@ -165,7 +165,7 @@ func TestAppendWithStaleGroupConfiguration(t *testing.T) {
 			break
 		}
 		seen[c.Partition["device_id"]] = true
-		if err := b.Update(ctx, func(tx shell.Tx) error { return tx.Ack(c, c.Last()) }); err != nil {
+		if err := b.Update(ctx, func(tx driver.Tx) error { return tx.Ack(c, c.Last()) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestAppendWithStaleGroupConfiguration(t *testing.T) {
 
 // A retried append whose first attempt committed (its outcome unknown to
 // the caller, after a network error) is refused whole with
-// shell.ErrDuplicateID, saying the message is already in the log, and
+// driver.ErrDuplicateID, saying the message is already in the log, and
 // writes nothing a second time.
 func TestAppendRetriedAfterCommitIsRefused(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
@@ -186,12 +186,12 @@ func TestAppendRetriedAfterCommitIsRefused(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = msgs[i].Stamp(uuid.New(), time.Now())
 	}
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Append(ctx, msgs, shell.AppendOptions{})
-	if !errors.Is(err, shell.ErrDuplicateID) {
-		t.Fatalf("retry: %v, want shell.ErrDuplicateID", err)
+	_, err := s.Append(ctx, msgs, driver.AppendOptions{})
+	if !errors.Is(err, driver.ErrDuplicateID) {
+		t.Fatalf("retry: %v, want driver.ErrDuplicateID", err)
 	}
 	st, err := s.Stats(ctx)
 	if err != nil || st.MaxPosition != 2 {
@@ -211,9 +211,9 @@ func TestUpdateReadsWithoutTheLock(t *testing.T) {
 	types := []string{"device.registered"}
 	decide := func(other string) (runs int, seen []int) {
 		t.Helper()
-		err := s.Update(ctx, func(tx shell.Tx) error {
+		err := s.Update(ctx, func(tx driver.Tx) error {
 			runs++
-			res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, types, shell.ReadOptions{})
+			res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, types, driver.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -223,11 +223,11 @@ func TestUpdateReadsWithoutTheLock(t *testing.T) {
 				// it would wait for the lock if the read held it.
 				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
-				if _, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: other}), shell.AppendOptions{}); err != nil {
+				if _, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: other}), driver.AppendOptions{}); err != nil {
 					return err
 				}
 			}
-			_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+			_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -259,11 +259,11 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 	locked, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := s.Update(ctx, func(tx shell.Tx) error {
+		err := s.Update(ctx, func(tx driver.Tx) error {
 			// A guarded append holds its boundary's lock in exclusive
 			// mode until the transaction ends (rolled back here).
 			guard := &core.Guard{Conditions: []core.Condition{{Type: "device.registered", Attrs: map[string]string{"device_id": "d1"}}}}
-			if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Guard: guard}); err != nil {
+			if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Guard: guard}); err != nil {
 				return err
 			}
 			close(locked)
@@ -277,7 +277,7 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 	<-locked
 	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	_, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	_, err := s.Append(actx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
 	close(release)
 	wg.Wait()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -288,7 +288,7 @@ func TestAppendCancelledWhileWaitingForTheLock(t *testing.T) {
 		t.Fatalf("log ends at %d (%v), want 0: the cancelled append wrote nothing", st.MaxPosition, err)
 	}
 	for range 10 { // every connection of the pool is clean
-		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -309,15 +309,15 @@ func TestGuardCheckLooksPastItsWindow(t *testing.T) {
 		t.Helper()
 		guard.LastPosition = after
 		var ce *core.ConflictError
-		res, err := s.Append(ctx, msg(), shell.AppendOptions{Guard: guard})
+		res, err := s.Append(ctx, msg(), driver.AppendOptions{Guard: guard})
 		if got := errors.As(err, &ce); got != wantConflict || (!got && err != nil) {
 			t.Fatalf("%s, standalone: %v, want a conflict: %v", what, err, wantConflict)
 		}
 		if !wantConflict {
 			guard.LastPosition = res.Last // past its own message
 		}
-		err = s.Update(ctx, func(tx shell.Tx) error {
-			_, err := tx.Append(msg(), shell.AppendOptions{Guard: guard})
+		err = s.Update(ctx, func(tx driver.Tx) error {
+			_, err := tx.Append(msg(), driver.AppendOptions{Guard: guard})
 			return err
 		})
 		if got := errors.As(err, &ce); got != wantConflict || (!got && err != nil) {
@@ -328,7 +328,7 @@ func TestGuardCheckLooksPastItsWindow(t *testing.T) {
 	for i := range others {
 		others[i] = fixtures.DeviceRegistered{DeviceID: "other"}
 	}
-	if _, err := s.Append(ctx, core.Messages(others...), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(others...), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing matches, neither in the window of 1,000 after position 0
@@ -350,20 +350,20 @@ func TestUpdateChecksItsReadsWhenSyncWorkTakesTheLock(t *testing.T) {
 	ctx := context.Background()
 	runs := 0
 	var seen []int
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		runs++
-		res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, []string{"device.registered"}, shell.ReadOptions{})
+		res, err := tx.ReadPartition(map[string]string{"device_id": "d1"}, []string{"device.registered"}, driver.ReadOptions{})
 		if err != nil {
 			return err
 		}
 		seen = append(seen, len(res.Messages))
 		if runs == 1 {
-			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 		}
 		_ = tx.Context() // sync work: the exclusive lock
-		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
 		return err
 	})
 	if err != nil || runs != 2 || seen[1] != 1 {
@@ -518,7 +518,7 @@ func TestStoredHorizonHeals(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := s.Prefix()
@@ -557,9 +557,9 @@ func TestAppendAfterClearWaitsForTheStoredHorizon(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
-	appendOne := func(w, i int) shell.AppendResult {
+	appendOne := func(w, i int) driver.AppendResult {
 		t.Helper()
-		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"}), shell.AppendOptions{})
+		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"}), driver.AppendOptions{})
 		if err != nil {
 			t.Error(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -42,20 +42,20 @@ func BenchmarkClaimIdle(b *testing.B) {
 		reg, _ := storetest.NewRegistry()
 		s := benchStore(b, reg)
 		ctx := context.Background()
-		if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+		if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 			b.Fatal(err)
 		}
 		var msgs []core.Message
 		for i := range 10_000 {
 			msgs = append(msgs, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}))
 		}
-		res, err := s.Append(ctx, msgs, shell.AppendOptions{})
+		res, err := s.Append(ctx, msgs, driver.AppendOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		// Every partition caught up (advanced past its message, as a
 		// synchronously handled command is).
-		err = s.Update(ctx, func(tx shell.Tx) error {
+		err = s.Update(ctx, func(tx driver.Tx) error {
 			for i, pos := range res.Positions {
 				if ok, err := tx.AdvanceOffset("devices", map[string]string{"device_id": fmt.Sprint("d", i)}, pos); err != nil || !ok {
 					return fmt.Errorf("advance: %v %v", ok, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -101,7 +101,7 @@ func tailWhileAppending(t *testing.T, ss []*pgstore.Store) error {
 				if i%3 == 0 { // several messages in one commit too
 					batch = append(batch, core.NewMessage(fixtures.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
 				}
-				if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+				if _, err := s.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 					errs <- err
 					return
 				}
@@ -121,15 +121,15 @@ func tailWhileAppending(t *testing.T, ss []*pgstore.Store) error {
 			s := ss[2+r%2]
 			var cursor int64
 			for {
-				var page shell.Page
+				var page driver.Page
 				var err error
 				if r == 2 {
 					// A condition read, as a partition reader does.
-					var res shell.ReadResult
-					res, err = s.Read(ctx, []core.Condition{{Type: "device.registered"}, {Type: "asset.registered"}}, shell.ReadOptions{After: cursor, Limit: 37})
+					var res driver.ReadResult
+					res, err = s.Read(ctx, []core.Condition{{Type: "device.registered"}, {Type: "asset.registered"}}, driver.ReadOptions{After: cursor, Limit: 37})
 					page.Messages = res.Messages
 				} else {
-					page, err = s.ReadAll(ctx, shell.ReadAllOptions{From: cursor + 1, Limit: 50})
+					page, err = s.ReadAll(ctx, driver.ReadAllOptions{From: cursor + 1, Limit: 50})
 				}
 				if err != nil {
 					errs <- err
@@ -187,12 +187,12 @@ func tailWhileAppending(t *testing.T, ss []*pgstore.Store) error {
 // checkTails compares what each tailing reader saw, in order, with the
 // log as it ends: a reader must have seen every message up to the last
 // it saw. Positions may skip numbers (a position whose append never
-// committed holds no message, shell.SkippingPositions), so a gap is a
+// committed holds no message, driver.SkippingPositions), so a gap is a
 // skip only when the log holds a message there now: one that committed
 // after a reader had moved past it.
 func checkTails(ctx context.Context, s *pgstore.Store, seen [][]int64) error {
 	var log []int64
-	for m, err := range s.All(ctx, shell.ReadAllOptions{}) {
+	for m, err := range s.All(ctx, driver.ReadAllOptions{}) {
 		if err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 	var conflicts atomic.Int64
 	courses := []string{"algebra", "biology", "chemistry"}
 	for _, c := range courses {
-		if _, err := ss[0].Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
+		if _, err := ss[0].Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,7 +251,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 			s := ss[w%len(ss)]
 			for i := range rounds {
 				course := courses[(w+i)%len(courses)]
-				res, err := s.ReadPartition(ctx, map[string]string{"course_name": course}, types, shell.ReadOptions{})
+				res, err := s.ReadPartition(ctx, map[string]string{"course_name": course}, types, driver.ReadOptions{})
 				if err != nil {
 					errs <- err
 					return
@@ -266,9 +266,9 @@ func TestGuardsAcrossStores(t *testing.T) {
 					continue
 				}
 				g := res.Guard
-				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d", w, i)})}, shell.AppendOptions{Guard: &g})
+				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d", w, i)})}, driver.AppendOptions{Guard: &g})
 				switch {
-				case errors.Is(err, shell.ErrConcurrentAppend):
+				case errors.Is(err, driver.ErrConcurrentAppend):
 					conflicts.Add(1)
 				case err != nil:
 					errs <- err
@@ -287,7 +287,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log []core.PositionedMessage
-	for m, err := range ss[0].All(ctx, shell.ReadAllOptions{Limit: 500}) {
+	for m, err := range ss[0].All(ctx, driver.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestGuardsAcrossStores(t *testing.T) {
 func TestClaimsAcrossStores(t *testing.T) {
 	ss := peers(t, 4)
 	ctx := t.Context()
-	spec := shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}
+	spec := driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}
 	if err := ss[0].RegisterGroup(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestClaimsAcrossStores(t *testing.T) {
 		for i := range each {
 			for p := range partitions {
 				m := core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%02d", p), Name: fmt.Sprint(i)})
-				if _, err := ss[3].Append(ctx, []core.Message{m}, shell.AppendOptions{}); err != nil {
+				if _, err := ss[3].Append(ctx, []core.Message{m}, driver.AppendOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -422,7 +422,7 @@ func TestPromotionExactlyOnce(t *testing.T) {
 	for i := range n {
 		batch = append(batch, core.NewMessage(fixtures.DeviceRegistered{DeviceID: fmt.Sprint(i)}).At(now.Add(time.Hour)))
 	}
-	if _, err := ss[0].Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := ss[0].Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var promoted atomic.Int64
@@ -445,7 +445,7 @@ func TestPromotionExactlyOnce(t *testing.T) {
 		t.Fatalf("promoted %d in all, want %d", promoted.Load(), n)
 	}
 	var ids []string
-	for m, err := range ss[1].All(ctx, shell.ReadAllOptions{Limit: 100}) {
+	for m, err := range ss[1].All(ctx, driver.ReadAllOptions{Limit: 100}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/shell/driver"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
 )
 
 // copyBatch is how many messages one transaction of Copy appends.
@@ -23,7 +23,7 @@ const copyBatch = 500
 // copied. dst should be empty: positions are handed out again (1, 2, ...,
 // so a log with deleted messages is renumbered without its gaps), and a
 // message whose id dst holds already fails the copy of its batch
-// (shell.ErrDuplicateID) after the batches before it committed, so a
+// (driver.ErrDuplicateID) after the batches before it committed, so a
 // failed copy is resumed by copying into a fresh store again.
 //
 // A message dst would refuse (codec.ErrInvalid: one another store took,
@@ -34,7 +34,7 @@ const copyBatch = 500
 // listing each message left out with its position in src and why.
 //
 // The schedule is copied after the log when src can list it
-// (shell.ScheduleReader: sqlitestore, pgstore and memstore can): each
+// (driver.ScheduleReader: sqlitestore, pgstore and memstore can): each
 // scheduled message keeps its id and due time, so a reminder due in two
 // days fires from dst in two days (one that fell due during the copy is
 // appended to the log at once, as dst's Append does with a past date).
@@ -43,8 +43,8 @@ const copyBatch = 500
 // Copy does not move consumer groups: register the app's groups on dst
 // after the copy and they discover the copied log and process it from the
 // start, so reactors with side effects run again unless their groups are
-// advanced first (see shell.GroupTx.AdvanceOffset).
-func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
+// advanced first (see driver.GroupTx.AdvanceOffset).
+func Copy(ctx context.Context, src driver.Store, dst *Store) (int, error) {
 	n := 0
 	var left []NotCopied
 	batch := make([]core.Message, 0, copyBatch)
@@ -52,21 +52,21 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := dst.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+		if _, err := dst.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 			return fmt.Errorf("pgstore: copy: after %d messages: %w", n, err)
 		}
 		n += len(batch)
 		batch = batch[:0]
 		return nil
 	}
-	for m, err := range src.All(ctx, shell.ReadAllOptions{Limit: copyBatch}) {
+	for m, err := range src.All(ctx, driver.ReadAllOptions{Limit: copyBatch}) {
 		if err != nil {
 			return n, fmt.Errorf("pgstore: copy: read the source: %w", err)
 		}
 		if !dst.raw {
 			// Checked as dst's append would, without writing: one message
 			// refused would fail its whole batch.
-			if _, err := shell.PrepareMessage(dst.reg, m.Message, m.CreatedAt); err != nil {
+			if _, err := driver.PrepareMessage(dst.reg, m.Message, m.CreatedAt); err != nil {
 				if !errors.Is(err, codec.ErrInvalid) {
 					return n, fmt.Errorf("pgstore: copy: message %s at position %d: %w", m.ID, m.Position, err)
 				}
@@ -84,14 +84,14 @@ func Copy(ctx context.Context, src shell.Store, dst *Store) (int, error) {
 	if err := flush(); err != nil {
 		return n, err
 	}
-	if sr, ok := src.(shell.ScheduleReader); ok {
+	if sr, ok := src.(driver.ScheduleReader); ok {
 		scheduled, err := sr.ReadScheduled(ctx, 0)
 		if err != nil {
 			return n, fmt.Errorf("pgstore: copy: read the source's schedule: %w", err)
 		}
 		for _, m := range scheduled {
 			if !dst.raw {
-				if _, err := shell.PrepareMessage(dst.reg, m, m.CreatedAt); err != nil {
+				if _, err := driver.PrepareMessage(dst.reg, m, m.CreatedAt); err != nil {
 					if !errors.Is(err, codec.ErrInvalid) {
 						return n, fmt.Errorf("pgstore: copy: scheduled message %s: %w", m.ID, err)
 					}

@@ -13,7 +13,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -38,10 +38,10 @@ func TestCopyFromSQLite(t *testing.T) {
 		batch = append(batch, core.NewMessage(fixtures.UserJoinedCourse{CourseName: fmt.Sprint("c", i%7), UserID: fmt.Sprint("u", i)}).
 			WithMetadata(map[string]any{"i": float64(i)}))
 	}
-	if _, err := lite.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := lite.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lite.Update(ctx, func(tx shell.Tx) error { return tx.Delete(10) }); err != nil {
+	if err := lite.Update(ctx, func(tx driver.Tx) error { return tx.Delete(10) }); err != nil {
 		t.Fatal(err)
 	}
 	pg := open(t, pgstore.Options{Registry: reg})
@@ -50,13 +50,13 @@ func TestCopyFromSQLite(t *testing.T) {
 		t.Fatalf("copied %d, %v; want 1233", n, err)
 	}
 	var a, b []core.PositionedMessage
-	for m, err := range lite.All(ctx, shell.ReadAllOptions{Limit: 200}) {
+	for m, err := range lite.All(ctx, driver.ReadAllOptions{Limit: 200}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		a = append(a, m)
 	}
-	for m, err := range pg.All(ctx, shell.ReadAllOptions{Limit: 200}) {
+	for m, err := range pg.All(ctx, driver.ReadAllOptions{Limit: 200}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestCopyFromSQLite(t *testing.T) {
 			t.Fatalf("message %d: source %+v, copy %+v", i, x, y)
 		}
 	}
-	res, err := pg.ReadPartition(ctx, map[string]string{"course_name": "c3"}, []string{"user.joined_course"}, shell.ReadOptions{})
+	res, err := pg.ReadPartition(ctx, map[string]string{"course_name": "c3"}, []string{"user.joined_course"}, driver.ReadOptions{})
 	if err != nil || len(res.Messages) != 176 {
 		t.Fatalf("partition read on the copy: %d messages, %v", len(res.Messages), err)
 	}
@@ -95,9 +95,9 @@ type strictNote struct {
 // oldLog is a source log written before the limits on indexed values:
 // its notes are read as strictNote, whose body is indexed, whatever they
 // hold.
-type oldLog struct{ shell.Store }
+type oldLog struct{ driver.Store }
 
-func (o oldLog) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+func (o oldLog) All(ctx context.Context, opts driver.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
 	return func(yield func(core.PositionedMessage, error) bool) {
 		for m, err := range o.Store.All(ctx, opts) {
 			if n, ok := m.Payload.(looseNote); ok {
@@ -142,7 +142,7 @@ func TestCopyReportsWhatItCannotCopy(t *testing.T) {
 		}
 		batch = append(batch, core.NewMessage(p))
 	}
-	if _, err := lite.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := lite.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pg := open(t, pgstore.Options{Registry: dstReg})
@@ -165,7 +165,7 @@ func TestCopyReportsWhatItCannotCopy(t *testing.T) {
 		t.Fatalf("the error is %d bytes long", len(err.Error()))
 	}
 	var notes []strictNote
-	for m, err := range pg.All(ctx, shell.ReadAllOptions{Limit: 500}) {
+	for m, err := range pg.All(ctx, driver.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestCopyCopiesTheSchedule(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	soon := core.NewMessage(fixtures.CourseCreated{CourseName: "soon"}).At(now.Add(time.Hour))
 	later := core.NewMessage(fixtures.CourseCreated{CourseName: "later"}).At(now.Add(48 * time.Hour))
-	res, err := lite.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "now"}), later, soon}, shell.AppendOptions{})
+	res, err := lite.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "now"}), later, soon}, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestCopyCopiesTheSchedule(t *testing.T) {
 		!got[0].CreatedAt.Equal(now.Add(time.Hour)) || !got[1].CreatedAt.Equal(now.Add(48*time.Hour)) {
 		t.Fatalf("the copy's schedule: %+v, want soon (in an hour) then later (in two days) with their ids", got)
 	}
-	all, err := pg.ReadAll(ctx, shell.ReadAllOptions{})
+	all, err := pg.ReadAll(ctx, driver.ReadAllOptions{})
 	if err != nil || len(all.Messages) != 1 {
 		t.Fatalf("the copy's log: %d messages, %v; want 1", len(all.Messages), err)
 	}

@@ -7,12 +7,12 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
-// A deferred append (shell.AppendOptions.Deferred) checks the
+// A deferred append (driver.AppendOptions.Deferred) checks the
 // transaction's unlocked reads with the COMMIT that carries it: a read
 // another append overtook meanwhile makes the transaction run again, as
 // an append sent at once would, and the deferred messages are written
@@ -22,23 +22,23 @@ func TestDeferredAppendOvertakenReadRunsAgain(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
 	d1 := map[string]string{"device_id": "d1"}
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	runs, seen := 0, []int{}
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		runs++
-		r, err := tx.ReadPartition(d1, []string{"device.registered"}, shell.ReadOptions{})
+		r, err := tx.ReadPartition(d1, []string{"device.registered"}, driver.ReadOptions{})
 		if err != nil {
 			return err
 		}
 		seen = append(seen, len(r.Messages))
 		if runs == 1 { // another writer overtakes the read
-			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 		}
-		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{Deferred: true})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Deferred: true})
 		return err
 	})
 	if err != nil || runs != 2 {
@@ -47,32 +47,32 @@ func TestDeferredAppendOvertakenReadRunsAgain(t *testing.T) {
 	if seen[0] != 1 || seen[1] != 2 {
 		t.Fatalf("the runs read %v messages of d1, want [1 2]: the second run reads the overtaking one", seen)
 	}
-	r, err := s.ReadPartition(ctx, d1, []string{"device.registered"}, shell.ReadOptions{})
+	r, err := s.ReadPartition(ctx, d1, []string{"device.registered"}, driver.ReadOptions{})
 	if err != nil || len(r.Messages) != 3 {
 		t.Fatalf("d1 holds %d messages (%v), want 3: the deferred append written once", len(r.Messages), err)
 	}
 }
 
-// An offset's move sent with the COMMIT (shell.DeferredAdvancer) to a
+// An offset's move sent with the COMMIT (driver.DeferredAdvancer) to a
 // position past the newest fails the transaction there: Update returns
 // the refusal, and nothing the transaction did is written.
 func TestDeferredAdvancePastTheNewestFailsTheCommit(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{}); err != nil {
+	err := s.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), driver.AppendOptions{}); err != nil {
 			return err
 		}
-		da, ok := tx.(shell.DeferredAdvancer)
+		da, ok := tx.(driver.DeferredAdvancer)
 		if !ok {
-			t.Fatalf("%T is no shell.DeferredAdvancer", tx)
+			t.Fatalf("%T is no driver.DeferredAdvancer", tx)
 		}
 		return da.AdvanceOffsetDeferred("devices", map[string]string{"device_id": "d1"}, 1<<40)
 	})
@@ -83,7 +83,7 @@ func TestDeferredAdvancePastTheNewestFailsTheCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	page, err := s.ReadAll(ctx, driver.ReadAllOptions{})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("log holds %d messages (%v), want only d1: the append rolled back with the refused move", len(page.Messages), err)
 	}

@@ -1,5 +1,5 @@
 // Package pgstore is the PostgreSQL message store of Sourced: a
-// shell.Store and shell.Groups on github.com/jackc/pgx/v5, for apps that
+// driver.Store and driver.Groups on github.com/jackc/pgx/v5, for apps that
 // outgrow one SQLite file (several application servers, workers on other
 // hosts, a managed database). It passes the same conformance suite as the
 // SQLite store (package storetest).
@@ -28,7 +28,7 @@
 // that the database lacks, recording each in <prefix>_schema_migrations
 // under the store's advisory lock (so concurrent installs apply each
 // once); Open checks the recorded version and fails with
-// shell.ErrNotInstalled, ErrSchemaOutdated or ErrSchemaNewer. Tables carry
+// driver.ErrNotInstalled, ErrSchemaOutdated or ErrSchemaNewer. Tables carry
 // Options.Prefix, so several stores share one schema: <prefix>_head (the
 // last position handed out, the group configuration version),
 // <prefix>_messages (the log; each message's key pairs in a GIN-indexed
@@ -82,7 +82,7 @@
 //     next settle that meets it. The primary key arbitrates between a
 //     tombstone and an append that drew the position but had not written
 //     it yet (that append fails and is sent again with a new position).
-//     So positions may skip numbers (shell.SkippingPositions): a
+//     So positions may skip numbers (driver.SkippingPositions): a
 //     rolled-back append's positions are never handed out again, and the
 //     messages of concurrent appends interleave. Housekeep (a runtime's
 //     heartbeat) deletes the tombstones the horizon passed an hour ago,
@@ -94,7 +94,7 @@
 //     which the append returns and the advancer goes on.
 //   - So a transaction should draw its positions as late as it can. An
 //     append in a transaction whose caller needs no positions
-//     (shell.AppendOptions.Deferred: Handle's events, the router's
+//     (driver.AppendOptions.Deferred: Handle's events, the router's
 //     reactions) is queued, its locks, checks, inserts and wake-ups, and
 //     goes with the transaction's COMMIT, or with its next read or append
 //     (a claim of more work in the same transaction leaves it queued):
@@ -105,7 +105,7 @@
 //     stored already, a guard's conflict) fails the whole transaction,
 //     rolled back, with the error Append would have returned. An
 //     offset's move that needs no answer goes the same way
-//     (shell.DeferredAdvancer, Handle's). TestHandleRoundTrips,
+//     (driver.DeferredAdvancer, Handle's). TestHandleRoundTrips,
 //     TestDeferredAppendOvertakenReadRunsAgain and
 //     TestDeferredAdvancePastTheNewestFailsTheCommit pin it.
 //
@@ -208,7 +208,7 @@
 // covers it (the transaction holds that boundary's lock). And a
 // transaction that appended commits at the end of its batch, rather than
 // claiming more for up to InlineBudget, when an append of this process
-// waits (Store.AppendsWaiting, shell.AppendWaiter): the positions it drew
+// waits (Store.AppendsWaiting, driver.AppendWaiter): the positions it drew
 // are holes that no reader passes while it is open. Its claims go ahead
 // of its appends: it claims up to 32 partitions in one statement
 // (shell.RouterOptions.ClaimPartitions), reads their histories, and only
@@ -319,7 +319,7 @@
 // notification lost with its process too. A commit that scheduled
 // messages marks its notification, and the store counts such commits,
 // its own and those its listeners hear of (Store.ScheduledCommits,
-// shell.ScheduleCounter): a runtime's scheduler reads when the next
+// driver.ScheduleCounter): a runtime's scheduler reads when the next
 // message is due after those only, not after every append
 // (TestSchedulerWokenByScheduledCommitsOnly).
 //
@@ -332,7 +332,7 @@
 // BEGIN, the locks, the read's check, the command's append, the offset's
 // move past it at the position its insert drew, the events' append,
 // COMMIT and the advance, all deferred to one batch:
-// shell.DeferredCommandAppender, TestHandleRoundTrips; five when sent
+// driver.DeferredCommandAppender, TestHandleRoundTrips; five when sent
 // one by one, three with the command's append in a round trip of its
 // own, its position a hole to every reader while the decision ran);
 // a claim three (the idle probe;
@@ -351,7 +351,7 @@
 // a transaction are deferred, each kind sent as one statement with the
 // transaction's next statement or its COMMIT; an ack of a claim its
 // worker no longer holds then fails that statement, and the transaction
-// with it (shell.ErrNotClaimant). A queue's settlement in the router, K
+// with it (driver.ErrNotClaimant). A queue's settlement in the router, K
 // claims at a time, is four round trips whatever K: BEGIN and
 // LastPosition; LastPosition again under the shared lock (then kept for
 // the transaction); the deletes, the acks and the next K claims; COMMIT
@@ -369,7 +369,7 @@
 // # Sync work
 //
 // Conn(tx) returns the connection of the open transaction (from the
-// shell.Tx of Update or the core.SyncTx of a Sync effect; ErrNotPostgres on
+// driver.Tx of Update or the core.SyncTx of a Sync effect; ErrNotPostgres on
 // another store): sync work writes its own tables there, committed or
 // rolled back with the append. Store.View reads them in a read-only
 // snapshot that takes none of the store's locks.
@@ -379,8 +379,8 @@
 // For tools such as the sourced CLI (package pgcli, and the binary
 // shell/pgstore/cmd/sourced): Lag (pending messages per partition),
 // GroupLag and ReadParked (a group's pending work and its parked
-// partitions at a bounded cost, for the dashboard: shell.Lagger,
-// shell.ParkedReader), Workers (heartbeat records, with the claims each
+// partitions at a bounded cost, for the dashboard: driver.Lagger,
+// driver.ParkedReader), Workers (heartbeat records, with the claims each
 // holds), CancelScheduled (delete a scheduled message
 // before it is promoted) and AppliedMigrations (the schema versions a
 // database records, whatever its version).

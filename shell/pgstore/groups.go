@@ -18,12 +18,12 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 var (
-	_ shell.Groups  = (*Store)(nil)
-	_ shell.GroupTx = (*tx)(nil)
+	_ driver.Groups  = (*Store)(nil)
+	_ driver.GroupTx = (*tx)(nil)
 )
 
 // groupQueries is the SQL of the consumer-group side.
@@ -319,14 +319,14 @@ type groupSet struct {
 }
 
 // checkValues refuses a message holding an empty value for a partition
-// key of a group that handles its type (shell.CheckPartitionValues),
+// key of a group that handles its type (driver.CheckPartitionValues),
 // scheduled or not.
 func (gs *groupSet) checkValues(m core.Message, p prepared) error {
 	keys := p.keys
 	if p.scheduled {
 		keys = p.typ.Keys(m.Payload, nil)
 	}
-	return shell.CheckPartitionValues(p.typ.Name, keys, func(yield func(string, []string) bool) {
+	return driver.CheckPartitionValues(p.typ.Name, keys, func(yield func(string, []string) bool) {
 		for _, g := range gs.byType[p.typ.Name] {
 			if !yield(g.name, g.partitionBy) {
 				return
@@ -470,39 +470,20 @@ func (u *upserts) queue(b *pgx.Batch, s *Store) {
 
 // RegisterGroup creates the group (active) or updates its label,
 // partitioning and handled types, keeping its status, failure, offsets and
-// highest position; see shell.Groups. A new group, or one whose
+// highest position; see driver.Groups. A new group, or one whose
 // partitioning or handled types change, discovers its partitions in the
 // whole log at once. The configuration is stored, and its version in
 // <p>_head, so every process's appends index and create offsets for it.
-func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
+func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error {
+	spec, err := driver.NormalizeGroupSpec(s.reg, spec)
+	if err != nil {
 		return err
 	}
-	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
-		return fmt.Errorf("pgstore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
-	}
-	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
-	if partitionBy == nil {
-		partitionBy = []string{}
-	}
-	label := spec.Label
-	if label == "" {
-		label = spec.ID
-	}
-	err := s.update(ctx, lockExclusive, func(t *tx) error {
+	handled, partitionBy, label := spec.Handled, spec.PartitionBy, spec.Label
+	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		for _, o := range t.gs.list {
-			if o.name == spec.ID || !spec.Exclusive && !o.exclusive {
-				continue
-			}
-			var shared []string
-			for _, typ := range handled {
-				if o.handles(typ) {
-					shared = append(shared, typ)
-				}
-			}
-			if len(shared) > 0 {
-				return &shell.GroupConflictError{Group: spec.ID, Other: o.name, Types: shared}
+			if err := driver.CheckGroupConflict(spec, o.name, o.exclusive, o.handles); err != nil {
+				return err
 			}
 		}
 		q := s.q.g
@@ -654,7 +635,7 @@ func checkClaimArgs(workerID string, batchSize int) error {
 // caught-up partitions the group has). A false answer may be stale by the
 // time a claim runs; a true one is as good as a claim finding nothing.
 func (s *Store) idle(ctx context.Context, group string) (bool, error) {
-	var status shell.Status
+	var status driver.Status
 	var retryAt *time.Time
 	var pending bool
 	err := s.pool.QueryRow(ctx, s.q.g.probe, group).Scan(&status, &retryAt, &pending)
@@ -668,7 +649,7 @@ func (s *Store) idle(ctx context.Context, group string) (bool, error) {
 	if retryAt != nil {
 		at = *retryAt
 	}
-	return !pending || !shell.Claimable(status, at, s.now()), nil
+	return !pending || !driver.Claimable(status, at, s.now()), nil
 }
 
 // ClaimNext claims the partition of group with pending work whose offset
@@ -677,7 +658,7 @@ func (s *Store) idle(ctx context.Context, group string) (bool, error) {
 // claim runs under the shared lock, so that workers claim, acknowledge
 // and release side by side (FOR UPDATE SKIP LOCKED picks the offset),
 // while appends wait for them and they for appends.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *driver.ClaimedPartition, err error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return nil, err
 	}
@@ -705,14 +686,14 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 // router transaction of a decider, and every empty claim, then waited
 // for every other and stopped every append; at 1,000 accounts,
 // BenchmarkPostgresEndToEnd spent most of its time in that wait.)
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return false, err
 	}
 	if idle, err := s.idle(ctx, group); err != nil || idle {
 		return false, err
 	}
-	var c *shell.ClaimedPartition
+	var c *driver.ClaimedPartition
 	err := s.update(ctx, lockShared, func(t *tx) error {
 		var err error
 		if c, err = t.claimNext(group, workerID, batchSize); err != nil || c == nil {
@@ -723,8 +704,8 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	return c != nil, err
 }
 
-// ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+// ClaimNext claims inside the transaction; see driver.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
@@ -737,7 +718,7 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPar
 // groupState is a group's row.
 type groupState struct {
 	row         int64
-	status      shell.Status
+	status      driver.Status
 	retryAt     time.Time
 	failure     string
 	handled     []string
@@ -762,7 +743,7 @@ func (t *tx) readState(group, query string) (groupState, error) {
 	var retryAt *time.Time
 	err := t.c.QueryRow(t.ctx, query, group).Scan(&st.row, &st.status, &retryAt, &st.failure, &st.handled, &st.partitionBy, &st.exclusive)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if uerr := t.s.unknownGroup(t.ctx, t.c, group); errors.As(uerr, new(*shell.UnknownGroupError)) {
+		if uerr := t.s.unknownGroup(t.ctx, t.c, group); errors.As(uerr, new(*driver.UnknownGroupError)) {
 			return st, uerr
 		} else {
 			return st, t.fail("group "+group, uerr)
@@ -780,7 +761,7 @@ func (t *tx) readState(group, query string) (groupState, error) {
 // maxStaleMarkers bounds how many wrong pending markers one claim repairs.
 const maxStaleMarkers = 64
 
-func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	claims, err := t.claimMany(group, workerID, batchSize, 1)
 	if err != nil || len(claims) == 0 {
 		return nil, err
@@ -790,10 +771,10 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (*shell.ClaimedPar
 
 // ClaimMany claims up to partitions partitions of group for workerID, each
 // with up to batchSize of its messages, in one statement (see
-// shell.ClaimManyTx): the claimable offsets furthest behind first, those
+// driver.ClaimManyTx): the claimable offsets furthest behind first, those
 // other transactions hold skipped, as ClaimNext claims them one after
 // another. It takes the shared lock, as ClaimNext does.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
@@ -806,13 +787,13 @@ func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*sh
 	return t.claimMany(group, workerID, batchSize, partitions)
 }
 
-var _ shell.ClaimManyTx = (*tx)(nil)
+var _ driver.ClaimManyTx = (*tx)(nil)
 
 // claimMany runs the claim statement (claimMany) with the group's row, in
 // one round trip with the statements queued before. Offsets whose marker
 // turned out stale are repaired by the statement; when they were all it
 // picked, it runs again (a bounded number of times).
-func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	s := t.s
 	q := s.q.g
 	now := s.now()
@@ -898,7 +879,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 // scanClaims reads the rows of the claim statement: the claims, in order
 // (sorted here when unordered, as claimQueue's are), and whether a stale
 // marker was repaired.
-func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered bool) (claims []*shell.ClaimedPartition, repaired bool, err error) {
+func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered bool) (claims []*driver.ClaimedPartition, repaired bool, err error) {
 	s := t.s
 	rows, err := br.Query()
 	if err != nil {
@@ -925,7 +906,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		r.position = *pos
 		m, err := s.decode(&r)
 		if err != nil {
-			var de *shell.DecodeError
+			var de *driver.DecodeError
 			if errors.As(err, &de) {
 				de.Group, de.OffsetID = group, id
 				de.Partition, _ = parsePartition(key)
@@ -940,7 +921,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		if err != nil {
 			return nil, false, err
 		}
-		claims = append(claims, &shell.ClaimedPartition{Group: group, WorkerID: workerID, OffsetID: id, After: last, Partition: partition, Messages: []core.PositionedMessage{m}})
+		claims = append(claims, &driver.ClaimedPartition{Group: group, WorkerID: workerID, OffsetID: id, After: last, Partition: partition, Messages: []core.PositionedMessage{m}})
 		replay = append(replay, rep)
 		lasts = append(lasts, last)
 	}
@@ -956,7 +937,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 		for i, c := range claims {
 			lastOf[c.OffsetID] = lasts[i]
 		}
-		slices.SortFunc(claims, func(a, b *shell.ClaimedPartition) int {
+		slices.SortFunc(claims, func(a, b *driver.ClaimedPartition) int {
 			return cmp.Or(cmp.Compare(lastOf[a.OffsetID], lastOf[b.OffsetID]), cmp.Compare(a.OffsetID, b.OffsetID))
 		})
 	}
@@ -966,7 +947,7 @@ func (t *tx) scanClaims(br pgx.BatchResults, group, workerID string, unordered b
 // unknown returns the *UnknownGroupError of group.
 func (t *tx) unknown(group string) error {
 	err := t.s.unknownGroup(t.ctx, t.c, group)
-	if !errors.As(err, new(*shell.UnknownGroupError)) {
+	if !errors.As(err, new(*driver.UnknownGroupError)) {
 		return t.fail("group "+group, err)
 	}
 	return err
@@ -974,7 +955,7 @@ func (t *tx) unknown(group string) error {
 
 // held checks, locking the offset's row, that the claim's worker still
 // holds its offset.
-func (t *tx) held(c *shell.ClaimedPartition, verb string) error {
+func (t *tx) held(c *driver.ClaimedPartition, verb string) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -988,27 +969,27 @@ func (t *tx) held(c *shell.ClaimedPartition, verb string) error {
 		if _, err := t.state(c.Group); err != nil {
 			return err
 		}
-		return fmt.Errorf("pgstore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, shell.ErrNotClaimant)
+		return fmt.Errorf("pgstore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, driver.ErrNotClaimant)
 	}
 	if err != nil {
 		return t.fail(verb, err)
 	}
 	if !claimed || by != c.WorkerID {
-		return fmt.Errorf("pgstore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, shell.ErrNotClaimant)
+		return fmt.Errorf("pgstore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, driver.ErrNotClaimant)
 	}
 	return nil
 }
 
 // Release frees a claim without moving its offset, under the shared
 // lock. Only the claiming worker may release it (else an error matching
-// shell.ErrNotClaimant).
-func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
+// driver.ErrNotClaimant).
+func (s *Store) Release(ctx context.Context, c *driver.ClaimedPartition) error {
 	return s.update(ctx, lockShared, func(t *tx) error { return t.Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
-// see shell.GroupTx.
-func (t *tx) Release(c *shell.ClaimedPartition) error {
+// see driver.GroupTx.
+func (t *tx) Release(c *driver.ClaimedPartition) error {
 	if err := t.enter(lockShared, true); err != nil {
 		return err
 	}
@@ -1024,7 +1005,7 @@ func (t *tx) Release(c *shell.ClaimedPartition) error {
 // of its own under the shared lock, in one round trip (see tx.Ack); when
 // the claim is not held, the acknowledgement is made again, checked at
 // once, to tell why.
-func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
+func (s *Store) Ack(ctx context.Context, c *driver.ClaimedPartition, position int64) error {
 	err := s.update(ctx, lockShared, func(t *tx) error { return t.Ack(c, position) })
 	if errors.As(err, new(*ackNotHeldError)) {
 		err = s.update(ctx, lockShared, func(t *tx) error {
@@ -1047,21 +1028,21 @@ func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int
 // (and claiming the next ones) pays no round trip per claim. A claim its
 // worker no longer holds then fails that statement, which aborts the
 // transaction: the Update fails with an error matching
-// shell.ErrNotClaimant and writes nothing (the router then commits each
+// driver.ErrNotClaimant and writes nothing (the router then commits each
 // batch on its own). A position beyond the claim is refused at once
-// (shell.ErrAckBeyondClaim, or ErrNotClaimant when the worker does not
+// (driver.ErrAckBeyondClaim, or ErrNotClaimant when the worker does not
 // hold the claim either), as is a claim the transaction already
 // acknowledged or released (it is checked at once: ErrNotClaimant), and
 // the acknowledgement of a group this process does not know is checked at
 // once too (an *UnknownGroupError).
-func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
+func (t *tx) Ack(c *driver.ClaimedPartition, position int64) error {
 	if err := t.enter(lockShared, false); err != nil {
 		return err
 	}
 	if c == nil {
 		return errors.New("pgstore: ack a nil claim")
 	}
-	if err := shell.CheckAck(c, position); err != nil {
+	if err := driver.CheckAck(c, position); err != nil {
 		// A claim the worker does not hold is refused as such, whatever
 		// the position (the contract of every store): checked only here,
 		// on the way to an error.
@@ -1090,7 +1071,7 @@ func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
 		return t.fail("ack", err)
 	}
 	var groupRow int64
-	var status shell.Status
+	var status driver.Status
 	var failure string
 	err = br.QueryRow().Scan(&groupRow, &status, &failure)
 	acked := err == nil
@@ -1141,10 +1122,10 @@ const ackNotHeld = "pgstore: acknowledged claims not held by their worker:"
 type ackNotHeldError struct{ offsets []int64 }
 
 func (e *ackNotHeldError) Error() string {
-	return fmt.Sprintf("pgstore: ack of offsets %v: one at least is no longer held by its worker (reaped, released or acknowledged already): %v", e.offsets, shell.ErrNotClaimant)
+	return fmt.Sprintf("pgstore: ack of offsets %v: one at least is no longer held by its worker (reaped, released or acknowledged already): %v", e.offsets, driver.ErrNotClaimant)
 }
 
-func (e *ackNotHeldError) Unwrap() error { return shell.ErrNotClaimant }
+func (e *ackNotHeldError) Unwrap() error { return driver.ErrNotClaimant }
 
 // settle queues the deferred acknowledgements, then the deferred deletes,
 // each kind as one statement, at the end of the queued statements. The
@@ -1190,11 +1171,11 @@ func (t *tx) settle() {
 
 // recoverFrom recovers a retrying group whose failed partition is
 // offsetID (just acknowledged).
-func (t *tx) recoverFrom(groupRow, offsetID int64, status shell.Status, failure string) error {
-	if status != shell.StatusRetrying || offsetID == 0 {
+func (t *tx) recoverFrom(groupRow, offsetID int64, status driver.Status, failure string) error {
+	if status != driver.StatusRetrying || offsetID == 0 {
 		return nil
 	}
-	var f shell.Failure
+	var f driver.Failure
 	if err := json.Unmarshal([]byte(failure), &f); err != nil || f.OffsetID != offsetID {
 		return nil
 	}
@@ -1228,7 +1209,7 @@ func (t *tx) Delete(positions ...int64) error {
 }
 
 // AdvanceOffset moves a partition's offset to position without a claim;
-// see shell.GroupTx.
+// see driver.GroupTx.
 //
 // Unless the transaction holds the exclusive lock, it locks the
 // partition's boundary for the group's handled types in exclusive mode
@@ -1405,17 +1386,17 @@ func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, er
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupCommand, change func(t *tx, st *groupState, f *shell.Failure) error) error {
+func (s *Store) operate(ctx context.Context, group string, cmd driver.GroupCommand, change func(t *tx, st *groupState, f *driver.Failure) error) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(group, st.status, cmd)
+		next, err := driver.Transition(group, st.status, cmd)
 		if err != nil {
 			return err
 		}
-		var f shell.Failure
+		var f driver.Failure
 		if err := json.Unmarshal([]byte(st.failure), &f); err != nil {
 			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
 		}
@@ -1441,7 +1422,7 @@ func (t *tx) announce(handled []string) {
 }
 
 // setStatus writes a group's status, retry time and failure.
-func (t *tx) setStatus(st groupState, f shell.Failure) error {
+func (t *tx) setStatus(st groupState, f driver.Failure) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode failure: %w", err)
@@ -1457,7 +1438,7 @@ func (t *tx) setStatus(st groupState, f shell.Failure) error {
 // StopGroup stops a group: its failure keeps its fields and gets reason,
 // its retry time is cleared.
 func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
-	return s.operate(ctx, group, shell.CmdStop, func(t *tx, st *groupState, f *shell.Failure) error {
+	return s.operate(ctx, group, driver.CmdStop, func(t *tx, st *groupState, f *driver.Failure) error {
 		st.retryAt = time.Time{}
 		f.Reason = reason
 		return nil
@@ -1468,8 +1449,8 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 // its handled types are announced after the commit (to this process and,
 // through NOTIFY, to the others), so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
-	return s.operate(ctx, group, shell.CmdStart, func(t *tx, st *groupState, f *shell.Failure) error {
-		st.retryAt, *f = time.Time{}, shell.Failure{}
+	return s.operate(ctx, group, driver.CmdStart, func(t *tx, st *groupState, f *driver.Failure) error {
+		st.retryAt, *f = time.Time{}, driver.Failure{}
 		t.announce(st.handled)
 		return nil
 	})
@@ -1478,11 +1459,11 @@ func (s *Store) StartGroup(ctx context.Context, group string) error {
 // ResetGroup moves every offset of the group back to the beginning (claims
 // included), recording how far each had been acknowledged (claims up to
 // there report Replaying), and rediscovers the log; the status and highest
-// position stay; the group's snapshots (shell.Snapshot) are deleted. It
+// position stay; the group's snapshots (driver.Snapshot) are deleted. It
 // does nothing else to an exclusive group: a delete-on-ack queue cannot
 // be replayed.
 func (s *Store) ResetGroup(ctx context.Context, group string) error {
-	return s.operate(ctx, group, shell.CmdReset, func(t *tx, st *groupState, f *shell.Failure) error {
+	return s.operate(ctx, group, driver.CmdReset, func(t *tx, st *groupState, f *driver.Failure) error {
 		if err := t.deleteSnapshots(group); err != nil {
 			return err
 		}
@@ -1505,8 +1486,8 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 
 // RetryGroup moves the group to retrying until at with the failure, when
 // its status accepts it; otherwise the group stays as it is.
-func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
-	return s.work(ctx, group, shell.CmdRetry, func(st *groupState) shell.Failure {
+func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure driver.Failure) error {
+	return s.work(ctx, group, driver.CmdRetry, func(st *groupState) driver.Failure {
 		st.retryAt = at.UTC().Truncate(time.Microsecond)
 		return failure
 	})
@@ -1514,8 +1495,8 @@ func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, fail
 
 // FailGroup moves the group to failed with the failure, when its status
 // accepts it; otherwise the group stays as it is.
-func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
-	return s.work(ctx, group, shell.CmdFail, func(st *groupState) shell.Failure {
+func (s *Store) FailGroup(ctx context.Context, group string, failure driver.Failure) error {
+	return s.work(ctx, group, driver.CmdFail, func(st *groupState) driver.Failure {
 		st.retryAt = time.Time{}
 		return failure
 	})
@@ -1523,13 +1504,13 @@ func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failu
 
 // work runs a worker command: like operate, but a status that does not
 // accept the command is no error (the group stays as it is).
-func (s *Store) work(ctx context.Context, group string, cmd shell.GroupCommand, change func(st *groupState) shell.Failure) error {
+func (s *Store) work(ctx context.Context, group string, cmd driver.GroupCommand, change func(st *groupState) driver.Failure) error {
 	return s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(group, st.status, cmd)
+		next, err := driver.Transition(group, st.status, cmd)
 		if err != nil {
 			return nil
 		}
@@ -1539,14 +1520,14 @@ func (s *Store) work(ctx context.Context, group string, cmd shell.GroupCommand, 
 }
 
 // ChangeGroup decides a worker command on the group's state and applies
-// it, in one transaction under the exclusive lock; see shell.Groups.
-func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
+// it, in one transaction under the exclusive lock; see driver.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(driver.GroupState) (driver.GroupChange, error)) (out driver.GroupState, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {
 			return err
 		}
-		cur := shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		cur := driver.GroupState{Status: st.status, RetryAt: st.retryAt}
 		if err := json.Unmarshal([]byte(st.failure), &cur.Failure); err != nil {
 			return fmt.Errorf("pgstore: consumer group %s: failure: %w", group, err)
 		}
@@ -1555,19 +1536,19 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if err != nil || ch.Command == "" {
 			return err
 		}
-		if ch.Command == shell.CmdPark {
+		if ch.Command == driver.CmdPark {
 			out, err = t.park(st, cur, ch.Failure)
 			return err
 		}
-		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+		if ch.Command != driver.CmdRetry && ch.Command != driver.CmdFail {
 			return fmt.Errorf("pgstore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", group, ch.Command)
 		}
-		next, err := shell.Transition(group, st.status, ch.Command)
+		next, err := driver.Transition(group, st.status, ch.Command)
 		if err != nil {
 			return nil // a worker command: the group stays as it is
 		}
 		st.status, st.retryAt = next, time.Time{}
-		if ch.Command == shell.CmdRetry {
+		if ch.Command == driver.CmdRetry {
 			st.retryAt = ch.RetryAt.UTC().Truncate(time.Microsecond)
 		}
 		if err := t.setStatus(st, ch.Failure); err != nil {
@@ -1575,7 +1556,7 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		}
 		// What the store gives back: times at its precision, the failure
 		// through JSON.
-		out = shell.GroupState{Status: st.status, RetryAt: st.retryAt}
+		out = driver.GroupState{Status: st.status, RetryAt: st.retryAt}
 		data, err := json.Marshal(ch.Failure)
 		if err != nil {
 			return err
@@ -1583,7 +1564,7 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		return json.Unmarshal(data, &out.Failure)
 	})
 	if err != nil {
-		return shell.GroupState{}, err
+		return driver.GroupState{}, err
 	}
 	return out, nil
 }
@@ -1591,7 +1572,7 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 // ReleaseClaimsOlderThan releases, in one transaction, every claim made at
 // or before cutoff, whoever holds it, and returns the released offsets as
 // they were.
-func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []driver.Offset, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		out = nil
 		rows, err := t.c.Query(t.ctx, s.q.g.oldClaims, cutoff)
@@ -1612,8 +1593,8 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 }
 
 // RenewClaims sets the claim time of each claim its worker still holds to
-// at, in one statement; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (int, error) {
+// at, in one statement; see driver.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*driver.ClaimedPartition, at time.Time) (int, error) {
 	if len(claims) == 0 {
 		return 0, ctx.Err()
 	}
@@ -1643,27 +1624,27 @@ func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
 }
 
 // Group returns a group's status and figures.
-func (s *Store) Group(ctx context.Context, group string) (shell.GroupInfo, error) {
+func (s *Store) Group(ctx context.Context, group string) (driver.GroupInfo, error) {
 	infos, err := s.groupInfos(ctx, s.pool, group)
 	if err != nil {
-		return shell.GroupInfo{}, s.wrapGroupErr(ctx, "group", err)
+		return driver.GroupInfo{}, s.wrapGroupErr(ctx, "group", err)
 	}
 	if len(infos) == 0 {
-		return shell.GroupInfo{}, s.unknownGroup(ctx, s.pool, group)
+		return driver.GroupInfo{}, s.unknownGroup(ctx, s.pool, group)
 	}
 	return infos[0], nil
 }
 
 // wrapGroupErr wraps err unless it is an *UnknownGroupError.
 func (s *Store) wrapGroupErr(ctx context.Context, op string, err error) error {
-	if errors.As(err, new(*shell.UnknownGroupError)) {
+	if errors.As(err, new(*driver.UnknownGroupError)) {
 		return err
 	}
 	return s.wrap(ctx, op, err)
 }
 
 // groupInfos describes every group (or only group), by id.
-func (s *Store) groupInfos(ctx context.Context, q querier, group string) ([]shell.GroupInfo, error) {
+func (s *Store) groupInfos(ctx context.Context, q querier, group string) ([]driver.GroupInfo, error) {
 	sql := s.q.g.groupInfo + " ORDER BY g.group_id"
 	var args []any
 	if group != "" {
@@ -1675,9 +1656,9 @@ func (s *Store) groupInfos(ctx context.Context, q querier, group string) ([]shel
 		return nil, err
 	}
 	defer rows.Close()
-	var out []shell.GroupInfo
+	var out []driver.GroupInfo
 	for rows.Next() {
-		var info shell.GroupInfo
+		var info driver.GroupInfo
 		var retryAt *time.Time
 		var failure string
 		if err := rows.Scan(&info.ID, &info.Label, &info.Status, &retryAt, &failure, &info.HighestPosition, &info.PartitionBy, &info.Exclusive,
@@ -1709,7 +1690,7 @@ func (s *Store) unknownGroup(ctx context.Context, q querier, group string) error
 	if err != nil {
 		return s.wrap(ctx, "group "+group, err)
 	}
-	return &shell.UnknownGroupError{Group: group, Known: known}
+	return &driver.UnknownGroupError{Group: group, Known: known}
 }
 
 // Heartbeat records that the workers are alive at at.
@@ -1731,7 +1712,7 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
-	if err := shell.CheckTTL(ttl); err != nil {
+	if err := driver.CheckTTL(ttl); err != nil {
 		return 0, err
 	}
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
@@ -1781,10 +1762,10 @@ func (s *Store) PruneOrphanKeyPairs(ctx context.Context) (int, error) { return 0
 
 // ReadOffsets returns a page of offsets by ascending id from q.From; Total
 // counts the offsets of q.Group (all groups when empty).
-func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page shell.OffsetPage, err error) {
+func (s *Store) ReadOffsets(ctx context.Context, oq driver.OffsetQuery) (page driver.OffsetPage, err error) {
 	limit := oq.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
 	err = s.snapshot(ctx, func(q querier) error {
 		if err := s.knownGroup(ctx, q, oq.Group); err != nil {
@@ -1799,28 +1780,28 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		}
 		page.Offsets, err = scanOffsets(rows)
 		if page.Offsets == nil {
-			page.Offsets = []shell.Offset{}
+			page.Offsets = []driver.Offset{}
 		}
 		return err
 	})
 	if err != nil {
-		return shell.OffsetPage{}, s.wrapGroupErr(ctx, "read offsets", err)
+		return driver.OffsetPage{}, s.wrapGroupErr(ctx, "read offsets", err)
 	}
 	return page, nil
 }
 
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time.
-func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+func (s *Store) Offsets(ctx context.Context, q driver.OffsetQuery) iter.Seq2[driver.Offset, error] {
+	return driver.PageOffsets(ctx, s.ReadOffsets, q)
 }
 
 // scanOffsets reads offset rows (id, group, status, partition key, last
 // position, claimed, claimed at, claimed by).
-func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
+func scanOffsets(rows pgx.Rows) ([]driver.Offset, error) {
 	defer rows.Close()
-	var out []shell.Offset
+	var out []driver.Offset
 	for rows.Next() {
-		var o shell.Offset
+		var o driver.Offset
 		var key string
 		var claimedAt *time.Time
 		if err := rows.Scan(&o.ID, &o.Group, &o.GroupStatus, &key, &o.LastPosition, &o.Claimed, &claimedAt, &o.ClaimedBy, &o.Parked); err != nil {
@@ -1839,7 +1820,7 @@ func scanOffsets(rows pgx.Rows) ([]shell.Offset, error) {
 }
 
 // AdvanceOffsetDeferred is AdvanceOffset sent with the transaction's next
-// batch, its COMMIT's at the latest (see shell.DeferredAdvancer): the
+// batch, its COMMIT's at the latest (see driver.DeferredAdvancer): the
 // partition's boundary lock, the server's refusal of a position past the
 // newest one and the move, with no answer read. Where AdvanceOffset would
 // take the exclusive lock (a group this process has not loaded, a
@@ -1896,7 +1877,7 @@ func (t *tx) deferAdvance(gs *groupSet, g *groupConf, partition map[string]strin
 
 // AppendCommandDeferred appends cmd, decided by group in partition, and
 // moves group's offset of partition past it, both with the transaction's
-// next batch (its COMMIT's, for Handle), as shell.DeferredCommandAppender
+// next batch (its COMMIT's, for Handle), as driver.DeferredCommandAppender
 // says: the offset's move is written at the position the command's
 // insert draws in that batch (sessionLast). A transaction holding the
 // exclusive lock, or a group this store has not loaded, appends and
@@ -1919,7 +1900,7 @@ func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition map
 		}
 	}
 	k := len(t.own)
-	res, err := t.Append([]core.Message{cmd}, shell.AppendOptions{Deferred: g != nil && t.holds != lockExclusive})
+	res, err := t.Append([]core.Message{cmd}, driver.AppendOptions{Deferred: g != nil && t.holds != lockExclusive})
 	if err != nil {
 		return core.Message{}, nil, err
 	}
@@ -1947,4 +1928,4 @@ func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition map
 	}, nil
 }
 
-var _ shell.DeferredCommandAppender = (*tx)(nil)
+var _ driver.DeferredCommandAppender = (*tx)(nil)

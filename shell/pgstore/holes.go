@@ -139,7 +139,7 @@ func (a *advancer) heal() {
 }
 
 // AppendsWaiting reports whether an append of this store waits for the
-// stored horizon to cover it (shell.AppendWaiter): the router then ends
+// stored horizon to cover it (driver.AppendWaiter): the router then ends
 // its transactions that hold positions in flight at the end of a batch.
 func (s *Store) AppendsWaiting() bool {
 	a := s.adv

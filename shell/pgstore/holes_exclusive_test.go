@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -29,7 +29,7 @@ func TestExclusiveTransactionReadsPastHoles(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another session commits a copy of the message past a burnt
@@ -51,10 +51,10 @@ FROM %[1]s_messages WHERE message_type <> '' ORDER BY position LIMIT 1 RETURNING
 	}
 	cond := core.Condition{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}
 	var got []int64
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		got = nil
 		// A read with a limit takes the exclusive lock.
-		res, err := tx.Read([]core.Condition{cond}, shell.ReadOptions{Limit: 10})
+		res, err := tx.Read([]core.Condition{cond}, driver.ReadOptions{Limit: 10})
 		for _, m := range res.Messages {
 			got = append(got, m.Position)
 		}

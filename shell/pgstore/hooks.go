@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Lifecycle hooks (migration 7): a group registered with
-// shell.GroupSpec.Hooks has a row in <p>_group_hooks that counts its
+// driver.GroupSpec.Hooks has a row in <p>_group_hooks that counts its
 // operator transitions (transitions), how far their hooks ran (hooked),
-// keeps the pending ones as JSON (shell.GroupTransition, oldest first),
+// keeps the pending ones as JSON (driver.GroupTransition, oldest first),
 // and the claim on the oldest. Every operator command (operate) records
 // its transition there in its own transaction, under the exclusive lock,
 // whoever runs it; the claim statements and the idle probe find nothing
@@ -27,7 +26,7 @@ import (
 type hookRow struct {
 	found               bool
 	transitions, hooked int64
-	pending             []shell.GroupTransition
+	pending             []driver.GroupTransition
 	claimedBy           string
 	claimedAt           time.Time
 }
@@ -67,16 +66,16 @@ func (t *tx) hookRow(row int64) (hookRow, error) {
 
 // recordTransition records an operator transition of the group as
 // pending, when it was registered with hooks.
-func (t *tx) recordTransition(row int64, cmd shell.GroupCommand, reason string) error {
+func (t *tx) recordTransition(row int64, cmd driver.GroupCommand, reason string) error {
 	h, err := t.hookRow(row)
 	if err != nil || !h.found {
 		return err
 	}
-	if cmd != shell.CmdStop {
+	if cmd != driver.CmdStop {
 		reason = ""
 	}
 	h.transitions++
-	h.pending = append(h.pending, shell.GroupTransition{Seq: h.transitions, Command: cmd, Reason: reason, At: t.s.now().UTC()})
+	h.pending = append(h.pending, driver.GroupTransition{Seq: h.transitions, Command: cmd, Reason: reason, At: t.s.now().UTC()})
 	data, err := json.Marshal(h.pending)
 	if err != nil {
 		return err
@@ -86,10 +85,10 @@ func (t *tx) recordTransition(row int64, cmd shell.GroupCommand, reason string) 
 }
 
 // ClaimTransition claims the oldest transition of the group whose hook has
-// not run; see shell.Groups. A group with none pending is answered by one
+// not run; see driver.Groups. A group with none pending is answered by one
 // statement outside any transaction.
-func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
-	if err := shell.CheckClaimTransition(claimant, lease); err != nil {
+func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*driver.GroupTransition, error) {
+	if err := driver.CheckClaimTransition(claimant, lease); err != nil {
 		return nil, err
 	}
 	var pending bool
@@ -104,7 +103,7 @@ func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now
 		return nil, nil
 	}
 	now = now.UTC().Truncate(time.Microsecond)
-	var out *shell.GroupTransition
+	var out *driver.GroupTransition
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(group)
 		if err != nil {
@@ -132,8 +131,8 @@ func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now
 }
 
 // FinishTransition records that the hook of a claimed transition ran, or
-// releases it; see shell.Groups.
-func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition, ran bool) error {
+// releases it; see driver.Groups.
+func (s *Store) FinishTransition(ctx context.Context, tr *driver.GroupTransition, ran bool) error {
 	err := s.update(ctx, lockExclusive, func(t *tx) error {
 		st, err := t.lockState(tr.Group)
 		if err != nil {
@@ -144,7 +143,7 @@ func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition,
 			return err
 		}
 		if !h.found || len(h.pending) == 0 || h.pending[0].Seq != tr.Seq || h.claimedBy != tr.Claimant {
-			return fmt.Errorf("pgstore: finish transition %d of consumer group %s: %w", tr.Seq, tr.Group, shell.ErrNotClaimant)
+			return fmt.Errorf("pgstore: finish transition %d of consumer group %s: %w", tr.Seq, tr.Group, driver.ErrNotClaimant)
 		}
 		if ran {
 			h.hooked, h.pending = tr.Seq, h.pending[1:]
@@ -163,7 +162,7 @@ func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition,
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, shell.ErrNotClaimant) {
+	if err != nil && !errors.Is(err, driver.ErrNotClaimant) {
 		return s.wrapGroupErr(ctx, "finish transition", err)
 	}
 	return err

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // tombstoneAge is how long ago a tombstone must have been written before
@@ -29,7 +29,7 @@ const tombstonesPerCall = 10_000
 // tombstone leaves a gap below the horizon, as a message deleted on
 // acknowledgement does; no position is handed out again.
 //
-// A shell.Runtime calls it on every heartbeat (shell.Housekeeper); one
+// A shell.Runtime calls it on every heartbeat (driver.Housekeeper); one
 // store without a runtime can call it now and then.
 func (s *Store) Housekeep(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, fmt.Sprintf(`DELETE FROM %[1]s WHERE message_type = '' AND position IN (
@@ -39,4 +39,4 @@ func (s *Store) Housekeep(ctx context.Context) error {
 	return s.wrap(ctx, "housekeep", err)
 }
 
-var _ shell.Housekeeper = (*Store)(nil)
+var _ driver.Housekeeper = (*Store)(nil)

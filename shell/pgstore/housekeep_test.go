@@ -8,7 +8,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -27,7 +27,7 @@ func TestHousekeepDeletesOldTombstones(t *testing.T) {
 	ctx := t.Context()
 	add := func(id string) int64 {
 		t.Helper()
-		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: id, Name: "n"}), shell.AppendOptions{})
+		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: id, Name: "n"}), driver.AppendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,8 +36,8 @@ func TestHousekeepDeletesOldTombstones(t *testing.T) {
 	rollback := func() {
 		t.Helper()
 		errAbandon := errors.New("abandon")
-		err := s.Update(ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "gone", Name: "n"}, fixtures.DeviceRegistered{DeviceID: "gone2", Name: "n"}), shell.AppendOptions{}); err != nil {
+		err := s.Update(ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "gone", Name: "n"}, fixtures.DeviceRegistered{DeviceID: "gone2", Name: "n"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			return errAbandon
@@ -78,7 +78,7 @@ func TestHousekeepDeletesOldTombstones(t *testing.T) {
 	}
 	last := add("d3")
 	var ids []string
-	for m, err := range s.All(ctx, shell.ReadAllOptions{}) {
+	for m, err := range s.All(ctx, driver.ReadAllOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

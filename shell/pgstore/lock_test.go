@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -24,10 +24,10 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := s.ClaimNext(ctx, "devices", "w1", 10)
@@ -35,7 +35,7 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 		t.Fatalf("claim: %v %v", c, err)
 	}
 	runs := 0
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		runs++
 		if err := tx.Ack(c, c.Last()); err != nil {
 			return err
@@ -46,7 +46,7 @@ func TestUpdateUpgradesByRunningAgain(t *testing.T) {
 		if _, err := tx.LastPosition(); err != nil {
 			return err
 		}
-		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), shell.AppendOptions{})
+		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d2"}), driver.AppendOptions{})
 		return err
 	})
 	if err != nil || runs != 2 {
@@ -75,18 +75,18 @@ func TestUpdateLastPositionOvertaken(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := context.Background()
 	var seen []int64
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		last, err := tx.LastPosition()
 		if err != nil {
 			return err
 		}
 		seen = append(seen, last)
 		if len(seen) == 1 { // another writer commits in between
-			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "other"}), shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "other"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 		}
-		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "mine"}), shell.AppendOptions{})
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "mine"}), driver.AppendOptions{})
 		return err
 	})
 	if err != nil {
@@ -95,18 +95,18 @@ func TestUpdateLastPositionOvertaken(t *testing.T) {
 	if len(seen) != 2 || seen[0] != 0 || seen[1] != 1 {
 		t.Fatalf("LastPosition said %v over the runs, want [0 1]", seen)
 	}
-	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	page, err := s.ReadAll(ctx, driver.ReadAllOptions{})
 	if err != nil || len(page.Messages) != 2 {
 		t.Fatalf("log %v (%v), want the other writer's and one of mine", page.Messages, err)
 	}
 	// Without an append in between, one run.
 	runs := 0
-	if err := s.Update(ctx, func(tx shell.Tx) error {
+	if err := s.Update(ctx, func(tx driver.Tx) error {
 		runs++
 		if _, err := tx.LastPosition(); err != nil {
 			return err
 		}
-		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "again"}), shell.AppendOptions{})
+		_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "again"}), driver.AppendOptions{})
 		return err
 	}); err != nil || runs != 1 {
 		t.Fatalf("update: %v after %d runs, want nil after 1", err, runs)
@@ -124,7 +124,7 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 	// w2's claim stays open (its transaction holds the shared lock)
 	// while w1 settles c1 in another transaction.
 	done := make(chan error, 1)
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		c2, err := tx.ClaimNext("q", "w2", 1)
 		if err != nil || c2 == nil {
 			return errors.Join(err, errors.New("no second claim"))
@@ -134,7 +134,7 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 			// transaction, which waits for it: give up after a while.
 			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			done <- s.Update(wait, func(tx shell.Tx) error {
+			done <- s.Update(wait, func(tx driver.Tx) error {
 				if err := tx.Delete(c1.Last()); err != nil {
 					return err
 				}
@@ -146,7 +146,7 @@ func TestQueueSettlementBesideAClaim(t *testing.T) {
 	if err != nil {
 		t.Fatalf("settling beside an open claim: %v", err)
 	}
-	page, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	page, err := s.ReadAll(ctx, driver.ReadAllOptions{})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("log %v (%v), want one job left", page.Messages, err)
 	}
@@ -169,7 +169,7 @@ func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer probe.Close(ctx)
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		if err := tx.Ack(c1, c1.Last()); err != nil {
 			return err
 		}
@@ -201,13 +201,13 @@ func TestSettlementLeavesTheGroupRowUnlocked(t *testing.T) {
 
 // twoJobsOneClaimed registers the queue q on s, appends two jobs and
 // returns w1's claim of the first.
-func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *shell.ClaimedPartition {
+func twoJobsOneClaimed(t *testing.T, s *pgstore.Store) *driver.ClaimedPartition {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "q", Exclusive: true, Handled: []string{"device.registered"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "a"}, fixtures.DeviceRegistered{DeviceID: "b"}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "a"}, fixtures.DeviceRegistered{DeviceID: "b"}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c1, err := s.ClaimNext(ctx, "q", "w1", 1)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -21,7 +21,7 @@ type heard struct {
 	ch    chan struct{}
 }
 
-func listenTo(n shell.Notifier) *heard {
+func listenTo(n driver.Notifier) *heard {
 	h := &heard{ch: make(chan struct{}, 100)}
 	n.Subscribe(func(types []string) {
 		h.mu.Lock()
@@ -77,7 +77,7 @@ func TestListenAcrossStores(t *testing.T) {
 	}
 	defer l.Close()
 
-	if _, err := b.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := b.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "d1"})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	took := ha.wait(t, "device.registered", 5*time.Second)
@@ -85,7 +85,7 @@ func TestListenAcrossStores(t *testing.T) {
 
 	// Own appends: announced once, directly, not again by the listener.
 	ha.reset()
-	if _, err := a.Append(ctx, []core.Message{core.NewMessage(fixtures.AssetRegistered{AssetID: "a1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, []core.Message{core.NewMessage(fixtures.AssetRegistered{AssetID: "a1"})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -98,8 +98,8 @@ func TestListenAcrossStores(t *testing.T) {
 
 	// A rolled back append is never announced.
 	ha.reset()
-	_ = b.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, shell.AppendOptions{}); err != nil {
+	_ = b.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "x"})}, driver.AppendOptions{}); err != nil {
 			return err
 		}
 		return context.Canceled
@@ -108,12 +108,12 @@ func TestListenAcrossStores(t *testing.T) {
 	// Kill the listener's connection and append in the same transaction:
 	// the notification is sent while nobody listens, so only the
 	// listener's catch-up after it reconnects can announce it.
-	err = b.Update(ctx, func(tx shell.Tx) error {
+	err = b.Update(ctx, func(tx driver.Tx) error {
 		conn := tx.Context().(*pgstore.TxContext).Conn
 		if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, "sourced-listener "+a.Channel()); err != nil {
 			return err
 		}
-		_, err := tx.Append([]core.Message{core.NewMessage(fixtures.UserRegistered{UserID: "u1"})}, shell.AppendOptions{})
+		_, err := tx.Append([]core.Message{core.NewMessage(fixtures.UserRegistered{UserID: "u1"})}, driver.AppendOptions{})
 		return err
 	})
 	if err != nil {

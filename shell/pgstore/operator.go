@@ -9,8 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // The operator's side of the store, for tools such as cmd/sourced: how far
@@ -18,7 +17,7 @@ import (
 // scheduled message, and the schema versions a database records.
 
 // Lag returns, for each partition of group with pending work (by offset
-// id, as shell.Offset.ID), how many messages of the group's handled types
+// id, as driver.Offset.ID), how many messages of the group's handled types
 // it has not processed yet, counting at most limit per partition (0: no
 // cap; a count equal to limit means "at least"). Partitions with no
 // pending work are absent: their lag is 0. It reads one REPEATABLE READ
@@ -40,7 +39,7 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int
 		return s.countPending(ctx, tx, g, rows, err, limit, lag)
 	})
 	if err != nil {
-		var ue *shell.UnknownGroupError
+		var ue *driver.UnknownGroupError
 		if errors.As(err, &ue) {
 			return nil, err
 		}
@@ -49,20 +48,20 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (map[int64]int
 	return lag, nil
 }
 
-var _ shell.Lagger = (*Store)(nil)
+var _ driver.Lagger = (*Store)(nil)
 
 // GroupLag counts the pending work of group within the bounds of q (see
-// shell.Lagger): in one REPEATABLE READ snapshot taking none of the
+// driver.Lagger): in one REPEATABLE READ snapshot taking none of the
 // store's locks, one count of the pending and parked partitions, the
 // partitions to count (q.Offsets, or the q.Partitions furthest behind),
 // then one bounded count per partition counted. Unlike Lag, its cost does
 // not grow with the number of partitions behind.
-func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
-	limit, err := shell.CheckLagQuery(q)
+func (s *Store) GroupLag(ctx context.Context, group string, q driver.LagQuery) (driver.Lag, error) {
+	limit, err := driver.CheckLagQuery(q)
 	if err != nil {
-		return shell.Lag{}, err
+		return driver.Lag{}, err
 	}
-	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	out := driver.Lag{ByOffset: map[int64]int{}, Limit: limit}
 	err = s.View(ctx, func(tx pgx.Tx) error {
 		gs, err := s.loadGroups(ctx, tx, 0)
 		if err != nil {
@@ -89,11 +88,11 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		return s.countPending(ctx, tx, g, rows, err, limit, out.ByOffset)
 	})
 	if err != nil {
-		var ue *shell.UnknownGroupError
+		var ue *driver.UnknownGroupError
 		if errors.As(err, &ue) {
-			return shell.Lag{}, err
+			return driver.Lag{}, err
 		}
-		return shell.Lag{}, s.wrap(ctx, "lag of "+group, err)
+		return driver.Lag{}, s.wrap(ctx, "lag of "+group, err)
 	}
 	return out, nil
 }
@@ -148,7 +147,7 @@ type Worker struct {
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// driver.Groups.Heartbeat), by id, with the number of claims each holds
 // (counted through the index of claimed offsets: the cost follows the
 // claims held, not the partitions). A worker that stopped cleanly removed
 // its record (RemoveWorkers); the claims themselves are in ReadOffsets.

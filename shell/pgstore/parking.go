@@ -12,16 +12,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.Parking = (*Store)(nil)
+var _ driver.Parking = (*Store)(nil)
 
-// park applies CmdPark (see shell.CmdPark) in the transaction of
+// park applies CmdPark (see driver.CmdPark) in the transaction of
 // ChangeGroup: the offset of f.OffsetID gets its parked record (none when
 // the offset is gone), and a retrying group recovers. It returns the
 // group's state afterwards.
-func (t *tx) park(st groupState, cur shell.GroupState, f shell.Failure) (shell.GroupState, error) {
+func (t *tx) park(st groupState, cur driver.GroupState, f driver.Failure) (driver.GroupState, error) {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return cur, fmt.Errorf("pgstore: encode failure: %w", err)
@@ -29,23 +29,23 @@ func (t *tx) park(st groupState, cur shell.GroupState, f shell.Failure) (shell.G
 	if _, err := t.c.Exec(t.ctx, t.s.q.g.park, f.OffsetID, st.row, string(data), t.s.now()); err != nil {
 		return cur, t.fail("park", err)
 	}
-	if st.status != shell.StatusRetrying {
+	if st.status != driver.StatusRetrying {
 		return cur, nil
 	}
-	next, err := shell.Transition("", st.status, shell.CmdRecover)
+	next, err := driver.Transition("", st.status, driver.CmdRecover)
 	if err != nil {
 		return cur, err
 	}
 	st.status, st.retryAt = next, time.Time{}
-	if err := t.setStatus(st, shell.Failure{}); err != nil {
+	if err := t.setStatus(st, driver.Failure{}); err != nil {
 		return cur, err
 	}
-	return shell.GroupState{Status: next}, nil
+	return driver.GroupState{Status: next}, nil
 }
 
 // ParkedPartitions returns the parked partitions of group ("" for all);
-// see shell.Parking.
-func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell.ParkedPartition, err error) {
+// see driver.Parking.
+func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []driver.ParkedPartition, err error) {
 	err = s.snapshot(ctx, func(q querier) error {
 		if err := s.knownGroup(ctx, q, group); err != nil {
 			return err
@@ -60,12 +60,12 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell
 	return out, nil
 }
 
-var _ shell.ParkedReader = (*Store)(nil)
+var _ driver.ParkedReader = (*Store)(nil)
 
 // ReadParked returns a page of parked partitions by ascending offset id;
-// see shell.ParkedReader. One query.
-func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) (out []shell.ParkedPartition, err error) {
-	limit, err := shell.CheckParkedQuery(q)
+// see driver.ParkedReader. One query.
+func (s *Store) ReadParked(ctx context.Context, q driver.ParkedQuery) (out []driver.ParkedPartition, err error) {
+	limit, err := driver.CheckParkedQuery(q)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ FROM %s o JOIN %s g ON g.id = o.consumer_group_id WHERE o.parked IS NOT NULL AND
 }
 
 // knownGroup returns nil for "" or a registered group, else the group's
-// *shell.UnknownGroupError.
+// *driver.UnknownGroupError.
 func (s *Store) knownGroup(ctx context.Context, q querier, group string) error {
 	if group == "" {
 		return nil
@@ -102,12 +102,12 @@ func (s *Store) knownGroup(ctx context.Context, q querier, group string) error {
 
 // collectParked reads the rows of a parked-partition query (rows and err
 // as Query returned them).
-func collectParked(rows pgx.Rows, err error) ([]shell.ParkedPartition, error) {
+func collectParked(rows pgx.Rows, err error) ([]driver.ParkedPartition, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []shell.ParkedPartition{}
+	out := []driver.ParkedPartition{}
 	for rows.Next() {
 		p, err := scanParked(rows)
 		if err != nil {
@@ -119,8 +119,8 @@ func collectParked(rows pgx.Rows, err error) ([]shell.ParkedPartition, error) {
 }
 
 // scanParked reads a row of the parked-partition queries.
-func scanParked(row pgx.Row) (shell.ParkedPartition, error) {
-	var p shell.ParkedPartition
+func scanParked(row pgx.Row) (driver.ParkedPartition, error) {
+	var p driver.ParkedPartition
 	var key, failure string
 	if err := row.Scan(&p.OffsetID, &p.Group, &key, &p.LastPosition, &failure, &p.ParkedAt); err != nil {
 		return p, err
@@ -138,15 +138,15 @@ func scanParked(row pgx.Row) (shell.ParkedPartition, error) {
 	return p, nil
 }
 
-// RetryPartition unparks the partition; see shell.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "retry", group, partition, func(*tx, shell.ParkedPartition) error { return nil })
+// RetryPartition unparks the partition; see driver.Parking.
+func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "retry", group, partition, func(*tx, driver.ParkedPartition) error { return nil })
 }
 
 // SkipFailedMessage moves the partition past its failed message and
-// unparks it; see shell.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "skip", group, partition, func(t *tx, p shell.ParkedPartition) error {
+// unparks it; see driver.Parking.
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "skip", group, partition, func(t *tx, p driver.ParkedPartition) error {
 		to := max(p.LastPosition, p.Failure.Position)
 		b := &pgx.Batch{}
 		b.Queue(t.s.q.g.moveTo, p.OffsetID, to)
@@ -154,16 +154,16 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 		if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
 			return err
 		}
-		var status shell.Status
+		var status driver.Status
 		var failure string
 		return t.c.QueryRow(t.ctx, t.s.q.g.raiseHighest, t.gs.byName[p.Group].row, to).Scan(&status, &failure)
 	})
 }
 
 // ResetPartition moves the partition's offset back to the start and
-// unparks it; see shell.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "reset", group, partition, func(t *tx, p shell.ParkedPartition) error {
+// unparks it; see driver.Parking.
+func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "reset", group, partition, func(t *tx, p driver.ParkedPartition) error {
 		b := &pgx.Batch{}
 		b.Queue(t.s.q.g.foldGroup, t.gs.byName[p.Group].row)
 		b.Queue(t.s.q.g.resetOffset, p.OffsetID)
@@ -174,13 +174,13 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked partition in one transaction under the
 // exclusive lock, then clears its parked record.
-func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, p shell.ParkedPartition) error) (out shell.ParkedPartition, err error) {
+func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		g := t.gs.byName[group]
 		if g == nil {
 			return s.unknownGroup(t.ctx, t.c, group)
 		}
-		if err := shell.CheckPartition(g.name, g.partitionBy, partition); err != nil {
+		if err := driver.CheckPartition(g.name, g.partitionBy, partition); err != nil {
 			return err
 		}
 		tp, err := g.tupleOf(verb, partition)
@@ -203,7 +203,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 		return t.check(verb+" partition", err)
 	})
 	if err != nil {
-		return shell.ParkedPartition{}, err
+		return driver.ParkedPartition{}, err
 	}
 	return out, nil
 }
@@ -230,5 +230,5 @@ func (t *tx) notParked(g *groupConf, partition map[string]string) error {
 	if len(parked) == 0 {
 		parked = nil
 	}
-	return &shell.NotParkedError{Group: g.name, Partition: maps.Clone(partition), Parked: parked}
+	return &driver.NotParkedError{Group: g.name, Partition: maps.Clone(partition), Parked: parked}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -72,7 +72,7 @@ func TestClaimsAndReadsArePlannedOnce(t *testing.T) {
 	}
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
-	for _, g := range []shell.GroupSpec{
+	for _, g := range []driver.GroupSpec{
 		{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}},
 		{ID: "jobs", Exclusive: true, Handled: []string{fixtures.TypeAssetRegistered}},
 	} {
@@ -82,7 +82,7 @@ func TestClaimsAndReadsArePlannedOnce(t *testing.T) {
 	}
 	const rounds = 8
 	for i := range rounds {
-		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}, fixtures.AssetRegistered{AssetID: fmt.Sprint("a", i)}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprint("d", i)}, fixtures.AssetRegistered{AssetID: fmt.Sprint("a", i)}), driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,10 +91,10 @@ func TestClaimsAndReadsArePlannedOnce(t *testing.T) {
 		generic, custom int64
 	}
 	var got []plans
-	err = s.Update(ctx, func(tx shell.Tx) error {
-		claimer := tx.(shell.ClaimManyTx)
+	err = s.Update(ctx, func(tx driver.Tx) error {
+		claimer := tx.(driver.ClaimManyTx)
 		for i := range rounds {
-			if _, err := tx.ReadPartition(map[string]string{"device_id": fmt.Sprint("d", i)}, []string{"device.registered"}, shell.ReadOptions{}); err != nil {
+			if _, err := tx.ReadPartition(map[string]string{"device_id": fmt.Sprint("d", i)}, []string{"device.registered"}, driver.ReadOptions{}); err != nil {
 				return err
 			}
 			for _, group := range []string{"devices", "jobs"} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest/proctest"
@@ -111,7 +112,7 @@ func TestThreeWorkerProcesses(t *testing.T) {
 	}
 	victim.Kill()
 	claimed := 0
-	for o, err := range store.Offsets(t.Context(), shell.OffsetQuery{Group: "jobs.worker"}) {
+	for o, err := range store.Offsets(t.Context(), driver.OffsetQuery{Group: "jobs.worker"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestThreeWorkerProcesses(t *testing.T) {
 	}
 	a.Stop(t, 15*time.Second)
 	b.Stop(t, 15*time.Second)
-	for o, err := range store.Offsets(t.Context(), shell.OffsetQuery{Group: "jobs.worker"}) {
+	for o, err := range store.Offsets(t.Context(), driver.OffsetQuery{Group: "jobs.worker"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

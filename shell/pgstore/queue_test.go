@@ -14,6 +14,7 @@ import (
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // TestQueueClaimFollowsARepartitionElsewhere: a store claims a queue (a
@@ -25,16 +26,16 @@ func TestQueueClaimFollowsARepartitionElsewhere(t *testing.T) {
 	ss := peers(t, 2)
 	ctx := t.Context()
 	handled := []string{fixtures.TypeDeviceRegistered}
-	if err := ss[0].RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, Handled: handled}); err != nil {
+	if err := ss[0].RegisterGroup(ctx, driver.GroupSpec{ID: "q", Exclusive: true, Handled: handled}); err != nil {
 		t.Fatal(err)
 	}
-	appendDevices := func(s shell.Store, ids ...string) {
+	appendDevices := func(s driver.Store, ids ...string) {
 		t.Helper()
 		var ms []core.Message
 		for _, id := range ids {
 			ms = append(ms, core.NewMessage(fixtures.DeviceRegistered{DeviceID: id, Name: id}))
 		}
-		if _, err := s.Append(ctx, ms, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, ms, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +51,7 @@ func TestQueueClaimFollowsARepartitionElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another process partitions the group by device now.
-	if err := ss[1].RegisterGroup(ctx, shell.GroupSpec{ID: "q", Exclusive: true, PartitionBy: []string{"device_id"}, Handled: handled}); err != nil {
+	if err := ss[1].RegisterGroup(ctx, driver.GroupSpec{ID: "q", Exclusive: true, PartitionBy: []string{"device_id"}, Handled: handled}); err != nil {
 		t.Fatal(err)
 	}
 	appendDevices(ss[1], "d2", "d2")
@@ -119,7 +120,7 @@ func TestQueueOnPostgres(t *testing.T) {
 	}
 	ms = append(ms, core.NewMessage(fixtures.DeviceRegistered{DeviceID: "flaky", Name: "n"}))
 	for i := 0; i < len(ms); i += 20 {
-		if _, err := ss[i/20%2].Append(ctx, ms[i:min(i+20, len(ms))], shell.AppendOptions{}); err != nil {
+		if _, err := ss[i/20%2].Append(ctx, ms[i:min(i+20, len(ms))], driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +149,7 @@ func TestQueueOnPostgres(t *testing.T) {
 			t.Fatalf("job %s ran at attempts %v, want %v", id, attempts, want)
 		}
 	}
-	for m, err := range ss[0].All(ctx, shell.ReadAllOptions{}) {
+	for m, err := range ss[0].All(ctx, driver.ReadAllOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // queries holds the store's constant SQL, with the table names spliced in.
@@ -255,13 +255,13 @@ func (s *Store) decode(r *msgRow) (core.PositionedMessage, error) {
 	if s.raw {
 		payload = json.RawMessage(slices.Clone(r.payload))
 	} else if payload, err = s.reg.Decode(r.typ.String, int(r.version.Int32), r.payload); err != nil {
-		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
+		return core.PositionedMessage{}, &driver.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
 			Err: fmt.Errorf("pgstore: decode message %s at position %d: %w", uuid.UUID(r.id.Bytes), r.position, err)}
 	}
 	var md map[string]any
 	if r.metadata != nil {
 		if err := json.Unmarshal(r.metadata, &md); err != nil {
-			return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
+			return core.PositionedMessage{}, &driver.DecodeError{MessageType: r.typ.String, MessageID: r.id.Bytes, Position: r.position,
 				Err: fmt.Errorf("pgstore: decode metadata of message %s: %w", uuid.UUID(r.id.Bytes), err)}
 		}
 	}
@@ -303,8 +303,8 @@ func uptoArg(upto int64) int64 {
 	return upto
 }
 
-// guardFor is the guard a read earns (see shell.Tx.Read).
-func guardFor(conds []core.Condition, opts shell.ReadOptions, msgs []core.PositionedMessage, last int64) core.Guard {
+// guardFor is the guard a read earns (see driver.Tx.Read).
+func guardFor(conds []core.Condition, opts driver.ReadOptions, msgs []core.PositionedMessage, last int64) core.Guard {
 	pos := last
 	if opts.Upto > 0 && opts.Upto < last {
 		pos = opts.Upto
@@ -324,19 +324,19 @@ func (s *Store) typed() *codec.Registry {
 	return s.reg
 }
 
-func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts shell.ReadOptions, own []int64) (shell.ReadResult, error) {
-	if err := shell.CheckConditions(s.typed(), conds); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
+func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
+	if err := driver.CheckConditions(s.typed(), conds); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	if len(conds) == 0 {
 		var last int64
 		if err := q.QueryRow(ctx, "SELECT "+s.horizonExpr()).Scan(&last); err != nil {
-			return shell.ReadResult{}, s.wrap(ctx, "read", err)
+			return driver.ReadResult{}, s.wrap(ctx, "read", err)
 		}
-		return shell.ReadResult{Guard: guardFor(conds, opts, nil, last)}, nil
+		return driver.ReadResult{Guard: guardFor(conds, opts, nil, last)}, nil
 	}
 	var args sqlArgs
 	pos := positionFor(conds)
@@ -344,9 +344,9 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 		messageColumns, s.names.messages, pos, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), limitSQL(opts.Limit), visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
-		return shell.ReadResult{}, s.wrap(ctx, "read", err)
+		return driver.ReadResult{}, s.wrap(ctx, "read", err)
 	}
-	return shell.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
+	return driver.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
 }
 
 // handledTypes resolves type names with the registry.
@@ -362,16 +362,16 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 	return out, nil
 }
 
-func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts shell.ReadOptions, own []int64) (shell.ReadResult, error) {
-	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
+	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	typs, err := s.handledTypes(types)
 	if err != nil {
-		return shell.ReadResult{}, fmt.Errorf("pgstore: read partition: %w", err)
+		return driver.ReadResult{}, fmt.Errorf("pgstore: read partition: %w", err)
 	}
 	conds := core.ConditionsFor(partition, typs...)
 	if len(partition) == 0 || len(types) == 0 {
@@ -384,9 +384,9 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), limitSQL(opts.Limit), visible(positionFilter, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
-		return shell.ReadResult{}, s.wrap(ctx, "read partition", err)
+		return driver.ReadResult{}, s.wrap(ctx, "read partition", err)
 	}
-	return shell.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
+	return driver.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
 }
 
 // fetchSQL is the query of up to n messages of the partition after after.
@@ -397,18 +397,18 @@ func (s *Store) fetchSQL(partition map[string]string, types []string, after int6
 	return sql, args
 }
 
-func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOptions, own []int64) (shell.Page, error) {
-	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
-		return shell.Page{}, fmt.Errorf("pgstore: %w", err)
+func (s *Store) readAll(ctx context.Context, q querier, opts driver.ReadAllOptions, own []int64) (driver.Page, error) {
+	if err := driver.CheckReadAll(s.typed(), opts); err != nil {
+		return driver.Page{}, fmt.Errorf("pgstore: %w", err)
 	}
 	limit := opts.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
 	var args sqlArgs
 	var where, order string
 	from, ok := opts.Cursor()
-	if opts.Order == shell.Descending {
+	if opts.Order == driver.Descending {
 		if from <= 0 && ok {
 			from = math.MaxInt64
 		} // !ok (Before 1): position <= 0 reads nothing, and the newest position still
@@ -424,9 +424,9 @@ func (s *Store) readAll(ctx context.Context, q querier, opts shell.ReadAllOption
 		messageColumns, s.names.messages, where, order, limitSQL(limit))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, order), args)
 	if err != nil {
-		return shell.Page{}, s.wrap(ctx, "read all", err)
+		return driver.Page{}, s.wrap(ctx, "read all", err)
 	}
-	return shell.Page{Messages: msgs, LastPosition: last}, nil
+	return driver.Page{Messages: msgs, LastPosition: last}, nil
 }
 
 // conflicts returns the messages matching the guard after its position.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 )
@@ -23,7 +23,7 @@ func TestConcurrentChangesCountEveryRetry(t *testing.T) {
 	reg := codec.NewRegistry()
 	codec.MustRegister[retryCountEvent](reg, "retry_count.event")
 	first := open(t, pgstore.Options{Registry: reg})
-	if err := first.RegisterGroup(t.Context(), shell.GroupSpec{ID: "retry_count.devices", PartitionBy: []string{"device_id"}, Handled: []string{"retry_count.event"}}); err != nil {
+	if err := first.RegisterGroup(t.Context(), driver.GroupSpec{ID: "retry_count.devices", PartitionBy: []string{"device_id"}, Handled: []string{"retry_count.event"}}); err != nil {
 		t.Fatal(err)
 	}
 	second, err := pgstore.Open(t.Context(), pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: first.Prefix(), MaxConns: 8})
@@ -42,12 +42,12 @@ func TestConcurrentChangesCountEveryRetry(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := stores[i%2].ChangeGroup(t.Context(), "retry_count.devices", func(st shell.GroupState) (shell.GroupChange, error) {
+			_, err := stores[i%2].ChangeGroup(t.Context(), "retry_count.devices", func(st driver.GroupState) (driver.GroupChange, error) {
 				time.Sleep(5 * time.Millisecond) // widen the window a read-modify-write could lose
 				f := st.Failure
 				f.RetryCount++
 				f.Error = fmt.Sprintf("failure %d", f.RetryCount)
-				return shell.GroupChange{Command: shell.CmdRetry, RetryAt: time.Now().Add(time.Hour), Failure: f}, nil
+				return driver.GroupChange{Command: driver.CmdRetry, RetryAt: time.Now().Add(time.Hour), Failure: f}, nil
 			})
 			errs <- err
 		}()
@@ -63,7 +63,7 @@ func TestConcurrentChangesCountEveryRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != shell.StatusRetrying || info.Failure.RetryCount != n {
+	if info.Status != driver.StatusRetrying || info.Failure.RetryCount != n {
 		t.Fatalf("after %d concurrent retries: %s with retry count %d, want retrying with %d", n, info.Status, info.Failure.RetryCount, n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 )
 
@@ -93,7 +94,7 @@ func TestQueueRoundTrips(t *testing.T) {
 		for i := range msgs {
 			msgs[i] = core.Message{Payload: rtJob{Seq: i}}
 		}
-		if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +132,7 @@ func TestQueueRoundTrips(t *testing.T) {
 	if did, err := router.HandleNext(ctx, q, "w1"); err != nil || did {
 		t.Fatalf("after the drain: handled %v, %v; want an empty queue", did, err)
 	}
-	page, err := s.ReadAll(ctx, shell.ReadAllOptions{Limit: 1})
+	page, err := s.ReadAll(ctx, driver.ReadAllOptions{Limit: 1})
 	if err != nil || len(page.Messages) != 0 {
 		t.Fatalf("after the drain the log holds %v (%v), want no job", page.Messages, err)
 	}
@@ -145,14 +146,14 @@ func TestClaimAckRoundTrips(t *testing.T) {
 	rts := &roundTrips{}
 	s := open(t, pgstore.Options{Registry: jobRegistry(), Tracer: rts, MaxConns: 2})
 	ctx := context.Background()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "jobs.shards", PartitionBy: []string{"shard"}, Handled: []string{"jobs.job"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "jobs.shards", PartitionBy: []string{"shard"}, Handled: []string{"jobs.job"}}); err != nil {
 		t.Fatal(err)
 	}
 	var msgs []core.Message
 	for i := range 40 {
 		msgs = append(msgs, core.Message{Payload: Job{JobID: strconv.Itoa(i), Shard: strconv.Itoa(i % 20)}})
 	}
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var claims, acks int64
@@ -180,8 +181,8 @@ func TestClaimAckRoundTrips(t *testing.T) {
 // TestHandleRoundTrips counts the round trips of shell.Handle on a
 // partition of its own: the read (before the transaction), and the
 // COMMIT, which carries BEGIN, the command's append and the offset's
-// move past it (shell.DeferredCommandAppender), and the events' append
-// (shell.AppendOptions.Deferred). Sent one by one they were five; with
+// move past it (driver.DeferredCommandAppender), and the events' append
+// (driver.AppendOptions.Deferred). Sent one by one they were five; with
 // the command's append in a round trip of its own (its position given to
 // the decider), three. The balances show that what went with the COMMIT
 // was written, the positions that each command's is the one stored.
@@ -209,7 +210,7 @@ func TestHandleRoundTrips(t *testing.T) {
 		if i >= warm { // the first registers the group and warms the caches
 			total += rts.n.Load() - before
 		}
-		got, err := s.ReadPartition(ctx, map[string]string{"account": acct}, []string{"rl.deposit"}, shell.ReadOptions{})
+		got, err := s.ReadPartition(ctx, map[string]string{"account": acct}, []string{"rl.deposit"}, driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 )
 
@@ -123,7 +124,7 @@ func TestRouterDecidesUnderBoundaryLocks(t *testing.T) {
 	for i := range 12 {
 		cmds = append(cmds, core.NewMessage(rlDeposit{Account: fmt.Sprint("a", i%4), Amount: 1 + i/4}))
 	}
-	if _, err := s.Append(ctx, cmds, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, cmds, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	trace.mu.Lock()
@@ -165,21 +166,21 @@ func TestRouterDecidesUnderBoundaryLocks(t *testing.T) {
 	}
 }
 
-// TestAppendsWaiting: the store tells the router (shell.AppendWaiter)
+// TestAppendsWaiting: the store tells the router (driver.AppendWaiter)
 // when an append waits for positions that an open transaction holds, so
 // that the router ends such transactions at the end of a batch.
 func TestAppendsWaiting(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, pgstore.Options{Registry: rlRegistry(t)})
-	var _ shell.AppendWaiter = s
+	var _ driver.AppendWaiter = s
 	if s.AppendsWaiting() {
 		t.Fatal("an idle store says an append waits")
 	}
 	inside, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Update(ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(core.Messages(rlDeposited{Account: "a1", Amount: 1}), shell.AppendOptions{}); err != nil {
+		done <- s.Update(ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(core.Messages(rlDeposited{Account: "a1", Amount: 1}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			close(inside)
@@ -190,7 +191,7 @@ func TestAppendsWaiting(t *testing.T) {
 	<-inside
 	appended := make(chan error, 1)
 	go func() {
-		_, err := s.Append(ctx, core.Messages(rlDeposited{Account: "a2", Amount: 1}), shell.AppendOptions{})
+		_, err := s.Append(ctx, core.Messages(rlDeposited{Account: "a2", Amount: 1}), driver.AppendOptions{})
 		appended <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -222,17 +223,17 @@ func TestAppendsWaiting(t *testing.T) {
 func TestClaimUpdateBesideAppends(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, pgstore.Options{Registry: rlRegistry(t)})
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "rl.accounts", PartitionBy: []string{"account"}, Handled: []string{"rl.deposit"}, Exclusive: true}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "rl.accounts", PartitionBy: []string{"account"}, Handled: []string{"rl.deposit"}, Exclusive: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, core.Messages(rlDeposit{Account: "a1", Amount: 1}), shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, core.Messages(rlDeposit{Account: "a1", Amount: 1}), driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	inside, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimUpdate(ctx, "rl.accounts", "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
-			if _, err := tx.Append(core.Messages(rlDeposited{Account: "a1", Amount: 1}), shell.AppendOptions{}); err != nil {
+		_, err := s.ClaimUpdate(ctx, "rl.accounts", "w1", 10, func(tx driver.Tx, c *driver.ClaimedPartition) error {
+			if _, err := tx.Append(core.Messages(rlDeposited{Account: "a1", Amount: 1}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			close(inside)
@@ -247,8 +248,8 @@ func TestClaimUpdateBesideAppends(t *testing.T) {
 		t.Fatalf("the claim ended before its append: %v", err)
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err := s.Update(actx, func(tx shell.Tx) error {
-		_, err := tx.Append(core.Messages(rlDeposited{Account: "a2", Amount: 1}), shell.AppendOptions{})
+	err := s.Update(actx, func(tx driver.Tx) error {
+		_, err := tx.Append(core.Messages(rlDeposited{Account: "a2", Amount: 1}), driver.AppendOptions{})
 		return err
 	})
 	cancel()

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -70,8 +70,8 @@ var heldCourse = []core.Condition{{Type: "course.created", Attrs: map[string]str
 // the lock of its boundary, course_name "held", in exclusive mode), says
 // so, and waits there to be killed.
 func holdTheLock(ctx context.Context, s *pgstore.Store) error {
-	return s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "held"})}, shell.AppendOptions{Guard: &core.Guard{Conditions: heldCourse}}); err != nil {
+	return s.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "held"})}, driver.AppendOptions{Guard: &core.Guard{Conditions: heldCourse}}); err != nil {
 			return err
 		}
 		fmt.Println("holding")
@@ -108,7 +108,7 @@ func TestWriterKilledHoldingTheLock(t *testing.T) {
 		t.Fatalf("the child did not take the lock: %q %v", line, err)
 	}
 	appendOne := func(ctx context.Context, course string) error {
-		_, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: course})}, shell.AppendOptions{})
+		_, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: course})}, driver.AppendOptions{})
 		return err
 	}
 	// Another boundary does not wait (and is visible at once).
@@ -132,7 +132,7 @@ func TestWriterKilledHoldingTheLock(t *testing.T) {
 		t.Fatalf("an append after the holder was killed: %v", err)
 	}
 	t.Logf("the lock came free %v after the kill", time.Since(start))
-	res, err := s.Read(ctx, []core.Condition{{Type: "course.created"}}, shell.ReadOptions{})
+	res, err := s.Read(ctx, []core.Condition{{Type: "course.created"}}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func guardedWriters(ctx context.Context, s *pgstore.Store, id int, w io.Writer) 
 				if i%2 == 1 {
 					course, disjoint = own, true
 				}
-				res, err := s.ReadPartition(ctx, map[string]string{"course_name": course}, types, shell.ReadOptions{})
+				res, err := s.ReadPartition(ctx, map[string]string{"course_name": course}, types, driver.ReadOptions{})
 				if err != nil {
 					errs <- err
 					return
@@ -202,9 +202,9 @@ func guardedWriters(ctx context.Context, s *pgstore.Store, id int, w io.Writer) 
 					continue
 				}
 				o := guardOutcome{Course: course, Disjoint: disjoint, Guard: res.Guard}
-				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d-%d", id, k, i)})}, shell.AppendOptions{Guard: &o.Guard})
+				ar, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.UserJoinedCourse{CourseName: course, UserID: fmt.Sprintf("u%d-%d-%d", id, k, i)})}, driver.AppendOptions{Guard: &o.Guard})
 				switch {
-				case errors.Is(err, shell.ErrConcurrentAppend):
+				case errors.Is(err, driver.ErrConcurrentAppend):
 					o.Conflict = true
 				case err != nil:
 					errs <- err
@@ -241,7 +241,7 @@ func TestGuardsAcrossProcesses(t *testing.T) {
 	s := open(t, pgstore.Options{Registry: reg})
 	ctx := t.Context()
 	for _, c := range shared {
-		if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: c})}, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,7 +285,7 @@ func TestGuardsAcrossProcesses(t *testing.T) {
 		t.FailNow()
 	}
 	var log []core.PositionedMessage
-	for m, err := range s.All(ctx, shell.ReadAllOptions{Limit: 500}) {
+	for m, err := range s.All(ctx, driver.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +392,7 @@ func TestTailingAcrossServerRestart(t *testing.T) {
 					batch = append(batch, core.NewMessage(fixtures.AssetRegistered{AssetID: fmt.Sprintf("w%d-%d", w, i), Label: "y"}))
 				}
 				actx, acancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err := s.Append(actx, batch, shell.AppendOptions{})
+				_, err := s.Append(actx, batch, driver.AppendOptions{})
 				acancel()
 				if err != nil {
 					failed.Add(1) // the restart: try again
@@ -419,12 +419,12 @@ func TestTailingAcrossServerRestart(t *testing.T) {
 				var msgs []core.PositionedMessage
 				var err error
 				if r == 2 {
-					var res shell.ReadResult
-					res, err = s.Read(ctx, []core.Condition{{Type: "device.registered"}, {Type: "asset.registered"}}, shell.ReadOptions{After: cursor, Limit: 41})
+					var res driver.ReadResult
+					res, err = s.Read(ctx, []core.Condition{{Type: "device.registered"}, {Type: "asset.registered"}}, driver.ReadOptions{After: cursor, Limit: 41})
 					msgs = res.Messages
 				} else {
-					var page shell.Page
-					page, err = s.ReadAll(ctx, shell.ReadAllOptions{From: cursor + 1, Limit: 50})
+					var page driver.Page
+					page, err = s.ReadAll(ctx, driver.ReadAllOptions{From: cursor + 1, Limit: 50})
 					msgs = page.Messages
 				}
 				if err != nil {

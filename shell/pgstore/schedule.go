@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // promotionBatch is how many scheduled messages one transaction of
@@ -25,19 +25,19 @@ const promotionBatch = 500
 // Promoted messages are appended like any other: indexed, creating and
 // waking the offsets of the groups that handle them, announced.
 //
-// A due message that cannot be appended as it is (shell.CheckPromotable:
+// A due message that cannot be appended as it is (driver.CheckPromotable:
 // its type unregistered, its payload no longer decoding or validating, an
 // indexed value over codec.MaxIndexedValueBytes or holding a NUL, which
 // PostgreSQL would refuse and fail the whole batch with) is set aside: left
 // in the schedule as it is, while the others are promoted; the error is
-// then a *shell.UnpromotedError listing it, beside the count.
+// then a *driver.UnpromotedError listing it, beside the count.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error) {
 	total := 0
-	var aside []shell.UnpromotedMessage
+	var aside []driver.UnpromotedMessage
 	var after int64 // the last row read: set-aside rows stay behind it
 	for {
 		var n, read int
-		var set []shell.UnpromotedMessage
+		var set []driver.UnpromotedMessage
 		last := after
 		err := s.update(ctx, lockExclusive, func(t *tx) error {
 			var err error
@@ -55,7 +55,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 		}
 	}
 	if len(aside) > 0 {
-		return total, &shell.UnpromotedError{Messages: aside}
+		return total, &driver.UnpromotedError{Messages: aside}
 	}
 	return total, nil
 }
@@ -63,7 +63,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (int, error
 // promote promotes the due rows after the row id after, one batch: it
 // returns how many it promoted, how many it read, the last row id read,
 // and the messages it set aside.
-func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside []shell.UnpromotedMessage, err error) {
+func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside []driver.UnpromotedMessage, err error) {
 	s := t.s
 	last = after
 	rows, err := t.c.Query(t.ctx, s.q.dueScheduled, now, after)
@@ -99,7 +99,7 @@ func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside
 		d := &dues[i]
 		m, typ, why := s.promotable(&d.row)
 		if why != nil {
-			aside = append(aside, shell.UnpromotedMessage{ID: d.row.id.Bytes, Type: d.row.typ.String, DueAt: d.row.created.Time.UTC(), Err: why})
+			aside = append(aside, driver.UnpromotedMessage{ID: d.row.id.Bytes, Type: d.row.typ.String, DueAt: d.row.created.Time.UTC(), Err: why})
 			continue
 		}
 		ids = append(ids, d.id)
@@ -131,7 +131,7 @@ func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside
 }
 
 // promotable decodes a due row and reports why it cannot be promoted (nil
-// when it can): see shell.CheckPromotable.
+// when it can): see driver.CheckPromotable.
 func (s *Store) promotable(r *msgRow) (core.Message, *codec.Type, error) {
 	pm, err := s.decode(r)
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) promotable(r *msgRow) (core.Message, *codec.Type, error) {
 	if s.raw {
 		return m, typ, nil // the payload is raw JSON: nothing to validate
 	}
-	return m, typ, shell.CheckPromotable(typ, m)
+	return m, typ, driver.CheckPromotable(typ, m)
 }
 
 // NextScheduled returns when the earliest scheduled message is due, and

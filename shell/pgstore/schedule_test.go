@@ -14,7 +14,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -24,7 +24,7 @@ import (
 // cannot index (a NUL, a 4 KB value in an indexed attribute: stored
 // before the limits were checked, or by another store's copy) no longer
 // fail every PromoteScheduled with a raw server error, holding up what is
-// due after them: they are set aside, listed in a *shell.UnpromotedError,
+// due after them: they are set aside, listed in a *driver.UnpromotedError,
 // and the rest is promoted.
 func TestPromoteSetsAsideWhatPostgresRefuses(t *testing.T) {
 	ctx := t.Context()
@@ -50,15 +50,15 @@ func TestPromoteSetsAsideWhatPostgresRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "History"}).At(due)}, shell.AppendOptions{})
+	res, err := s.Append(ctx, []core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "History"}).At(due)}, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // reported again, nothing lost
 		n, err := s.PromoteScheduled(ctx, due)
-		var ue *shell.UnpromotedError
+		var ue *driver.UnpromotedError
 		if !errors.As(err, &ue) || len(ue.Messages) != 2 || n != 1-i {
-			t.Fatalf("promote: %d, %v; want %d and a *shell.UnpromotedError listing two messages", n, err, 1-i)
+			t.Fatalf("promote: %d, %v; want %d and a *driver.UnpromotedError listing two messages", n, err, 1-i)
 		}
 		var got []uuid.UUID
 		for _, m := range ue.Messages {
@@ -70,7 +70,7 @@ func TestPromoteSetsAsideWhatPostgresRefuses(t *testing.T) {
 		if !slices.Equal(got, bad) {
 			t.Fatalf("set aside %v, want %v", got, bad)
 		}
-		log, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+		log, err := s.ReadAll(ctx, driver.ReadAllOptions{})
 		if err != nil || len(log.Messages) != 1 || log.Messages[0].ID != res.Messages[0].ID {
 			t.Fatalf("log %v, %v: want the promotable message alone", log.Messages, err)
 		}

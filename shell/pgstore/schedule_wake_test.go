@@ -9,6 +9,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -26,7 +27,7 @@ func (s *nextCounter) NextScheduled(ctx context.Context) (time.Time, bool, error
 }
 
 // A runtime on PostgreSQL wakes its scheduler for the commits that
-// scheduled messages (shell.ScheduleCounter), this process's and, through
+// scheduled messages (driver.ScheduleCounter), this process's and, through
 // its listener, other processes', and not for plain appends: another
 // process's message scheduled a moment ahead is promoted at its time,
 // long before the scheduler's interval.
@@ -61,8 +62,8 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	before := s.next.Load()
 	const appends = 20
 	for i := range appends {
-		st := []shell.Store{s, other}[i%2] // this process's and another's
-		if _, err := st.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d"}), shell.AppendOptions{}); err != nil {
+		st := []driver.Store{s, other}[i%2] // this process's and another's
+		if _, err := st.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d"}), driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +75,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	// Another process schedules: this one's listener hears it, and its
 	// scheduler promotes the message when due.
 	due := time.Now().Add(300 * time.Millisecond)
-	if _, err := other.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "later"}).At(due)}, shell.AppendOptions{}); err != nil {
+	if _, err := other.Append(ctx, []core.Message{core.NewMessage(fixtures.DeviceRegistered{DeviceID: "later"}).At(due)}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := other.ScheduledCommits(); n != 1 {
@@ -83,7 +84,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 	cond := core.Condition{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "later"}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		res, err := s.Read(ctx, []core.Condition{cond}, shell.ReadOptions{})
+		res, err := s.Read(ctx, []core.Condition{cond}, driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestSchedulerWokenByScheduledCommitsOnly(t *testing.T) {
 
 	// A notifier of the caller's may announce commits no listener of the
 	// store heard: the store does not count then.
-	mine := sibling(t, other, pgstore.Options{Registry: reg, Notifier: new(shell.InlineNotifier)})
+	mine := sibling(t, other, pgstore.Options{Registry: reg, Notifier: new(driver.InlineNotifier)})
 	if n := mine.ScheduledCommits(); n != -1 {
 		t.Errorf("ScheduledCommits = %d with the caller's notifier, want -1", n)
 	}

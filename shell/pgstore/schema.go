@@ -11,8 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // DefaultPrefix is the table prefix used when Options.Prefix is empty:
@@ -95,14 +94,14 @@ type Migration struct {
 }
 
 var (
-	// ErrSchemaNewer is shell.ErrSchemaNewer: Open found a schema version
+	// ErrSchemaNewer is driver.ErrSchemaNewer: Open found a schema version
 	// this program does not know (a newer program migrated it); upgrade
 	// the program. Nothing is written.
-	ErrSchemaNewer = shell.ErrSchemaNewer
-	// ErrSchemaOutdated is shell.ErrSchemaOutdated: Open found a schema
+	ErrSchemaNewer = driver.ErrSchemaNewer
+	// ErrSchemaOutdated is driver.ErrSchemaOutdated: Open found a schema
 	// lacking migrations this program needs; run Install (or apply
 	// Migrations with your tool).
-	ErrSchemaOutdated = shell.ErrSchemaOutdated
+	ErrSchemaOutdated = driver.ErrSchemaOutdated
 )
 
 // SchemaVersion is the version of the schema this code reads and writes:
@@ -236,7 +235,7 @@ CREATE INDEX IF NOT EXISTS idx_{p}_offsets_parked ON {p}_offsets (consumer_group
 ALTER INDEX idx_{p}_offsets_keys SET (fastupdate = off);
 SELECT gin_clean_pending_list('idx_{p}_messages_keys'::regclass);
 SELECT gin_clean_pending_list('idx_{p}_offsets_keys'::regclass);`},
-	// 4: deciders' snapshots (core.Snapshots, shell.SnapshotStore): one
+	// 4: deciders' snapshots (core.Snapshots, driver.SnapshotStore): one
 	// row per group (its name), partition (core.Partition's Key) and
 	// codec version, the state folded up to position. ResetGroup deletes
 	// the group's rows.
@@ -269,10 +268,10 @@ BEGIN
 END
 $$;`},
 	// 7: the lifecycle hooks of consumer groups registered with hooks
-	// (shell.GroupSpec.Hooks): one row per such group, counting its
+	// (driver.GroupSpec.Hooks): one row per such group, counting its
 	// operator transitions (transitions) and how far their hooks ran
 	// (hooked), the transitions still pending as JSON
-	// (shell.GroupTransition, oldest first) and the claim on the oldest.
+	// (driver.GroupTransition, oldest first) and the claim on the oldest.
 	// A group whose row has transitions > hooked claims no work.
 	{Version: 7, SQL: `CREATE TABLE IF NOT EXISTS {p}_group_hooks (
 	consumer_group_id bigint      PRIMARY KEY REFERENCES {p}_consumer_groups (id) ON DELETE CASCADE,

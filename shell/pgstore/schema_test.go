@@ -12,7 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -29,7 +29,7 @@ func TestOpenChecksVersion(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.URL(t)
 	prefix := pgtest.Prefix()
-	if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, shell.ErrNotInstalled) {
+	if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open of an empty prefix: %v, want ErrNotInstalled", err)
 	}
 	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
@@ -49,7 +49,7 @@ func TestOpenChecksVersion(t *testing.T) {
 		if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, pgstore.ErrSchemaOutdated) {
 			t.Fatalf("open of an outdated schema: %v, want ErrSchemaOutdated", err)
 		}
-	} else if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, shell.ErrNotInstalled) {
+	} else if _, err := pgstore.Open(ctx, url, pgstore.Options{Registry: reg, Prefix: prefix}); !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open with no migration recorded: %v, want ErrNotInstalled", err)
 	}
 	// Install brings it back (the scripts are idempotent).
@@ -143,10 +143,10 @@ func TestUninstallLeavesNothing(t *testing.T) {
 				default:
 				}
 				msgs := core.Messages(fixtures.DeviceRegistered{DeviceID: fmt.Sprintf("d%d-%d", w, i), Name: "a"})
-				if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+				if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 					return // the tables are gone
 				}
-				s.ReadAll(ctx, shell.ReadAllOptions{Limit: 10})
+				s.ReadAll(ctx, driver.ReadAllOptions{Limit: 10})
 			}
 		}()
 	}
@@ -192,17 +192,17 @@ func TestPartitionKeysReencoded(t *testing.T) {
 	if string(old) == partition.Key() {
 		t.Fatal("the test's partition encodes alike both ways: it tests nothing")
 	}
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
 		t.Fatal(err)
 	}
 	add := func() {
 		t.Helper()
-		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: device, Name: "n"}), shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: device, Name: "n"}), driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	add()
-	if err := s.SaveSnapshot(ctx, shell.Snapshot{Group: "devices", Partition: partition.Key(), Version: "v1", Position: 1, State: []byte(`1`)}); err != nil {
+	if err := s.SaveSnapshot(ctx, driver.Snapshot{Group: "devices", Partition: partition.Key(), Version: "v1", Position: 1, State: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	// The database as version 10 left it.

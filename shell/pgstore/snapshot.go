@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 var (
-	_ shell.SnapshotStore = (*Store)(nil)
-	_ shell.SnapshotTx    = (*tx)(nil)
+	_ driver.SnapshotStore = (*Store)(nil)
+	_ driver.SnapshotTx    = (*tx)(nil)
 )
 
 // snapshotSQL is the SQL of the snapshots table (migration 4).
@@ -37,39 +36,39 @@ WHERE s.position < excluded.position`, n.snapshots),
 }
 
 // LoadSnapshot returns the snapshot of group's partition under version;
-// see shell.SnapshotStore.
-func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (shell.Snapshot, bool, error) {
+// see driver.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (driver.Snapshot, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return shell.Snapshot{}, false, err
+		return driver.Snapshot{}, false, err
 	}
 	snap, found, err := scanSnapshot(s.pool.QueryRow(ctx, s.q.snap.load, group, partition, version), group, partition, version)
 	if err != nil {
-		return shell.Snapshot{}, false, s.wrap(ctx, "load snapshot", err)
+		return driver.Snapshot{}, false, s.wrap(ctx, "load snapshot", err)
 	}
 	return snap, found, nil
 }
 
 // LoadSnapshot is Store.LoadSnapshot inside the transaction (which it
 // locks as a read does).
-func (t *tx) LoadSnapshot(group, partition, version string) (shell.Snapshot, bool, error) {
+func (t *tx) LoadSnapshot(group, partition, version string) (driver.Snapshot, bool, error) {
 	if err := t.enter(lockAny, true); err != nil {
-		return shell.Snapshot{}, false, err
+		return driver.Snapshot{}, false, err
 	}
 	snap, found, err := scanSnapshot(t.c.QueryRow(t.ctx, t.s.q.snap.load, group, partition, version), group, partition, version)
 	if err != nil {
-		return shell.Snapshot{}, false, t.fail("load snapshot", err)
+		return driver.Snapshot{}, false, t.fail("load snapshot", err)
 	}
 	return snap, found, nil
 }
 
-func scanSnapshot(row pgx.Row, group, partition, version string) (shell.Snapshot, bool, error) {
-	snap := shell.Snapshot{Group: group, Partition: partition, Version: version}
+func scanSnapshot(row pgx.Row, group, partition, version string) (driver.Snapshot, bool, error) {
+	snap := driver.Snapshot{Group: group, Partition: partition, Version: version}
 	err := row.Scan(&snap.Position, &snap.State, &snap.SavedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return shell.Snapshot{}, false, nil
+		return driver.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return shell.Snapshot{}, false, err
+		return driver.Snapshot{}, false, err
 	}
 	if snap.State == nil {
 		snap.State = []byte{}
@@ -80,8 +79,8 @@ func scanSnapshot(row pgx.Row, group, partition, version string) (shell.Snapshot
 
 // SaveSnapshot stores a snapshot, in a statement of its own (it takes
 // none of the store's locks, so it never waits behind appends), unless
-// one at or after its position is stored; see shell.SnapshotStore.
-func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
+// one at or after its position is stored; see driver.SnapshotStore.
+func (s *Store) SaveSnapshot(ctx context.Context, snap driver.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 }
 
 // DeleteSnapshots deletes the snapshots of group (of its partitions
-// given; of every group when group is empty); see shell.SnapshotStore.
+// given; of every group when group is empty); see driver.SnapshotStore.
 func (s *Store) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 )
 
@@ -49,11 +50,11 @@ func TestHandleFromASnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SaveSnapshot(ctx, shell.Snapshot{Group: "jobs.worker", Partition: part, Version: "jobs/v1", Position: last.MaxPosition, State: []byte("{oops")}); err != nil {
+	if err := store.SaveSnapshot(ctx, driver.Snapshot{Group: "jobs.worker", Partition: part, Version: "jobs/v1", Position: last.MaxPosition, State: []byte("{oops")}); err != nil {
 		t.Fatal(err)
 	}
 	check("corrupt")
-	if err := store.SaveSnapshot(ctx, shell.Snapshot{Group: "jobs.worker", Partition: part, Version: "jobs/v1", Position: last.MaxPosition + 1000, State: []byte(`{}`)}); err != nil {
+	if err := store.SaveSnapshot(ctx, driver.Snapshot{Group: "jobs.worker", Partition: part, Version: "jobs/v1", Position: last.MaxPosition + 1000, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	check("beyond")

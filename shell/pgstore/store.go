@@ -16,10 +16,10 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var errNotInstalled = shell.ErrNotInstalled
+var errNotInstalled = driver.ErrNotInstalled
 
 // Options configure a Store.
 type Options struct {
@@ -37,13 +37,13 @@ type Options struct {
 	Now func() time.Time
 	// Clock, instead of Now (giving both is refused), is the store's
 	// clock and the one a shell.Runtime given no Config.Clock takes
-	// (shell.Clocked): one clock, a shell.SimClock in a test, then drives
+	// (driver.Clocked): one clock, a driver.SimClock in a test, then drives
 	// the store, the runtime and the workflows on it.
-	Clock shell.Clock
+	Clock driver.Clock
 	// Notifier is told, in this process, the distinct types of every
-	// committed append and promotion. Default a new *shell.InlineNotifier.
+	// committed append and promotion. Default a new *driver.InlineNotifier.
 	// Other processes learn of them through PostgreSQL (see Store.Listen).
-	Notifier shell.Notifier
+	Notifier driver.Notifier
 	// Logger receives the store's rare diagnostics (installs, listener
 	// reconnections). Default slog.Default().
 	Logger *slog.Logger
@@ -61,7 +61,7 @@ type Options struct {
 	Tracer pgx.QueryTracer
 }
 
-// Store is the PostgreSQL message store, a shell.Store and shell.Groups.
+// Store is the PostgreSQL message store, a driver.Store and driver.Groups.
 // It is safe for concurrent use; any number of processes on any number of
 // machines may open the same database. Build it with Open or Install.
 type Store struct {
@@ -74,7 +74,7 @@ type Store struct {
 	names    names
 	q        queries
 	now      func() time.Time
-	notifier shell.Notifier
+	notifier driver.Notifier
 	// ownNotifier is set when notifier is the store's own, which only
 	// this store and its listeners call (see ScheduledCommits).
 	ownNotifier bool
@@ -87,7 +87,7 @@ type Store struct {
 	statsNow chan struct{}
 	log      *slog.Logger
 	pool     *pgxpool.Pool
-	clock    shell.Clock // Options.Clock
+	clock    driver.Clock // Options.Clock
 	// lockKey is the advisory lock of this store's tables, boundaryNS
 	// the namespace of its boundary locks (see boundary.go).
 	lockKey    int64
@@ -112,12 +112,12 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ shell.Store = (*Store)(nil)
+var _ driver.Store = (*Store)(nil)
 
 // Open opens the store whose tables are installed in the database at url
 // (a postgres:// URL or a key=value connection string, see pgxpool). A
 // database without the store's tables gives an error matching
-// shell.ErrNotInstalled; one whose schema version differs from this
+// driver.ErrNotInstalled; one whose schema version differs from this
 // build's, ErrSchemaOutdated or ErrSchemaNewer.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s, err := open(ctx, url, opts)
@@ -231,7 +231,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.now = time.Now
 	}
 	if s.notifier == nil {
-		s.notifier = new(shell.InlineNotifier)
+		s.notifier = new(driver.InlineNotifier)
 		s.ownNotifier = true
 	}
 	if s.log == nil {
@@ -247,15 +247,15 @@ func (s *Store) Now() time.Time { return s.now() }
 func (s *Store) Registry() *codec.Registry { return s.reg }
 
 // Notifier returns the notifier the store announces committed appends to.
-func (s *Store) Notifier() shell.Notifier { return s.notifier }
+func (s *Store) Notifier() driver.Notifier { return s.notifier }
 
 // Clock returns the clock given as Options.Clock (nil when the store was
 // given Now or nothing), which a runtime on the store takes when its
-// Config.Clock is nil (shell.Clocked).
-func (s *Store) Clock() shell.Clock { return s.clock }
+// Config.Clock is nil (driver.Clocked).
+func (s *Store) Clock() driver.Clock { return s.clock }
 
 // Logger returns the store's logger (Options.Logger), which a runtime on
-// the store logs with unless given its own (shell.LoggerProvider).
+// the store logs with unless given its own (driver.LoggerProvider).
 func (s *Store) Logger() *slog.Logger { return s.log }
 
 // Prefix returns the store's table prefix.
@@ -327,7 +327,7 @@ const (
 // taking the shared one, or appends after LastPosition while another
 // append committed in between (LastPosition alone takes no lock); the
 // first run's writes are rolled back.
-func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+func (s *Store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return s.update(ctx, lockLazy, func(t *tx) error { return fn(t) })
 }
 
@@ -427,31 +427,31 @@ func (s *Store) discard(c interface {
 	c.Release()
 }
 
-// Read returns the messages matching any of conds; see shell.Tx.Read.
-func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+// Read returns the messages matching any of conds; see driver.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	return s.read(ctx, s.pool, conds, opts, nil)
 }
 
 // ReadPartition reads one partition under conditional AND; see
-// shell.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+// driver.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	return s.readPartition(ctx, s.pool, partition, types, opts, nil)
 }
 
-// ReadAll returns one page of the log; see shell.ReadAllOptions.
-func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (shell.Page, error) {
+// ReadAll returns one page of the log; see driver.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts driver.ReadAllOptions) (driver.Page, error) {
 	return s.readAll(ctx, s.pool, opts, nil)
 }
 
 // All iterates the log (or the messages matching opts.Conditions) from
 // opts.From in opts.Order, one page of opts.Limit at a time.
-func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return shell.PageMessages(ctx, s.ReadAll, opts)
+func (s *Store) All(ctx context.Context, opts driver.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return driver.PageMessages(ctx, s.ReadAll, opts)
 }
 
 // Stats returns the newest position, the number of scheduled messages and
 // every consumer group's figures, from one snapshot.
-func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
+func (s *Store) Stats(ctx context.Context) (st driver.Stats, err error) {
 	err = s.snapshot(ctx, func(q querier) error {
 		if err := q.QueryRow(ctx, s.q.lastPosition).Scan(&st.MaxPosition); err != nil {
 			return err
@@ -497,7 +497,7 @@ func (s *Store) snapshot(ctx context.Context, fn func(q querier) error) error {
 }
 
 // ScheduledCommits counts the commits that scheduled messages
-// (shell.ScheduleCounter): this store's, counted before their
+// (driver.ScheduleCounter): this store's, counted before their
 // notifications, and other processes' that its listeners heard of (their
 // notifications say so; a reconnected listener counts one, as it cannot
 // tell what it missed). A runtime then wakes its scheduler for those
@@ -513,4 +513,4 @@ func (s *Store) ScheduledCommits() int64 {
 	return s.scheduledCommits.Load()
 }
 
-var _ shell.ScheduleCounter = (*Store)(nil)
+var _ driver.ScheduleCounter = (*Store)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/storetest"
@@ -54,28 +55,28 @@ func sibling(t *testing.T, s *pgstore.Store, opts pgstore.Options) *pgstore.Stor
 	return o
 }
 
-func factory(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+func factory(t *testing.T, reg *codec.Registry, now func() time.Time, n driver.Notifier) driver.Store {
 	return open(t, pgstore.Options{Registry: reg, Now: now, Notifier: n})
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, factory) }
 
-// The store gives the runtime its logger (shell.LoggerProvider).
-var _ shell.LoggerProvider = (*pgstore.Store)(nil)
+// The store gives the runtime its logger (driver.LoggerProvider).
+var _ driver.LoggerProvider = (*pgstore.Store)(nil)
 
-// The store shares the clock it is given with the runtime (shell.Clocked).
-var _ shell.Clocked = (*pgstore.Store)(nil)
+// The store shares the clock it is given with the runtime (driver.Clocked).
+var _ driver.Clocked = (*pgstore.Store)(nil)
 
 // One clock, given to the store, drives the runtime too; giving Now
 // beside it is refused.
 func TestOptionsClock(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
-	clk := shell.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	clk := driver.NewSimClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	s := open(t, pgstore.Options{Registry: reg, Clock: clk})
-	if s.Clock() != shell.Clock(clk) || !s.Now().Equal(clk.Now()) {
+	if s.Clock() != driver.Clock(clk) || !s.Now().Equal(clk.Now()) {
 		t.Fatalf("store clock %v now %v, want the sim clock's %v", s.Clock(), s.Now(), clk.Now())
 	}
-	res, err := s.Append(context.Background(), core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), shell.AppendOptions{})
+	res, err := s.Append(context.Background(), core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
 	if err != nil || !res.Messages[0].CreatedAt.Equal(clk.Now()) {
 		t.Fatalf("append dated %v (%v), want the sim clock's %v", res.Messages[0].CreatedAt, err, clk.Now())
 	}
@@ -83,8 +84,8 @@ func TestOptionsClock(t *testing.T) {
 		t.Fatalf("a runtime given no clock: %v, want it to take the store's", err)
 	}
 	cfg := shell.DefaultConfig()
-	cfg.Clock = shell.NewSimClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	if _, err := shell.NewRuntime(s, cfg); !errors.Is(err, shell.ErrClockMismatch) {
+	cfg.Clock = driver.NewSimClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := shell.NewRuntime(s, cfg); !errors.Is(err, driver.ErrClockMismatch) {
 		t.Fatalf("a runtime given another clock: %v, want ErrClockMismatch", err)
 	}
 	if _, err := pgstore.Open(context.Background(), pgtest.URL(t), pgstore.Options{Registry: reg, Prefix: s.Prefix(), Clock: clk, Now: time.Now}); err == nil {

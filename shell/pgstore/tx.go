@@ -14,10 +14,10 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// tx is the shell.Tx (and shell.GroupTx) of an Update: a transaction on
+// tx is the driver.Tx (and driver.GroupTx) of an Update: a transaction on
 // one pooled connection, under one of the store's advisory locks.
 type tx struct {
 	s   *Store
@@ -102,7 +102,7 @@ type tx struct {
 }
 
 // queued is a statement waiting in tx.pre; onErr, if set, translates
-// its failure (a deferred acknowledgement's, into shell.ErrNotClaimant);
+// its failure (a deferred acknowledgement's, into driver.ErrNotClaimant);
 // read, if set, reads its result in place of an Exec (a deferred
 // append's positions, see deferAppend).
 type queued struct {
@@ -112,7 +112,7 @@ type queued struct {
 	read  func(pgx.BatchResults) error
 }
 
-var _ shell.Tx = (*tx)(nil)
+var _ driver.Tx = (*tx)(nil)
 
 var errTxDone = errors.New("pgstore: transaction used after its Update returned")
 
@@ -485,7 +485,7 @@ func (t *tx) lockBatch(gs *groupSet, keys boundarySet) (b *pgx.Batch, pre int, m
 }
 
 // PositionsMaySkip reports that this store's positions may skip numbers
-// (see shell.SkippingPositions): they come from a sequence, drawn as each
+// (see driver.SkippingPositions): they come from a sequence, drawn as each
 // message is inserted.
 func (s *Store) PositionsMaySkip() bool { return true }
 
@@ -548,7 +548,7 @@ func (t *tx) LastPosition() (int64, error) {
 	return last, nil
 }
 
-// Read reads as shell.Tx.Read. Before the transaction holds the
+// Read reads as driver.Tx.Read. Before the transaction holds the
 // exclusive lock, a read takes none (a read with Upto or Limit before any
 // lock takes the exclusive one): its guard is kept, and the next append
 // locks its boundaries and checks it under them, as whatever takes the
@@ -557,15 +557,15 @@ func (t *tx) LastPosition() (int64, error) {
 // start. So a decision reads and decides with no lock held, and holds
 // locks from its append to its commit only. The transaction's own
 // appends are read too.
-func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.unlockedRead(opts) {
 		if err := t.flushShared(); err != nil {
-			return shell.ReadResult{}, err
+			return driver.ReadResult{}, err
 		}
 		return t.keepRead(t.s.read(t.ctx, t.c, conds, opts, t.own))
 	}
 	if err := t.enter(lockAny, true); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	res, err := t.s.read(t.ctx, t.c, conds, opts, t.own)
 	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
@@ -574,17 +574,17 @@ func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadRes
 	return res, err
 }
 
-// ReadPartition reads as shell.Tx.ReadPartition, taking no lock when Read
+// ReadPartition reads as driver.Tx.ReadPartition, taking no lock when Read
 // would take none.
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.unlockedRead(opts) {
 		if err := t.flushShared(); err != nil {
-			return shell.ReadResult{}, err
+			return driver.ReadResult{}, err
 		}
 		return t.keepRead(t.s.readPartition(t.ctx, t.c, partition, types, opts, t.own))
 	}
 	if err := t.enter(lockAny, true); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts, t.own)
 	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
@@ -616,7 +616,7 @@ func (t *tx) readChecks(br pgx.BatchResults) error {
 
 // unlockedRead reports whether a read with opts keeps its guard for the
 // next append (see Read).
-func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
+func (t *tx) unlockedRead(opts driver.ReadOptions) bool {
 	if t.usable() != nil || t.s.unorderedPositions {
 		return false
 	}
@@ -625,7 +625,7 @@ func (t *tx) unlockedRead(opts shell.ReadOptions) bool {
 
 // keepRead keeps the guard of an unlocked read, for the next append or
 // whatever takes the exclusive lock next to check.
-func (t *tx) keepRead(res shell.ReadResult, err error) (shell.ReadResult, error) {
+func (t *tx) keepRead(res driver.ReadResult, err error) (driver.ReadResult, error) {
 	if err != nil {
 		if t.sent && !errors.Is(err, codec.ErrUnregistered) {
 			t.fail("read", err) // inside the transaction: it is aborted
@@ -639,9 +639,9 @@ func (t *tx) keepRead(res shell.ReadResult, err error) (shell.ReadResult, error)
 	return res, nil
 }
 
-func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+func (t *tx) ReadAll(opts driver.ReadAllOptions) (driver.Page, error) {
 	if err := t.enter(lockAny, true); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	page, err := t.s.readAll(t.ctx, t.c, opts, t.own)
 	if err != nil {
@@ -679,37 +679,37 @@ type prepared struct {
 // exclusive lock from its start, so that no two transactions ever wait
 // on each other in a cycle. An append after LastPosition, or with more
 // keys than maxBoundaryKeys, takes the exclusive lock.
-func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+func (t *tx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.AppendResult, error) {
 	if err := t.usable(); err != nil {
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
 	s := t.s
 	if len(msgs) == 0 {
-		return shell.AppendResult{}, nil
+		return driver.AppendResult{}, nil
 	}
 	if t.sawHead {
 		if err := t.enter(lockExclusive, true); err != nil {
-			return shell.AppendResult{}, err
+			return driver.AppendResult{}, err
 		}
 	}
 	gs := t.gs
 	if t.holds != lockExclusive {
 		var err error
 		if gs, err = s.currentGroups(t.ctx, false); err != nil {
-			return shell.AppendResult{}, t.fail("append", err)
+			return driver.AppendResult{}, t.fail("append", err)
 		}
 	}
 	now := s.now()
 	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
 	if err != nil {
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
 	plan := planAppend(stamped, preps, opts.Guard)
 	var keys boundarySet
 	if t.holds != lockExclusive {
 		if keys = plan.locks(preps, t.reads); keys == nil {
 			if err := t.enter(lockExclusive, true); err != nil {
-				return shell.AppendResult{}, err
+				return driver.AppendResult{}, err
 			}
 		}
 	}
@@ -736,12 +736,12 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	s.queueWrites(b, gs, plan, preps, now)
 	br, err := t.send(b, pre)
 	if err != nil {
-		return shell.AppendResult{}, t.fail("append", err)
+		return driver.AppendResult{}, t.fail("append", err)
 	}
 	if !locked {
 		if err := t.lockedByAppend(br, gs, missing); err != nil {
 			br.Close()
-			return shell.AppendResult{}, err
+			return driver.AppendResult{}, err
 		}
 	}
 	if checks > 0 {
@@ -780,13 +780,13 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	if err != nil {
 		if again, _ := s.uniqueViolation(err); again {
 			t.restart = true // a tombstone took a position: run again
-			return shell.AppendResult{}, errRestart
+			return driver.AppendResult{}, errRestart
 		}
 		if _, derr := s.uniqueViolation(err); derr != nil {
 			t.fail("append", err)
-			return shell.AppendResult{}, derr
+			return driver.AppendResult{}, derr
 		}
-		return shell.AppendResult{}, t.fail("append", err)
+		return driver.AppendResult{}, t.fail("append", err)
 	}
 	res := plan.result(positions)
 	for _, typ := range plan.types {
@@ -804,14 +804,14 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	return res, nil
 }
 
-// deferAppend queues an append (see shell.AppendOptions.Deferred) to go
+// deferAppend queues an append (see driver.AppendOptions.Deferred) to go
 // with the transaction's next batch, its COMMIT's at the latest (see
 // deferLocked): after the locks, its checks (the ids it came with, its
 // guard), its inserts and the offsets' wake-ups. The positions the
 // inserts are given are read into own as their results come. A check
 // that refuses fails the transaction with a *deferredRefusal, which
 // Update turns into the append's error once it rolled back.
-func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys boundarySet, now time.Time) shell.AppendResult {
+func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys boundarySet, now time.Time) driver.AppendResult {
 	checkFrom, checks := 0, 0
 	t.deferLocked(gs, keys, func(b *pgx.Batch) {
 		checkFrom = b.Len()
@@ -838,7 +838,7 @@ func (t *tx) deferAppend(gs *groupSet, plan *appendPlan, preps []prepared, keys 
 	for _, typ := range plan.scheduledTypes {
 		t.scheduledTypes = appendDistinct(t.scheduledTypes, typ)
 	}
-	return shell.AppendResult{Messages: plan.stamped}
+	return driver.AppendResult{Messages: plan.stamped}
 }
 
 // deferredRefusal is the refusal of a deferred append's check (an id
@@ -962,24 +962,24 @@ func (t *tx) lockedByAppend(br pgx.BatchResults, gs *groupSet, missing []boundar
 
 // refusedInTx turns a refusal of an append's checks into its error, after
 // rolling back to the savepoint so that the transaction goes on.
-func (t *tx) refusedInTx(err error, guard *core.Guard) (shell.AppendResult, error) {
+func (t *tx) refusedInTx(err error, guard *core.Guard) (driver.AppendResult, error) {
 	if !isRefusal(err) {
-		return shell.AppendResult{}, t.fail("append", err)
+		return driver.AppendResult{}, t.fail("append", err)
 	}
 	if _, rerr := t.c.Exec(t.ctx, "ROLLBACK TO SAVEPOINT sourced_append"); rerr != nil {
-		return shell.AppendResult{}, t.fail("append", rerr)
+		return driver.AppendResult{}, t.fail("append", rerr)
 	}
 	_, _, err = t.s.refused(t.ctx, t.c, err, guard)
 	if err != nil && !isRefusalOutcome(err) {
 		t.fail("append: guard check", err)
 	}
-	return shell.AppendResult{}, err
+	return driver.AppendResult{}, err
 }
 
 // prepareAll validates, stamps and encodes every message of an append
 // (in the order given, refusing an id given twice) and checks the guard's
 // conditions, before anything is sent to the server.
-func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opts shell.AppendOptions) ([]core.Message, []prepared, error) {
+func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opts driver.AppendOptions) ([]core.Message, []prepared, error) {
 	stamped := make([]core.Message, len(msgs))
 	preps := make([]prepared, len(msgs))
 	seen := make(map[uuid.UUID]struct{}, len(msgs))
@@ -994,13 +994,13 @@ func (s *Store) prepareAll(msgs []core.Message, now time.Time, gs *groupSet, opt
 			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
 		if _, dup := seen[m.ID]; dup {
-			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
+			return nil, nil, fmt.Errorf("pgstore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, driver.ErrDuplicateID)
 		}
 		seen[m.ID] = struct{}{}
 		stamped[i], preps[i] = m, p
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
-		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
+		if err := driver.CheckConditions(s.typed(), g.Conditions); err != nil {
 			return nil, nil, fmt.Errorf("pgstore: append: guard: %w", err)
 		}
 	}
@@ -1059,7 +1059,7 @@ func keyStrings(keys []codec.KeyPair) (ks, names []string) {
 // pairs it is indexed under (only core.IDKey for the handled types of an
 // id-partitioned group).
 func (s *Store) prepare(m core.Message, now time.Time, byID map[string]bool) (core.Message, prepared, error) {
-	pm, err := shell.PrepareMessage(s.reg, m, now)
+	pm, err := driver.PrepareMessage(s.reg, m, now)
 	if err != nil {
 		return m, prepared{}, err
 	}

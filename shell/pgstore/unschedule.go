@@ -4,15 +4,14 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.UnscheduleTx = (*tx)(nil)
+var _ driver.UnscheduleTx = (*tx)(nil)
 
 // Unschedule deletes the scheduled messages whose ids are ids from the
 // schedule, in the transaction, and returns how many; see
-// shell.UnscheduleTx. It takes the shared lock (a promotion, under the
+// driver.UnscheduleTx. It takes the shared lock (a promotion, under the
 // exclusive one, either promoted a row first, which is then not found, or
 // finds it gone); the rows' own locks order it against any other writer.
 func (t *tx) Unschedule(ids ...uuid.UUID) (int, error) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -34,7 +34,7 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	for i := range n {
 		msgs = append(msgs, core.NewMessage(fixtures.CourseClosed{CourseName: fmt.Sprintf("c%d", i)}).At(now.Add(time.Minute)))
 	}
-	res, err := s.Append(ctx, msgs, shell.AppendOptions{})
+	res, err := s.Append(ctx, msgs, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +42,15 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	// Withdraw the first one beside a guarded append.
 	first := res.Messages[0].ID
 	var withdrawn int
-	err = s.Update(ctx, func(tx shell.Tx) error {
-		read, err := tx.Read([]core.Condition{{Type: fixtures.TypeCourseCreated}}, shell.ReadOptions{})
+	err = s.Update(ctx, func(tx driver.Tx) error {
+		read, err := tx.Read([]core.Condition{{Type: fixtures.TypeCourseCreated}}, driver.ReadOptions{})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "Algebra"})}, shell.AppendOptions{Guard: &read.Guard}); err != nil {
+		if _, err := tx.Append([]core.Message{core.NewMessage(fixtures.CourseCreated{CourseName: "Algebra"})}, driver.AppendOptions{Guard: &read.Guard}); err != nil {
 			return err
 		}
-		withdrawn, err = tx.(shell.UnscheduleTx).Unschedule(first)
+		withdrawn, err = tx.(driver.UnscheduleTx).Unschedule(first)
 		return err
 	})
 	if err != nil || withdrawn != 1 {
@@ -70,9 +70,9 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	for _, id := range ids {
 		wg.Go(func() {
 			var k int
-			if err := s.Update(ctx, func(tx shell.Tx) error {
+			if err := s.Update(ctx, func(tx driver.Tx) error {
 				var err error
-				k, err = tx.(shell.UnscheduleTx).Unschedule(id)
+				k, err = tx.(driver.UnscheduleTx).Unschedule(id)
 				return err
 			}); err != nil {
 				t.Error(err)
@@ -101,7 +101,7 @@ func TestUnscheduleBesideAppendsAndPromotions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read, err := s.Read(ctx, []core.Condition{{Type: fixtures.TypeCourseClosed}}, shell.ReadOptions{})
+	read, err := s.Read(ctx, []core.Condition{{Type: fixtures.TypeCourseClosed}}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/fixtures"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -18,12 +18,12 @@ func TestWorkersCountTheirClaims(t *testing.T) {
 	ctx := t.Context()
 	reg, _ := storetest.NewRegistry()
 	s := open(t, pgstore.Options{Registry: reg})
-	spec := shell.GroupSpec{ID: "test.devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}
+	spec := driver.GroupSpec{ID: "test.devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}
 	if err := s.RegisterGroup(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	msgs := core.Messages(fixtures.DeviceRegistered{DeviceID: "d1", Name: "a"}, fixtures.DeviceRegistered{DeviceID: "d2", Name: "b"}, fixtures.DeviceRegistered{DeviceID: "d3", Name: "c"})
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Heartbeat(ctx, []string{"w1", "w2"}, time.Now()); err != nil {

@@ -112,7 +112,7 @@ func (s *Store) clear(conn *sqlite.Conn) error {
 
 // Uninstall drops the store's tables with their indexes and triggers,
 // <prefix>_schema_migrations included, leaving the file as if the prefix
-// had never been installed: Open then fails with shell.ErrNotInstalled,
+// had never been installed: Open then fails with driver.ErrNotInstalled,
 // and Install (Store.Install, or Install) creates the schema afresh.
 // Tables of other prefixes in the file are untouched. It does nothing for
 // tables already missing.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Uninstall leaves the store a new writer connection (no statement cached
@@ -31,10 +31,10 @@ func TestUninstallRenewsWriter(t *testing.T) {
 				t.Cleanup(func() { s.Close() })
 			}
 			ctx := t.Context()
-			if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
+			if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a1", Ref: "r1"})}, shell.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a1", Ref: "r1"})}, driver.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			w := <-s.writer
@@ -61,11 +61,11 @@ func TestUninstallRenewsWriter(t *testing.T) {
 			if err := s.Install(ctx); err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a1", Ref: "r2"})}, shell.AppendOptions{})
+			res, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a1", Ref: "r2"})}, driver.AppendOptions{})
 			if err != nil || res.Last != 1 {
 				t.Fatalf("append after reinstall: %+v, %v", res, err)
 			}
-			r, err := s.Read(ctx, []core.Condition{{Type: "test.ev", Attrs: map[string]string{"account": "a1"}}}, shell.ReadOptions{})
+			r, err := s.Read(ctx, []core.Condition{{Type: "test.ev", Attrs: map[string]string{"account": "a1"}}}, driver.ReadOptions{})
 			if err != nil || len(r.Messages) != 1 || r.Messages[0].ID != res.Messages[0].ID {
 				t.Fatalf("read after reinstall: %v, %v", r.Messages, err)
 			}

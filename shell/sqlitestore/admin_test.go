@@ -11,18 +11,18 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
 // positions reads the positions of the messages matching one condition.
-func positions(t *testing.T, s shell.Store, typ string, kv ...string) []int64 {
+func positions(t *testing.T, s driver.Store, typ string, kv ...string) []int64 {
 	t.Helper()
 	c := core.Condition{Type: typ, Attrs: map[string]string{}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		c.Attrs[kv[i]] = kv[i+1]
 	}
-	res, err := s.Read(t.Context(), []core.Condition{c}, shell.ReadOptions{})
+	res, err := s.Read(t.Context(), []core.Condition{c}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatalf("read %v: %v", c, err)
 	}
@@ -40,7 +40,7 @@ func expectPositions(t *testing.T, what string, got []int64, want ...int64) {
 	}
 }
 
-func stats(t *testing.T, s shell.Store) shell.Stats {
+func stats(t *testing.T, s driver.Store) driver.Stats {
 	t.Helper()
 	st, err := s.Stats(t.Context())
 	if err != nil {
@@ -49,7 +49,7 @@ func stats(t *testing.T, s shell.Store) shell.Stats {
 	return st
 }
 
-func groupIDs(st shell.Stats) []string {
+func groupIDs(st driver.Stats) []string {
 	var ids []string
 	for _, g := range st.Groups {
 		ids = append(ids, g.ID)
@@ -59,8 +59,8 @@ func groupIDs(st shell.Stats) []string {
 
 // courseGroup is a group partitioned by course, so that appends create
 // its offsets eagerly.
-func courseGroup(id string) shell.GroupSpec {
-	return shell.GroupSpec{ID: id, PartitionBy: []string{"course_name"}, Handled: []string{"course.created", "user.joined_course"}}
+func courseGroup(id string) driver.GroupSpec {
+	return driver.GroupSpec{ID: id, PartitionBy: []string{"course_name"}, Handled: []string{"course.created", "user.joined_course"}}
 }
 
 // schemaObjects lists the names of the file's schema objects (tables,
@@ -108,7 +108,7 @@ func TestClear(t *testing.T) {
 	appendOK(t, s, courseCreated{"Algebra"}, userJoined{"Algebra", "joe"})
 	appendOK(t, s2, courseCreated{"Algebra"})
 	later := core.NewMessage(courseCreated{"Later"}).At(time.Now().Add(time.Hour))
-	if _, err := s.Append(ctx, []core.Message{later}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{later}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.ClaimNext(ctx, "courses", "w1", 10); err != nil || c == nil {
@@ -127,18 +127,18 @@ func TestClear(t *testing.T) {
 		t.Fatalf("clear: %v", err)
 	}
 
-	for name, st := range map[string]shell.Store{"the clearing store": s, "another store": s2} {
+	for name, st := range map[string]driver.Store{"the clearing store": s, "another store": s2} {
 		if got := stats(t, st); got.MaxPosition != 0 || got.Scheduled != 0 || len(got.Groups) != 0 {
 			t.Fatalf("%s: stats after clear %+v, want an empty store", name, got)
 		}
-		page, err := st.ReadAll(ctx, shell.ReadAllOptions{})
+		page, err := st.ReadAll(ctx, driver.ReadAllOptions{})
 		if err != nil || len(page.Messages) != 0 || page.LastPosition != 0 {
 			t.Fatalf("%s: log after clear: %d messages, last %d, %v", name, len(page.Messages), page.LastPosition, err)
 		}
 		if _, ok, err := st.NextScheduled(ctx); err != nil || ok {
 			t.Fatalf("%s: something is still scheduled (%v)", name, err)
 		}
-		var unknown *shell.UnknownGroupError
+		var unknown *driver.UnknownGroupError
 		if _, err := st.Group(ctx, "courses"); !errors.As(err, &unknown) {
 			t.Fatalf("%s: group after clear: %v, want an UnknownGroupError", name, err)
 		}
@@ -160,8 +160,8 @@ func TestClear(t *testing.T) {
 
 	// The writers forgot the group (an append would otherwise have made
 	// offsets for it, failing their foreign key).
-	for name, st := range map[string]shell.Store{"the clearing store": s, "another store": s2} {
-		var unknown *shell.UnknownGroupError
+	for name, st := range map[string]driver.Store{"the clearing store": s, "another store": s2} {
+		var unknown *driver.UnknownGroupError
 		if _, err := st.ClaimNext(ctx, "courses", "w1", 10); !errors.As(err, &unknown) {
 			t.Fatalf("%s: claim after clear: %v, want an UnknownGroupError", name, err)
 		}
@@ -223,10 +223,10 @@ func TestUninstall(t *testing.T) {
 	if left := schemaObjects(t, path, "*sourced_*"); len(left) > 0 {
 		t.Fatalf("left after uninstall: %v", left)
 	}
-	if _, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: registry(t)}); !errors.Is(err, shell.ErrNotInstalled) {
+	if _, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: registry(t)}); !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open after uninstall: %v, want ErrNotInstalled", err)
 	}
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(courseCreated{"Algebra"})}, shell.AppendOptions{}); err == nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(courseCreated{"Algebra"})}, driver.AppendOptions{}); err == nil {
 		t.Fatal("append after uninstall succeeded")
 	}
 	if err := s.Uninstall(ctx); err != nil {

@@ -8,7 +8,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // ErrNotSQLite is matched by the error of Conn given a transaction that is
@@ -23,7 +23,7 @@ var ErrNotSQLite = errors.New("sqlitestore: not a transaction of the SQLite stor
 // sync work that writes the application's own tables in the same
 // transaction as the append and the ack (they commit or roll back
 // together). txn is what the store hands out: the core.SyncTx of a Sync
-// effect, or the shell.Tx of Update (whose Context it unwraps). Another
+// effect, or the driver.Tx of Update (whose Context it unwraps). Another
 // store's transaction gives an error matching ErrNotSQLite, never a
 // panic; a transaction whose Update has returned gives an error too (the
 // connection belongs to later transactions by then).
@@ -43,7 +43,7 @@ func Conn(txn core.SyncTx) (*sqlite.Conn, error) {
 	case nil:
 		return nil, fmt.Errorf("%w: got nil (pass the tx your Sync function or Update received)", ErrNotSQLite)
 	}
-	if c, ok := txn.(shell.ContextProvider); ok {
+	if c, ok := txn.(driver.ContextProvider); ok {
 		if inner, ok := c.Context().(*TxContext); ok {
 			return Conn(inner)
 		}

@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sourced-go/sourced/shell/driver"
+
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
-// Conn reaches the transaction's connection from the shell.Tx of Update
+// Conn reaches the transaction's connection from the driver.Tx of Update
 // and from its core.SyncTx (what a Sync effect receives), and refuses what is
 // not the SQLite store's with ErrNotSQLite instead of panicking.
 func TestConn(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		for _, v := range []core.SyncTx{tx, tx.Context()} {
 			conn, err := sqlitestore.Conn(v)
 			if err != nil {
@@ -38,13 +39,13 @@ func TestConn(t *testing.T) {
 	}
 
 	var kept core.SyncTx
-	s.Update(ctx, func(tx shell.Tx) error { kept = tx.Context(); return nil })
+	s.Update(ctx, func(tx driver.Tx) error { kept = tx.Context(); return nil })
 	if _, err := sqlitestore.Conn(kept); err == nil {
 		t.Fatal("Conn of a transaction whose Update returned gave its connection")
 	}
 
 	mem := memstore.New(registry(t))
-	err = mem.Update(ctx, func(tx shell.Tx) error {
+	err = mem.Update(ctx, func(tx driver.Tx) error {
 		for _, v := range []core.SyncTx{tx, tx.Context(), nil, "not a tx"} {
 			_, err := sqlitestore.Conn(v)
 			if !errors.Is(err, sqlitestore.ErrNotSQLite) || !strings.Contains(err.Error(), "needs the SQLite store") && v != nil {
@@ -64,7 +65,7 @@ func TestConn(t *testing.T) {
 func TestViewDuringWrite(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		conn, err := sqlitestore.Conn(tx)
 		if err != nil {
 			return err
@@ -84,7 +85,7 @@ func TestViewDuringWrite(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	writeDone := make(chan error, 1)
 	go func() {
-		writeDone <- s.Update(ctx, func(tx shell.Tx) error {
+		writeDone <- s.Update(ctx, func(tx driver.Tx) error {
 			conn, err := sqlitestore.Conn(tx)
 			if err != nil {
 				return err

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -23,7 +23,7 @@ func TestCancelledReadsOfTheSQLiteOnlyPaths(t *testing.T) {
 	for i := range 200 {
 		due = append(due, core.NewMessage(tick{Counter: "c", Seq: i}).At(time.Now().Add(time.Hour+time.Duration(i)*time.Second)))
 	}
-	if _, err := s.Append(ctx, due, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, due, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	calls := map[string]func(context.Context) error{
@@ -53,7 +53,7 @@ func TestCancelledReadsOfTheSQLiteOnlyPaths(t *testing.T) {
 		}
 	}
 	soon := core.NewMessage(tick{Counter: "soon"}).At(time.Now().Add(time.Minute))
-	res, err := s.Append(ctx, []core.Message{soon}, shell.AppendOptions{})
+	res, err := s.Append(ctx, []core.Message{soon}, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestHousekeep(t *testing.T) {
 		t.Fatalf("WAL %d bytes after idle housekeeping, want 0", st.WALBytes)
 	}
 	appendOK(t, s, courseCreated{"History"})
-	if page, err := s.ReadAll(ctx, shell.ReadAllOptions{}); err != nil || len(page.Messages) != 2 {
+	if page, err := s.ReadAll(ctx, driver.ReadAllOptions{}); err != nil || len(page.Messages) != 2 {
 		t.Fatalf("after the truncation: %d messages, %v", len(page.Messages), err)
 	}
 }
@@ -113,7 +113,7 @@ func TestOptimizeCancelledLeavesTheWriterClean(t *testing.T) {
 	for i := range 2000 {
 		batch = append(batch, core.NewMessage(tick{Counter: "c", Seq: i}))
 	}
-	if _, err := s.Append(ctx, batch, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, batch, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -134,7 +134,7 @@ func TestOptimizeCancelledLeavesTheWriterClean(t *testing.T) {
 		case err != nil:
 			t.Fatalf("Optimize %d, cancelled while it runs: %v, want nil or context.Canceled", i, err)
 		}
-		if _, err := s.Append(ctx, []core.Message{core.NewMessage(tick{Counter: "after", Seq: i})}, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(tick{Counter: "after", Seq: i})}, driver.AppendOptions{}); err != nil {
 			t.Fatalf("append after Optimize %d: %v", i, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // maxGroupMembers bounds how many Updates share one commit, so that the
@@ -35,7 +35,7 @@ var errGroupAborted = errors.New("sqlitestore: transaction rolled back")
 // update is Update; solo marks a member that makes exactly one append,
 // whose failure rolls the member back (so the append need not probe for
 // duplicate ids that a unique index will catch).
-func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) error) (err error) {
+func (s *Store) update(ctx context.Context, solo bool, fn func(tx driver.Tx) error) (err error) {
 	defer func() { err = ctxErr(ctx, busyOr(s.readOnlyOr(err))) }()
 	if s.readOnly {
 		return s.readOnlyError("write")
@@ -109,7 +109,7 @@ func (s *Store) update(ctx context.Context, solo bool, fn func(tx shell.Tx) erro
 // a later member works in a savepoint, rolled back alone. (A savepoint
 // from the start would cost the first member, usually the only one, a
 // copy of every page it changes in the savepoint journal.)
-func (s *Store) member(ctx context.Context, t *tx, fn func(tx shell.Tx) error) (err error) {
+func (s *Store) member(ctx context.Context, t *tx, fn func(tx driver.Tx) error) (err error) {
 	w := t.w
 	if err := ctx.Err(); err != nil {
 		return err
@@ -219,7 +219,7 @@ func (s *Store) endGroup(w *writer, err error) {
 		return
 	}
 	if len(g.scheduledTypes) > 0 {
-		s.scheduledCommits.Add(1) // before the notification (shell.ScheduleCounter)
+		s.scheduledCommits.Add(1) // before the notification (driver.ScheduleCounter)
 	}
 	switch {
 	case len(g.types) > 0:
@@ -263,7 +263,7 @@ func appendNew(xs []string, add ...string) []string {
 func (s *Store) Commits() int64 { return s.commits.Load() }
 
 // ScheduledCommits counts the commits of this store's writer that
-// scheduled messages (shell.ScheduleCounter): a runtime wakes its
+// scheduled messages (driver.ScheduleCounter): a runtime wakes its
 // scheduler for those only. Other processes' scheduled messages are not
 // announced to this process by the store's own notifier (it is
 // in-process): its scheduler finds them within its interval, as before.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Updates that queue up while another holds the writer share its commit
@@ -27,15 +27,15 @@ func TestGroupCommit(t *testing.T) {
 		notified = append(notified, types)
 	})
 	ctx := context.Background()
-	appendOne := func(tx shell.Tx, ref string) error {
-		_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: ref})}, shell.AppendOptions{})
+	appendOne := func(tx driver.Tx, ref string) error {
+		_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: ref})}, driver.AppendOptions{})
 		return err
 	}
 	before := s.commits.Load()
 	held, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		err := s.Update(ctx, func(tx shell.Tx) error {
+		err := s.Update(ctx, func(tx driver.Tx) error {
 			close(held)
 			<-release
 			return appendOne(tx, "first")
@@ -50,7 +50,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := range 6 {
 		wg.Go(func() {
 			defer func() { panics[i] = recover() }()
-			errs[i] = s.Update(ctx, func(tx shell.Tx) error {
+			errs[i] = s.Update(ctx, func(tx driver.Tx) error {
 				if err := appendOne(tx, fmt.Sprint(i)); err != nil {
 					return err
 				}
@@ -95,7 +95,7 @@ func TestGroupCommit(t *testing.T) {
 			}
 		}
 	}
-	res, err := s.ReadAll(ctx, shell.ReadAllOptions{})
+	res, err := s.ReadAll(ctx, driver.ReadAllOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +122,10 @@ func TestGroupCommitCancelledMember(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.Update(context.Background(), func(tx shell.Tx) error {
+		s.Update(context.Background(), func(tx driver.Tx) error {
 			close(held)
 			<-release
-			_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: "kept"})}, shell.AppendOptions{})
+			_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: "kept"})}, driver.AppendOptions{})
 			return err
 		})
 	})
@@ -133,8 +133,8 @@ func TestGroupCommitCancelledMember(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var cerr error
 	wg.Go(func() {
-		cerr = s.Update(ctx, func(tx shell.Tx) error {
-			_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: "cancelled"})}, shell.AppendOptions{})
+		cerr = s.Update(ctx, func(tx driver.Tx) error {
+			_, err := tx.Append([]core.Message{core.NewMessage(ev{Account: "a", Ref: "cancelled"})}, driver.AppendOptions{})
 			return err
 		})
 	})
@@ -147,7 +147,7 @@ func TestGroupCommitCancelledMember(t *testing.T) {
 	if !errors.Is(cerr, context.Canceled) {
 		t.Fatalf("cancelled member: %v, want context.Canceled", cerr)
 	}
-	res, err := s.ReadAll(context.Background(), shell.ReadAllOptions{})
+	res, err := s.ReadAll(context.Background(), driver.ReadAllOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

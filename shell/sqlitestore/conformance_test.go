@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/internal/sqlitetest"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/storetest"
 )
@@ -19,7 +19,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	install := sqlitetest.Installer(t)
-	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+	storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n driver.Notifier) driver.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
 		s, err := install(t.Context(), path, sqlitestore.Options{Registry: reg, Now: now, Notifier: n, PoolSize: 1})
 		if err != nil {

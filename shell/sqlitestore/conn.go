@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -170,16 +170,16 @@ func ctxErr(ctx context.Context, err error) error {
 
 // busyOr marks an error caused by a lock SQLite could not take within the
 // busy timeout (SQLITE_BUSY, SQLITE_LOCKED and their extended codes) as
-// shell.ErrBusy, and one caused by a full disk (SQLITE_FULL) as a
-// *DiskFullError (matching ErrDiskFull and shell.ErrBusy), so callers can
+// driver.ErrBusy, and one caused by a full disk (SQLITE_FULL) as a
+// *DiskFullError (matching ErrDiskFull and driver.ErrBusy), so callers can
 // tell a transient failure from a real one.
 func busyOr(err error) error {
-	if err == nil || errors.Is(err, shell.ErrBusy) {
+	if err == nil || errors.Is(err, driver.ErrBusy) {
 		return err
 	}
 	switch sqlite.ErrCode(err).ToPrimary() {
 	case sqlite.ResultBusy, sqlite.ResultLocked:
-		return fmt.Errorf("%w: %w", shell.ErrBusy, err)
+		return fmt.Errorf("%w: %w", driver.ErrBusy, err)
 	case sqlite.ResultFull:
 		return &DiskFullError{Err: err}
 	}
@@ -193,7 +193,7 @@ var ErrDiskFull = errors.New("sqlitestore: database or disk is full")
 // DiskFullError is the error of a write refused for want of space
 // (SQLITE_FULL). The write's transaction was rolled back whole: nothing of
 // it was written, and it may be tried again once space is freed. It matches
-// ErrDiskFull and shell.ErrBusy: routers and runtimes treat it as
+// ErrDiskFull and driver.ErrBusy: routers and runtimes treat it as
 // transient, as they do a busy store (the worker releases its claims,
 // backs off and tries again; no group fails for it), so workers carry on
 // once space returns.
@@ -206,10 +206,10 @@ func (e *DiskFullError) Error() string {
 	return "sqlitestore: the database or disk is full, so the write was refused whole (free space, or raise the file's size limit; it may be retried): " + e.Err.Error()
 }
 
-// Is makes errors.Is(err, ErrDiskFull) and errors.Is(err, shell.ErrBusy)
+// Is makes errors.Is(err, ErrDiskFull) and errors.Is(err, driver.ErrBusy)
 // true.
 func (e *DiskFullError) Is(target error) bool {
-	return target == ErrDiskFull || target == shell.ErrBusy
+	return target == ErrDiskFull || target == driver.ErrBusy
 }
 
 // Unwrap returns SQLite's error.

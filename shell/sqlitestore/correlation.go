@@ -34,7 +34,7 @@ ORDER BY m.position`, messageColumns, n.messages)
 
 // ReadCorrelation returns, in position order, every message sharing the
 // correlation id of the message messageID (its whole causal chain), in one
-// read transaction; see shell.Store.ReadCorrelation. An id not in the log
+// read transaction; see driver.Store.ReadCorrelation. An id not in the log
 // gives no messages.
 func (s *Store) ReadCorrelation(ctx context.Context, messageID uuid.UUID) (msgs []core.PositionedMessage, err error) {
 	if err := ctx.Err(); err != nil {

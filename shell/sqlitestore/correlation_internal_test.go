@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // ReadCorrelation finds the message by the unique id index and its chain
@@ -38,7 +38,7 @@ func TestReadCorrelationPlan(t *testing.T) {
 	for i := range 200 {
 		msgs = append(msgs, core.NewMessage(ev{Account: "a" + strconv.Itoa(i%20), Ref: "r" + strconv.Itoa(i)}))
 	}
-	res, err := s.Append(ctx, msgs, shell.AppendOptions{})
+	res, err := s.Append(ctx, msgs, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestReadCorrelationPlan(t *testing.T) {
 				next = append(next, core.NewMessage(other{N: i}).Correlate(src))
 			}
 		}
-		if res, err = s.Append(ctx, next, shell.AppendOptions{}); err != nil {
+		if res, err = s.Append(ctx, next, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

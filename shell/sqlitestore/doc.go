@@ -1,5 +1,5 @@
 // Package sqlitestore is the SQLite message store of Sourced: the
-// production shell.Store, on zombiezen.com/go/sqlite (a pure-Go SQLite, no
+// production driver.Store, on zombiezen.com/go/sqlite (a pure-Go SQLite, no
 // cgo).
 //
 // # Opening and installing
@@ -9,9 +9,9 @@
 // were dropped), switches the file to WAL and refreshes the planner
 // statistics; it is idempotent and safe to run from several processes at
 // once. Open opens a store whose schema is installed at this program's
-// SchemaVersion, and says what to do otherwise: shell.ErrNotInstalled (no
-// tables, or some dropped: run Install), shell.ErrSchemaOutdated (an older
-// version: run Install or `sourced migrate`), shell.ErrSchemaNewer (a newer
+// SchemaVersion, and says what to do otherwise: driver.ErrNotInstalled (no
+// tables, or some dropped: run Install), driver.ErrSchemaOutdated (an older
+// version: run Install or `sourced migrate`), driver.ErrSchemaNewer (a newer
 // program migrated it: upgrade), ErrNotDatabase (the file is not a SQLite
 // database). A file or directory this process cannot write (a read-only
 // mount, a copy) is opened read-only: reads work, writes fail with
@@ -47,7 +47,7 @@
 // Every write (Update, Append, PromoteScheduled, Optimize, and the
 // consumer-group operations) takes the writer,
 // so writes of one process are serialised in Go (a write waits for the
-// writer up to Options.BusyTimeout too, then fails with shell.ErrBusy: one
+// writer up to Options.BusyTimeout too, then fails with driver.ErrBusy: one
 // transaction that runs long, such as sync work that blocks, does not wedge
 // the others; Optimize and Close wait as long as their context lets them),
 // and runs in one BEGIN
@@ -74,10 +74,10 @@
 // hundred microseconds rather than through SQLite's busy handler, whose
 // sleeps of up to 100 ms let a process whose peers commit back to back
 // wait out its whole timeout. A lock not taken within the busy timeout is
-// an error matching shell.ErrBusy: the operation wrote nothing and may be
+// an error matching driver.ErrBusy: the operation wrote nothing and may be
 // retried (the router and the runtime do). A write refused for want of
 // space (a full disk, SQLITE_FULL) is a *DiskFullError, matching
-// ErrDiskFull and shell.ErrBusy too: it wrote nothing, its workers release
+// ErrDiskFull and driver.ErrBusy too: it wrote nothing, its workers release
 // their claims and back off instead of failing their groups, and they
 // carry on once space is freed.
 //
@@ -96,7 +96,7 @@
 // (and a cancelled read cannot break the connection for the reads after
 // it). Every connection sets journal_size_limit (JournalSizeLimit), and
 // Store.Housekeep, which a shell.Runtime calls on every heartbeat
-// (shell.Housekeeper), checkpoints the WAL: PASSIVE, then TRUNCATE when
+// (driver.Housekeeper), checkpoints the WAL: PASSIVE, then TRUNCATE when
 // the WAL outgrew JournalSizeLimit or nothing was committed since the
 // previous call. Under readers that never pause the WAL grows by what is
 // written between two heartbeats; once they pause it is back under
@@ -121,7 +121,7 @@
 //
 // # Consumer groups
 //
-// The store is also a shell.Groups: registered groups (their configuration
+// The store is also a driver.Groups: registered groups (their configuration
 // is stored, so every process's appends create their offsets), claims of
 // partitions with pending work, acks, the group lifecycle, heartbeats and
 // housekeeping. Every operation that writes is one BEGIN IMMEDIATE
@@ -132,13 +132,13 @@
 // database make it dirty on every message insert and claim release), and
 // in the common case by an in-memory cache keyed on PRAGMA data_version
 // without touching the database's tables. See groups.go for the design.
-// Store.Changed (shell.ChangeDetector) tells the runtime's catch-up poll
+// Store.Changed (driver.ChangeDetector) tells the runtime's catch-up poll
 // whether anything was committed since its last call.
 //
 // # Sync work
 //
 // Conn(tx) returns the connection of the open write transaction, from the
-// shell.Tx of Update or the core.SyncTx a Sync effect receives: sync work (a
+// driver.Tx of Update or the core.SyncTx a Sync effect receives: sync work (a
 // read model, an outbox) writes its own tables there, in the same
 // transaction as the append and the ack, and commits or rolls back with
 // it. On another store's transaction Conn returns an error matching
@@ -160,8 +160,8 @@
 //
 // For tools such as cmd/sourced: Lag (pending messages per partition),
 // GroupLag and ReadParked (a group's pending work and its parked
-// partitions at a bounded cost, for the dashboard: shell.Lagger,
-// shell.ParkedReader), Workers (heartbeat records, with the claims each
+// partitions at a bounded cost, for the dashboard: driver.Lagger,
+// driver.ParkedReader), Workers (heartbeat records, with the claims each
 // holds), CancelScheduled (delete a scheduled message
 // before it is promoted) and AppliedMigrations (the schema versions a file
 // records, whatever its version, opened read-only).

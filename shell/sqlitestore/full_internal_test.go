@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // limitPages caps the database at its current size plus extra pages on
@@ -34,7 +35,7 @@ func limitPages(t *testing.T, s *Store, extra int) {
 }
 
 // A full disk is no reactor's failure: a write it refuses matches
-// ErrDiskFull and shell.ErrBusy (transient: nothing written, try again),
+// ErrDiskFull and driver.ErrBusy (transient: nothing written, try again),
 // so a worker releases its claim and backs off instead of failing the
 // group, and processes everything once space returns.
 func TestAFullDiskFailsNoGroup(t *testing.T) {
@@ -59,7 +60,7 @@ func TestAFullDiskFailsNoGroup(t *testing.T) {
 	for i := range 200 {
 		msgs = append(msgs, core.NewMessage(ev{Account: "a" + strconv.Itoa(i%10), Ref: "r" + strconv.Itoa(i)}))
 	}
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -68,19 +69,19 @@ func TestAFullDiskFailsNoGroup(t *testing.T) {
 	for i := range 40 {
 		big = append(big, core.NewMessage(ev{Account: "big", Ref: strings.Repeat(strconv.Itoa(i%10), 1000)}))
 	}
-	_, err = s.Append(ctx, big, shell.AppendOptions{})
-	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, shell.ErrBusy) {
-		t.Fatalf("append to a full database: %v, want ErrDiskFull and shell.ErrBusy", err)
+	_, err = s.Append(ctx, big, driver.AppendOptions{})
+	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, driver.ErrBusy) {
+		t.Fatalf("append to a full database: %v, want ErrDiskFull and driver.ErrBusy", err)
 	}
 	for i := 0; i < 40; i++ {
 		for _, r := range []any{counter, followups} {
-			if _, err := rt.HandleNext(ctx, r, "w"+strconv.Itoa(i%3)); err != nil && !errors.Is(err, shell.ErrBusy) {
+			if _, err := rt.HandleNext(ctx, r, "w"+strconv.Itoa(i%3)); err != nil && !errors.Is(err, driver.ErrBusy) {
 				t.Fatalf("handle next on a full disk: %v, want nil or a transient error", err)
 			}
 		}
 	}
 	for _, g := range []string{"test.counter", "test.followups"} {
-		if info, err := s.Group(ctx, g); err != nil || info.Status != shell.StatusActive {
+		if info, err := s.Group(ctx, g); err != nil || info.Status != driver.StatusActive {
 			t.Fatalf("group %s on a full disk: %+v (%v), want it active", g, info, err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestAFullDiskFailsNoGroup(t *testing.T) {
 		t.Fatalf("drain once space returned: %v", err)
 	}
 	for _, g := range []string{"test.counter", "test.followups"} {
-		if info, err := s.Group(ctx, g); err != nil || info.Status != shell.StatusActive || info.HighestPosition < 200 {
+		if info, err := s.Group(ctx, g); err != nil || info.Status != driver.StatusActive || info.HighestPosition < 200 {
 			t.Fatalf("group %s once space returned: %+v (%v), want it active past position 200", g, info, err)
 		}
 	}

@@ -13,13 +13,13 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Consumer groups in SQLite.
 //
 // Tables (migration 2): <p>_consumer_groups (configuration, status, retry
-// time, failure as JSON of shell.Failure, highest position folded from
+// time, failure as JSON of driver.Failure, highest position folded from
 // offsets that moved back or went (see below),
 // the claim-scan latch), <p>_offsets (one row per partition: its key, last
 // position, pending marker, replay mark and claim), <p>_offset_key_pairs
@@ -128,44 +128,25 @@ func checkClaimArgs(workerID string, batchSize int) error {
 
 // RegisterGroup creates the group (active) or updates its label,
 // partitioning and handled types, keeping its status, failure, offsets and
-// highest position; see shell.Groups. A new group, or one whose
+// highest position; see driver.Groups. A new group, or one whose
 // partitioning or handled types change, discovers its partitions in the
 // whole log at once, so messages appended before it was registered are
 // claimed too. The configuration is stored, so every process's appends
 // index and create offsets for it (each writer reloads it when another
 // process changed it).
-func (s *Store) RegisterGroup(ctx context.Context, spec shell.GroupSpec) error {
-	if err := shell.CheckGroupSpec(s.reg, spec); err != nil {
+func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error {
+	spec, err := driver.NormalizeGroupSpec(s.reg, spec)
+	if err != nil {
 		return err
 	}
-	if n, err := core.NormalizeGroup(spec.ID); err != nil || n != spec.ID {
-		return fmt.Errorf("sqlitestore: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v)", spec.ID, n, err)
-	}
-	handled := slices.Compact(slices.Sorted(slices.Values(spec.Handled)))
-	partitionBy := slices.Compact(slices.Sorted(slices.Values(spec.PartitionBy)))
-	if partitionBy == nil {
-		partitionBy = []string{}
-	}
-	label := spec.Label
-	if label == "" {
-		label = spec.ID
-	}
+	handled, partitionBy, label := spec.Handled, spec.PartitionBy, spec.Label
 	pbJSON, _ := json.Marshal(partitionBy)
 	hJSON, _ := json.Marshal(handled)
-	err := s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		for _, o := range t.gs.list {
-			if o.name == spec.ID || !spec.Exclusive && !o.exclusive {
-				continue
-			}
-			var shared []string
-			for _, typ := range handled {
-				if o.handles(typ) {
-					shared = append(shared, typ)
-				}
-			}
-			if len(shared) > 0 {
-				return &shell.GroupConflictError{Group: spec.ID, Other: o.name, Types: shared}
+			if err := driver.CheckGroupConflict(spec, o.name, o.exclusive, o.handles); err != nil {
+				return err
 			}
 		}
 		q := s.q.g
@@ -236,9 +217,9 @@ func (t *tx) configured() error {
 
 // ClaimNext claims the partition of group with pending work whose offset
 // is furthest behind (ties: the oldest offset) for workerID, with up to
-// batchSize of its messages; see shell.Groups and the package notes above.
-func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *shell.ClaimedPartition, err error) {
-	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ shell.Tx, claim *shell.ClaimedPartition) error {
+// batchSize of its messages; see driver.Groups and the package notes above.
+func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *driver.ClaimedPartition, err error) {
+	_, err = s.ClaimUpdate(ctx, group, workerID, batchSize, func(_ driver.Tx, claim *driver.ClaimedPartition) error {
 		c = claim
 		return nil
 	})
@@ -246,8 +227,8 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 }
 
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
-// same transaction; see shell.Groups.
-func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *shell.ClaimedPartition) error) (bool, error) {
+// same transaction; see driver.Groups.
+func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	if err := checkClaimArgs(workerID, batchSize); err != nil {
 		return false, err
 	}
@@ -257,11 +238,11 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	if !s.noIdleCache && s.watch.idleNow(group, s.commits.Load(), s.now()) {
 		return false, nil
 	}
-	var c *shell.ClaimedPartition
+	var c *driver.ClaimedPartition
 	var idle bool
 	var e idleClaim
 	var t *tx
-	err := s.update(ctx, false, func(stx shell.Tx) error {
+	err := s.update(ctx, false, func(stx driver.Tx) error {
 		var err error
 		t = stx.(*tx)
 		c, idle, e.until, err = t.claimNext(group, workerID, batchSize)
@@ -290,8 +271,8 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	return c != nil, nil
 }
 
-// ClaimNext claims inside the transaction; see shell.GroupTx.
-func (t *tx) ClaimNext(group, workerID string, batchSize int) (*shell.ClaimedPartition, error) {
+// ClaimNext claims inside the transaction; see driver.GroupTx.
+func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
@@ -310,7 +291,7 @@ const maxStaleMarkers = 64
 // claimNext is ClaimNext in the transaction. idle is true when it found
 // nothing to claim, wrote nothing, and the answer holds until the database
 // changes (or until the retry time, when not zero).
-func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.ClaimedPartition, idle bool, until time.Time, err error) {
+func (t *tx) claimNext(group, workerID string, batchSize int) (c *driver.ClaimedPartition, idle bool, until time.Time, err error) {
 	if err := t.flushWakes(); err != nil {
 		return nil, false, until, err
 	}
@@ -323,8 +304,8 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.ClaimedP
 		return nil, false, until, fmt.Errorf("sqlitestore: claim %s: %w", group, err)
 	}
 	now := t.s.now()
-	if !shell.Claimable(st.status, st.retryAt, now) {
-		if st.status == shell.StatusRetrying {
+	if !driver.Claimable(st.status, st.retryAt, now) {
+		if st.status == driver.StatusRetrying {
 			until = st.retryAt
 		}
 		return nil, true, until, nil
@@ -397,7 +378,7 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.ClaimedP
 			return nil, false, until, inClaim(err, g.name, partition, id)
 		}
 		lastPos := msgs[len(msgs)-1].Position
-		return &shell.ClaimedPartition{
+		return &driver.ClaimedPartition{
 			Group:      g.name,
 			WorkerID:   workerID,
 			OffsetID:   id,
@@ -413,14 +394,14 @@ func (t *tx) claimNext(group, workerID string, batchSize int) (c *shell.ClaimedP
 }
 
 // Release frees a claim without moving its offset. Only the claiming
-// worker may release it (else an error matching shell.ErrNotClaimant).
-func (s *Store) Release(ctx context.Context, c *shell.ClaimedPartition) error {
-	return s.update(ctx, false, func(stx shell.Tx) error { return stx.(*tx).Release(c) })
+// worker may release it (else an error matching driver.ErrNotClaimant).
+func (s *Store) Release(ctx context.Context, c *driver.ClaimedPartition) error {
+	return s.update(ctx, false, func(stx driver.Tx) error { return stx.(*tx).Release(c) })
 }
 
 // Release frees a claim without moving its offset, in the transaction;
-// see shell.GroupTx.
-func (t *tx) Release(c *shell.ClaimedPartition) error {
+// see driver.GroupTx.
+func (t *tx) Release(c *driver.ClaimedPartition) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -436,15 +417,15 @@ func (t *tx) Release(c *shell.ClaimedPartition) error {
 
 // Ack moves the claim's offset to position and frees it, in a transaction
 // of its own; see tx.Ack.
-func (s *Store) Ack(ctx context.Context, c *shell.ClaimedPartition, position int64) error {
-	return s.update(ctx, false, func(stx shell.Tx) error { return stx.(*tx).Ack(c, position) })
+func (s *Store) Ack(ctx context.Context, c *driver.ClaimedPartition, position int64) error {
+	return s.update(ctx, false, func(stx driver.Tx) error { return stx.(*tx).Ack(c, position) })
 }
 
 // operate runs an operator command on a group: the transition, then
 // change, in one transaction that writes nothing when the status does not
 // accept the command.
-func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupCommand, change func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error) error {
-	return s.update(ctx, false, func(stx shell.Tx) error {
+func (s *Store) operate(ctx context.Context, group string, cmd driver.GroupCommand, change func(t *tx, g *groupConf, r *groupRow, f *driver.Failure) error) error {
+	return s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
 		if err != nil {
@@ -454,11 +435,11 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupComman
 		if err != nil {
 			return err
 		}
-		next, err := shell.Transition(g.name, r.status, cmd)
+		next, err := driver.Transition(g.name, r.status, cmd)
 		if err != nil {
 			return err
 		}
-		var f shell.Failure
+		var f driver.Failure
 		if err := json.Unmarshal([]byte(r.failure), &f); err != nil {
 			return fmt.Errorf("sqlitestore: consumer group %s: failure: %w", g.name, err)
 		}
@@ -474,7 +455,7 @@ func (s *Store) operate(ctx context.Context, group string, cmd shell.GroupComman
 }
 
 // setStatus writes a group's status, retry time and failure.
-func (t *tx) setStatus(g *groupConf, r groupRow, f shell.Failure) error {
+func (t *tx) setStatus(g *groupConf, r groupRow, f driver.Failure) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: consumer group %s: encode failure: %w", g.name, err)
@@ -513,7 +494,7 @@ func (t *tx) setLatch(g *groupConf, query string) error {
 // StopGroup stops a group: its failure keeps its fields and gets reason,
 // its retry time is cleared.
 func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
-	return s.operate(ctx, group, shell.CmdStop, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
+	return s.operate(ctx, group, driver.CmdStop, func(t *tx, g *groupConf, r *groupRow, f *driver.Failure) error {
 		r.retryAt = time.Time{}
 		f.Reason = reason
 		return nil
@@ -524,8 +505,8 @@ func (s *Store) StopGroup(ctx context.Context, group, reason string) error {
 // and makes its claim scan dirty; its handled types are announced after
 // the commit, so that workers wake at once.
 func (s *Store) StartGroup(ctx context.Context, group string) error {
-	return s.operate(ctx, group, shell.CmdStart, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
-		r.retryAt, *f = time.Time{}, shell.Failure{}
+	return s.operate(ctx, group, driver.CmdStart, func(t *tx, g *groupConf, r *groupRow, f *driver.Failure) error {
+		r.retryAt, *f = time.Time{}, driver.Failure{}
 		t.announce(g)
 		return t.setLatch(g, s.q.g.rescan)
 	})
@@ -535,10 +516,10 @@ func (s *Store) StartGroup(ctx context.Context, group string) error {
 // included), so that it replays the log once started; each offset records
 // how far it had been acknowledged, so that claims up to there report
 // Replaying, and the group's status and highest position stay; the
-// group's snapshots (shell.Snapshot) are deleted. It does nothing else to
+// group's snapshots (driver.Snapshot) are deleted. It does nothing else to
 // an exclusive group: a delete-on-ack queue cannot be replayed.
 func (s *Store) ResetGroup(ctx context.Context, group string) error {
-	return s.operate(ctx, group, shell.CmdReset, func(t *tx, g *groupConf, r *groupRow, f *shell.Failure) error {
+	return s.operate(ctx, group, driver.CmdReset, func(t *tx, g *groupConf, r *groupRow, f *driver.Failure) error {
 		if _, err := t.deleteSnapshots(g.name); err != nil {
 			return err
 		}
@@ -559,26 +540,26 @@ func (s *Store) ResetGroup(ctx context.Context, group string) error {
 
 // RetryGroup moves the group to retrying until at with the failure, when
 // its status accepts it; otherwise the group stays as it is.
-func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure shell.Failure) error {
-	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-		return shell.GroupChange{Command: shell.CmdRetry, RetryAt: at, Failure: failure}, nil
+func (s *Store) RetryGroup(ctx context.Context, group string, at time.Time, failure driver.Failure) error {
+	_, err := s.ChangeGroup(ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+		return driver.GroupChange{Command: driver.CmdRetry, RetryAt: at, Failure: failure}, nil
 	})
 	return err
 }
 
 // FailGroup moves the group to failed with the failure, when its status
 // accepts it; otherwise the group stays as it is.
-func (s *Store) FailGroup(ctx context.Context, group string, failure shell.Failure) error {
-	_, err := s.ChangeGroup(ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-		return shell.GroupChange{Command: shell.CmdFail, Failure: failure}, nil
+func (s *Store) FailGroup(ctx context.Context, group string, failure driver.Failure) error {
+	_, err := s.ChangeGroup(ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+		return driver.GroupChange{Command: driver.CmdFail, Failure: failure}, nil
 	})
 	return err
 }
 
 // ChangeGroup decides a worker command on the group's state and applies
-// it, in one BEGIN IMMEDIATE transaction; see shell.Groups.
-func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell.GroupState) (shell.GroupChange, error)) (out shell.GroupState, err error) {
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+// it, in one BEGIN IMMEDIATE transaction; see driver.Groups.
+func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(driver.GroupState) (driver.GroupChange, error)) (out driver.GroupState, err error) {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
 		if err != nil {
@@ -588,7 +569,7 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if err != nil {
 			return err
 		}
-		st := shell.GroupState{Status: r.status, RetryAt: r.retryAt}
+		st := driver.GroupState{Status: r.status, RetryAt: r.retryAt}
 		if err := json.Unmarshal([]byte(r.failure), &st.Failure); err != nil {
 			return fmt.Errorf("sqlitestore: consumer group %s: failure: %w", g.name, err)
 		}
@@ -600,19 +581,19 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		if ch.Command == "" {
 			return nil
 		}
-		if ch.Command == shell.CmdPark {
+		if ch.Command == driver.CmdPark {
 			out, err = t.park(g, r, ch.Failure)
 			return err
 		}
-		if ch.Command != shell.CmdRetry && ch.Command != shell.CmdFail {
+		if ch.Command != driver.CmdRetry && ch.Command != driver.CmdFail {
 			return fmt.Errorf("sqlitestore: consumer group %s: ChangeGroup applies a worker command (retry, fail or park), not %q", g.name, ch.Command)
 		}
-		next, err := shell.Transition(g.name, r.status, ch.Command)
+		next, err := driver.Transition(g.name, r.status, ch.Command)
 		if err != nil {
 			return nil // a worker command: the group stays as it is
 		}
 		r.status, r.retryAt = next, time.Time{}
-		if ch.Command == shell.CmdRetry {
+		if ch.Command == driver.CmdRetry {
 			r.retryAt = ch.RetryAt
 			if err := t.setLatch(g, s.q.g.dirty); err != nil {
 				return err
@@ -623,7 +604,7 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		}
 		// What the store gives back: times at its precision, the failure
 		// through JSON.
-		out = shell.GroupState{Status: r.status}
+		out = driver.GroupState{Status: r.status}
 		if !r.retryAt.IsZero() {
 			if out.RetryAt, err = parseTime(formatTime(r.retryAt)); err != nil {
 				return err
@@ -636,14 +617,14 @@ func (s *Store) ChangeGroup(ctx context.Context, group string, decide func(shell
 		return json.Unmarshal(data, &out.Failure)
 	})
 	if err != nil {
-		return shell.GroupState{}, err
+		return driver.GroupState{}, err
 	}
 	return out, nil
 }
 
 // Group returns a group's status and figures (the figures count its
 // offsets: O(partitions)).
-func (s *Store) Group(ctx context.Context, group string) (info shell.GroupInfo, err error) {
+func (s *Store) Group(ctx context.Context, group string) (info driver.GroupInfo, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		found := false
 		var perr error
@@ -666,8 +647,8 @@ func (s *Store) Group(ctx context.Context, group string) (info shell.GroupInfo, 
 }
 
 // groupInfos describes every group, by id.
-func (s *Store) groupInfos(conn *sqlite.Conn) ([]shell.GroupInfo, error) {
-	var out []shell.GroupInfo
+func (s *Store) groupInfos(conn *sqlite.Conn) ([]driver.GroupInfo, error) {
+	var out []driver.GroupInfo
 	var perr error
 	err := queryRows(conn, s.q.g.groupInfos, nil, func(stmt *sqlite.Stmt) {
 		info, err := scanGroupInfo(stmt)
@@ -682,11 +663,11 @@ func (s *Store) groupInfos(conn *sqlite.Conn) ([]shell.GroupInfo, error) {
 	return out, err
 }
 
-func scanGroupInfo(stmt *sqlite.Stmt) (shell.GroupInfo, error) {
-	info := shell.GroupInfo{
+func scanGroupInfo(stmt *sqlite.Stmt) (driver.GroupInfo, error) {
+	info := driver.GroupInfo{
 		ID:              stmt.ColumnText(0),
 		Label:           stmt.ColumnText(1),
-		Status:          shell.Status(stmt.ColumnText(2)),
+		Status:          driver.Status(stmt.ColumnText(2)),
 		HighestPosition: stmt.ColumnInt64(5),
 		Exclusive:       stmt.ColumnInt(7) != 0,
 		Partitions:      stmt.ColumnInt64(8),
@@ -720,7 +701,7 @@ func (s *Store) unknownGroup(conn *sqlite.Conn, group string) error {
 	if err != nil {
 		return err
 	}
-	return &shell.UnknownGroupError{Group: group, Known: known}
+	return &driver.UnknownGroupError{Group: group, Known: known}
 }
 
 // Heartbeat records that the workers are alive at at.
@@ -732,7 +713,7 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 		return ctx.Err()
 	}
 	seen := formatTime(at)
-	return s.update(ctx, false, func(stx shell.Tx) error {
+	return s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		for _, id := range slices.Compact(slices.Sorted(slices.Values(workerIDs))) {
 			_, err := exec(t.conn, s.q.g.heartbeat, func(stmt *sqlite.Stmt) {
@@ -751,11 +732,11 @@ func (s *Store) Heartbeat(ctx context.Context, workerIDs []string, at time.Time)
 // last seen at or before now-ttl, and those of workers that never
 // heartbeat made at or before now-ttl; it returns how many.
 func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.Duration) (n int, err error) {
-	if err := shell.CheckTTL(ttl); err != nil {
+	if err := driver.CheckTTL(ttl); err != nil {
 		return 0, err
 	}
 	cutoff := formatTime(now.Add(-ttl))
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		n, err = exec(t.conn, s.q.g.releaseStale, func(stmt *sqlite.Stmt) { stmt.BindText(1, cutoff) })
 		return err
@@ -769,9 +750,9 @@ func (s *Store) ReleaseStaleClaims(ctx context.Context, now time.Time, ttl time.
 // ReleaseClaimsOlderThan releases, in one transaction, every claim made at
 // or before cutoff, whoever holds it, and returns the released offsets as
 // they were.
-func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []shell.Offset, err error) {
+func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (out []driver.Offset, err error) {
 	at := formatTime(cutoff)
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		out = nil
 		var perr error
@@ -791,7 +772,7 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 		if len(out) == 0 {
 			return nil
 		}
-		slices.SortFunc(out, func(a, b shell.Offset) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(out, func(a, b driver.Offset) int { return cmp.Compare(a.ID, b.ID) })
 		_, err = exec(t.conn, s.q.g.releaseOld, func(stmt *sqlite.Stmt) { stmt.BindText(1, at) })
 		return err
 	})
@@ -802,10 +783,10 @@ func (s *Store) ReleaseClaimsOlderThan(ctx context.Context, cutoff time.Time) (o
 }
 
 // RenewClaims sets the claim time of each claim its worker still holds to
-// at, in one transaction; see shell.ClaimRenewer.
-func (s *Store) RenewClaims(ctx context.Context, claims []*shell.ClaimedPartition, at time.Time) (n int, err error) {
+// at, in one transaction; see driver.ClaimRenewer.
+func (s *Store) RenewClaims(ctx context.Context, claims []*driver.ClaimedPartition, at time.Time) (n int, err error) {
 	ts := formatTime(at)
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		n = 0
 		for _, c := range claims {
@@ -835,7 +816,7 @@ func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
 	if len(workerIDs) == 0 {
 		return ctx.Err()
 	}
-	return s.update(ctx, false, func(stx shell.Tx) error {
+	return s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		for _, id := range workerIDs {
 			if _, err := exec(t.conn, s.q.g.removeWorker, func(stmt *sqlite.Stmt) { stmt.BindText(1, id) }); err != nil {
@@ -853,7 +834,7 @@ func (s *Store) RemoveWorkers(ctx context.Context, workerIDs []string) error {
 // checked: those a deleted message was linked to, and those AdvanceOffset
 // created for partitions no message created.
 func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		q := s.q.g
 		type candidate struct {
@@ -918,7 +899,7 @@ func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 // deleted messages); it returns how many. Other processes' writers drop
 // their cached key pair ids when they see it happened.
 func (s *Store) PruneOrphanKeyPairs(ctx context.Context) (n int, err error) {
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		q := s.q.g
 		var gone []keyPair
@@ -952,10 +933,10 @@ func (s *Store) PruneOrphanKeyPairs(ctx context.Context) (n int, err error) {
 
 // ReadOffsets returns a page of offsets by ascending id from q.From; Total
 // counts the offsets of q.Group (all groups when empty).
-func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page shell.OffsetPage, err error) {
+func (s *Store) ReadOffsets(ctx context.Context, oq driver.OffsetQuery) (page driver.OffsetPage, err error) {
 	limit := oq.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		q := s.q.g
@@ -981,7 +962,7 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		if oq.Group != "" {
 			query = q.readGroupOffsets
 		}
-		page.Offsets = []shell.Offset{}
+		page.Offsets = []driver.Offset{}
 		var perr error
 		err := queryRows(conn, query, func(stmt *sqlite.Stmt) {
 			stmt.BindInt64(1, oq.From)
@@ -1002,11 +983,11 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 		return err
 	})
 	if err != nil {
-		var ue *shell.UnknownGroupError
+		var ue *driver.UnknownGroupError
 		if errors.As(err, &ue) {
-			return shell.OffsetPage{}, err
+			return driver.OffsetPage{}, err
 		}
-		return shell.OffsetPage{}, fmt.Errorf("sqlitestore: read offsets: %w", err)
+		return driver.OffsetPage{}, fmt.Errorf("sqlitestore: read offsets: %w", err)
 	}
 	return page, nil
 }
@@ -1014,16 +995,16 @@ func (s *Store) ReadOffsets(ctx context.Context, oq shell.OffsetQuery) (page she
 // Offsets iterates the offsets of q lazily, a page of q.Limit at a time,
 // holding no connection while the loop body runs. The iteration stops at
 // the first error, which it yields.
-func (s *Store) Offsets(ctx context.Context, q shell.OffsetQuery) iter.Seq2[shell.Offset, error] {
-	return shell.PageOffsets(ctx, s.ReadOffsets, q)
+func (s *Store) Offsets(ctx context.Context, q driver.OffsetQuery) iter.Seq2[driver.Offset, error] {
+	return driver.PageOffsets(ctx, s.ReadOffsets, q)
 }
 
 // scanOffset reads an offset from a row of offsetCols.
-func scanOffset(stmt *sqlite.Stmt) (shell.Offset, error) {
-	o := shell.Offset{
+func scanOffset(stmt *sqlite.Stmt) (driver.Offset, error) {
+	o := driver.Offset{
 		ID:           stmt.ColumnInt64(0),
 		Group:        stmt.ColumnText(1),
-		GroupStatus:  shell.Status(stmt.ColumnText(2)),
+		GroupStatus:  driver.Status(stmt.ColumnText(2)),
 		LastPosition: stmt.ColumnInt64(4),
 		Claimed:      stmt.ColumnInt(5) != 0,
 		ClaimedBy:    stmt.ColumnText(7),

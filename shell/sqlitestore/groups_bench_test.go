@@ -7,7 +7,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // benchGroupStore is a store with one group partitioned by account and n
@@ -21,10 +21,10 @@ func benchGroupStore(b *testing.B, n int, analyze bool) *Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	if err := s.RegisterGroup(b.Context(), shell.GroupSpec{ID: "test.accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
+	if err := s.RegisterGroup(b.Context(), driver.GroupSpec{ID: "test.accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
 		b.Fatal(err)
 	}
-	err = s.Update(b.Context(), func(stx shell.Tx) error {
+	err = s.Update(b.Context(), func(stx driver.Tx) error {
 		_, err := exec(stx.(*tx).conn, `WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n < ?1 - 1)
 INSERT INTO sourced_offsets (consumer_group_id, partition_key, last_position) SELECT 1, json_array(json_array('account', 'a' || n)), n + 1 FROM c`,
 			func(stmt *sqlite.Stmt) { stmt.BindInt64(1, int64(n)) })
@@ -49,7 +49,7 @@ func BenchmarkScanStatement(b *testing.B) {
 		for _, analyze := range []bool{false, true} {
 			b.Run("partitions="+strconv.Itoa(n)+"/analyzed="+strconv.FormatBool(analyze), func(b *testing.B) {
 				s := benchGroupStore(b, n, analyze)
-				err := s.Update(b.Context(), func(stx shell.Tx) error {
+				err := s.Update(b.Context(), func(stx driver.Tx) error {
 					t := stx.(*tx)
 					for b.Loop() {
 						found := false
@@ -88,14 +88,14 @@ func BenchmarkCommitFloor(b *testing.B) {
 	s := benchGroupStore(b, 10, false)
 	b.Run("empty", func(b *testing.B) {
 		for b.Loop() {
-			if err := s.Update(b.Context(), func(shell.Tx) error { return nil }); err != nil {
+			if err := s.Update(b.Context(), func(driver.Tx) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("one-row", func(b *testing.B) {
 		for b.Loop() {
-			err := s.Update(b.Context(), func(stx shell.Tx) error {
+			err := s.Update(b.Context(), func(stx driver.Tx) error {
 				_, err := exec(stx.(*tx).conn, s.q.g.dirty, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, 1) })
 				return err
 			})

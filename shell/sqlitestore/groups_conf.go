@@ -10,7 +10,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // groupConf is the configuration of a registered consumer group, as the
@@ -61,7 +61,7 @@ func (gs *groupSet) names() []string {
 }
 
 // partitionKeys yields the id and partition keys of each group handling
-// typ, for shell.CheckPartitionValues.
+// typ, for driver.CheckPartitionValues.
 func (gs *groupSet) partitionKeys(typ string) iter.Seq2[string, []string] {
 	return func(yield func(string, []string) bool) {
 		for _, g := range gs.byType[typ] {
@@ -78,7 +78,7 @@ func (gs *groupSet) lookup(name string) (*groupConf, error) {
 	if g, ok := gs.byName[name]; ok {
 		return g, nil
 	}
-	return nil, &shell.UnknownGroupError{Group: name, Known: gs.names()}
+	return nil, &driver.UnknownGroupError{Group: name, Known: gs.names()}
 }
 
 // Counter names in <prefix>_counters: bumped by a change that other
@@ -221,7 +221,7 @@ func loadGroups(conn *sqlite.Conn, s *Store) (*groupSet, error) {
 		for _, name := range g.handled {
 			typ, err := s.reg.ByName(name)
 			if err != nil {
-				g.missing = &shell.DecodeError{Group: g.name, MessageType: name, Err: fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)}
+				g.missing = &driver.DecodeError{Group: g.name, MessageType: name, Err: fmt.Errorf("sqlitestore: consumer group %s handles %s: %w", g.name, name, err)}
 				continue
 			}
 			g.types = append(g.types, typ)

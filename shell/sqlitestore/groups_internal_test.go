@@ -12,7 +12,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // groupTestStore is a store with a group partitioned by account (handling
@@ -22,7 +22,7 @@ func groupTestStore(t *testing.T, partitions int) *Store {
 	t.Helper()
 	ctx := t.Context()
 	s := newTestStore(t, Options{})
-	for _, spec := range []shell.GroupSpec{
+	for _, spec := range []driver.GroupSpec{
 		{ID: "test.accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}},
 		{ID: "test.users", PartitionBy: []string{"account", "user"}, Handled: []string{"test.ev"}},
 		{ID: "test.queue", Exclusive: true, Handled: []string{"test.other"}},
@@ -36,7 +36,7 @@ func groupTestStore(t *testing.T, partitions int) *Store {
 		msgs = append(msgs, core.NewMessage(ev{Account: "a" + strconv.Itoa(i), Ref: "r" + strconv.Itoa(i), User: "u" + strconv.Itoa(i%7)}))
 		msgs = append(msgs, core.NewMessage(other{N: i}))
 	}
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Catch most partitions up.
@@ -153,7 +153,7 @@ func statRows(t *testing.T, s *Store) int {
 // recomputes to.
 func pendingMarkers(t *testing.T, s *Store) {
 	t.Helper()
-	err := s.update(t.Context(), false, func(stx shell.Tx) error {
+	err := s.update(t.Context(), false, func(stx driver.Tx) error {
 		tx := stx.(*tx)
 		type off struct{ id, group, last, next int64 }
 		var offs []off
@@ -203,7 +203,7 @@ func TestPendingMarkersStayExact(t *testing.T) {
 	for i := range 30 {
 		more = append(more, core.NewMessage(ev{Account: "a" + strconv.Itoa(i%3), Ref: "x" + strconv.Itoa(i), User: "u" + strconv.Itoa(i%2)}))
 	}
-	res, err := s.Append(ctx, more, shell.AppendOptions{})
+	res, err := s.Append(ctx, more, driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestPendingMarkersStayExact(t *testing.T) {
 	}
 	pendingMarkers(t, s)
 	// Deletes of pending messages, advances.
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		if err := tx.Delete(res.Positions[0], res.Positions[5], res.Positions[7]); err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func TestPendingMarkersStayExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	pendingMarkers(t, s)
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "test.late", PartitionBy: []string{"user"}, Handled: []string{"test.ev"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "test.late", PartitionBy: []string{"user"}, Handled: []string{"test.ev"}}); err != nil {
 		t.Fatal(err)
 	}
 	pendingMarkers(t, s)
@@ -282,11 +282,11 @@ func TestMemoryStoreGroups(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := t.Context()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "test.accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "test.accounts", PartitionBy: []string{"account"}, Handled: []string{"test.ev"}}); err != nil {
 		t.Fatal(err)
 	}
 	for round := range 3 {
-		if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a", Ref: strconv.Itoa(round)})}, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a", Ref: strconv.Itoa(round)})}, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := s.ClaimNext(ctx, "test.accounts", "w1", 10)

@@ -7,19 +7,19 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.ClaimManyTx = (*tx)(nil)
+var _ driver.ClaimManyTx = (*tx)(nil)
 
 // ClaimMany claims, in the transaction, up to partitions partitions of
 // group for workerID, each with up to batchSize of its messages, in the
-// order successive ClaimNext calls would claim them; see shell.ClaimManyTx.
+// order successive ClaimNext calls would claim them; see driver.ClaimManyTx.
 // One statement finds them (the claim scan with a limit), then each is
 // fetched and claimed as ClaimNext does. The status gate and the latch are
 // ClaimNext's: a group that is not claimable or latched clean answers
 // with no claims in O(1), and a scan that finds nothing latches the group.
-func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ type manyCandidate struct {
 }
 
 // claimMany is ClaimMany in the transaction.
-func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*shell.ClaimedPartition, error) {
+func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*driver.ClaimedPartition, error) {
 	if err := t.flushWakes(); err != nil { // the scan sees this transaction's appends
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 		return nil, fmt.Errorf("sqlitestore: claim %s: %w", group, err)
 	}
 	now := t.s.now()
-	if !shell.Claimable(st.status, st.retryAt, now) || st.hooksPending || st.scan < 0 {
+	if !driver.Claimable(st.status, st.retryAt, now) || st.hooksPending || st.scan < 0 {
 		return nil, nil // not claimable (its hooks pending), or latched: nothing changed since the last empty scan
 	}
 	if g.missing != nil {
@@ -60,7 +60,7 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*sh
 	}
 	q := t.s.q.g
 	var (
-		out   []*shell.ClaimedPartition
+		out   []*driver.ClaimedPartition
 		cands []manyCandidate
 		tbuf  [timeWidth]byte
 		stale int // wrong pending markers repaired (see maxStaleMarkers)
@@ -120,7 +120,7 @@ var errStaleMarker = errors.New("sqlitestore: stale pending marker")
 
 // claimCandidate fetches and claims one offset the ClaimMany scan found,
 // as ClaimNext claims the one its scan finds.
-func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, batchSize int, at []byte) (*shell.ClaimedPartition, error) {
+func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, batchSize int, at []byte) (*driver.ClaimedPartition, error) {
 	partition, err := parsePartition(cd.key)
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 		return nil, inClaim(err, g.name, partition, cd.id)
 	}
 	lastPos := msgs[len(msgs)-1].Position
-	return &shell.ClaimedPartition{
+	return &driver.ClaimedPartition{
 		Group:      g.name,
 		WorkerID:   workerID,
 		OffsetID:   cd.id,
@@ -171,9 +171,9 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 }
 
 // inClaim names the claim that met a message it cannot decode (a
-// *shell.DecodeError) in the error.
+// *driver.DecodeError) in the error.
 func inClaim(err error, group string, partition map[string]string, offset int64) error {
-	var de *shell.DecodeError
+	var de *driver.DecodeError
 	if errors.As(err, &de) {
 		de.Group, de.Partition, de.OffsetID = group, partition, offset
 	}

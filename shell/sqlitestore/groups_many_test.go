@@ -3,7 +3,7 @@ package sqlitestore_test
 import (
 	"testing"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -17,11 +17,11 @@ func TestClaimManyLatches(t *testing.T) {
 	latch := func() int64 {
 		return rawInt(t, path, `SELECT scan_version FROM sourced_consumer_groups WHERE group_id = ?1`, enrolments.ID)
 	}
-	many := func(n int) []*shell.ClaimedPartition {
-		var out []*shell.ClaimedPartition
-		err := s.Update(t.Context(), func(tx shell.Tx) error {
+	many := func(n int) []*driver.ClaimedPartition {
+		var out []*driver.ClaimedPartition
+		err := s.Update(t.Context(), func(tx driver.Tx) error {
 			var err error
-			out, err = tx.(shell.ClaimManyTx).ClaimMany(enrolments.ID, "w1", 10, n)
+			out, err = tx.(driver.ClaimManyTx).ClaimMany(enrolments.ID, "w1", 10, n)
 			return err
 		})
 		if err != nil {

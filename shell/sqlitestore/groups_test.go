@@ -10,7 +10,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -24,16 +24,16 @@ func msgsOf(payloads ...any) []core.Message {
 	return out
 }
 
-var enrolments = shell.GroupSpec{ID: "test.enrolments", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{"user.joined_course", "course.created"}}
+var enrolments = driver.GroupSpec{ID: "test.enrolments", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{"user.joined_course", "course.created"}}
 
-func register(t *testing.T, s *sqlitestore.Store, spec shell.GroupSpec) {
+func register(t *testing.T, s *sqlitestore.Store, spec driver.GroupSpec) {
 	t.Helper()
 	if err := s.RegisterGroup(t.Context(), spec); err != nil {
 		t.Fatalf("register %s: %v", spec.ID, err)
 	}
 }
 
-func claim(t *testing.T, s *sqlitestore.Store, group string) *shell.ClaimedPartition {
+func claim(t *testing.T, s *sqlitestore.Store, group string) *driver.ClaimedPartition {
 	t.Helper()
 	c, err := s.ClaimNext(t.Context(), group, "w1", 10)
 	if err != nil {
@@ -211,7 +211,7 @@ func TestPartitionKeysAreUnambiguous(t *testing.T) {
 	if !slices.Equal(got, values) {
 		t.Fatalf("partitions %q, want %q", got, values)
 	}
-	for o, err := range s.Offsets(t.Context(), shell.OffsetQuery{Group: enrolments.ID}) {
+	for o, err := range s.Offsets(t.Context(), driver.OffsetQuery{Group: enrolments.ID}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func compare(a, b string) int {
 func TestQueueAcrossProcesses(t *testing.T) {
 	path := dbPath(t)
 	a := install(t, path, sqlitestore.Options{})
-	register(t, a, shell.GroupSpec{ID: "test.jobs", Exclusive: true, Handled: []string{"test.tick"}})
+	register(t, a, driver.GroupSpec{ID: "test.jobs", Exclusive: true, Handled: []string{"test.tick"}})
 	b := install(t, path, sqlitestore.Options{})
 	res := appendOK(t, b, tick{Counter: "c", Seq: 1}, tick{Counter: "c", Seq: 2})
 	// Indexed by payload (for reads and guards) and by id (for the queue).
@@ -252,7 +252,7 @@ func TestQueueAcrossProcesses(t *testing.T) {
 		if c == nil || c.Partition["__id"] != res.Messages[i].ID.String() {
 			t.Fatalf("claim %d: %v", i, c)
 		}
-		err := a.Update(context.Background(), func(tx shell.Tx) error {
+		err := a.Update(context.Background(), func(tx driver.Tx) error {
 			if err := tx.Delete(c.Last()); err != nil {
 				return err
 			}
@@ -285,17 +285,17 @@ func TestPrunedKeyPairsAcrossProcesses(t *testing.T) {
 	a := install(t, path, sqlitestore.Options{})
 	b := install(t, path, sqlitestore.Options{})
 	res := appendOK(t, b, courseCreated{"X"})
-	if err := a.Update(t.Context(), func(tx shell.Tx) error { return tx.Delete(res.Last) }); err != nil {
+	if err := a.Update(t.Context(), func(tx driver.Tx) error { return tx.Delete(res.Last) }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := a.PruneOrphanKeyPairs(t.Context()); err != nil || n != 1 {
 		t.Fatalf("prune: %d, %v; want course_name=X", n, err)
 	}
-	err := b.Update(t.Context(), func(tx shell.Tx) error {
-		if _, err := tx.Append(msgsOf(courseCreated{"X"}), shell.AppendOptions{}); err != nil {
+	err := b.Update(t.Context(), func(tx driver.Tx) error {
+		if _, err := tx.Append(msgsOf(courseCreated{"X"}), driver.AppendOptions{}); err != nil {
 			return err
 		}
-		r, err := tx.Read(xConds, shell.ReadOptions{})
+		r, err := tx.Read(xConds, driver.ReadOptions{})
 		if err == nil && len(r.Messages) != 1 {
 			t.Errorf("read in the transaction: %d messages, want the new one", len(r.Messages))
 		}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.GroupTx = (*tx)(nil)
+var _ driver.GroupTx = (*tx)(nil)
 
 var idKeyNames = []string{core.IDKey}
 
@@ -343,7 +343,7 @@ type heldOffset struct {
 // held returns the group and the offset of a claim its worker still holds.
 // An ack keeps the offset's deferred remark (see pendingRemark) until the
 // claim is known to be held: the ack recomputes the marker itself.
-func (t *tx) held(c *shell.ClaimedPartition, verb string) (*groupConf, heldOffset, error) {
+func (t *tx) held(c *driver.ClaimedPartition, verb string) (*groupConf, heldOffset, error) {
 	if c == nil {
 		return nil, heldOffset{}, fmt.Errorf("sqlitestore: %s a nil claim", verb)
 	}
@@ -374,10 +374,10 @@ func (t *tx) held(c *shell.ClaimedPartition, verb string) (*groupConf, heldOffse
 		return nil, off, fmt.Errorf("sqlitestore: %s: %w", verb, err)
 	}
 	if !found {
-		return nil, off, fmt.Errorf("sqlitestore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, shell.ErrNotClaimant)
+		return nil, off, fmt.Errorf("sqlitestore: %s offset %d of %s (it is gone): %w", verb, c.OffsetID, c.Group, driver.ErrNotClaimant)
 	}
 	if !claimed || by != c.WorkerID {
-		return nil, off, fmt.Errorf("sqlitestore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, shell.ErrNotClaimant)
+		return nil, off, fmt.Errorf("sqlitestore: %s offset %d of %s as %q: %w", verb, c.OffsetID, c.Group, c.WorkerID, driver.ErrNotClaimant)
 	}
 	return g, off, nil
 }
@@ -386,8 +386,8 @@ func (t *tx) held(c *shell.ClaimedPartition, verb string) (*groupConf, heldOffse
 // claim; the group's highest position rises to position (being the
 // furthest offset's, see foldGroup), and a retrying
 // group whose failed partition this is recovers. Only the claiming worker
-// may ack (else an error matching shell.ErrNotClaimant).
-func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
+// may ack (else an error matching driver.ErrNotClaimant).
+func (t *tx) Ack(c *driver.ClaimedPartition, position int64) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func (t *tx) Ack(c *shell.ClaimedPartition, position int64) error {
 	if err != nil {
 		return err
 	}
-	if err := shell.CheckAck(c, position); err != nil {
+	if err := driver.CheckAck(c, position); err != nil {
 		return err
 	}
 	// The ack recomputes the marker below: a deferred remark of this
@@ -887,7 +887,7 @@ func (it *tuples) next() bool {
 
 // groupRow is the state of a group's row.
 type groupRow struct {
-	status  shell.Status
+	status  driver.Status
 	retryAt time.Time
 	scan    int64
 	failure string
@@ -903,7 +903,7 @@ func (t *tx) groupState(g *groupConf) (groupRow, error) {
 	found := false
 	err := t.w.rows(t.s.q.g.groupState, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }, func(stmt *sqlite.Stmt) {
 		found = true
-		r.status = shell.Status(stmt.ColumnText(0))
+		r.status = driver.Status(stmt.ColumnText(0))
 		if stmt.ColumnType(1) != sqlite.TypeNull {
 			r.retryAt, perr = parseTime(stmt.ColumnText(1))
 		}

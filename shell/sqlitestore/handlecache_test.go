@@ -10,6 +10,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -66,7 +67,7 @@ func twoHandles(t *testing.T) (*sqlitestore.Store, *sqlitestore.Store) {
 	return a, b
 }
 
-func deposit(t *testing.T, s shell.Store, amount int, opts *shell.HandleOptions) int {
+func deposit(t *testing.T, s driver.Store, amount int, opts *shell.HandleOptions) int {
 	t.Helper()
 	res, err := shell.Handle(context.Background(), s, cacheBalance, cacheDeposit{Account: "a1", Amount: amount}, opts)
 	if err != nil {
@@ -102,7 +103,7 @@ func TestHandleCacheSeesOtherWriters(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoHandles(t)
 	deposit(t, a, 1, nil)
-	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "a1", Amount: 10})}, shell.AppendOptions{}); err != nil {
+	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "a1", Amount: 10})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := deposit(t, a, 2, nil); got != 13 {
@@ -125,12 +126,12 @@ func TestHandleCacheSeesOtherWriters(t *testing.T) {
 func deleteFirst(t *testing.T, s *sqlitestore.Store) int {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.ReadPartition(ctx, map[string]string{"account": "a1"}, []string{"cache.deposited"}, shell.ReadOptions{})
+	res, err := s.ReadPartition(ctx, map[string]string{"account": "a1"}, []string{"cache.deposited"}, driver.ReadOptions{})
 	if err != nil || len(res.Messages) == 0 {
 		t.Fatal("nothing to delete", err)
 	}
 	first := res.Messages[0]
-	err = s.Update(ctx, func(tx shell.Tx) error { return tx.Delete(first.Position) })
+	err = s.Update(ctx, func(tx driver.Tx) error { return tx.Delete(first.Position) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestHandleNoCache(t *testing.T) {
 	deposit(t, a, 1, nil)
 	deposit(t, a, 2, nil)
 	// Delete the first deposit by hand.
-	err := a.Update(ctx, func(tx shell.Tx) error {
+	err := a.Update(ctx, func(tx driver.Tx) error {
 		conn := tx.Context().(*sqlitestore.TxContext).Conn()
 		return sqlitex.Execute(conn, `DELETE FROM sourced_messages WHERE position = (SELECT min(position) FROM sourced_messages WHERE message_type = 'cache.deposited')`, nil)
 	})
@@ -263,7 +264,7 @@ func queryRegistry() *codec.Registry {
 	return reg
 }
 
-func transfer(t *testing.T, s shell.Store, from, to string, amount int, opts *shell.HandleOptions) cachePair {
+func transfer(t *testing.T, s driver.Store, from, to string, amount int, opts *shell.HandleOptions) cachePair {
 	t.Helper()
 	res, err := shell.Handle(context.Background(), s, cacheTransfers, cacheTransfer{From: from, To: to, Amount: amount}, opts)
 	if err != nil {
@@ -302,7 +303,7 @@ func TestHandleQueryPartsCached(t *testing.T) {
 		core.NewMessage(cacheDeposited{Account: "x", Amount: 100}),
 		core.NewMessage(cacheDeposited{Account: "y", Amount: 10}),
 	}
-	if _, err := a.Append(ctx, seed, shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, seed, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := transfer(t, a, "x", "y", 5, nil); got != (cachePair{95, 15}) {
@@ -316,7 +317,7 @@ func TestHandleQueryPartsCached(t *testing.T) {
 		t.Fatalf("state %+v, want {14 1}", got)
 	}
 	// Another process deposits into y.
-	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "y", Amount: 1000})}, shell.AppendOptions{}); err != nil {
+	if _, err := b.Append(ctx, []core.Message{core.NewMessage(cacheDeposited{Account: "y", Amount: 1000})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// y as From, x as To: both parts from the cache, each folding only
@@ -329,8 +330,8 @@ func TestHandleQueryPartsCached(t *testing.T) {
 	}
 	// Another process deletes x's first deposit.
 	deleted := false
-	err = b.Update(ctx, func(tx shell.Tx) error {
-		res, err := tx.ReadPartition(map[string]string{"account": "x"}, []string{"cache.deposited"}, shell.ReadOptions{})
+	err = b.Update(ctx, func(tx driver.Tx) error {
+		res, err := tx.ReadPartition(map[string]string{"account": "x"}, []string{"cache.deposited"}, driver.ReadOptions{})
 		if err != nil || len(res.Messages) == 0 {
 			return err
 		}

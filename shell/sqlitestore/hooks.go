@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 // Lifecycle hooks (migration 5): a group registered with
-// shell.GroupSpec.Hooks has a row in <p>_group_hooks that counts its
+// driver.GroupSpec.Hooks has a row in <p>_group_hooks that counts its
 // operator transitions (transitions), how far their hooks ran (hooked),
-// keeps the pending ones as JSON (shell.GroupTransition, oldest first),
+// keeps the pending ones as JSON (driver.GroupTransition, oldest first),
 // and the claim on the oldest. Every operator command (operate) records
 // its transition there in its own transaction, whoever runs it; the claim
 // scan answers nothing while transitions > hooked (the group row's state
@@ -24,7 +23,7 @@ import (
 type hookRow struct {
 	found               bool
 	transitions, hooked int64
-	pending             []shell.GroupTransition
+	pending             []driver.GroupTransition
 	claimedBy           string
 	claimedAt           time.Time
 }
@@ -65,16 +64,16 @@ func (t *tx) hookRow(g *groupConf) (hookRow, error) {
 
 // recordTransition records an operator transition of g as pending, when
 // g was registered with hooks.
-func (t *tx) recordTransition(g *groupConf, cmd shell.GroupCommand, reason string) error {
+func (t *tx) recordTransition(g *groupConf, cmd driver.GroupCommand, reason string) error {
 	h, err := t.hookRow(g)
 	if err != nil || !h.found {
 		return err
 	}
-	if cmd != shell.CmdStop {
+	if cmd != driver.CmdStop {
 		reason = ""
 	}
 	h.transitions++
-	h.pending = append(h.pending, shell.GroupTransition{Seq: h.transitions, Command: cmd, Reason: reason, At: t.s.now().UTC()})
+	h.pending = append(h.pending, driver.GroupTransition{Seq: h.transitions, Command: cmd, Reason: reason, At: t.s.now().UTC()})
 	data, err := json.Marshal(h.pending)
 	if err != nil {
 		return err
@@ -88,10 +87,10 @@ func (t *tx) recordTransition(g *groupConf, cmd shell.GroupCommand, reason strin
 }
 
 // ClaimTransition claims the oldest transition of the group whose hook has
-// not run; see shell.Groups. A group with none pending is answered from a
+// not run; see driver.Groups. A group with none pending is answered from a
 // reader, without the writer.
-func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*shell.GroupTransition, error) {
-	if err := shell.CheckClaimTransition(claimant, lease); err != nil {
+func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now time.Time, lease time.Duration) (*driver.GroupTransition, error) {
+	if err := driver.CheckClaimTransition(claimant, lease); err != nil {
 		return nil, err
 	}
 	pending := false
@@ -108,8 +107,8 @@ func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now
 	if err != nil || !pending {
 		return nil, err
 	}
-	var out *shell.GroupTransition
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	var out *driver.GroupTransition
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
 		if err != nil {
@@ -143,9 +142,9 @@ func (s *Store) ClaimTransition(ctx context.Context, group, claimant string, now
 }
 
 // FinishTransition records that the hook of a claimed transition ran, or
-// releases it; see shell.Groups.
-func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition, ran bool) error {
-	err := s.update(ctx, false, func(stx shell.Tx) error {
+// releases it; see driver.Groups.
+func (s *Store) FinishTransition(ctx context.Context, tr *driver.GroupTransition, ran bool) error {
+	err := s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(tr.Group)
 		if err != nil {
@@ -156,7 +155,7 @@ func (s *Store) FinishTransition(ctx context.Context, tr *shell.GroupTransition,
 			return err
 		}
 		if !h.found || len(h.pending) == 0 || h.pending[0].Seq != tr.Seq || h.claimedBy != tr.Claimant {
-			return shell.ErrNotClaimant
+			return driver.ErrNotClaimant
 		}
 		if ran {
 			h.hooked, h.pending = tr.Seq, h.pending[1:]

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 type ev struct {
@@ -102,7 +102,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			msgs = append(msgs, core.NewMessage(other{N: i*20 + j}))
 		}
 	}
-	if _, err := s.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.statsFloor = 0 // keep the statistics of this small log
@@ -182,23 +182,23 @@ func TestKeyPairCacheJournal(t *testing.T) {
 		_, ok := w.lookup(keyPair{name, value})
 		return ok
 	}
-	s.Update(ctx, func(tx shell.Tx) error {
-		tx.Append([]core.Message{core.NewMessage(ev{Account: "ghost", Ref: "g1"})}, shell.AppendOptions{})
+	s.Update(ctx, func(tx driver.Tx) error {
+		tx.Append([]core.Message{core.NewMessage(ev{Account: "ghost", Ref: "g1"})}, driver.AppendOptions{})
 		return errors.New("roll back")
 	})
 	if cached("account", "ghost") || cached("ref", "g1") {
 		t.Fatal("ids of a rolled-back transaction are still cached")
 	}
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "real", Ref: "r1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "real", Ref: "r1"})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !cached("account", "real") {
 		t.Fatal("a committed key pair is not cached")
 	}
 	// A failed append inside a transaction that commits drops its own ids.
-	s.Update(ctx, func(tx shell.Tx) error {
+	s.Update(ctx, func(tx driver.Tx) error {
 		bad := []core.Message{core.NewMessage(ev{Account: "half", Ref: "h1"}), core.NewMessage(struct{ X int }{})}
-		if _, err := tx.Append(bad, shell.AppendOptions{}); err == nil {
+		if _, err := tx.Append(bad, driver.AppendOptions{}); err == nil {
 			t.Error("append of an unregistered payload succeeded")
 		}
 		return nil
@@ -216,10 +216,10 @@ func TestStaleKeyPairID(t *testing.T) {
 	w := <-s.writer
 	w.put(keyPair{"account", "stale"}, 999_999)
 	s.writer <- w
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "stale", Ref: "s1"})}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "stale", Ref: "s1"})}, driver.AppendOptions{}); err != nil {
 		t.Fatalf("append with a stale cached id: %v", err)
 	}
-	r, err := s.Read(ctx, []core.Condition{{Type: "test.ev", Attrs: map[string]string{"account": "stale"}}}, shell.ReadOptions{})
+	r, err := s.Read(ctx, []core.Condition{{Type: "test.ev", Attrs: map[string]string{"account": "stale"}}}, driver.ReadOptions{})
 	if err != nil || len(r.Messages) != 1 {
 		t.Fatalf("read: %d messages, %v", len(r.Messages), err)
 	}
@@ -247,7 +247,7 @@ func TestCheckpointsOffTheWriter(t *testing.T) {
 		t.Fatalf("writer's wal_autocheckpoint = %s, want %d", got, autoCheckpointBackstop)
 	}
 	for i := 0; i < 3*checkpointEvery || s.commits.Load()%checkpointEvery != 0; i++ {
-		if _, err := s.Append(t.Context(), []core.Message{core.NewMessage(ev{Account: "a", Ref: strconv.Itoa(i)})}, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(t.Context(), []core.Message{core.NewMessage(ev{Account: "a", Ref: strconv.Itoa(i)})}, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 // The operator's side of the store, for tools such as cmd/sourced: how far
@@ -19,7 +18,7 @@ import (
 // scheduled message, and the schema versions a file records.
 
 // Lag returns, for each partition of group with pending work (by offset
-// id, as shell.Offset.ID), how many messages of the group's handled types
+// id, as driver.Offset.ID), how many messages of the group's handled types
 // it has not processed yet, counting at most limit per partition (0: no
 // cap; a count equal to limit means "at least"). Partitions with no
 // pending work are absent: their lag is 0. It reads one snapshot; the
@@ -40,7 +39,7 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (lag map[int64
 			func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }, limit, lag)
 	})
 	if err != nil {
-		var ue *shell.UnknownGroupError
+		var ue *driver.UnknownGroupError
 		if errors.As(err, &ue) {
 			return nil, err
 		}
@@ -49,20 +48,20 @@ func (s *Store) Lag(ctx context.Context, group string, limit int) (lag map[int64
 	return lag, nil
 }
 
-var _ shell.Lagger = (*Store)(nil)
+var _ driver.Lagger = (*Store)(nil)
 
 // GroupLag counts the pending work of group within the bounds of q (see
-// shell.Lagger): in one snapshot, a count of the pending partitions
+// driver.Lagger): in one snapshot, a count of the pending partitions
 // (offsets with a pending marker) and one of the parked ones, the
 // partitions to count (q.Offsets, or the q.Partitions furthest behind),
 // then one bounded read per partition counted. Unlike Lag, its cost does
 // not grow with the number of partitions behind.
-func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (shell.Lag, error) {
-	limit, err := shell.CheckLagQuery(q)
+func (s *Store) GroupLag(ctx context.Context, group string, q driver.LagQuery) (driver.Lag, error) {
+	limit, err := driver.CheckLagQuery(q)
 	if err != nil {
-		return shell.Lag{}, err
+		return driver.Lag{}, err
 	}
-	out := shell.Lag{ByOffset: map[int64]int{}, Limit: limit}
+	out := driver.Lag{ByOffset: map[int64]int{}, Limit: limit}
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		gs, err := loadGroups(conn, s)
 		if err != nil {
@@ -95,11 +94,11 @@ func (s *Store) GroupLag(ctx context.Context, group string, q shell.LagQuery) (s
 		return nil
 	})
 	if err != nil {
-		var ue *shell.UnknownGroupError
+		var ue *driver.UnknownGroupError
 		if errors.As(err, &ue) {
-			return shell.Lag{}, err
+			return driver.Lag{}, err
 		}
-		return shell.Lag{}, fmt.Errorf("sqlitestore: lag of %s: %w", group, err)
+		return driver.Lag{}, fmt.Errorf("sqlitestore: lag of %s: %w", group, err)
 	}
 	return out, nil
 }
@@ -130,7 +129,7 @@ func (s *Store) countPending(conn *sqlite.Conn, g *groupConf, query string, bind
 		return perr
 	}
 	for _, p := range ps {
-		_, b, err := readBound(conn, s.q, shell.ReadOptions{After: p.last})
+		_, b, err := readBound(conn, s.q, driver.ReadOptions{After: p.last})
 		if err != nil {
 			return err
 		}
@@ -154,7 +153,7 @@ type Worker struct {
 }
 
 // Workers returns the heartbeat records of the workers (see
-// shell.Groups.Heartbeat), by id, with the number of claims each holds
+// driver.Groups.Heartbeat), by id, with the number of claims each holds
 // (counted through the index of claimed offsets: the cost follows the
 // claims held, not the partitions). A worker that stopped cleanly removed
 // its record (RemoveWorkers); the claims themselves are in ReadOffsets.
@@ -183,7 +182,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 // is promoted into the log, and reports whether there was one (false: no
 // such message is scheduled, maybe promoted already).
 func (s *Store) CancelScheduled(ctx context.Context, id uuid.UUID) (found bool, err error) {
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		conn, err := Conn(tx)
 		if err != nil {
 			return err

@@ -10,19 +10,19 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.Parking = (*Store)(nil)
+var _ driver.Parking = (*Store)(nil)
 
-// park applies CmdPark (see shell.CmdPark) in the transaction of
+// park applies CmdPark (see driver.CmdPark) in the transaction of
 // ChangeGroup: the offset of f.OffsetID gets its parked record (none when
 // the offset is gone), and a retrying group recovers. It returns the
 // group's state afterwards.
-func (t *tx) park(g *groupConf, r groupRow, f shell.Failure) (shell.GroupState, error) {
+func (t *tx) park(g *groupConf, r groupRow, f driver.Failure) (driver.GroupState, error) {
 	data, err := json.Marshal(f)
 	if err != nil {
-		return shell.GroupState{}, fmt.Errorf("sqlitestore: consumer group %s: encode failure: %w", g.name, err)
+		return driver.GroupState{}, fmt.Errorf("sqlitestore: consumer group %s: encode failure: %w", g.name, err)
 	}
 	q := t.s.q.g
 	_, err = exec(t.conn, q.park, func(stmt *sqlite.Stmt) {
@@ -32,31 +32,31 @@ func (t *tx) park(g *groupConf, r groupRow, f shell.Failure) (shell.GroupState, 
 		stmt.BindText(4, formatTime(t.s.now()))
 	})
 	if err != nil {
-		return shell.GroupState{}, fmt.Errorf("sqlitestore: park a partition of %s: %w", g.name, err)
+		return driver.GroupState{}, fmt.Errorf("sqlitestore: park a partition of %s: %w", g.name, err)
 	}
-	st := shell.GroupState{Status: r.status, RetryAt: r.retryAt}
-	if r.status != shell.StatusRetrying {
+	st := driver.GroupState{Status: r.status, RetryAt: r.retryAt}
+	if r.status != driver.StatusRetrying {
 		if err := json.Unmarshal([]byte(r.failure), &st.Failure); err != nil {
 			return st, fmt.Errorf("sqlitestore: consumer group %s: failure: %w", g.name, err)
 		}
 		return st, nil
 	}
-	next, err := shell.Transition(g.name, r.status, shell.CmdRecover)
+	next, err := driver.Transition(g.name, r.status, driver.CmdRecover)
 	if err != nil {
 		return st, err
 	}
 	r.status, r.retryAt = next, time.Time{}
-	if err := t.setStatus(g, r, shell.Failure{}); err != nil {
+	if err := t.setStatus(g, r, driver.Failure{}); err != nil {
 		return st, err
 	}
-	return shell.GroupState{Status: next}, nil
+	return driver.GroupState{Status: next}, nil
 }
 
 // ParkedPartitions returns the parked partitions of group ("" for all);
-// see shell.Parking.
-func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell.ParkedPartition, err error) {
+// see driver.Parking.
+func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []driver.ParkedPartition, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
-		out = []shell.ParkedPartition{}
+		out = []driver.ParkedPartition{}
 		query, bind := s.q.g.parkedAll, func(*sqlite.Stmt) {}
 		if group != "" {
 			row, err := s.groupRowOf(conn, group)
@@ -73,20 +73,20 @@ func (s *Store) ParkedPartitions(ctx context.Context, group string) (out []shell
 	return out, nil
 }
 
-var _ shell.ParkedReader = (*Store)(nil)
+var _ driver.ParkedReader = (*Store)(nil)
 
 // ReadParked returns a page of parked partitions by ascending offset id;
-// see shell.ParkedReader. One query, through the parked records' primary
+// see driver.ParkedReader. One query, through the parked records' primary
 // key.
-func (s *Store) ReadParked(ctx context.Context, q shell.ParkedQuery) (out []shell.ParkedPartition, err error) {
-	limit, err := shell.CheckParkedQuery(q)
+func (s *Store) ReadParked(ctx context.Context, q driver.ParkedQuery) (out []driver.ParkedPartition, err error) {
+	limit, err := driver.CheckParkedQuery(q)
 	if err != nil {
 		return nil, err
 	}
 	cols := fmt.Sprintf(`SELECT p.offset_id, g.group_id, o.partition_key, o.last_position, p.failure, p.parked_at
 FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.consumer_group_id`, s.names.parked, s.names.offsets, s.names.groups)
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
-		out = []shell.ParkedPartition{}
+		out = []driver.ParkedPartition{}
 		query := cols + ` WHERE p.offset_id >= ?1 ORDER BY p.offset_id LIMIT ?2`
 		bind := func(stmt *sqlite.Stmt) { stmt.BindInt64(1, q.From); stmt.BindInt64(2, int64(limit)) }
 		if q.Group != "" {
@@ -109,7 +109,7 @@ FROM %s p CROSS JOIN %s o ON o.id = p.offset_id CROSS JOIN %s g ON g.id = p.cons
 	return out, nil
 }
 
-// groupRowOf returns the row id of group, or its *shell.UnknownGroupError.
+// groupRowOf returns the row id of group, or its *driver.UnknownGroupError.
 func (s *Store) groupRowOf(conn *sqlite.Conn, group string) (int64, error) {
 	row, found := int64(0), false
 	err := queryRows(conn, s.q.g.groupByName, func(stmt *sqlite.Stmt) { stmt.BindText(1, group) }, func(stmt *sqlite.Stmt) {
@@ -125,7 +125,7 @@ func (s *Store) groupRowOf(conn *sqlite.Conn, group string) (int64, error) {
 }
 
 // queryParked appends the rows of a parked-partition query to out.
-func queryParked(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt), out *[]shell.ParkedPartition) error {
+func queryParked(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt), out *[]driver.ParkedPartition) error {
 	var perr error
 	err := queryRows(conn, query, bind, func(stmt *sqlite.Stmt) {
 		p, err := scanParked(stmt)
@@ -141,8 +141,8 @@ func queryParked(conn *sqlite.Conn, query string, bind func(*sqlite.Stmt), out *
 }
 
 // scanParked reads a row of the parked-partition queries.
-func scanParked(stmt *sqlite.Stmt) (shell.ParkedPartition, error) {
-	p := shell.ParkedPartition{OffsetID: stmt.ColumnInt64(0), Group: stmt.ColumnText(1), LastPosition: stmt.ColumnInt64(3)}
+func scanParked(stmt *sqlite.Stmt) (driver.ParkedPartition, error) {
+	p := driver.ParkedPartition{OffsetID: stmt.ColumnInt64(0), Group: stmt.ColumnText(1), LastPosition: stmt.ColumnInt64(3)}
 	var err error
 	if p.Partition, err = parsePartition(stmt.ColumnText(2)); err != nil {
 		return p, err
@@ -156,15 +156,15 @@ func scanParked(stmt *sqlite.Stmt) (shell.ParkedPartition, error) {
 	return p, nil
 }
 
-// RetryPartition unparks the partition; see shell.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "retry", group, partition, func(*tx, *groupConf, shell.ParkedPartition) error { return nil })
+// RetryPartition unparks the partition; see driver.Parking.
+func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "retry", group, partition, func(*tx, *groupConf, driver.ParkedPartition) error { return nil })
 }
 
 // SkipFailedMessage moves the partition past its failed message and
-// unparks it; see shell.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "skip", group, partition, func(t *tx, g *groupConf, p shell.ParkedPartition) error {
+// unparks it; see driver.Parking.
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "skip", group, partition, func(t *tx, g *groupConf, p driver.ParkedPartition) error {
 		to := max(p.LastPosition, p.Failure.Position)
 		kps, err := t.offsetKeys(p.OffsetID)
 		if err != nil {
@@ -192,9 +192,9 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 }
 
 // ResetPartition moves the partition's offset back to the start and
-// unparks it; see shell.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (shell.ParkedPartition, error) {
-	return s.unpark(ctx, "reset", group, partition, func(t *tx, g *groupConf, p shell.ParkedPartition) error {
+// unparks it; see driver.Parking.
+func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+	return s.unpark(ctx, "reset", group, partition, func(t *tx, g *groupConf, p driver.ParkedPartition) error {
 		for _, query := range []string{t.s.q.g.foldOffset, t.s.q.g.resetOffset} {
 			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, p.OffsetID) }); err != nil {
 				return err
@@ -207,14 +207,14 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked partition in one write transaction,
 // then deletes its parked record and makes the group's claim scan dirty.
-func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, g *groupConf, p shell.ParkedPartition) error) (out shell.ParkedPartition, err error) {
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, g *groupConf, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
 		if err != nil {
 			return err
 		}
-		if err := shell.CheckPartition(g.name, g.partitionBy, partition); err != nil {
+		if err := driver.CheckPartition(g.name, g.partitionBy, partition); err != nil {
 			return err
 		}
 		_, key, err := partitionOf(g, partition)
@@ -250,7 +250,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 		return t.setLatch(g, q.dirty)
 	})
 	if err != nil {
-		return shell.ParkedPartition{}, err
+		return driver.ParkedPartition{}, err
 	}
 	return out, nil
 }
@@ -277,5 +277,5 @@ func (t *tx) notParked(g *groupConf, partition map[string]string) error {
 	for k, v := range partition {
 		cp[k] = v
 	}
-	return &shell.NotParkedError{Group: g.name, Partition: cp, Parked: parked}
+	return &driver.NotParkedError{Group: g.name, Partition: cp, Parked: parked}
 }

@@ -9,7 +9,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // A store analysed when its log is near-empty (a runtime's first
@@ -23,7 +23,7 @@ import (
 func TestPlansAfterANearEmptyLogIsAnalysed(t *testing.T) {
 	s := newTestStore(t, Options{})
 	ctx := t.Context()
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a0", Ref: "r0", User: "u0"}), core.NewMessage(other{N: 0})}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(ev{Account: "a0", Ref: "r0", User: "u0"}), core.NewMessage(other{N: 0})}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Optimize(ctx); err != nil {
@@ -48,7 +48,7 @@ SELECT 'fill-' || x, CASE WHEN x % 2 = 0 THEN 'test.ev' ELSE 'test.other' END, '
 SELECT m.position, k.id FROM ` + n.messages + ` m JOIN ` + n.keyPairs + ` k ON k.name = 'account' AND k.value = 'a' || (m.position % 1000)
 WHERE m.message_id LIKE 'fill-%' AND m.message_type = 'test.ev'`,
 	}
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		conn, err := Conn(tx)
 		if err != nil {
 			return err

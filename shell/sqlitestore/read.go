@@ -15,7 +15,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // row is a message row as read, before decoding: reads merge and cut rows
@@ -205,11 +205,11 @@ func decodeTime(b *[timeWidth]byte) (time.Time, bool) {
 // registry (upcasting old versions).
 func (s *Store) decode(r *row) (core.PositionedMessage, error) {
 	fail := func(what string, err error) (core.PositionedMessage, error) {
-		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
+		return core.PositionedMessage{}, &driver.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
 			Err: fmt.Errorf("sqlitestore: decode %s of message %s at position %d: %w", what, r.id, r.pos, err)}
 	}
 	if r.bad != nil {
-		return core.PositionedMessage{}, &shell.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
+		return core.PositionedMessage{}, &driver.DecodeError{MessageType: r.typ, MessageID: r.id, Position: r.pos,
 			Err: fmt.Errorf("sqlitestore: decode %s %q of the message at position %d: %w", r.bad.what, r.bad.text, r.pos, r.bad.err)}
 	}
 	var payload any
@@ -489,7 +489,7 @@ func appendRows(dst []row, stmt *sqlite.Stmt, types ...string) ([]row, error) {
 
 // readBound returns the store's last position and the range a read with
 // opts covers.
-func readBound(conn *sqlite.Conn, q *queries, opts shell.ReadOptions) (last int64, b bound, err error) {
+func readBound(conn *sqlite.Conn, q *queries, opts driver.ReadOptions) (last int64, b bound, err error) {
 	last, err = lastPosition(conn, q)
 	if err != nil {
 		return 0, b, err
@@ -501,55 +501,55 @@ func readBound(conn *sqlite.Conn, q *queries, opts shell.ReadOptions) (last int6
 	return last, b, nil
 }
 
-// finish decodes rows into a ReadResult with the guard of shell.Tx.Read.
-func (s *Store) finish(rows []row, conds []core.Condition, b bound, limit int) (shell.ReadResult, error) {
+// finish decodes rows into a ReadResult with the guard of driver.Tx.Read.
+func (s *Store) finish(rows []row, conds []core.Condition, b bound, limit int) (driver.ReadResult, error) {
 	msgs, err := s.decodeRows(rows)
 	if err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	g := core.Guard{Conditions: conds, LastPosition: b.hi}
 	if limit > 0 && len(msgs) == limit {
 		g.LastPosition = msgs[len(msgs)-1].Position
 	}
-	return shell.ReadResult{Messages: msgs, Guard: g}, nil
+	return driver.ReadResult{Messages: msgs, Guard: g}, nil
 }
 
 // read implements Read on conn (a reader in a snapshot, or the writer in
 // its transaction when w is set).
-func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := shell.CheckConditions(s.typed(), conds); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
+	if err := driver.CheckConditions(s.typed(), conds); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	_, b, err := readBound(conn, s.q, opts)
 	if err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
 	}
 	var rows []row
 	if len(conds) > 0 && b.lo < b.hi {
 		if rows, err = s.queryConditions(conn, w, conds, b, opts.Limit, false); err != nil {
-			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
+			return driver.ReadResult{}, fmt.Errorf("sqlitestore: read: %w", err)
 		}
 	}
 	return s.finish(rows, conds, b, opts.Limit)
 }
 
 // readPartition implements ReadPartition.
-func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
-	if err := shell.CheckReadPartition(s.typed(), partition, types); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if err := shell.CheckReadOptions(opts); err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	typs := make([]*codec.Type, 0, len(types))
 	var names []string
 	for _, name := range types {
 		t, err := s.reg.ByName(name)
 		if err != nil {
-			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+			return driver.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 		}
 		if !slices.Contains(names, name) {
 			typs = append(typs, t)
@@ -559,12 +559,12 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	conds := core.ConditionsFor(partition, typs...)
 	_, b, err := readBound(conn, s.q, opts)
 	if err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
 	if id, ok := partition[core.IDKey]; ok {
 		rows, err := s.queryByID(conn, id, names, b)
 		if err != nil {
-			return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+			return driver.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 		}
 		return s.finish(rows, conds, b, opts.Limit)
 	}
@@ -579,7 +579,7 @@ func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string
 	}()
 	*buf, err = s.appendPartition((*buf)[:0], conn, w, partition, names, b, opts.Limit)
 	if err != nil {
-		return shell.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
+		return driver.ReadResult{}, fmt.Errorf("sqlitestore: read partition: %w", err)
 	}
 	return s.finish(*buf, conds, b, opts.Limit)
 }
@@ -684,20 +684,20 @@ func (s *Store) partitionStmt(conn *sqlite.Conn, w *writer, partition map[string
 }
 
 // readAll implements ReadAll.
-func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts shell.ReadAllOptions) (shell.Page, error) {
-	if err := shell.CheckReadAll(s.typed(), opts); err != nil {
-		return shell.Page{}, fmt.Errorf("sqlitestore: %w", err)
+func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts driver.ReadAllOptions) (driver.Page, error) {
+	if err := driver.CheckReadAll(s.typed(), opts); err != nil {
+		return driver.Page{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	last, err := lastPosition(conn, s.q)
 	if err != nil {
-		return shell.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
+		return driver.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
 	}
-	page := shell.Page{LastPosition: last}
+	page := driver.Page{LastPosition: last}
 	limit := opts.Limit
 	if limit <= 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
-	desc := opts.Order == shell.Descending
+	desc := opts.Order == driver.Descending
 	from, ok := opts.Cursor()
 	b := bound{lo: max(from, 1) - 1, hi: last}
 	if desc {
@@ -716,10 +716,10 @@ func (s *Store) readAll(conn *sqlite.Conn, w *writer, opts shell.ReadAllOptions)
 		rows, err = s.scanAll(conn, b, limit, desc)
 	}
 	if err != nil {
-		return shell.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
+		return driver.Page{}, fmt.Errorf("sqlitestore: read all: %w", err)
 	}
 	if page.Messages, err = s.decodeRows(rows); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	return page, nil
 }

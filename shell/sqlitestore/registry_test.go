@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/codec"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestTypeRegisteredAfterOpenIsHandled(t *testing.T) {
 	ctx := t.Context()
 	path := dbPath(t)
-	spec := shell.GroupSpec{ID: "test.ticks", PartitionBy: []string{"counter"}, Handled: []string{"test.tick"}}
-	joins := shell.GroupSpec{ID: "test.joins", PartitionBy: []string{"user_id"}, Handled: []string{"user.joined_course"}}
+	spec := driver.GroupSpec{ID: "test.ticks", PartitionBy: []string{"counter"}, Handled: []string{"test.tick"}}
+	joins := driver.GroupSpec{ID: "test.joins", PartitionBy: []string{"user_id"}, Handled: []string{"user.joined_course"}}
 	first := install(t, path, sqlitestore.Options{})
 	register(t, first, spec)
 	register(t, first, joins)
@@ -43,9 +43,9 @@ func TestTypeRegisteredAfterOpenIsHandled(t *testing.T) {
 
 	// Registered inside a transaction that began before: its append is
 	// seen by the group too.
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		codec.MustRegister[userJoined](reg, "user.joined_course")
-		_, err := tx.Append(msgsOf(userJoined{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{})
+		_, err := tx.Append(msgsOf(userJoined{CourseName: "Algebra", UserID: "joe"}), driver.AppendOptions{})
 		return err
 	})
 	if err != nil {

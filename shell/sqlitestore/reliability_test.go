@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -79,7 +79,7 @@ func TestTwoProcessesGuardedAppends(t *testing.T) {
 	seqs := make(map[int]bool, total)
 	seen := make(map[string]bool, total)
 	var want int64 = 1
-	for m, err := range s.All(t.Context(), shell.ReadAllOptions{Limit: 500}) {
+	for m, err := range s.All(t.Context(), driver.ReadAllOptions{Limit: 500}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func counterChild(t *testing.T) {
 	for i := range n {
 		for {
 			// The newest tick of the counter, and the guard of that read.
-			page, err := s.ReadAll(ctx, shell.ReadAllOptions{Conditions: counter, Order: shell.Descending, Limit: 1})
+			page, err := s.ReadAll(ctx, driver.ReadAllOptions{Conditions: counter, Order: driver.Descending, Limit: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +132,8 @@ func counterChild(t *testing.T) {
 			}
 			g := core.Guard{Conditions: counter, LastPosition: page.LastPosition}
 			msg := core.NewMessage(tick{Counter: "c", Seq: next, Writer: writer, Ref: writer + "-" + strconv.Itoa(i)})
-			_, err = s.Append(ctx, []core.Message{msg}, shell.AppendOptions{Guard: &g})
-			if errors.Is(err, shell.ErrConcurrentAppend) {
+			_, err = s.Append(ctx, []core.Message{msg}, driver.AppendOptions{Guard: &g})
+			if errors.Is(err, driver.ErrConcurrentAppend) {
 				conflicts++
 				continue
 			}
@@ -205,7 +205,7 @@ func TestKilledDuringLargeAppend(t *testing.T) {
 		t.Fatalf("after the kill the log ends at %d: neither none (1) nor all (%d)", st.MaxPosition, 1+n)
 	}
 	// The index agrees with the log.
-	r, err := s2.Read(t.Context(), []core.Condition{{Type: "test.tick", Attrs: map[string]string{"counter": "bulk"}}}, shell.ReadOptions{})
+	r, err := s2.Read(t.Context(), []core.Condition{{Type: "test.tick", Attrs: map[string]string{"counter": "bulk"}}}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,12 +231,12 @@ func bulkChild(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = core.NewMessage(tick{Counter: "bulk", Seq: i, Writer: "bulk", Ref: fmt.Sprint("bulk-", i)})
 	}
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		// Inside the write transaction: the parent may kill us from now on.
 		if err := os.WriteFile(marker, nil, 0o600); err != nil {
 			return err
 		}
-		_, err := tx.Append(msgs, shell.AppendOptions{})
+		_, err := tx.Append(msgs, driver.AppendOptions{})
 		return err
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // promoteBatch is how many due rows one statement step fetches; all due
@@ -24,13 +24,13 @@ const promoteBatch = 100
 // safe: the write lock serialises them, and each deletes the rows it
 // promotes, so a message is promoted once.
 //
-// A due message that cannot be appended as it is (shell.CheckPromotable:
+// A due message that cannot be appended as it is (driver.CheckPromotable:
 // its type unregistered, its payload no longer decoding or validating) is
 // set aside: left in the schedule as it is, while the others are promoted
-// and committed; the error is then a *shell.UnpromotedError listing it.
+// and committed; the error is then a *driver.UnpromotedError listing it.
 func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err error) {
-	var aside []shell.UnpromotedMessage
-	err = s.Update(ctx, func(stx shell.Tx) error {
+	var aside []driver.UnpromotedMessage
+	err = s.Update(ctx, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		n, aside = 0, aside[:0] // (a retried transaction starts over)
 		due := appendTime(nil, now)
@@ -44,7 +44,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err
 				r := &batch[i]
 				after = r.id
 				if m, why := t.promotable(r); why != nil {
-					aside = append(aside, shell.UnpromotedMessage{ID: m.ID, Type: r.typ, DueAt: m.CreatedAt, Err: why})
+					aside = append(aside, driver.UnpromotedMessage{ID: m.ID, Type: r.typ, DueAt: m.CreatedAt, Err: why})
 					continue
 				}
 				if err := t.promote(r); err != nil {
@@ -61,7 +61,7 @@ func (s *Store) PromoteScheduled(ctx context.Context, now time.Time) (n int, err
 		return 0, err
 	}
 	if len(aside) > 0 {
-		return n, &shell.UnpromotedError{Messages: aside}
+		return n, &driver.UnpromotedError{Messages: aside}
 	}
 	return n, nil
 }
@@ -115,7 +115,7 @@ func (t *tx) promotable(r *scheduledRow) (m core.Message, why error) {
 		return m, err
 	}
 	r.decoded = &pm.Message
-	return pm.Message, shell.CheckPromotable(typ, pm.Message)
+	return pm.Message, driver.CheckPromotable(typ, pm.Message)
 }
 
 // promote moves one scheduled row, which promotable passed, into the log.

@@ -6,10 +6,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 // DefaultPrefix is the table prefix used when Options.Prefix is empty:
@@ -252,7 +251,7 @@ END;`,
 );
 CREATE INDEX IF NOT EXISTS idx_{p}_parked_partitions_group ON {p}_parked_partitions (consumer_group_id);`,
 
-	// 4: deciders' snapshots (core.Snapshots, shell.SnapshotStore): one
+	// 4: deciders' snapshots (core.Snapshots, driver.SnapshotStore): one
 	// row per group, partition (shell.PartitionKey) and codec version,
 	// the state folded up to position. A rowid table (states may be
 	// large) with the key as a unique index; group_id is the group's name,
@@ -270,9 +269,9 @@ CREATE INDEX IF NOT EXISTS idx_{p}_parked_partitions_group ON {p}_parked_partiti
 CREATE UNIQUE INDEX IF NOT EXISTS idx_{p}_snapshots_key ON {p}_snapshots (group_id, partition_key, state_version);`,
 
 	// 5: the lifecycle hooks of consumer groups registered with hooks
-	// (shell.GroupSpec.Hooks): one row per such group, counting its
+	// (driver.GroupSpec.Hooks): one row per such group, counting its
 	// operator transitions (transitions) and how far their hooks ran
-	// (hooked), the transitions still pending as JSON (shell.GroupTransition,
+	// (hooked), the transitions still pending as JSON (driver.GroupTransition,
 	// oldest first) and the claim on the oldest (claimed_by, claimed_at).
 	// A group whose row has transitions > hooked claims no work.
 	`CREATE TABLE IF NOT EXISTS {p}_group_hooks (
@@ -422,7 +421,7 @@ func schemaVersion(conn *sqlite.Conn, n names) (int64, error) {
 }
 
 func newerError(path string, n names, have int64) error {
-	return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program knows versions up to %d: a newer program wrote it; upgrade this one (nothing was written)", shell.ErrSchemaNewer, path, have, n.prefix, SchemaVersion)
+	return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program knows versions up to %d: a newer program wrote it; upgrade this one (nothing was written)", driver.ErrSchemaNewer, path, have, n.prefix, SchemaVersion)
 }
 
 // objectPattern finds the name of every table, index and trigger a
@@ -465,15 +464,15 @@ func checkSchema(conn *sqlite.Conn, n names, path string) error {
 	case have > SchemaVersion:
 		return newerError(path, n, have)
 	case have <= 0 && len(tables) == len(n.requiredTables()):
-		return fmt.Errorf("%w: %s has no table %v (prefix %q): %s, or apply sqlitestore.Migrations", shell.ErrNotInstalled, path, tables, n.prefix, install)
+		return fmt.Errorf("%w: %s has no table %v (prefix %q): %s, or apply sqlitestore.Migrations", driver.ErrNotInstalled, path, tables, n.prefix, install)
 	case have < SchemaVersion:
-		return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program needs version %d: %s, or apply sqlitestore.Migrations %d to %d with your migration tool", shell.ErrSchemaOutdated, path, max(have, 0), n.prefix, SchemaVersion, install, max(have, 0)+1, SchemaVersion)
+		return fmt.Errorf("%w: %s records schema version %d for prefix %q, and this program needs version %d: %s, or apply sqlitestore.Migrations %d to %d with your migration tool", driver.ErrSchemaOutdated, path, max(have, 0), n.prefix, SchemaVersion, install, max(have, 0)+1, SchemaVersion)
 	case len(missing) > 0:
 		names := make([]string, len(missing))
 		for i, o := range missing {
 			names[i] = o.kind + " " + o.name
 		}
-		return fmt.Errorf("%w: %s lacks %s of schema version %d (prefix %q), dropped by hand: %s to restore them", shell.ErrNotInstalled, path, strings.Join(names, ", "), SchemaVersion, n.prefix, install)
+		return fmt.Errorf("%w: %s lacks %s of schema version %d (prefix %q), dropped by hand: %s to restore them", driver.ErrNotInstalled, path, strings.Join(names, ", "), SchemaVersion, n.prefix, install)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -48,11 +48,11 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	rawExec(t, path, `INSERT INTO sourced_schema_migrations (version, applied_at) VALUES (99, 'later');
 DROP INDEX idx_sourced_messages_type;`)
 	_, err := openStore(path, sqlitestore.Options{}, t)
-	if !errors.Is(err, shell.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), path) {
+	if !errors.Is(err, driver.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("open of a newer schema: %v, want ErrSchemaNewer naming the file and version 99", err)
 	}
 	_, err = sqlitestore.Install(t.Context(), path, sqlitestore.Options{Registry: registry(t)})
-	if !errors.Is(err, shell.ErrSchemaNewer) {
+	if !errors.Is(err, driver.ErrSchemaNewer) {
 		t.Fatalf("install over a newer schema: %v, want ErrSchemaNewer", err)
 	}
 	// Nothing written: the index the newer program dropped stays dropped.
@@ -66,7 +66,7 @@ func TestOpenRefusesAnOutdatedSchema(t *testing.T) {
 	install(t, path, sqlitestore.Options{}).Close()
 	rawExec(t, path, `DELETE FROM sourced_schema_migrations WHERE version >= 2`)
 	_, err := openStore(path, sqlitestore.Options{}, t)
-	if !errors.Is(err, shell.ErrSchemaOutdated) {
+	if !errors.Is(err, driver.ErrSchemaOutdated) {
 		t.Fatalf("open of an outdated schema: %v, want ErrSchemaOutdated", err)
 	}
 	for _, want := range []string{"version 1", "Install", "sourced -db " + path, "migrate"} {
@@ -87,7 +87,7 @@ func TestInstallRestoresDroppedIndexesAndTriggers(t *testing.T) {
 	s.Close()
 	rawExec(t, path, `DROP INDEX idx_sourced_messages_id; DROP INDEX idx_sourced_offsets_pending; DROP TRIGGER trg_sourced_dirty_on_message;`)
 	_, err := openStore(path, sqlitestore.Options{}, t)
-	if !errors.Is(err, shell.ErrNotInstalled) {
+	if !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open with dropped objects: %v, want ErrNotInstalled", err)
 	}
 	for _, want := range []string{"index idx_sourced_messages_id", "index idx_sourced_offsets_pending", "trigger trg_sourced_dirty_on_message", "Install"} {
@@ -103,7 +103,7 @@ func TestInstallRestoresDroppedIndexesAndTriggers(t *testing.T) {
 	}
 	dup := core.NewMessage(courseCreated{"History"})
 	dup.ID = first.ID
-	if _, err := s.Append(t.Context(), []core.Message{dup}, shell.AppendOptions{}); !errors.Is(err, shell.ErrDuplicateID) {
+	if _, err := s.Append(t.Context(), []core.Message{dup}, driver.AppendOptions{}); !errors.Is(err, driver.ErrDuplicateID) {
 		t.Fatalf("append of a duplicate id after install: %v, want ErrDuplicateID", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestMigrationsAreVersioned(t *testing.T) {
 		}
 		rawExec(t, path, m.SQL) // ExecuteScript runs it in one savepoint
 		_, err := openStore(path, sqlitestore.Options{Prefix: "app"}, t)
-		if i+1 < len(ms) && !errors.Is(err, shell.ErrSchemaOutdated) {
+		if i+1 < len(ms) && !errors.Is(err, driver.ErrSchemaOutdated) {
 			t.Fatalf("open after migration %d of %d: %v, want ErrSchemaOutdated", i+1, len(ms), err)
 		}
 		if i+1 == len(ms) && err != nil {
@@ -225,11 +225,11 @@ func TestReadOnlyStore(t *testing.T) {
 			if err != nil || st.MaxPosition != 2 {
 				t.Fatalf("stats of a read-only store: %+v, %v", st, err)
 			}
-			page, err := ro.ReadAll(t.Context(), shell.ReadAllOptions{})
+			page, err := ro.ReadAll(t.Context(), driver.ReadAllOptions{})
 			if err != nil || len(page.Messages) != 2 {
 				t.Fatalf("read of a read-only store: %d messages, %v", len(page.Messages), err)
 			}
-			_, err = ro.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"Art"})}, shell.AppendOptions{})
+			_, err = ro.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"Art"})}, driver.AppendOptions{})
 			if !errors.Is(err, sqlitestore.ErrReadOnly) {
 				t.Fatalf("append to a read-only store: %v, want ErrReadOnly", err)
 			}
@@ -238,7 +238,7 @@ func TestReadOnlyStore(t *testing.T) {
 				"Optimize": func() error { return ro.Optimize(t.Context()) },
 				"Clear":    func() error { return ro.Clear(t.Context()) },
 				"Register": func() error {
-					return ro.RegisterGroup(t.Context(), shell.GroupSpec{ID: "g", PartitionBy: []string{"course_name"}, Handled: []string{"course.created"}})
+					return ro.RegisterGroup(t.Context(), driver.GroupSpec{ID: "g", PartitionBy: []string{"course_name"}, Handled: []string{"course.created"}})
 				},
 			} {
 				err := write()

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 var (
-	_ shell.SnapshotStore = (*Store)(nil)
-	_ shell.SnapshotTx    = (*tx)(nil)
+	_ driver.SnapshotStore = (*Store)(nil)
+	_ driver.SnapshotTx    = (*tx)(nil)
 )
 
 // snapshotSQL is the SQL of the snapshots table (migration 4) of one
@@ -46,31 +45,31 @@ WHERE excluded.position > %[1]s.position`, n.snapshots),
 }
 
 // LoadSnapshot returns the snapshot of group's partition under version,
-// read on a reader connection; see shell.SnapshotStore.
-func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (snap shell.Snapshot, found bool, err error) {
+// read on a reader connection; see driver.SnapshotStore.
+func (s *Store) LoadSnapshot(ctx context.Context, group, partition, version string) (snap driver.Snapshot, found bool, err error) {
 	err = s.withReader(ctx, func(conn *sqlite.Conn) error {
 		snap, found, err = loadSnapshot(conn, s.names, group, partition, version)
 		return err
 	})
 	if err != nil {
-		return shell.Snapshot{}, false, fmt.Errorf("sqlitestore: load snapshot: %w", err)
+		return driver.Snapshot{}, false, fmt.Errorf("sqlitestore: load snapshot: %w", err)
 	}
 	return snap, found, nil
 }
 
 // LoadSnapshot is Store.LoadSnapshot inside the write transaction.
-func (t *tx) LoadSnapshot(group, partition, version string) (shell.Snapshot, bool, error) {
+func (t *tx) LoadSnapshot(group, partition, version string) (driver.Snapshot, bool, error) {
 	if err := t.usable(); err != nil {
-		return shell.Snapshot{}, false, err
+		return driver.Snapshot{}, false, err
 	}
 	snap, found, err := loadSnapshot(t.conn, t.s.names, group, partition, version)
 	if err != nil {
-		return shell.Snapshot{}, false, fmt.Errorf("sqlitestore: load snapshot: %w", err)
+		return driver.Snapshot{}, false, fmt.Errorf("sqlitestore: load snapshot: %w", err)
 	}
 	return snap, found, nil
 }
 
-func loadSnapshot(conn *sqlite.Conn, n names, group, partition, version string) (snap shell.Snapshot, found bool, err error) {
+func loadSnapshot(conn *sqlite.Conn, n names, group, partition, version string) (snap driver.Snapshot, found bool, err error) {
 	stmt, err := conn.Prepare(snapshotQueriesFor(n).load)
 	if err != nil {
 		return snap, false, err
@@ -87,19 +86,19 @@ func loadSnapshot(conn *sqlite.Conn, n names, group, partition, version string) 
 	if err != nil || !row {
 		return snap, false, err
 	}
-	snap = shell.Snapshot{Group: group, Partition: partition, Version: version, Position: stmt.ColumnInt64(0)}
+	snap = driver.Snapshot{Group: group, Partition: partition, Version: version, Position: stmt.ColumnInt64(0)}
 	snap.State = make([]byte, stmt.ColumnLen(1))
 	stmt.ColumnBytes(1, snap.State)
 	if snap.SavedAt, err = parseTime(stmt.ColumnText(2)); err != nil {
-		return shell.Snapshot{}, false, fmt.Errorf("snapshot of %s %s: saved_at: %w", group, partition, err)
+		return driver.Snapshot{}, false, fmt.Errorf("snapshot of %s %s: saved_at: %w", group, partition, err)
 	}
 	return snap, true, nil
 }
 
 // SaveSnapshot stores a snapshot in a write transaction of its own,
-// unless one at or after its position is stored; see shell.SnapshotStore.
-func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
-	err := s.update(ctx, false, func(stx shell.Tx) error {
+// unless one at or after its position is stored; see driver.SnapshotStore.
+func (s *Store) SaveSnapshot(ctx context.Context, snap driver.Snapshot) error {
+	err := s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		_, err := exec(t.conn, snapshotQueriesFor(s.names).save, func(stmt *sqlite.Stmt) {
 			stmt.BindText(1, snap.Group)
@@ -118,9 +117,9 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap shell.Snapshot) error {
 }
 
 // DeleteSnapshots deletes the snapshots of group (of its partitions
-// given; of every group when group is empty); see shell.SnapshotStore.
+// given; of every group when group is empty); see driver.SnapshotStore.
 func (s *Store) DeleteSnapshots(ctx context.Context, group string, partitions ...string) (n int, err error) {
-	err = s.update(ctx, false, func(stx shell.Tx) error {
+	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		if len(partitions) == 0 || group == "" {
 			n, err = t.deleteSnapshots(group)

@@ -17,6 +17,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Options configure a Store.
@@ -33,18 +34,18 @@ type Options struct {
 	Now func() time.Time
 	// Clock, instead of Now (giving both is refused), is the store's
 	// clock and the one a shell.Runtime given no Config.Clock takes
-	// (shell.Clocked): one clock, a shell.SimClock in a test, then drives
+	// (driver.Clocked): one clock, a driver.SimClock in a test, then drives
 	// the store's stamps and schedule, the runtime's promotions and
 	// timers, and the workflows' sleeps and retries.
-	Clock shell.Clock
+	Clock driver.Clock
 	// Notifier is told the distinct types of every committed append and
-	// promotion. Default a new *shell.InlineNotifier (see Store.Notifier).
-	Notifier shell.Notifier
+	// promotion. Default a new *driver.InlineNotifier (see Store.Notifier).
+	Notifier driver.Notifier
 	// PoolSize is the number of reader connections. Default
 	// max(4, GOMAXPROCS).
 	PoolSize int
 	// BusyTimeout is how long a write waits for the write lock before
-	// failing with an error matching shell.ErrBusy, whoever holds it:
+	// failing with an error matching driver.ErrBusy, whoever holds it:
 	// another process (SQLite's lock), or another write of this process
 	// (the store's one writer connection: a write transaction running long,
 	// such as a sync handler that blocks, fails the others waiting behind
@@ -87,7 +88,7 @@ const DefaultPageSize = 2048
 // DefaultBusyTimeout is the BusyTimeout used when Options leaves it zero.
 const DefaultBusyTimeout = 5 * time.Second
 
-// Store is the SQLite message store, a shell.Store. It is safe for
+// Store is the SQLite message store, a driver.Store. It is safe for
 // concurrent use by many goroutines; several processes may open the same
 // file. Build it with Open (tables installed) or Install.
 type Store struct {
@@ -96,8 +97,8 @@ type Store struct {
 	names    names
 	q        *queries
 	now      func() time.Time
-	clock    shell.Clock // Options.Clock
-	notifier shell.Notifier
+	clock    driver.Clock // Options.Clock
+	notifier driver.Notifier
 	// ownNotifier is set when notifier is the store's own (in-process:
 	// it announces this store's commits only).
 	ownNotifier bool
@@ -148,8 +149,8 @@ type Store struct {
 }
 
 var (
-	_ shell.Store            = (*Store)(nil)
-	_ shell.Clocked          = (*Store)(nil)
+	_ driver.Store           = (*Store)(nil)
+	_ driver.Clocked         = (*Store)(nil)
 	_ shell.StateCacheKeeper = (*Store)(nil)
 )
 
@@ -181,12 +182,12 @@ const (
 // Open opens the store in the SQLite database at path, whose schema must
 // be installed (by Install, `sourced migrate`, or an app's migrations built
 // from Migrations) at exactly this program's SchemaVersion:
-//   - no table of the prefix: an error matching shell.ErrNotInstalled;
-//   - an older version: shell.ErrSchemaOutdated (run Install or `sourced
+//   - no table of the prefix: an error matching driver.ErrNotInstalled;
+//   - an older version: driver.ErrSchemaOutdated (run Install or `sourced
 //     migrate`);
-//   - a newer version: shell.ErrSchemaNewer (upgrade the program);
+//   - a newer version: driver.ErrSchemaNewer (upgrade the program);
 //   - a table, index or trigger of the version missing (dropped by hand):
-//     shell.ErrNotInstalled naming them (Install restores them).
+//     driver.ErrNotInstalled naming them (Install restores them).
 //
 // A file that is not a SQLite database gives an error matching
 // ErrNotDatabase. A file that this process cannot write (or in a
@@ -264,7 +265,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.now = time.Now
 	}
 	if s.notifier == nil {
-		s.notifier = new(shell.InlineNotifier)
+		s.notifier = new(driver.InlineNotifier)
 		s.ownNotifier = true
 	}
 	if s.log == nil {
@@ -338,7 +339,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 // <prefix>_schema_migrations, switches the file to WAL, and refreshes the
 // planner statistics (Optimize) unless the log is empty. It is safe to run
 // from several processes at once. A file recording a newer schema version
-// is refused with shell.ErrSchemaNewer, and a read-only store with
+// is refused with driver.ErrSchemaNewer, and a read-only store with
 // ErrReadOnly, before anything is written.
 func (s *Store) Install(ctx context.Context) (err error) {
 	defer func() { err = ctxErr(ctx, busyOr(err)) }()
@@ -384,16 +385,16 @@ func (s *Store) Install(ctx context.Context) (err error) {
 // Now returns the store's time (Options.Now, or Options.Clock's).
 func (s *Store) Now() time.Time { return s.now() }
 
-// Clock returns Options.Clock, nil without one (shell.Clocked): a
+// Clock returns Options.Clock, nil without one (driver.Clocked): a
 // shell.Runtime given no Config.Clock takes it.
-func (s *Store) Clock() shell.Clock { return s.clock }
+func (s *Store) Clock() driver.Clock { return s.clock }
 
 // Registry returns the codec registry the store encodes and decodes with.
 func (s *Store) Registry() *codec.Registry { return s.reg }
 
 // Notifier returns the notifier the store announces committed appends to,
 // for subscribing to it.
-func (s *Store) Notifier() shell.Notifier { return s.notifier }
+func (s *Store) Notifier() driver.Notifier { return s.notifier }
 
 // Prefix returns the store's table prefix.
 func (s *Store) Prefix() string { return s.names.prefix }
@@ -414,7 +415,7 @@ var errClosed = errors.New("sqlitestore: store is closed")
 
 // takeWriter takes the writer connection, waiting at most the busy
 // timeout (as SQLite waits for another process's lock) or until ctx ends:
-// past it, an error matching shell.ErrBusy.
+// past it, an error matching driver.ErrBusy.
 func (s *Store) takeWriter(ctx context.Context) (*writer, error) {
 	return s.takeWriterWithin(ctx, s.busy)
 }
@@ -450,7 +451,7 @@ func (s *Store) takeWriterWithin(ctx context.Context, wait time.Duration) (*writ
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-expired:
-		return nil, fmt.Errorf("%w: sqlitestore: another write of this process held the writer connection for over %v (Options.BusyTimeout), for instance a sync handler that blocks: try again, or find what holds it", shell.ErrBusy, wait)
+		return nil, fmt.Errorf("%w: sqlitestore: another write of this process held the writer connection for over %v (Options.BusyTimeout), for instance a sync handler that blocks: try again, or find what holds it", driver.ErrBusy, wait)
 	}
 }
 
@@ -482,24 +483,24 @@ func (s *Store) putWriter(w *writer) {
 // its own, and the last one commits for all. Every Update still returns
 // only after the commit that made its work durable and visible, and one
 // fn's failure rolls back only its own work.
-func (s *Store) Update(ctx context.Context, fn func(tx shell.Tx) error) error {
+func (s *Store) Update(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return s.update(ctx, false, fn)
 }
 
-// Append appends msgs in a transaction of its own; see shell.Tx.Append.
-func (s *Store) Append(ctx context.Context, msgs []core.Message, opts shell.AppendOptions) (res shell.AppendResult, err error) {
+// Append appends msgs in a transaction of its own; see driver.Tx.Append.
+func (s *Store) Append(ctx context.Context, msgs []core.Message, opts driver.AppendOptions) (res driver.AppendResult, err error) {
 	if len(msgs) == 0 {
-		return shell.AppendResult{}, ctx.Err()
+		return driver.AppendResult{}, ctx.Err()
 	}
-	err = s.update(ctx, true, func(tx shell.Tx) error {
+	err = s.update(ctx, true, func(tx driver.Tx) error {
 		res, err = tx.Append(msgs, opts)
 		return err
 	})
 	return res, err
 }
 
-// Read returns the messages matching any of conds; see shell.Tx.Read.
-func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.ReadOptions) (res shell.ReadResult, err error) {
+// Read returns the messages matching any of conds; see driver.Tx.Read.
+func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.ReadOptions) (res driver.ReadResult, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		res, err = s.read(conn, nil, conds, opts)
 		return err
@@ -508,8 +509,8 @@ func (s *Store) Read(ctx context.Context, conds []core.Condition, opts shell.Rea
 }
 
 // ReadPartition reads one partition under conditional AND; see
-// shell.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (res shell.ReadResult, err error) {
+// driver.Tx.ReadPartition.
+func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (res driver.ReadResult, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		res, err = s.readPartition(conn, nil, partition, types, opts)
 		return err
@@ -517,8 +518,8 @@ func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, 
 	return res, err
 }
 
-// ReadAll returns one page of the log; see shell.ReadAllOptions.
-func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (page shell.Page, err error) {
+// ReadAll returns one page of the log; see driver.ReadAllOptions.
+func (s *Store) ReadAll(ctx context.Context, opts driver.ReadAllOptions) (page driver.Page, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		page, err = s.readAll(conn, nil, opts)
 		return err
@@ -530,13 +531,13 @@ func (s *Store) ReadAll(ctx context.Context, opts shell.ReadAllOptions) (page sh
 // opts.From in opts.Order, reading one page of opts.Limit at a time and the
 // next page only when the iteration gets there. No connection is held
 // while the loop body runs.
-func (s *Store) All(ctx context.Context, opts shell.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
-	return shell.PageMessages(ctx, s.ReadAll, opts)
+func (s *Store) All(ctx context.Context, opts driver.ReadAllOptions) iter.Seq2[core.PositionedMessage, error] {
+	return driver.PageMessages(ctx, s.ReadAll, opts)
 }
 
 // Stats returns the newest position, the number of scheduled messages and
 // every consumer group's figures (see Store.Group).
-func (s *Store) Stats(ctx context.Context) (st shell.Stats, err error) {
+func (s *Store) Stats(ctx context.Context) (st driver.Stats, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if st.MaxPosition, err = lastPosition(conn, s.q); err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -67,13 +67,13 @@ func install(t testing.TB, path string, opts sqlitestore.Options) *sqlitestore.S
 	return s
 }
 
-func appendOK(t testing.TB, s shell.Store, payloads ...any) shell.AppendResult {
+func appendOK(t testing.TB, s driver.Store, payloads ...any) driver.AppendResult {
 	t.Helper()
 	msgs := make([]core.Message, len(payloads))
 	for i, p := range payloads {
 		msgs[i] = core.NewMessage(p)
 	}
-	res, err := s.Append(context.Background(), msgs, shell.AppendOptions{})
+	res, err := s.Append(context.Background(), msgs, driver.AppendOptions{})
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
@@ -84,13 +84,13 @@ func TestOpenNotInstalled(t *testing.T) {
 	ctx := t.Context()
 	path := dbPath(t)
 	_, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: registry(t)})
-	if !errors.Is(err, shell.ErrNotInstalled) {
+	if !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open of an empty file: %v, want ErrNotInstalled", err)
 	}
 	// Installed under one prefix is not installed under another.
 	install(t, path, sqlitestore.Options{Prefix: "billing"})
 	_, err = sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: registry(t)})
-	if !errors.Is(err, shell.ErrNotInstalled) {
+	if !errors.Is(err, driver.ErrNotInstalled) {
 		t.Fatalf("open of another prefix: %v, want ErrNotInstalled", err)
 	}
 	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Registry: registry(t), Prefix: "billing"})
@@ -200,7 +200,7 @@ func TestPrefixIsolation(t *testing.T) {
 	}
 	conds := []core.Condition{{Type: "course.created", Attrs: map[string]string{"course_name": "Algebra"}}}
 	for name, s := range map[string]*sqlitestore.Store{"a": a, "b": b} {
-		r, err := s.Read(t.Context(), conds, shell.ReadOptions{})
+		r, err := s.Read(t.Context(), conds, driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestPrefixIsolation(t *testing.T) {
 func TestMemoryStore(t *testing.T) {
 	s := install(t, ":memory:", sqlitestore.Options{})
 	appendOK(t, s, courseCreated{"Algebra"})
-	page, err := s.ReadAll(t.Context(), shell.ReadAllOptions{})
+	page, err := s.ReadAll(t.Context(), driver.ReadAllOptions{})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("read all: %d messages, %v", len(page.Messages), err)
 	}
@@ -228,7 +228,7 @@ func TestMemoryStore(t *testing.T) {
 }
 
 func TestNotifierAfterCommitOnly(t *testing.T) {
-	n := new(shell.InlineNotifier)
+	n := new(driver.InlineNotifier)
 	var mu sync.Mutex
 	var got [][]string
 	n.Subscribe(func(types []string) {
@@ -247,9 +247,9 @@ func TestNotifierAfterCommitOnly(t *testing.T) {
 	ctx := t.Context()
 
 	// Committed: one notification after the commit, distinct types.
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		for _, p := range []any{courseCreated{"A"}, userJoined{"A", "u1"}, courseCreated{"B"}} {
-			if _, err := tx.Append([]core.Message{core.NewMessage(p)}, shell.AppendOptions{}); err != nil {
+			if _, err := tx.Append([]core.Message{core.NewMessage(p)}, driver.AppendOptions{}); err != nil {
 				return err
 			}
 		}
@@ -267,8 +267,8 @@ func TestNotifierAfterCommitOnly(t *testing.T) {
 
 	// Rolled back by an error: nothing announced, nothing stored.
 	boom := errors.New("boom")
-	err = s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(courseCreated{"C"})}, shell.AppendOptions{}); err != nil {
+	err = s.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append([]core.Message{core.NewMessage(courseCreated{"C"})}, driver.AppendOptions{}); err != nil {
 			return err
 		}
 		return boom
@@ -283,8 +283,8 @@ func TestNotifierAfterCommitOnly(t *testing.T) {
 				t.Error("panic did not propagate")
 			}
 		}()
-		s.Update(ctx, func(tx shell.Tx) error {
-			tx.Append([]core.Message{core.NewMessage(courseCreated{"D"})}, shell.AppendOptions{})
+		s.Update(ctx, func(tx driver.Tx) error {
+			tx.Append([]core.Message{core.NewMessage(courseCreated{"D"})}, driver.AppendOptions{})
 			panic("boom")
 		})
 	}()
@@ -297,7 +297,7 @@ func TestNotifierAfterCommitOnly(t *testing.T) {
 	// Scheduled messages announce when scheduled (a runtime's scheduler
 	// then re-computes when the next one is due) and when promoted.
 	future := core.NewMessage(courseCreated{"E"}).At(time.Now().Add(time.Hour))
-	if _, err := s.Append(ctx, []core.Message{future}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{future}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if g := take(); len(g) != 1 || !slices.Equal(g[0], []string{"course.created"}) {
@@ -315,22 +315,22 @@ func TestFailedAppendInsideUpdateLeavesNoTrace(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
 	dup := appendOK(t, s, courseCreated{"A"}).Messages[0].ID
-	err := s.Update(ctx, func(tx shell.Tx) error {
-		if _, err := tx.Append([]core.Message{core.NewMessage(userJoined{"A", "u1"})}, shell.AppendOptions{}); err != nil {
+	err := s.Update(ctx, func(tx driver.Tx) error {
+		if _, err := tx.Append([]core.Message{core.NewMessage(userJoined{"A", "u1"})}, driver.AppendOptions{}); err != nil {
 			return err
 		}
 		// Fails on its second message: its first must not stay behind.
 		bad := []core.Message{core.NewMessage(userJoined{"A", "u2"}), {ID: dup, Payload: courseCreated{"A"}}}
-		if _, err := tx.Append(bad, shell.AppendOptions{}); !errors.Is(err, shell.ErrDuplicateID) {
+		if _, err := tx.Append(bad, driver.AppendOptions{}); !errors.Is(err, driver.ErrDuplicateID) {
 			t.Errorf("append of a duplicate id: %v, want ErrDuplicateID", err)
 		}
-		_, err := tx.Append([]core.Message{core.NewMessage(userJoined{"A", "u3"})}, shell.AppendOptions{})
+		_, err := tx.Append([]core.Message{core.NewMessage(userJoined{"A", "u3"})}, driver.AppendOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Read(ctx, []core.Condition{{Type: "user.joined_course"}}, shell.ReadOptions{})
+	r, err := s.Read(ctx, []core.Condition{{Type: "user.joined_course"}}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestFailedAppendInsideUpdateLeavesNoTrace(t *testing.T) {
 		t.Fatalf("users %v, want [u1 u3]", users)
 	}
 	// The index of the rolled-back message is gone too: u2 matches nothing.
-	r, _ = s.Read(ctx, []core.Condition{{Type: "user.joined_course", Attrs: map[string]string{"user_id": "u2"}}}, shell.ReadOptions{})
+	r, _ = s.Read(ctx, []core.Condition{{Type: "user.joined_course", Attrs: map[string]string{"user_id": "u2"}}}, driver.ReadOptions{})
 	if len(r.Messages) != 0 {
 		t.Fatalf("u2 is still indexed: %v", r.Messages)
 	}
@@ -355,13 +355,13 @@ func TestKeyPairCacheSurvivesRollback(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
 	for range 3 {
-		s.Update(ctx, func(tx shell.Tx) error {
-			tx.Append([]core.Message{core.NewMessage(courseCreated{"Ghost"})}, shell.AppendOptions{})
+		s.Update(ctx, func(tx driver.Tx) error {
+			tx.Append([]core.Message{core.NewMessage(courseCreated{"Ghost"})}, driver.AppendOptions{})
 			return errors.New("roll back")
 		})
 	}
 	appendOK(t, s, courseCreated{"Ghost"})
-	r, err := s.Read(ctx, []core.Condition{{Type: "course.created", Attrs: map[string]string{"course_name": "Ghost"}}}, shell.ReadOptions{})
+	r, err := s.Read(ctx, []core.Condition{{Type: "course.created", Attrs: map[string]string{"course_name": "Ghost"}}}, driver.ReadOptions{})
 	if err != nil || len(r.Messages) != 1 {
 		t.Fatalf("read Ghost: %d messages, %v", len(r.Messages), err)
 	}
@@ -371,7 +371,7 @@ func TestTxContextConn(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx := t.Context()
 	exec := func(conn *sqlite.Conn, sql string) error { return sqlitex.ExecuteTransient(conn, sql, nil) }
-	err := s.Update(ctx, func(tx shell.Tx) error {
+	err := s.Update(ctx, func(tx driver.Tx) error {
 		conn := tx.Context().(*sqlitestore.TxContext).Conn()
 		return exec(conn, "CREATE TABLE read_model (name TEXT)")
 	})
@@ -380,8 +380,8 @@ func TestTxContextConn(t *testing.T) {
 	}
 	// Sync work writes in the transaction: it rolls back with it.
 	for _, fail := range []bool{false, true} {
-		err := s.Update(ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append([]core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{}); err != nil {
+		err := s.Update(ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append([]core.Message{core.NewMessage(courseCreated{"A"})}, driver.AppendOptions{}); err != nil {
 				return err
 			}
 			if err := exec(tx.Context().(*sqlitestore.TxContext).Conn(), "INSERT INTO read_model VALUES ('A')"); err != nil {
@@ -397,7 +397,7 @@ func TestTxContextConn(t *testing.T) {
 		}
 	}
 	var rows int
-	err = s.Update(ctx, func(tx shell.Tx) error {
+	err = s.Update(ctx, func(tx driver.Tx) error {
 		return sqlitex.ExecuteTransient(tx.Context().(*sqlitestore.TxContext).Conn(), "SELECT count(*) FROM read_model", &sqlitex.ExecOptions{
 			ResultFunc: func(stmt *sqlite.Stmt) error { rows = stmt.ColumnInt(0); return nil },
 		})
@@ -409,8 +409,8 @@ func TestTxContextConn(t *testing.T) {
 
 func TestTxUsedAfterUpdate(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
-	var kept shell.Tx
-	s.Update(t.Context(), func(tx shell.Tx) error { kept = tx; return nil })
+	var kept driver.Tx
+	s.Update(t.Context(), func(tx driver.Tx) error { kept = tx; return nil })
 	if _, err := kept.LastPosition(); err == nil {
 		t.Fatal("a transaction used after its Update returned did not fail")
 	}
@@ -427,7 +427,7 @@ func TestUnknownTypeInLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	_, err = s2.ReadAll(t.Context(), shell.ReadAllOptions{})
+	_, err = s2.ReadAll(t.Context(), driver.ReadAllOptions{})
 	if !errors.Is(err, codec.ErrUnknownType) {
 		t.Fatalf("read of an unregistered type: %v, want ErrUnknownType", err)
 	}
@@ -437,10 +437,10 @@ func TestCancelledContext(t *testing.T) {
 	s := install(t, dbPath(t), sqlitestore.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := s.Append(ctx, []core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{}); err == nil {
+	if _, err := s.Append(ctx, []core.Message{core.NewMessage(courseCreated{"A"})}, driver.AppendOptions{}); err == nil {
 		t.Fatal("append with a cancelled context succeeded")
 	}
-	if _, err := s.ReadAll(ctx, shell.ReadAllOptions{}); err == nil {
+	if _, err := s.ReadAll(ctx, driver.ReadAllOptions{}); err == nil {
 		t.Fatal("read with a cancelled context succeeded")
 	}
 	// The store still works.
@@ -453,7 +453,7 @@ func TestOptimizeAndStats(t *testing.T) {
 	appendOK(t, s, courseCreated{"A"}, courseCreated{"B"})
 	future := core.NewMessage(courseCreated{"C"}).At(time.Now().Add(time.Hour))
 	future.ID = uuid.Must(uuid.NewV7())
-	if _, err := s.Append(ctx, []core.Message{future}, shell.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, []core.Message{future}, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Optimize(ctx); err != nil {
@@ -478,7 +478,7 @@ func TestConcurrentPromoters(t *testing.T) {
 	for i := range n {
 		msgs = append(msgs, core.NewMessage(userJoined{"A", "u" + strconv.Itoa(i)}).At(base.Add(time.Hour+time.Duration(i)*time.Second)))
 	}
-	if _, err := a.Append(ctx, msgs, shell.AppendOptions{}); err != nil {
+	if _, err := a.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -503,7 +503,7 @@ func TestConcurrentPromoters(t *testing.T) {
 	if promoted[0]+promoted[1] != n {
 		t.Fatalf("promoted %v, want %d in all", promoted, n)
 	}
-	r, err := b.Read(ctx, []core.Condition{{Type: "user.joined_course"}}, shell.ReadOptions{})
+	r, err := b.Read(ctx, []core.Condition{{Type: "user.joined_course"}}, driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +522,7 @@ func TestConcurrentPromoters(t *testing.T) {
 
 // TestBusyIsErrBusy holds the write lock from another connection (as
 // another process would) for longer than the busy timeout: the append
-// fails with shell.ErrBusy, writes nothing, and succeeds once the lock is
+// fails with driver.ErrBusy, writes nothing, and succeeds once the lock is
 // gone.
 func TestBusyIsErrBusy(t *testing.T) {
 	path := dbPath(t)
@@ -535,14 +535,14 @@ func TestBusyIsErrBusy(t *testing.T) {
 	if err := sqlitex.ExecuteTransient(other, "BEGIN IMMEDIATE", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{})
-	if !errors.Is(err, shell.ErrBusy) {
-		t.Fatalf("append under another writer's lock: got %v, want shell.ErrBusy", err)
+	_, err = s.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, driver.AppendOptions{})
+	if !errors.Is(err, driver.ErrBusy) {
+		t.Fatalf("append under another writer's lock: got %v, want driver.ErrBusy", err)
 	}
 	if err := sqlitex.ExecuteTransient(other, "ROLLBACK", nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.ReadAll(t.Context(), shell.ReadAllOptions{})
+	res, err := s.ReadAll(t.Context(), driver.ReadAllOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,14 +572,14 @@ func TestWriterIsNotStarved(t *testing.T) {
 					return
 				default:
 				}
-				hog.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, shell.AppendOptions{})
+				hog.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"A"})}, driver.AppendOptions{})
 			}
 		})
 	}
 	defer func() { close(stop); wg.Wait() }()
 	for i := range 10 {
 		time.Sleep(20 * time.Millisecond)
-		if _, err := other.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"B"})}, shell.AppendOptions{}); err != nil {
+		if _, err := other.Append(t.Context(), []core.Message{core.NewMessage(courseCreated{"B"})}, driver.AppendOptions{}); err != nil {
 			t.Fatalf("append %d while another store commits back to back: %v", i, err)
 		}
 	}

@@ -12,13 +12,13 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // TxContext is what the SQLite store hands to sync work as its core.SyncTx
-// (shell.Tx.Context): the open write transaction, whose connection sync
+// (driver.Tx.Context): the open write transaction, whose connection sync
 // work reaches with the package function Conn (which also accepts the
-// shell.Tx of Update, and returns ErrNotSQLite on another store instead
+// driver.Tx of Update, and returns ErrNotSQLite on another store instead
 // of panicking as a type assertion does). It is valid only until the
 // transaction ends.
 type TxContext struct {
@@ -35,7 +35,7 @@ func (c *TxContext) Conn() *sqlite.Conn {
 	return c.tx.conn
 }
 
-// tx is the shell.Tx of an Update.
+// tx is the driver.Tx of an Update.
 type tx struct {
 	s      *Store
 	w      *writer
@@ -68,7 +68,7 @@ type tx struct {
 	remarks []pendingRemark
 }
 
-var _ shell.Tx = (*tx)(nil)
+var _ driver.Tx = (*tx)(nil)
 
 var errTxDone = errors.New("sqlitestore: transaction used after its Update returned")
 
@@ -92,23 +92,23 @@ func (t *tx) LastPosition() (int64, error) {
 	return lastPosition(t.conn, t.s.q)
 }
 
-func (t *tx) Read(conds []core.Condition, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.usable(); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	return t.s.read(t.conn, t.w, conds, opts)
 }
 
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.usable(); err != nil {
-		return shell.ReadResult{}, err
+		return driver.ReadResult{}, err
 	}
 	return t.s.readPartition(t.conn, t.w, partition, types, opts)
 }
 
-func (t *tx) ReadAll(opts shell.ReadAllOptions) (shell.Page, error) {
+func (t *tx) ReadAll(opts driver.ReadAllOptions) (driver.Page, error) {
 	if err := t.usable(); err != nil {
-		return shell.Page{}, err
+		return driver.Page{}, err
 	}
 	return t.s.readAll(t.conn, t.w, opts)
 }
@@ -133,12 +133,12 @@ type prepared struct {
 // transaction. (No savepoint: one makes SQLite journal every page the
 // append then changes, measured 30% more CPU.) A failure while writing
 // (I/O, interruption) aborts the transaction.
-func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
+func (t *tx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.AppendResult, error) {
 	if err := t.usable(); err != nil {
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
 	if len(msgs) == 0 {
-		return shell.AppendResult{}, nil
+		return driver.AppendResult{}, nil
 	}
 	s := t.s
 	if t.gs.stale(s) {
@@ -146,7 +146,7 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 		// handling it must see this append (their eager offsets).
 		gs, err := loadGroups(t.conn, s)
 		if err != nil {
-			return shell.AppendResult{}, err
+			return driver.AppendResult{}, err
 		}
 		t.gs, t.w.groups = gs, gs
 	}
@@ -158,49 +158,49 @@ func (t *tx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.Append
 	for i, m := range msgs {
 		m, p, err := s.prepare(m, now, keyBuf, t.gs)
 		if err != nil {
-			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: %w", i+1, len(msgs), err)
+			return driver.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: %w", i+1, len(msgs), err)
 		}
 		if _, dup := seen[m.ID]; dup {
-			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, shell.ErrDuplicateID)
+			return driver.AppendResult{}, fmt.Errorf("sqlitestore: append message %d of %d: id %s appears twice in the batch: %w", i+1, len(msgs), m.ID, driver.ErrDuplicateID)
 		}
 		seen[m.ID] = struct{}{}
 		keyBuf = p.keys[len(p.keys):]
 		stamped[i], preps[i] = m, p
 	}
 	if g := opts.Guard; g != nil && len(g.Conditions) > 0 {
-		if err := shell.CheckConditions(s.typed(), g.Conditions); err != nil {
-			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append: guard: %w", err)
+		if err := driver.CheckConditions(s.typed(), g.Conditions); err != nil {
+			return driver.AppendResult{}, fmt.Errorf("sqlitestore: append: guard: %w", err)
 		}
 		rows, err := s.queryConditions(t.conn, t.w, g.Conditions, bound{lo: g.LastPosition, hi: maxPosition}, 0, false)
 		if err != nil {
-			return shell.AppendResult{}, fmt.Errorf("sqlitestore: append: guard check: %w", err)
+			return driver.AppendResult{}, fmt.Errorf("sqlitestore: append: guard check: %w", err)
 		}
 		if len(rows) > 0 {
 			conflicts, err := s.decodeRows(rows)
 			if err != nil {
-				return shell.AppendResult{}, err
+				return driver.AppendResult{}, err
 			}
-			return shell.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
+			return driver.AppendResult{}, &core.ConflictError{Guard: *g, Conflicts: conflicts}
 		}
 	}
 
 	if err := t.checkIDs(stamped, preps); err != nil {
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
-	res := shell.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
+	res := driver.AppendResult{Positions: make([]int64, len(msgs)), Messages: stamped}
 	if err := t.write(stamped, preps, now, &res); err != nil {
 		if !t.solo {
 			// Rows of this append may be written: the transaction cannot
 			// commit any more (see Store.Update).
 			t.failed = err
 		}
-		return shell.AppendResult{}, err
+		return driver.AppendResult{}, err
 	}
 	return res, nil
 }
 
 // write inserts the prepared messages.
-func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *shell.AppendResult) error {
+func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *driver.AppendResult) error {
 	var nowText []byte
 	for i := range msgs {
 		m, p := &msgs[i], &preps[i]
@@ -229,7 +229,7 @@ func (t *tx) write(msgs []core.Message, preps []prepared, now time.Time, res *sh
 	return nil
 }
 
-// checkIDs fails with shell.ErrDuplicateID, before anything is written,
+// checkIDs fails with driver.ErrDuplicateID, before anything is written,
 // if a message's id is already stored. Within one table the unique index
 // would catch it at the insert, which is enough when the append is its
 // transaction's only work (the failure rolls everything back); an append
@@ -302,7 +302,7 @@ func (t *tx) probeIDs(kind shapeKind, ids []uuid.UUID, where string) error {
 			return fmt.Errorf("sqlitestore: append: %w", err)
 		}
 		if has {
-			return fmt.Errorf("sqlitestore: append: message id %s is already %s: %w", found, where, shell.ErrDuplicateID)
+			return fmt.Errorf("sqlitestore: append: message id %s is already %s: %w", found, where, driver.ErrDuplicateID)
 		}
 	}
 	return nil
@@ -460,11 +460,11 @@ func (t *tx) insertScheduled(m *core.Message, p *prepared, nowText []byte) error
 }
 
 // duplicateOr maps a uniqueness failure on a message id (the unique
-// indexes) to shell.ErrDuplicateID.
+// indexes) to driver.ErrDuplicateID.
 func duplicateOr(err error, id uuid.UUID, op string) error {
 	switch sqlite.ErrCode(err) {
 	case sqlite.ResultConstraintUnique, sqlite.ResultConstraintPrimaryKey:
-		return fmt.Errorf("sqlitestore: %s: message id %s: %w (%v)", op, id, shell.ErrDuplicateID, err)
+		return fmt.Errorf("sqlitestore: %s: message id %s: %w (%v)", op, id, driver.ErrDuplicateID, err)
 	}
 	return fmt.Errorf("sqlitestore: %s message %s: %w", op, id, err)
 }
@@ -473,18 +473,18 @@ func duplicateOr(err error, id uuid.UUID, op string) error {
 // pairs it is indexed under (appended to keyBuf).
 //
 // A message holding an empty value for a partition key of a group that
-// handles its type is refused (shell.CheckPartitionValues), scheduled or
+// handles its type is refused (driver.CheckPartitionValues), scheduled or
 // not.
 func (s *Store) prepare(m core.Message, now time.Time, keyBuf []codec.KeyPair, gs *groupSet) (core.Message, prepared, error) {
 	fresh := !m.Stamped()
-	pm, err := shell.PrepareMessage(s.reg, m, now)
+	pm, err := driver.PrepareMessage(s.reg, m, now)
 	if err != nil {
 		return m, prepared{}, err
 	}
 	m, typ := pm.Message, pm.Type
 	p := prepared{typ: typ, version: typ.Version, payload: pm.Payload, metadata: pm.Metadata, scheduled: pm.Scheduled, fresh: fresh}
 	keys := keysOf(typ, &m, keyBuf, gs.basis)
-	if err := shell.CheckPartitionValues(typ.Name, keys, gs.partitionKeys(typ.Name)); err != nil {
+	if err := driver.CheckPartitionValues(typ.Name, keys, gs.partitionKeys(typ.Name)); err != nil {
 		return m, prepared{}, err
 	}
 	if !p.scheduled {

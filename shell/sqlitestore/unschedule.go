@@ -4,15 +4,14 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-var _ shell.UnscheduleTx = (*tx)(nil)
+var _ driver.UnscheduleTx = (*tx)(nil)
 
 // Unschedule deletes the scheduled messages whose ids are ids from the
 // schedule, in the transaction, and returns how many; see
-// shell.UnscheduleTx.
+// driver.UnscheduleTx.
 func (t *tx) Unschedule(ids ...uuid.UUID) (int, error) {
 	if err := t.usable(); err != nil {
 		return 0, err

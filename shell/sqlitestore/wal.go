@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 // The write-ahead log is kept bounded three ways:
@@ -47,7 +46,7 @@ const JournalSizeLimit = 8 << 20
 // meanwhile).
 const checkpointWait = 200 * time.Millisecond
 
-var _ shell.Housekeeper = (*Store)(nil)
+var _ driver.Housekeeper = (*Store)(nil)
 
 // housekeeping is the state Housekeep keeps between calls.
 type housekeeping struct {
@@ -60,7 +59,7 @@ type housekeeping struct {
 // Housekeep checkpoints the write-ahead log so it stays bounded (see
 // JournalSizeLimit): a PASSIVE checkpoint, then a TRUNCATE one when the WAL
 // outgrew JournalSizeLimit or nothing was committed since the last call.
-// It implements shell.Housekeeper: a Runtime calls it on every heartbeat.
+// It implements driver.Housekeeper: a Runtime calls it on every heartbeat.
 // It does nothing on a read-only or in-memory store.
 func (s *Store) Housekeep(ctx context.Context) (err error) {
 	defer func() { err = ctxErr(ctx, busyOr(err)) }()

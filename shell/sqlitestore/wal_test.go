@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -39,9 +39,9 @@ func TestWALStaysBounded(t *testing.T) {
 				}
 				var err error
 				if r == 0 {
-					_, err = s.ReadAll(ctx, shell.ReadAllOptions{Order: shell.Descending, Limit: 50})
+					_, err = s.ReadAll(ctx, driver.ReadAllOptions{Order: driver.Descending, Limit: 50})
 				} else {
-					_, err = s.Read(ctx, []core.Condition{{Type: "test.tick", Attrs: map[string]string{"counter": fmt.Sprint("c", r)}}}, shell.ReadOptions{Limit: 20})
+					_, err = s.Read(ctx, []core.Condition{{Type: "test.tick", Attrs: map[string]string{"counter": fmt.Sprint("c", r)}}}, driver.ReadOptions{Limit: 20})
 				}
 				if err != nil {
 					t.Errorf("read: %v", err)
@@ -58,7 +58,7 @@ func TestWALStaysBounded(t *testing.T) {
 		for j := range ms {
 			ms[j] = core.NewMessage(tick{Counter: fmt.Sprint("c", (i+j)%7), Seq: i + j, Writer: "w", Ref: fmt.Sprintf("ref-%08d-with-some-padding-to-make-pages", i+j)})
 		}
-		if _, err := s.Append(ctx, ms, shell.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, ms, driver.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if (i+batch)%every == 0 {

@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
-
-	"github.com/sourced-go/sourced/shell"
 )
 
 // watcher is a dedicated reader connection that reads PRAGMA data_version:
@@ -27,7 +26,7 @@ import (
 //     changes the version and sends the next poll to the database, where
 //     the latch answers in O(1) again. A commit of this store's own writer
 //     is known without reading the version (Store.commits).
-//   - Changed (shell.ChangeDetector), for the runtime's catch-up poll.
+//   - Changed (driver.ChangeDetector), for the runtime's catch-up poll.
 type watcher struct {
 	mu   sync.Mutex
 	conn *sqlite.Conn
@@ -48,7 +47,7 @@ type idleClaim struct {
 	until   time.Time // zero: until the version changes
 }
 
-var _ shell.ChangeDetector = (*Store)(nil)
+var _ driver.ChangeDetector = (*Store)(nil)
 
 func openWatcher(uri string, flags sqlite.OpenFlags, memory bool) (*watcher, error) {
 	conn, err := sqlite.OpenConn(uri, flags)
@@ -113,7 +112,7 @@ func (w *watcher) close() error {
 // (its own commits count, since they are made on another connection). It
 // reads PRAGMA data_version on a dedicated connection, so a catch-up poll
 // that finds nothing changed costs a few microseconds and no claim scan.
-// It implements shell.ChangeDetector.
+// It implements driver.ChangeDetector.
 func (s *Store) Changed(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testAppend(t *testing.T) {
@@ -136,7 +136,7 @@ func (s suite) testAppend(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				e := e.with(t)
-				got := e.read([]core.Condition{c.cond}, shell.ReadOptions{})
+				got := e.read([]core.Condition{c.cond}, driver.ReadOptions{})
 				e.expectPositions(c.cond.String(), got.Messages, c.want...)
 			})
 		}
@@ -150,9 +150,9 @@ func (s suite) testAppend(t *testing.T) {
 			transfer{Accounts: []string{"acc4"}, Amount: 7},
 		)
 		for acc, want := range map[string][]int64{"acc1": {1}, "acc2": {1, 2}, "acc3": {2}, "acc4": {3}, "acc5": nil} {
-			got := e.read([]core.Condition{cond(typeTransfer, "accounts", acc)}, shell.ReadOptions{})
+			got := e.read([]core.Condition{cond(typeTransfer, "accounts", acc)}, driver.ReadOptions{})
 			e.expectPositions("read accounts="+acc, got.Messages, want...)
-			got = e.readPartition(part("accounts", acc), []string{typeTransfer}, shell.ReadOptions{})
+			got = e.readPartition(part("accounts", acc), []string{typeTransfer}, driver.ReadOptions{})
 			e.expectPositions("partition accounts="+acc, got.Messages, want...)
 		}
 	})
@@ -163,7 +163,7 @@ func (s suite) testAppend(t *testing.T) {
 		e.notes.take()
 		before := e.snapshot()
 		for _, in := range [][]core.Message{nil, {}} {
-			res, err := e.store.Append(e.ctx, in, shell.AppendOptions{})
+			res, err := e.store.Append(e.ctx, in, driver.AppendOptions{})
 			if err != nil {
 				t.Fatalf("empty append: %v", err)
 			}
@@ -199,7 +199,7 @@ func (s suite) testBadInput(t *testing.T) {
 	rejects := func(e *env, batch []core.Message, target error) error {
 		e.t.Helper()
 		before := e.snapshot()
-		_, err := e.store.Append(e.ctx, batch, shell.AppendOptions{})
+		_, err := e.store.Append(e.ctx, batch, driver.AppendOptions{})
 		if !errors.Is(err, target) {
 			e.t.Fatalf("append: error %v, want one matching %v", err, target)
 		}
@@ -227,7 +227,7 @@ func (s suite) testBadInput(t *testing.T) {
 		if res.Messages[0].Type != typeTicketOpened || res.Messages[1].Type != typeTicketClosed {
 			t.Fatalf("stored types %q, %q, want %q, %q", res.Messages[0].Type, res.Messages[1].Type, typeTicketOpened, typeTicketClosed)
 		}
-		got := e.read([]core.Condition{{Type: typeTicketClosed, Attrs: map[string]string{"ticket_id": "t1"}}}, shell.ReadOptions{})
+		got := e.read([]core.Condition{{Type: typeTicketClosed, Attrs: map[string]string{"ticket_id": "t1"}}}, driver.ReadOptions{})
 		if len(got.Messages) != 1 || got.Messages[0].Type != typeTicketClosed || got.Messages[0].Payload != (ticket{"t1"}) {
 			t.Fatalf("read of %s: %+v, want the one closed ticket", typeTicketClosed, got.Messages)
 		}
@@ -282,7 +282,7 @@ func (s suite) testBadInput(t *testing.T) {
 		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		dup := core.NewMessage(courseCreated{CourseName: "History"})
 		dup.ID = logged.ID
-		rejects(e, []core.Message{ok, dup}, shell.ErrDuplicateID)
+		rejects(e, []core.Message{ok, dup}, driver.ErrDuplicateID)
 		e.append(ok)
 	})
 
@@ -291,8 +291,8 @@ func (s suite) testBadInput(t *testing.T) {
 		ok := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		now := core.NewMessage(courseCreated{CourseName: "History"})
 		now.ID = scheduled.ID
-		rejects(e, []core.Message{ok, now}, shell.ErrDuplicateID)
-		rejects(e, []core.Message{now.At(epoch.Add(3 * time.Hour))}, shell.ErrDuplicateID)
+		rejects(e, []core.Message{ok, now}, driver.ErrDuplicateID)
+		rejects(e, []core.Message{now.At(epoch.Add(3 * time.Hour))}, driver.ErrDuplicateID)
 		e.append(ok)
 	})
 
@@ -301,7 +301,7 @@ func (s suite) testBadInput(t *testing.T) {
 		a := fresh(userRegistered{UserID: "joe", Name: "Joe"})
 		b := core.NewMessage(userRegistered{UserID: "jake", Name: "Jake"})
 		b.ID = a.ID
-		rejects(e, []core.Message{a, b}, shell.ErrDuplicateID)
+		rejects(e, []core.Message{a, b}, driver.ErrDuplicateID)
 		e.append(a)
 	})
 
@@ -313,6 +313,6 @@ func (s suite) testBadInput(t *testing.T) {
 		e.notes.take()
 		again := core.NewMessage(courseClosed{CourseName: "History"})
 		again.ID = scheduled.ID
-		rejects(e, []core.Message{again}, shell.ErrDuplicateID)
+		rejects(e, []core.Message{again}, driver.ErrDuplicateID)
 	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testCancel pins what a store does with a context that ends: every call
@@ -77,13 +77,13 @@ func (s suite) testCancel(t *testing.T) {
 			ctx, cancel := randomCancel(e.ctx, d)
 			var err error
 			if i%2 == 0 {
-				_, err = e.store.Append(ctx, ms, shell.AppendOptions{})
+				_, err = e.store.Append(ctx, ms, driver.AppendOptions{})
 			} else {
-				err = e.store.Update(ctx, func(tx shell.Tx) error {
-					if _, err := tx.Append(ms[:1], shell.AppendOptions{}); err != nil {
+				err = e.store.Update(ctx, func(tx driver.Tx) error {
+					if _, err := tx.Append(ms[:1], driver.AppendOptions{}); err != nil {
 						return err
 					}
-					_, err := tx.Append(ms[1:], shell.AppendOptions{})
+					_, err := tx.Append(ms[1:], driver.AppendOptions{})
 					return err
 				})
 			}
@@ -185,7 +185,7 @@ func randomCancel(ctx context.Context, d time.Duration) (context.Context, contex
 // held claim and a worker heartbeat.
 type cancelFixture struct {
 	*genv
-	claim  *shell.ClaimedPartition
+	claim  *driver.ClaimedPartition
 	jobID  uuid.UUID
 	expect cancelExpect
 }
@@ -208,7 +208,7 @@ func (s suite) cancelFixture(t *testing.T) *cancelFixture {
 	}
 	f := &cancelFixture{genv: e}
 	f.claim = e.claim(devices, "w1", 1)
-	res := e.read([]core.Condition{cond(typeDeposit)}, shell.ReadOptions{})
+	res := e.read([]core.Condition{cond(typeDeposit)}, driver.ReadOptions{})
 	if len(res.Messages) != 1 {
 		t.Fatalf("fixture: %d deposits, want 1", len(res.Messages))
 	}
@@ -219,10 +219,10 @@ func (s suite) cancelFixture(t *testing.T) *cancelFixture {
 // cancelState is what the store holds, to compare before and after a call.
 type cancelState struct {
 	Log       []string
-	Stats     shell.Stats
+	Stats     driver.Stats
 	Next      time.Time
 	Scheduled bool
-	Offsets   []shell.Offset
+	Offsets   []driver.Offset
 }
 
 func (f *cancelFixture) state() cancelState {
@@ -237,7 +237,7 @@ func (f *cancelFixture) state() cancelState {
 	if st.Next, st.Scheduled, err = f.store.NextScheduled(f.ctx); err != nil {
 		f.t.Fatalf("next scheduled: %v", err)
 	}
-	page, err := f.gs.ReadOffsets(f.ctx, shell.OffsetQuery{Limit: 1000})
+	page, err := f.gs.ReadOffsets(f.ctx, driver.OffsetQuery{Limit: 1000})
 	if err != nil {
 		f.t.Fatalf("read offsets: %v", err)
 	}
@@ -259,22 +259,22 @@ func first[T any](seq func(func(T, error) bool)) error {
 	return nil
 }
 
-// calls are every call of shell.Store that takes a context, each with
+// calls are every call of driver.Store that takes a context, each with
 // arguments that would change the store (or read it) had the context not
 // ended.
 func (f *cancelFixture) calls() []namedCall {
 	st := f.store
 	later := f.clock.Now().Add(24 * time.Hour)
-	failure := shell.Failure{Error: "boom", RetryCount: 1}
+	failure := driver.Failure{Error: "boom", RetryCount: 1}
 	return append(f.reads(), []namedCall{
 		{"Update", func(ctx context.Context) error {
-			return st.Update(ctx, func(tx shell.Tx) error {
-				_, err := tx.Append(msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{})
+			return st.Update(ctx, func(tx driver.Tx) error {
+				_, err := tx.Append(msgs(courseCreated{CourseName: "History"}), driver.AppendOptions{})
 				return err
 			})
 		}},
 		{"Append", func(ctx context.Context) error {
-			_, err := st.Append(ctx, msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{})
+			_, err := st.Append(ctx, msgs(courseCreated{CourseName: "History"}), driver.AppendOptions{})
 			return err
 		}},
 		{"PromoteScheduled", func(ctx context.Context) error { _, err := st.PromoteScheduled(ctx, later); return err }},
@@ -282,7 +282,7 @@ func (f *cancelFixture) calls() []namedCall {
 		{"RegisterGroup", func(ctx context.Context) error { return st.RegisterGroup(ctx, groupSpec(bindings)) }},
 		{"ClaimNext", func(ctx context.Context) error { _, err := st.ClaimNext(ctx, enrolments, "w2", 10); return err }},
 		{"ClaimUpdate", func(ctx context.Context) error {
-			_, err := st.ClaimUpdate(ctx, enrolments, "w2", 10, func(shell.Tx, *shell.ClaimedPartition) error { return nil })
+			_, err := st.ClaimUpdate(ctx, enrolments, "w2", 10, func(driver.Tx, *driver.ClaimedPartition) error { return nil })
 			return err
 		}},
 		{"Release", func(ctx context.Context) error { return st.Release(ctx, f.claim) }},
@@ -301,7 +301,7 @@ func (f *cancelFixture) calls() []namedCall {
 	}...)
 }
 
-// reads are the read paths of shell.Store. Each checks what it reads
+// reads are the read paths of driver.Store. Each checks what it reads
 // against f.expect when that is set.
 func (f *cancelFixture) reads() []namedCall {
 	st := f.store
@@ -314,14 +314,14 @@ func (f *cancelFixture) reads() []namedCall {
 	}
 	return []namedCall{
 		{"Read", func(ctx context.Context) error {
-			res, err := st.Read(ctx, []core.Condition{cond(typeUserRegistered, "user_id", "joe"), cond(typeUserJoinedCourse, "course_name", "Algebra")}, shell.ReadOptions{})
+			res, err := st.Read(ctx, []core.Condition{cond(typeUserRegistered, "user_id", "joe"), cond(typeUserJoinedCourse, "course_name", "Algebra")}, driver.ReadOptions{})
 			if err != nil {
 				return err
 			}
 			return atLeast("Read", res.Guard.LastPosition)
 		}},
 		{"ReadPartition", func(ctx context.Context) error {
-			res, err := st.ReadPartition(ctx, part("course_name", "Algebra", "user_id", "late"), []string{typeCourseCreated, typeUserJoinedCourse}, shell.ReadOptions{})
+			res, err := st.ReadPartition(ctx, part("course_name", "Algebra", "user_id", "late"), []string{typeCourseCreated, typeUserJoinedCourse}, driver.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -331,7 +331,7 @@ func (f *cancelFixture) reads() []namedCall {
 			return nil
 		}},
 		{"ReadPartition (Load: up to a position)", func(ctx context.Context) error {
-			res, err := st.ReadPartition(ctx, part("course_name", "Algebra"), []string{typeCourseCreated, typeUserJoinedCourse}, shell.ReadOptions{Upto: 3})
+			res, err := st.ReadPartition(ctx, part("course_name", "Algebra"), []string{typeCourseCreated, typeUserJoinedCourse}, driver.ReadOptions{Upto: 3})
 			if err != nil {
 				return err
 			}
@@ -341,14 +341,14 @@ func (f *cancelFixture) reads() []namedCall {
 			return nil
 		}},
 		{"ReadAll", func(ctx context.Context) error {
-			page, err := st.ReadAll(ctx, shell.ReadAllOptions{Order: shell.Descending, Limit: 50})
+			page, err := st.ReadAll(ctx, driver.ReadAllOptions{Order: driver.Descending, Limit: 50})
 			if err != nil {
 				return err
 			}
 			return atLeast("ReadAll", page.LastPosition)
 		}},
 		{"All", func(ctx context.Context) error {
-			return first(st.All(ctx, shell.ReadAllOptions{Limit: 20}))
+			return first(st.All(ctx, driver.ReadAllOptions{Limit: 20}))
 		}},
 		{"ReadCorrelation", func(ctx context.Context) error {
 			got, err := st.ReadCorrelation(ctx, f.jobID)
@@ -379,14 +379,14 @@ func (f *cancelFixture) reads() []namedCall {
 			return err
 		}},
 		{"ReadOffsets", func(ctx context.Context) error {
-			page, err := st.ReadOffsets(ctx, shell.OffsetQuery{Limit: 100})
-			if err == nil && !slices.ContainsFunc(page.Offsets, func(o shell.Offset) bool { return o.Group == devices }) {
+			page, err := st.ReadOffsets(ctx, driver.OffsetQuery{Limit: 100})
+			if err == nil && !slices.ContainsFunc(page.Offsets, func(o driver.Offset) bool { return o.Group == devices }) {
 				err = fmt.Errorf("ReadOffsets: no offset of %s in %+v", devices, page.Offsets)
 			}
 			return err
 		}},
 		{"Offsets", func(ctx context.Context) error {
-			return first(st.Offsets(ctx, shell.OffsetQuery{}))
+			return first(st.Offsets(ctx, driver.OffsetQuery{}))
 		}},
 	}
 }

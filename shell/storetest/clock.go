@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testClockSteps pins that a store stamps an undated message with the
@@ -29,8 +29,8 @@ func (s suite) testClockSteps(t *testing.T) {
 	st := s.open(t, reg, back, newRecorder())
 	e := &env{t: t, ctx: t.Context(), store: st, reg: reg, clock: newClock(), notes: newRecorder()}
 	res := e.append(courseCreated{CourseName: "Algebra"}, userRegistered{UserID: "joe", Name: "Joe"})
-	err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-		r, err := tx.Append([]core.Message{core.NewMessage(courseClosed{CourseName: "Algebra"})}, shell.AppendOptions{})
+	err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+		r, err := tx.Append([]core.Message{core.NewMessage(courseClosed{CourseName: "Algebra"})}, driver.AppendOptions{})
 		res.Positions = append(res.Positions, r.Positions...)
 		return err
 	})

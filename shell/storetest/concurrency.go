@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testConcurrency(t *testing.T) {
@@ -22,9 +22,9 @@ func (s suite) testConcurrency(t *testing.T) {
 
 	t.Run("concurrent appends keep every message once, without gaps", func(t *testing.T) {
 		e := s.env(t)
-		results := make([][]shell.AppendResult, writers)
+		results := make([][]driver.AppendResult, writers)
 		for w := range writers {
-			results[w] = make([]shell.AppendResult, ops)
+			results[w] = make([]driver.AppendResult, ops)
 		}
 		var wg sync.WaitGroup
 		for w := range writers {
@@ -34,7 +34,7 @@ func (s suite) testConcurrency(t *testing.T) {
 					if i%3 == 0 {
 						batch = append(batch, msgs(userRegistered{UserID: fmt.Sprintf("w%d-%d", w, i), Name: "b"})...)
 					}
-					res, err := e.store.Append(e.ctx, batch, shell.AppendOptions{})
+					res, err := e.store.Append(e.ctx, batch, driver.AppendOptions{})
 					if err != nil {
 						t.Errorf("writer %d append %d: %v", w, i, err)
 						return
@@ -93,7 +93,7 @@ func (s suite) linearizable(t *testing.T, writers, ops int) {
 	type outcome struct {
 		writer int
 		guard  core.Guard
-		res    shell.AppendResult
+		res    driver.AppendResult
 		err    *core.ConflictError
 	}
 	var (
@@ -108,13 +108,13 @@ func (s suite) linearizable(t *testing.T, writers, ops int) {
 				r := rand.New(rand.NewPCG(seed, uint64(round*writers+w)))
 				g := gen{pick: func(n int, _ string) int { return r.IntN(n) }, reg: e.reg, types: courseTypes}
 				for range ops {
-					var read shell.ReadResult
+					var read driver.ReadResult
 					var err error
 					if r.IntN(2) == 0 {
-						read, err = e.store.Read(e.ctx, g.conditions(1, 2), shell.ReadOptions{})
+						read, err = e.store.Read(e.ctx, g.conditions(1, 2), driver.ReadOptions{})
 					} else {
 						p := g.partition()
-						read, err = e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), shell.ReadOptions{})
+						read, err = e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), driver.ReadOptions{})
 					}
 					if err != nil {
 						t.Errorf("writer %d read: %v", w, err)

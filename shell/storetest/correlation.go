@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testReadCorrelation(t *testing.T) {
@@ -79,7 +79,7 @@ func (s suite) testReadCorrelation(t *testing.T) {
 // appendOne appends one message alone and returns it as stored.
 func (e *env) appendOne(m core.Message) core.Message {
 	e.t.Helper()
-	res, err := e.store.Append(e.ctx, []core.Message{m}, shell.AppendOptions{})
+	res, err := e.store.Append(e.ctx, []core.Message{m}, driver.AppendOptions{})
 	if err != nil {
 		e.t.Fatalf("append %s: %v", m.Type, err)
 	}

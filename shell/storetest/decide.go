@@ -9,6 +9,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testDecideAcross holds the store to decisions across several boundaries
@@ -164,14 +165,14 @@ func (s suite) testDecideAcross(t *testing.T) {
 		matching := []any{testdomain.BookLent{MemberID: "m1", BookID: "x"}, testdomain.BookLent{MemberID: "m2", BookID: "b1"}, testdomain.InvoiceCreated{InvoiceID: "any", Number: 9}, testdomain.PriceSet{ProductID: "p0", Price: 1}, testdomain.PriceSet{ProductID: "p29", Price: 1}}
 		others := []any{testdomain.BookLent{MemberID: "m2", BookID: "b2"}, testdomain.BookLent{MemberID: "m3", BookID: "b1"}, testdomain.BookReturned{MemberID: "m1", BookID: "b1"}, testdomain.PriceSet{ProductID: "p30", Price: 1}, testdomain.CreateInvoice{InvoiceID: "i"}}
 		e := s.env(t)
-		res := e.read(union, shell.ReadOptions{})
+		res := e.read(union, driver.ReadOptions{})
 		e.append(others...)
 		if _, err := e.appendGuarded(res.Guard, testdomain.CartOrdered{CartID: "c", Total: 1}); err != nil {
 			t.Fatalf("append after messages outside the union: %v", err)
 		}
 		for _, m := range matching {
 			e := s.env(t)
-			res := e.read(union, shell.ReadOptions{})
+			res := e.read(union, driver.ReadOptions{})
 			r := e.append(m)
 			e.conflict(e.mustFail(e.appendGuarded(res.Guard, testdomain.CartOrdered{CartID: "c", Total: 1})), r.Last)
 		}
@@ -180,9 +181,9 @@ func (s suite) testDecideAcross(t *testing.T) {
 	t.Run("a boundary carried inside a list", func(t *testing.T) {
 		e := s.env(t)
 		e.append(testdomain.OrderPlaced{OrderID: "o1", Lines: []testdomain.OrderLine{{ProductID: "p1", Qty: 1}, {ProductID: "p2", Qty: 2}}}, testdomain.OrderPlaced{OrderID: "o2", Lines: []testdomain.OrderLine{{ProductID: "p3", Qty: 1}}}, testdomain.OrderPlaced{OrderID: "o3", Lines: nil})
-		res := e.read([]core.Condition{cond(testdomain.TypeOrderPlaced, "product_id", "p2")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(testdomain.TypeOrderPlaced, "product_id", "p2")}, driver.ReadOptions{})
 		e.expectPositions("orders of p2", res.Messages, 1)
-		e.expectPositions("orders of p1 or p3", e.read([]core.Condition{cond(testdomain.TypeOrderPlaced, "product_id", "p1"), cond(testdomain.TypeOrderPlaced, "product_id", "p3")}, shell.ReadOptions{}).Messages, 1, 2)
+		e.expectPositions("orders of p1 or p3", e.read([]core.Condition{cond(testdomain.TypeOrderPlaced, "product_id", "p1"), cond(testdomain.TypeOrderPlaced, "product_id", "p3")}, driver.ReadOptions{}).Messages, 1, 2)
 		e.append(testdomain.OrderPlaced{OrderID: "o4", Lines: []testdomain.OrderLine{{ProductID: "p9", Qty: 1}}})
 		if _, err := e.appendGuarded(res.Guard, testdomain.CartOrdered{CartID: "c", Total: 1}); err != nil {
 			t.Fatalf("an order of another product conflicted: %v", err)

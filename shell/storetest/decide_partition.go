@@ -43,7 +43,7 @@ func tallyDecider(seen func(id string, position int64)) core.Decider[int] {
 // reports the command at the position the log holds it, and the
 // decider's sync work is given that position too, one Handle after
 // another and concurrently on one partition (however the store sends
-// the command: pgstore's goes with the COMMIT, shell.DeferredCommandAppender).
+// the command: pgstore's goes with the COMMIT, driver.DeferredCommandAppender).
 func (s suite) testHandlePartition(t *testing.T) {
 	for _, withSync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sync=%v", withSync), func(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite of shell.Store: the behaviour
+// Package storetest is the conformance suite of driver.Store: the behaviour
 // every store implementation must have, as tests that any implementation
 // runs against itself. The SQLite store and the in-memory store both pass
 // it; a new store (another database, a wrapper with caching or metrics)
@@ -15,7 +15,7 @@
 // with t:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n shell.Notifier) shell.Store {
+//		storetest.Run(t, func(t *testing.T, reg *codec.Registry, now func() time.Time, n driver.Notifier) driver.Store {
 //			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "store.db"),
 //				mystore.Options{Registry: reg, Now: now, Notifier: n})
 //			if err != nil {
@@ -40,29 +40,29 @@
 //   - BadInput: unregistered types, invalid payloads (a required attribute,
 //     a Validate method) and duplicate ids (in the log, the schedule, the
 //     batch) fail with an error matching codec.ErrUnregistered,
-//     codec.ErrInvalid or shell.ErrDuplicateID, and write nothing.
+//     codec.ErrInvalid or driver.ErrDuplicateID, and write nothing.
 //   - Refusals: indexed text that is not valid UTF-8 (a *codec.ValidationError
 //     naming the attribute, scheduled messages included, nothing written);
 //     conditions that could never match, in reads, pages and guards (an
 //     empty or unregistered type, an attribute the type does not declare
 //     or does not index, the reserved core.IDKey, a value that is not
-//     UTF-8: a *shell.InvalidConditionError, errors.Is
-//     shell.ErrInvalidCondition, nothing written); partitions ReadPartition
+//     UTF-8: a *driver.InvalidConditionError, errors.Is
+//     driver.ErrInvalidCondition, nothing written); partitions ReadPartition
 //     would not read as named (no attributes, an attribute no type read
 //     declares and no registered type indexes, one the types read do not
 //     index, attributes none of the types read declares, a reserved
 //     attribute, core.IDKey beside others or with a value that is no
-//     message id, a value that is not UTF-8: a *shell.InvalidPartitionError,
-//     errors.Is shell.ErrInvalidPartition, nothing written); ReadAll with
+//     message id, a value that is not UTF-8: a *driver.InvalidPartitionError,
+//     errors.Is driver.ErrInvalidPartition, nothing written); ReadAll with
 //     an order that is neither Ascending nor Descending; the limits on
 //     indexed values every store holds to (codec.MaxIndexedValueBytes, no
 //     NUL: a *codec.ValidationError before anything is written, an append
 //     inside Update failing alone; conditions and partitions naming such a
 //     value refused as codec.ErrInvalid too; values at the limit stored
 //     and found); read limits (a negative Limit, a ReadAll page over
-//     shell.MaxPageSize: shell.ErrInvalidLimit).
+//     driver.MaxPageSize: driver.ErrInvalidLimit).
 //   - TestHelpers: every store also has Clear (Clearer) and ReadScheduled
-//     (shell.ScheduleReader), so that tests written against one store run on
+//     (driver.ScheduleReader), so that tests written against one store run on
 //     another.
 //   - ValueTypes: codec.Date and codec.Decimal values read back exactly
 //     (a decimal's scale included) and indexed under their text.
@@ -93,7 +93,7 @@
 //     reports each command at the position the log holds it, gives the
 //     decider's sync work that position too, and decides every command on
 //     the state after the one before (however the store sends the command:
-//     see shell.DeferredCommandAppender).
+//     see driver.DeferredCommandAppender).
 //   - ReadAll: paging both ways with and without conditions, the inclusive
 //     cursor, Page.Next, All, and that descending pages with conditions end
 //     (hazard H12).
@@ -101,7 +101,7 @@
 //     scheduling order, promoted messages indexed and guarded, times compared
 //     as instants across zones and below a second (hazard H10); a due
 //     message that cannot be appended as it is set aside, reported in a
-//     *shell.UnpromotedError and left scheduled, while the rest is
+//     *driver.UnpromotedError and left scheduled, while the rest is
 //     promoted.
 //   - Update: commits together, reads see own writes, errors and panics
 //     roll everything back, subscribers are told after the commit only
@@ -121,7 +121,7 @@
 // # Consumer groups
 //
 // RunGroups is the consumer-group part, for stores that also implement
-// shell.Groups (and whose Update hands out a shell.GroupTx); call it
+// driver.Groups (and whose Update hands out a driver.GroupTx); call it
 // beside Run with the same factory:
 //
 //	func TestGroupConformance(t *testing.T) { storetest.RunGroups(t, open) }
@@ -131,9 +131,9 @@
 //   - Register: a new group is active with nothing processed, the label
 //     defaults to the id, partition keys are sorted; registering again
 //     keeps the status, the failure and the offsets; bad specs (see
-//     shell.GroupSpec.Validate, a group id that core.NormalizeGroup would
+//     driver.GroupSpec.Validate, a group id that core.NormalizeGroup would
 //     change, a handled type the registry does not know) register nothing;
-//     an exclusive group owns its types (*shell.GroupConflictError naming
+//     an exclusive group owns its types (*driver.GroupConflictError naming
 //     the new group, the other one and the shared types); non-exclusive
 //     groups sharing a type each get its messages.
 //   - Claim: conditional-AND fetch of the handled types (the table under
@@ -143,7 +143,7 @@
 //     the furthest-behind partition first (ties: the oldest offset),
 //     discovery of messages appended before the group registered, the
 //     claim guard, bad input.
-//   - Ack: only the claimant acks or releases (shell.ErrNotClaimant,
+//   - Ack: only the claimant acks or releases (driver.ErrNotClaimant,
 //     hazard H4), release does not move the offset, acks never move it
 //     back and the highest position is the furthest ack, a partial ack
 //     leaves the rest to any worker, an Update appending events and
@@ -160,7 +160,7 @@
 //     too) and on releases; the burst of the changes file (commands that
 //     only emit events, workers polling meanwhile) strands nothing.
 //   - Lifecycle: every status against every operator command (the chart
-//     of shell.Transition; refused commands return an
+//     of driver.Transition; refused commands return an
 //     *InvalidTransitionError and write nothing), unknown groups
 //     (*UnknownGroupError naming the registered ones), failures kept as
 //     given, stop reasons, worker commands that never fail on a status,
@@ -171,7 +171,7 @@
 //     another; a claim of a worker that never heartbeat expires by its age
 //     (hazard H5); drained offsets; orphan key pairs.
 //   - Offsets: ReadOffsets and Offsets (group filter, inclusive cursor,
-//     limits, totals, claims), the figures of shell.GroupInfo.
+//     limits, totals, claims), the figures of driver.GroupInfo.
 //   - Queue: an exclusive group without partition keys hands each message
 //     alone to concurrent workers, deletes it on ack, reaps its drained
 //     offsets; scheduled jobs; synchronously handled jobs.
@@ -180,10 +180,10 @@
 //     partition reads, pages and guards on their attributes see them, and
 //     the queue still hands each message out alone.
 //   - GroupRefusals: an ack past the claim's last message
-//     (shell.ErrAckBeyondClaim, the claim still held, nothing changed), an
+//     (driver.ErrAckBeyondClaim, the claim still held, nothing changed), an
 //     ack of a claim the worker does not hold (released, another worker's,
 //     forged) at any position, past the claim's last message included
-//     (shell.ErrNotClaimant: ownership is checked before the position;
+//     (driver.ErrNotClaimant: ownership is checked before the position;
 //     nothing changed), a
 //     negative ttl for ReleaseStaleClaims, a partition key that no handled
 //     type indexes (a misspelling, or a `sourced:"noindex"` tag: the error
@@ -191,7 +191,7 @@
 //   - EmptyPartitionValues: an append (or Tx.Append) of a message holding
 //     an empty value for a partition key of a registered group handling
 //     its type is refused with a *codec.ValidationError naming the
-//     attribute (shell.CheckPartitionValues), scheduled or not, anywhere
+//     attribute (driver.CheckPartitionValues), scheduled or not, anywhere
 //     in the batch, nothing written; empty attributes no such group
 //     partitions by, and optional keys left out, are appended.
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
@@ -203,7 +203,7 @@
 //   - ClaimAge: ReleaseClaimsOlderThan releases a live worker's old claim
 //     (returning the offset as it was: group, partition, worker, claim
 //     time) and leaves younger ones; a claim renewed by its worker
-//     (shell.ClaimRenewer, which every store implements) is younger, and
+//     (driver.ClaimRenewer, which every store implements) is younger, and
 //     a claim another worker holds, or released, is not renewed; a worker removed by RemoveWorkers is
 //     stale by its claim's age; GroupTx.Release commits or rolls back with
 //     its transaction and only the claimant may release.
@@ -341,7 +341,7 @@
 //     read always guards its conditions, from the latest position.
 //   - H4 An ack could move an offset back and did not check the claimant.
 //     Here an offset only moves forward, and only the claimant acks or
-//     releases (shell.ErrNotClaimant).
+//     releases (driver.ErrNotClaimant).
 //   - H5 Stale claims leaked: a worker that never heartbeat was never
 //     stale. Here workers heartbeat from the start, and a claim of a
 //     worker with no heartbeat is stale by its own age.

@@ -181,7 +181,7 @@ func (g gen) partition() map[string]string {
 // partitionTypes draws a subset of g.types to read partition p over
 // (typeSubset), adding, when none of the drawn types declares any of p's
 // attributes, the first of g.types that does: ReadPartition refuses a read
-// that could only be empty (shell.CheckReadPartition).
+// that could only be empty (driver.CheckReadPartition).
 func (g gen) partitionTypes(p map[string]string) []string {
 	out := g.typeSubset()
 	declares := func(typ string) bool {

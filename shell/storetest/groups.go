@@ -10,7 +10,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // RunGroups runs the consumer-group part of the conformance suite against
@@ -67,18 +67,18 @@ const (
 	jobs = "storetest.jobs"
 )
 
-func groupSpec(id string) shell.GroupSpec {
+func groupSpec(id string) driver.GroupSpec {
 	switch id {
 	case enrolments:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"user_id", "course_name"}, Handled: []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}}
+		return driver.GroupSpec{ID: id, PartitionBy: []string{"user_id", "course_name"}, Handled: []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse, typeCourseClosed}}
 	case devices:
-		return shell.GroupSpec{ID: id, Label: "Devices", PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}}
+		return driver.GroupSpec{ID: id, Label: "Devices", PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}}
 	case bindings:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceBound}}
+		return driver.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceBound}}
 	case accounts:
-		return shell.GroupSpec{ID: id, PartitionBy: []string{"accounts"}, Handled: []string{typeTransfer}}
+		return driver.GroupSpec{ID: id, PartitionBy: []string{"accounts"}, Handled: []string{typeTransfer}}
 	case jobs:
-		return shell.GroupSpec{ID: id, Exclusive: true, Handled: []string{typeDeposit}}
+		return driver.GroupSpec{ID: id, Exclusive: true, Handled: []string{typeDeposit}}
 	}
 	panic("storetest: no fixture group " + id)
 }
@@ -86,7 +86,7 @@ func groupSpec(id string) shell.GroupSpec {
 // genv is an env whose store has consumer groups.
 type genv struct {
 	*env
-	gs shell.Store
+	gs driver.Store
 }
 
 func (s suite) genv(t *testing.T, groups ...string) *genv {
@@ -103,7 +103,7 @@ func (e *genv) with(t tb) *genv {
 	return &genv{env: e.env.with(t), gs: e.gs}
 }
 
-func (e *genv) register(spec shell.GroupSpec) {
+func (e *genv) register(spec driver.GroupSpec) {
 	e.t.Helper()
 	if err := e.gs.RegisterGroup(e.ctx, spec); err != nil {
 		e.t.Fatalf("register %s: %v", spec.ID, err)
@@ -112,7 +112,7 @@ func (e *genv) register(spec shell.GroupSpec) {
 
 // claim claims a batch of up to n messages, failing the test when there
 // is nothing to claim.
-func (e *genv) claim(group, worker string, n int) *shell.ClaimedPartition {
+func (e *genv) claim(group, worker string, n int) *driver.ClaimedPartition {
 	e.t.Helper()
 	c, err := e.gs.ClaimNext(e.ctx, group, worker, n)
 	if err != nil {
@@ -142,14 +142,14 @@ func (e *genv) noClaim(group, worker string) {
 	}
 }
 
-func (e *genv) ack(c *shell.ClaimedPartition, position int64) {
+func (e *genv) ack(c *driver.ClaimedPartition, position int64) {
 	e.t.Helper()
 	if err := e.gs.Ack(e.ctx, c, position); err != nil {
 		e.t.Fatalf("ack %s %v at %d: %v", c.Group, c.Partition, position, err)
 	}
 }
 
-func (e *genv) release(c *shell.ClaimedPartition) {
+func (e *genv) release(c *driver.ClaimedPartition) {
 	e.t.Helper()
 	if err := e.gs.Release(e.ctx, c); err != nil {
 		e.t.Fatalf("release %s %v: %v", c.Group, c.Partition, err)
@@ -178,18 +178,18 @@ func (e *genv) drain(group, worker string) map[string][]int64 {
 }
 
 // update runs fn in an Update with the transaction as a GroupTx.
-func (e *genv) update(fn func(tx shell.Tx, gtx shell.GroupTx) error) error {
+func (e *genv) update(fn func(tx driver.Tx, gtx driver.GroupTx) error) error {
 	e.t.Helper()
-	return e.store.Update(e.ctx, func(tx shell.Tx) error {
-		gtx, ok := tx.(shell.GroupTx)
+	return e.store.Update(e.ctx, func(tx driver.Tx) error {
+		gtx, ok := tx.(driver.GroupTx)
 		if !ok {
-			e.t.Fatalf("the transaction %T is not a shell.GroupTx", tx)
+			e.t.Fatalf("the transaction %T is not a driver.GroupTx", tx)
 		}
 		return fn(tx, gtx)
 	})
 }
 
-func (e *genv) info(group string) shell.GroupInfo {
+func (e *genv) info(group string) driver.GroupInfo {
 	e.t.Helper()
 	info, err := e.gs.Group(e.ctx, group)
 	if err != nil {
@@ -199,10 +199,10 @@ func (e *genv) info(group string) shell.GroupInfo {
 }
 
 // offsets returns every offset of group ("" for all), page by page.
-func (e *genv) offsets(group string) []shell.Offset {
+func (e *genv) offsets(group string) []driver.Offset {
 	e.t.Helper()
-	var out []shell.Offset
-	q := shell.OffsetQuery{Group: group, Limit: 100}
+	var out []driver.Offset
+	q := driver.OffsetQuery{Group: group, Limit: 100}
 	for range 10_000 {
 		page, err := e.gs.ReadOffsets(e.ctx, q)
 		if err != nil {
@@ -220,14 +220,14 @@ func (e *genv) offsets(group string) []shell.Offset {
 
 // offset returns the offset of a partition of group, and false when there
 // is none.
-func (e *genv) offset(group string, partition map[string]string) (shell.Offset, bool) {
+func (e *genv) offset(group string, partition map[string]string) (driver.Offset, bool) {
 	e.t.Helper()
 	for _, o := range e.offsets(group) {
 		if maps.Equal(o.Partition, partition) {
 			return o, true
 		}
 	}
-	return shell.Offset{}, false
+	return driver.Offset{}, false
 }
 
 // lastAt fails the test unless the partition's offset is at want (a
@@ -257,7 +257,7 @@ func (e *genv) types(names ...string) []*codec.Type {
 // expectClaim checks a claim's partition, positions and replay flag, and
 // that its guard is the partition's conditions over the handled types up
 // to its last message.
-func (e *genv) expectClaim(c *shell.ClaimedPartition, partition map[string]string, replaying bool, positions ...int64) {
+func (e *genv) expectClaim(c *driver.ClaimedPartition, partition map[string]string, replaying bool, positions ...int64) {
 	e.t.Helper()
 	if !maps.Equal(c.Partition, partition) {
 		e.t.Fatalf("claimed partition %v (messages %s), want %v", c.Partition, describe(c.Messages), partition)
@@ -285,8 +285,8 @@ func (e *genv) expectClaim(c *shell.ClaimedPartition, partition map[string]strin
 // names the registered groups.
 func unknownGroup(t tb, err error, id string, known ...string) {
 	t.Helper()
-	var ue *shell.UnknownGroupError
-	if !errors.As(err, &ue) || !errors.Is(err, shell.ErrGroupNotRegistered) {
+	var ue *driver.UnknownGroupError
+	if !errors.As(err, &ue) || !errors.Is(err, driver.ErrGroupNotRegistered) {
 		t.Fatalf("error %v (%T), want an *UnknownGroupError matching ErrGroupNotRegistered", err, err)
 	}
 	if ue.Group != id || !slices.Equal(ue.Known, known) {
@@ -294,16 +294,16 @@ func unknownGroup(t tb, err error, id string, known ...string) {
 	}
 }
 
-// notClaimant fails the test unless err matches shell.ErrNotClaimant.
+// notClaimant fails the test unless err matches driver.ErrNotClaimant.
 func notClaimant(t tb, err error, what string) {
 	t.Helper()
-	if !errors.Is(err, shell.ErrNotClaimant) {
+	if !errors.Is(err, driver.ErrNotClaimant) {
 		t.Fatalf("%s: error %v, want ErrNotClaimant", what, err)
 	}
 }
 
 // sameFailure compares failures, times as instants.
-func sameFailure(got, want shell.Failure) bool {
+func sameFailure(got, want driver.Failure) bool {
 	ga, wa := got.RetryAt, want.RetryAt
 	got.RetryAt, want.RetryAt = nil, nil
 	if !reflect.DeepEqual(got, want) || (ga == nil) != (wa == nil) {
@@ -314,19 +314,19 @@ func sameFailure(got, want shell.Failure) bool {
 
 // sameInfo compares group infos, times as instants and empty slices as
 // nil.
-func sameInfo(got, want shell.GroupInfo) bool {
+func sameInfo(got, want driver.GroupInfo) bool {
 	if !sameFailure(got.Failure, want.Failure) || !got.RetryAt.Equal(want.RetryAt) || !slices.Equal(got.PartitionBy, want.PartitionBy) {
 		return false
 	}
-	got.Failure, want.Failure = shell.Failure{}, shell.Failure{}
+	got.Failure, want.Failure = driver.Failure{}, driver.Failure{}
 	got.RetryAt, want.RetryAt = time.Time{}, time.Time{}
 	got.PartitionBy, want.PartitionBy = nil, nil
 	return reflect.DeepEqual(got, want)
 }
 
 // sameOffsets compares offsets, claim times as instants.
-func sameOffsets(got, want []shell.Offset) bool {
-	return slices.EqualFunc(got, want, func(a, b shell.Offset) bool {
+func sameOffsets(got, want []driver.Offset) bool {
+	return slices.EqualFunc(got, want, func(a, b driver.Offset) bool {
 		if !a.ClaimedAt.Equal(b.ClaimedAt) {
 			return false
 		}

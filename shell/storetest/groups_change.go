@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testChangeGroup: a worker command decided on the group's state and
@@ -18,24 +18,24 @@ import (
 func (s suite) testChangeGroup(t *testing.T) {
 	t.Run("decides on the group's state and applies retry, then fail", func(t *testing.T) {
 		e := s.genv(t, devices)
-		var seen []shell.GroupState
-		fail := func(retries int) func(shell.GroupState) (shell.GroupChange, error) {
-			return func(st shell.GroupState) (shell.GroupChange, error) {
+		var seen []driver.GroupState
+		fail := func(retries int) func(driver.GroupState) (driver.GroupChange, error) {
+			return func(st driver.GroupState) (driver.GroupChange, error) {
 				seen = append(seen, st)
-				f := shell.Failure{RetryCount: st.Failure.RetryCount + 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+				f := driver.Failure{RetryCount: st.Failure.RetryCount + 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
 				if f.RetryCount <= retries {
-					return shell.GroupChange{Command: shell.CmdRetry, RetryAt: e.clock.Now().Add(time.Duration(f.RetryCount) * time.Second), Failure: f}, nil
+					return driver.GroupChange{Command: driver.CmdRetry, RetryAt: e.clock.Now().Add(time.Duration(f.RetryCount) * time.Second), Failure: f}, nil
 				}
 				f.RetryCount = st.Failure.RetryCount
-				return shell.GroupChange{Command: shell.CmdFail, Failure: f}, nil
+				return driver.GroupChange{Command: driver.CmdFail, Failure: f}, nil
 			}
 		}
 		st, err := e.gs.ChangeGroup(e.ctx, devices, fail(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := shell.Failure{RetryCount: 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
-		if st.Status != shell.StatusRetrying || !st.RetryAt.Equal(epoch.Add(time.Second)) || !sameFailure(st.Failure, want) {
+		want := driver.Failure{RetryCount: 1, Error: "boom", MessageType: typeDeviceRegistered, Position: 7, Partition: "device_id:d1"}
+		if st.Status != driver.StatusRetrying || !st.RetryAt.Equal(epoch.Add(time.Second)) || !sameFailure(st.Failure, want) {
 			t.Fatalf("after the first change: %+v, want retrying at +1s with %+v", st, want)
 		}
 		if got := e.info(devices); got.Status != st.Status || !got.RetryAt.Equal(st.RetryAt) || !sameFailure(got.Failure, st.Failure) {
@@ -45,13 +45,13 @@ func (s suite) testChangeGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Status != shell.StatusFailed || !st.RetryAt.IsZero() || !sameFailure(st.Failure, want) {
+		if st.Status != driver.StatusFailed || !st.RetryAt.IsZero() || !sameFailure(st.Failure, want) {
 			t.Fatalf("after the second change: %+v, want failed with %+v", st, want)
 		}
-		if len(seen) != 2 || seen[0].Status != shell.StatusActive || !seen[0].Failure.IsZero() || seen[1].Status != shell.StatusRetrying || seen[1].Failure.RetryCount != 1 {
+		if len(seen) != 2 || seen[0].Status != driver.StatusActive || !seen[0].Failure.IsZero() || seen[1].Status != driver.StatusRetrying || seen[1].Failure.RetryCount != 1 {
 			t.Fatalf("decide saw %+v, want active with no failure, then retrying with retry count 1", seen)
 		}
-		if got := e.info(devices); got.Status != shell.StatusFailed || !sameFailure(got.Failure, want) {
+		if got := e.info(devices); got.Status != driver.StatusFailed || !sameFailure(got.Failure, want) {
 			t.Fatalf("the group %+v, want failed with %+v", got, want)
 		}
 	})
@@ -62,29 +62,29 @@ func (s suite) testChangeGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := e.info(devices)
-		retry := func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdRetry, RetryAt: epoch.Add(time.Hour), Failure: shell.Failure{RetryCount: 1, Error: "late"}}, nil
+		retry := func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdRetry, RetryAt: epoch.Add(time.Hour), Failure: driver.Failure{RetryCount: 1, Error: "late"}}, nil
 		}
 		st, err := e.gs.ChangeGroup(e.ctx, devices, retry)
-		if err != nil || st.Status != shell.StatusStopped {
+		if err != nil || st.Status != driver.StatusStopped {
 			t.Fatalf("retry of a stopped group: %+v, %v; want it stopped and no error", st, err)
 		}
 		if got := e.info(devices); !sameInfo(got, before) {
 			t.Fatalf("a refused retry changed the group: %+v, was %+v", got, before)
 		}
 		before = e.info(bindings)
-		if _, err := e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) { return shell.GroupChange{}, nil }); err != nil {
+		if _, err := e.gs.ChangeGroup(e.ctx, bindings, func(driver.GroupState) (driver.GroupChange, error) { return driver.GroupChange{}, nil }); err != nil {
 			t.Fatalf("a zero command: %v", err)
 		}
 		boom := errors.New("storetest: decide failed")
-		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdFail, Failure: shell.Failure{Error: "x"}}, boom
+		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdFail, Failure: driver.Failure{Error: "x"}}, boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("an error from decide: %v, want it returned", err)
 		}
-		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdStart}, nil
+		_, err = e.gs.ChangeGroup(e.ctx, bindings, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdStart}, nil
 		})
 		if err == nil {
 			t.Fatal("ChangeGroup with an operator command: no error, want one (it applies retry or fail)")
@@ -93,9 +93,9 @@ func (s suite) testChangeGroup(t *testing.T) {
 			t.Fatalf("the group changed: %+v, was %+v", got, before)
 		}
 		called := false
-		_, err = e.gs.ChangeGroup(e.ctx, "storetest.nope", func(shell.GroupState) (shell.GroupChange, error) {
+		_, err = e.gs.ChangeGroup(e.ctx, "storetest.nope", func(driver.GroupState) (driver.GroupChange, error) {
 			called = true
-			return shell.GroupChange{}, nil
+			return driver.GroupChange{}, nil
 		})
 		unknownGroup(t, err, "storetest.nope", bindings, devices)
 		if called {
@@ -112,12 +112,12 @@ func (s suite) testChangeGroup(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := e.gs.ChangeGroup(e.ctx, devices, func(st shell.GroupState) (shell.GroupChange, error) {
+				_, err := e.gs.ChangeGroup(e.ctx, devices, func(st driver.GroupState) (driver.GroupChange, error) {
 					time.Sleep(time.Millisecond) // widen the window a read-modify-write in two transactions would lose
 					f := st.Failure
 					f.RetryCount++
 					f.Error = fmt.Sprintf("failure %d", f.RetryCount)
-					return shell.GroupChange{Command: shell.CmdRetry, RetryAt: epoch, Failure: f}, nil
+					return driver.GroupChange{Command: driver.CmdRetry, RetryAt: epoch, Failure: f}, nil
 				})
 				errs <- err
 			}()
@@ -129,7 +129,7 @@ func (s suite) testChangeGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := e.info(devices); got.Status != shell.StatusRetrying || got.Failure.RetryCount != n {
+		if got := e.info(devices); got.Status != driver.StatusRetrying || got.Failure.RetryCount != n {
 			t.Fatalf("after %d concurrent retries: %s with retry count %d, want retrying with %d", n, got.Status, got.Failure.RetryCount, n)
 		}
 	})
@@ -179,9 +179,9 @@ func (s suite) testClaimAge(t *testing.T) {
 
 	t.Run("a renewed claim is kept by its age; a claim not held is not renewed", func(t *testing.T) {
 		e := s.genv(t, devices)
-		r, ok := e.gs.(shell.ClaimRenewer)
+		r, ok := e.gs.(driver.ClaimRenewer)
 		if !ok {
-			t.Fatalf("%T is not a shell.ClaimRenewer: a running batch's claim would be released at MaxClaimAge", e.gs)
+			t.Fatalf("%T is not a driver.ClaimRenewer: a running batch's claim would be released at MaxClaimAge", e.gs)
 		}
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		running := e.claim(devices, "w1", 10)
@@ -192,7 +192,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		// are not renewed.
 		forged := *other
 		forged.WorkerID = "w1"
-		n, err := r.RenewClaims(e.ctx, []*shell.ClaimedPartition{running, &forged}, now)
+		n, err := r.RenewClaims(e.ctx, []*driver.ClaimedPartition{running, &forged}, now)
 		if err != nil || n != 1 {
 			t.Fatalf("RenewClaims = %d, %v; want 1 (the running claim only)", n, err)
 		}
@@ -213,7 +213,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		e.ack(running, running.Last())
 		notClaimant(t, e.gs.Ack(e.ctx, leaked, leaked.Last()), "the ack of a claim released by its age")
 		// A released claim is not renewed.
-		if n, err := r.RenewClaims(e.ctx, []*shell.ClaimedPartition{leaked}, e.clock.Now()); err != nil || n != 0 {
+		if n, err := r.RenewClaims(e.ctx, []*driver.ClaimedPartition{leaked}, e.clock.Now()); err != nil || n != 0 {
 			t.Fatalf("RenewClaims of a released claim = %d, %v; want 0", n, err)
 		}
 	})
@@ -245,7 +245,7 @@ func (s suite) testClaimAge(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"})
 		c := e.claim(devices, "w1", 1)
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Release(c); err != nil {
 				return err
 			}
@@ -255,8 +255,8 @@ func (s suite) testClaimAge(t *testing.T) {
 			t.Fatalf("update: %v, want the rollback", err)
 		}
 		e.noClaim(devices, "w2")
-		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			notClaimant(t, gtx.Release(&shell.ClaimedPartition{Group: c.Group, WorkerID: "w2", OffsetID: c.OffsetID}), "another worker's release")
+		err = e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			notClaimant(t, gtx.Release(&driver.ClaimedPartition{Group: c.Group, WorkerID: "w2", OffsetID: c.OffsetID}), "another worker's release")
 			if err := gtx.Release(c); err != nil {
 				return err
 			}

@@ -12,14 +12,14 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testRegister(t *testing.T) {
 	t.Run("a new group is active with nothing processed", func(t *testing.T) {
 		e := s.genv(t, enrolments, devices)
 		got := e.info(enrolments)
-		want := shell.GroupInfo{ID: enrolments, Label: enrolments, Status: shell.StatusActive, PartitionBy: []string{"course_name", "user_id"}}
+		want := driver.GroupInfo{ID: enrolments, Label: enrolments, Status: driver.StatusActive, PartitionBy: []string{"course_name", "user_id"}}
 		if !sameInfo(got, want) {
 			t.Fatalf("group info %+v, want %+v (the label defaults to the id, partition keys sorted)", got, want)
 		}
@@ -27,7 +27,7 @@ func (s suite) testRegister(t *testing.T) {
 			t.Fatalf("group info %+v, want label Devices, not exclusive", got)
 		}
 		e.register(groupSpec(jobs))
-		if got := e.info(jobs); !got.Exclusive || got.Status != shell.StatusActive || len(got.PartitionBy) > 1 || len(got.PartitionBy) == 1 && got.PartitionBy[0] != core.IDKey {
+		if got := e.info(jobs); !got.Exclusive || got.Status != driver.StatusActive || len(got.PartitionBy) > 1 || len(got.PartitionBy) == 1 && got.PartitionBy[0] != core.IDKey {
 			t.Fatalf("queue info %+v, want exclusive and active, partitioned by message id (no keys, or %s)", got, core.IDKey)
 		}
 	})
@@ -36,7 +36,7 @@ func (s suite) testRegister(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "Boiler"})
 		e.ack(e.claim(devices, "w1", 10), 1)
-		f := shell.Failure{OffsetID: 7, ErrorType: "*errors.errorString", Error: "boom", Stack: "main.go:1"}
+		f := driver.Failure{OffsetID: 7, ErrorType: "*errors.errorString", Error: "boom", Stack: "main.go:1"}
 		if err := e.gs.FailGroup(e.ctx, devices, f); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func (s suite) testRegister(t *testing.T) {
 		e.register(spec)
 		e.register(spec)
 		got := e.info(devices)
-		if got.Status != shell.StatusFailed || !sameFailure(got.Failure, f) || got.Label != "Device decider" || got.HighestPosition != 1 {
+		if got.Status != driver.StatusFailed || !sameFailure(got.Failure, f) || got.Label != "Device decider" || got.HighestPosition != 1 {
 			t.Fatalf("after registering a failed group again: %+v, want failed with %+v, the new label, highest 1", got, f)
 		}
 		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
@@ -60,15 +60,15 @@ func (s suite) testRegister(t *testing.T) {
 		e := s.genv(t)
 		cases := []struct {
 			name string
-			spec shell.GroupSpec
+			spec driver.GroupSpec
 			is   error
 		}{
-			{"no id", shell.GroupSpec{Handled: []string{typeCourseCreated}, PartitionBy: []string{"course_name"}}, nil},
-			{"no handled types", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}}, nil},
-			{"id-partitioned but not exclusive", shell.GroupSpec{ID: "storetest.bad", Handled: []string{typeDeposit}}, nil},
-			{"the reserved key as a partition key", shell.GroupSpec{ID: "storetest.bad", Exclusive: true, PartitionBy: []string{core.IDKey}, Handled: []string{typeDeposit}}, nil},
-			{"an id that is not normalised", shell.GroupSpec{ID: "Storetest::BadGroup", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated}}, nil},
-			{"an unknown handled type", shell.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated, "course.renamed"}}, codec.ErrUnknownType},
+			{"no id", driver.GroupSpec{Handled: []string{typeCourseCreated}, PartitionBy: []string{"course_name"}}, nil},
+			{"no handled types", driver.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}}, nil},
+			{"id-partitioned but not exclusive", driver.GroupSpec{ID: "storetest.bad", Handled: []string{typeDeposit}}, nil},
+			{"the reserved key as a partition key", driver.GroupSpec{ID: "storetest.bad", Exclusive: true, PartitionBy: []string{core.IDKey}, Handled: []string{typeDeposit}}, nil},
+			{"an id that is not normalised", driver.GroupSpec{ID: "Storetest::BadGroup", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated}}, nil},
+			{"an unknown handled type", driver.GroupSpec{ID: "storetest.bad", PartitionBy: []string{"course_name"}, Handled: []string{typeCourseCreated, "course.renamed"}}, codec.ErrUnknownType},
 		}
 		for _, c := range cases {
 			err := e.gs.RegisterGroup(e.ctx, c.spec)
@@ -87,10 +87,10 @@ func (s suite) testRegister(t *testing.T) {
 
 	t.Run("an exclusive group owns its types", func(t *testing.T) {
 		e := s.genv(t, jobs, devices)
-		conflict := func(spec shell.GroupSpec, other string, types ...string) {
+		conflict := func(spec driver.GroupSpec, other string, types ...string) {
 			t.Helper()
 			err := e.gs.RegisterGroup(e.ctx, spec)
-			var ce *shell.GroupConflictError
+			var ce *driver.GroupConflictError
 			if !errors.As(err, &ce) {
 				t.Fatalf("registering %+v: error %v, want a *GroupConflictError", spec, err)
 			}
@@ -100,15 +100,15 @@ func (s suite) testRegister(t *testing.T) {
 			_, err = e.gs.Group(e.ctx, spec.ID)
 			unknownGroup(t, err, spec.ID, devices, jobs)
 		}
-		conflict(shell.GroupSpec{ID: "storetest.ledger", PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
-		conflict(shell.GroupSpec{ID: "storetest.ledger", Exclusive: true, PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
-		conflict(shell.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{typeDeviceBound, typeDeviceRegistered}}, devices, typeDeviceRegistered)
+		conflict(driver.GroupSpec{ID: "storetest.ledger", PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
+		conflict(driver.GroupSpec{ID: "storetest.ledger", Exclusive: true, PartitionBy: []string{"account"}, Handled: []string{typeDeposit}}, jobs, typeDeposit)
+		conflict(driver.GroupSpec{ID: "storetest.device_queue", Exclusive: true, Handled: []string{typeDeviceBound, typeDeviceRegistered}}, devices, typeDeviceRegistered)
 		e.register(groupSpec(jobs)) // itself is no conflict
 	})
 
 	t.Run("groups sharing a type each get its messages", func(t *testing.T) {
 		e := s.genv(t, devices)
-		e.register(shell.GroupSpec{ID: "storetest.device_names", PartitionBy: []string{"name"}, Handled: []string{typeDeviceRegistered}})
+		e.register(driver.GroupSpec{ID: "storetest.device_names", PartitionBy: []string{"name"}, Handled: []string{typeDeviceRegistered}})
 		e.append(deviceRegistered{DeviceID: "d1", Name: "Boiler"}, deviceRegistered{DeviceID: "d2", Name: "Boiler"})
 		if got := e.drain(devices, "w1"); !maps.EqualFunc(got, map[string][]int64{"device_id:d1": {1}, "device_id:d2": {2}}, slices.Equal) {
 			t.Fatalf("devices received %v", got)
@@ -172,8 +172,8 @@ func (s suite) testClaim(t *testing.T) {
 		}
 		// Through ClaimMany too, where a store has it.
 		e.append(deviceRegistered{DeviceID: "d1", Name: "again"}, deviceRegistered{DeviceID: "d2", Name: "new"})
-		err := e.gs.Update(e.ctx, func(tx shell.Tx) error {
-			m, ok := tx.(shell.ClaimManyTx)
+		err := e.gs.Update(e.ctx, func(tx driver.Tx) error {
+			m, ok := tx.(driver.ClaimManyTx)
 			if !ok {
 				return nil
 			}
@@ -377,8 +377,8 @@ func (s suite) testAck(t *testing.T) {
 		e := s.genv(t, devices, bindings)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		c := e.claim(devices, "w1", 10)
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceBound{"d1", "a1"}), shell.AppendOptions{Guard: &c.Guard}); err != nil {
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceBound{"d1", "a1"}), driver.AppendOptions{Guard: &c.Guard}); err != nil {
 				return err
 			}
 			return gtx.Ack(c, c.Last())
@@ -397,7 +397,7 @@ func (s suite) testAck(t *testing.T) {
 		lost := e.claim(devices, "w1", 10)
 		e.release(lost) // as the reaper would
 		e.expectClaim(held, part("device_id", "d1"), false, 1)
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Delete(held.Last()); err != nil {
 				return err
 			}
@@ -410,7 +410,7 @@ func (s suite) testAck(t *testing.T) {
 		// Nothing was written: the delete and the held claim's ack were
 		// rolled back with it, and the held claim is still held.
 		e.lastAt(devices, part("device_id", "d1"), 0)
-		if got := e.read([]core.Condition{{Type: typeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}, shell.ReadOptions{}); len(got.Messages) != 1 {
+		if got := e.read([]core.Condition{{Type: typeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}, driver.ReadOptions{}); len(got.Messages) != 1 {
 			t.Fatalf("read d1 after the failed Update: %v; want its message, not deleted", got.Messages)
 		}
 		if got := e.info(devices); got.HighestPosition != 0 {
@@ -428,8 +428,8 @@ func (s suite) testAdvance(t *testing.T) {
 		e.t.Helper()
 		var pos int64
 		var moved bool
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			res, err := tx.Append(msgs(cmd), shell.AppendOptions{})
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			res, err := tx.Append(msgs(cmd), driver.AppendOptions{})
 			if err != nil {
 				return err
 			}
@@ -474,7 +474,7 @@ func (s suite) testAdvance(t *testing.T) {
 		handle(e, devices, d1, deviceRegistered{DeviceID: "d1", Name: "b"})
 		for _, pos := range []int64{2, 1} {
 			var moved bool
-			err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 				var err error
 				moved, err = gtx.AdvanceOffset(devices, d1, pos)
 				return err
@@ -491,8 +491,8 @@ func (s suite) testAdvance(t *testing.T) {
 		d1, d2 := part("device_id", "d1"), part("device_id", "d2")
 		// Two messages of one transaction wake d1; the advance past the
 		// first leaves the second pending.
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}), shell.AppendOptions{}); err != nil {
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			if moved, err := gtx.AdvanceOffset(devices, d1, 1); err != nil || !moved {
@@ -517,8 +517,8 @@ func (s suite) testAdvance(t *testing.T) {
 		e.expectClaim(c, d1, false, 3, 4)
 		e.ack(c, 4)
 		// An advance past an earlier position leaves the message pending.
-		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "e"}), shell.AppendOptions{}); err != nil { // 5
+		err = e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "e"}), driver.AppendOptions{}); err != nil { // 5
 				return err
 			}
 			if moved, err := gtx.AdvanceOffset(devices, d2, 4); err != nil || !moved {
@@ -535,8 +535,8 @@ func (s suite) testAdvance(t *testing.T) {
 		e.ack(c, 5)
 		// A claim, or a delete, later in the transaction of the append sees
 		// the pending work.
-		err = e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "f"}, deviceRegistered{DeviceID: "d2", Name: "g"}), shell.AppendOptions{}); err != nil { // 6, 7
+		err = e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "f"}, deviceRegistered{DeviceID: "d2", Name: "g"}), driver.AppendOptions{}); err != nil { // 6, 7
 				return err
 			}
 			c, err := gtx.ClaimNext(devices, "w1", 10)
@@ -561,8 +561,8 @@ func (s suite) testAdvance(t *testing.T) {
 			t.Fatalf("highest position %d, want 6", got.HighestPosition)
 		}
 		// So does ClaimMany.
-		err = e.update(func(tx shell.Tx, _ shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "h"}), shell.AppendOptions{}); err != nil { // 8
+		err = e.update(func(tx driver.Tx, _ driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "h"}), driver.AppendOptions{}); err != nil { // 8
 				return err
 			}
 			cs, err := manyTx(e.t, tx).ClaimMany(devices, "w1", 10, 2)
@@ -588,7 +588,7 @@ func (s suite) testAdvance(t *testing.T) {
 		}
 		// d9: an offset no message created, released once drained.
 		e.append(deviceRegistered{DeviceID: "d2", Name: "b"}) // 2
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			moved, err := gtx.AdvanceOffset(devices, d9, 2)
 			if err == nil && !moved {
 				err = errors.New("the offset did not move")
@@ -654,7 +654,7 @@ func (s suite) testAdvance(t *testing.T) {
 		e := s.genv(t, devices, enrolments, jobs)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		advance := func(group string, p map[string]string, pos int64) error {
-			return e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			return e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 				_, err := gtx.AdvanceOffset(group, p, pos)
 				return err
 			})
@@ -703,8 +703,8 @@ func (s suite) testLatch(t *testing.T) {
 	t.Run("an append in a transaction wakes a group latched meanwhile", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.noClaim(devices, "w1")
-		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
-			_, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}), shell.AppendOptions{})
+		err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
+			_, err := tx.Append(msgs(deviceRegistered{DeviceID: "d1", Name: "a"}), driver.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -730,13 +730,13 @@ func (s suite) testLatch(t *testing.T) {
 		// command. Every command must still be processed, once.
 		e := s.genv(t, devices)
 		processed := map[uuid.UUID]int{}
-		held := map[string]*shell.ClaimedPartition{}
+		held := map[string]*driver.ClaimedPartition{}
 		step := func(w string) {
 			if c := held[w]; c != nil {
-				err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+				err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 					for _, m := range c.Messages {
 						processed[m.ID]++
-						if _, err := tx.Append(msgs(deviceBound{m.Payload.(deviceRegistered).DeviceID, "a"}), shell.AppendOptions{}); err != nil {
+						if _, err := tx.Append(msgs(deviceBound{m.Payload.(deviceRegistered).DeviceID, "a"}), driver.AppendOptions{}); err != nil {
 							return err
 						}
 					}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testGroupConcurrency runs goroutine workers against an appender: the
@@ -63,7 +63,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 		}
 		for len(cmds) > 0 {
 			n := min(len(cmds), 1+r.IntN(8))
-			if _, err := e.store.Append(ctx, msgs(cmds[:n]...), shell.AppendOptions{}); err != nil {
+			if _, err := e.store.Append(ctx, msgs(cmds[:n]...), driver.AppendOptions{}); err != nil {
 				t.Errorf("append: %v", err)
 				return
 			}
@@ -75,7 +75,7 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 		}
 	})
 
-	process := func(w string, c *shell.ClaimedPartition) error {
+	process := func(w string, c *driver.ClaimedPartition) error {
 		p := prog[c.Group]
 		p.mu.Lock()
 		key := core.Partition(c.Partition).String()
@@ -92,13 +92,13 @@ func (s suite) testGroupConcurrency(t *testing.T) {
 			p.last[key] = m.Position
 		}
 		p.mu.Unlock()
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 			if c.Group == devices {
 				events := make([]any, len(c.Messages))
 				for i, m := range c.Messages {
 					events[i] = deviceBound{m.Payload.(deviceRegistered).DeviceID, "a"}
 				}
-				if _, err := tx.Append(msgs(events...), shell.AppendOptions{}); err != nil {
+				if _, err := tx.Append(msgs(events...), driver.AppendOptions{}); err != nil {
 					return err
 				}
 			}

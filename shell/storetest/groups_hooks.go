@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testHooks: the operator transitions of a group registered with
@@ -17,13 +17,13 @@ import (
 // group's work is not claimed until they all ran: a reset's replay never
 // lands on a read model its OnReset has not cleared.
 func (s suite) testHooks(t *testing.T) {
-	hooked := func() shell.GroupSpec {
+	hooked := func() driver.GroupSpec {
 		spec := groupSpec(devices)
 		spec.Hooks = true
 		return spec
 	}
 	const lease = time.Minute
-	claimT := func(e *genv, claimant string, now time.Time) *shell.GroupTransition {
+	claimT := func(e *genv, claimant string, now time.Time) *driver.GroupTransition {
 		e.t.Helper()
 		tr, err := e.gs.ClaimTransition(e.ctx, devices, claimant, now, lease)
 		if err != nil {
@@ -31,7 +31,7 @@ func (s suite) testHooks(t *testing.T) {
 		}
 		return tr
 	}
-	expect := func(e *genv, tr *shell.GroupTransition, seq int64, cmd shell.GroupCommand, reason, claimant string) {
+	expect := func(e *genv, tr *driver.GroupTransition, seq int64, cmd driver.GroupCommand, reason, claimant string) {
 		e.t.Helper()
 		if tr == nil {
 			e.t.Fatalf("no transition claimed, want %d (%s)", seq, cmd)
@@ -40,7 +40,7 @@ func (s suite) testHooks(t *testing.T) {
 			e.t.Fatalf("claimed %+v, want %s's transition %d (%s, reason %q) claimed by %s, made at %v", tr, devices, seq, cmd, reason, claimant, epoch)
 		}
 	}
-	finish := func(e *genv, tr *shell.GroupTransition, ran bool) {
+	finish := func(e *genv, tr *driver.GroupTransition, ran bool) {
 		e.t.Helper()
 		if err := e.gs.FinishTransition(e.ctx, tr, ran); err != nil {
 			e.t.Fatalf("finish transition %d (ran %v): %v", tr.Seq, ran, err)
@@ -56,7 +56,7 @@ func (s suite) testHooks(t *testing.T) {
 		e.t.Helper()
 		e.noClaim(devices, "w1")
 		e.noClaims(devices, "w1")
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			c, err := gtx.ClaimNext(devices, "w1", 10)
 			if err == nil && c != nil {
 				e.t.Fatalf("claimed %v in a transaction while transitions wait for their hooks", c.Partition)
@@ -86,7 +86,7 @@ func (s suite) testHooks(t *testing.T) {
 
 		now := e.clock.Now()
 		t1 := claimT(e, "p1", now)
-		expect(e, t1, 1, shell.CmdStop, "rebuild", "p1")
+		expect(e, t1, 1, driver.CmdStop, "rebuild", "p1")
 		if tr := claimT(e, "p2", now); tr != nil {
 			t.Fatalf("p2 claimed %+v while p1 holds it", tr)
 		}
@@ -98,17 +98,17 @@ func (s suite) testHooks(t *testing.T) {
 		pending(e, 2)
 
 		t2 := claimT(e, "p1", now)
-		expect(e, t2, 2, shell.CmdReset, "", "p1")
+		expect(e, t2, 2, driver.CmdReset, "", "p1")
 		finish(e, t2, false) // its hook failed: claimed again, by anyone
 		pending(e, 2)
 		gated(e)
 		t2 = claimT(e, "p2", now)
-		expect(e, t2, 2, shell.CmdReset, "", "p2")
+		expect(e, t2, 2, driver.CmdReset, "", "p2")
 		finish(e, t2, true)
 
 		gated(e)
 		t3 := claimT(e, "p2", now)
-		expect(e, t3, 3, shell.CmdStart, "", "p2")
+		expect(e, t3, 3, driver.CmdStart, "", "p2")
 		e.notes.take()
 		finish(e, t3, true)
 		pending(e, 0)
@@ -130,12 +130,12 @@ func (s suite) testHooks(t *testing.T) {
 		}
 		now := e.clock.Now()
 		t1 := claimT(e, "p1", now)
-		expect(e, t1, 1, shell.CmdStop, "x", "p1")
+		expect(e, t1, 1, driver.CmdStop, "x", "p1")
 		if tr := claimT(e, "p2", now.Add(lease-time.Second)); tr != nil {
 			t.Fatalf("p2 took over %+v within p1's lease", tr)
 		}
 		t2 := claimT(e, "p2", now.Add(lease))
-		expect(e, t2, 1, shell.CmdStop, "x", "p2")
+		expect(e, t2, 1, driver.CmdStop, "x", "p2")
 		notClaimant(t, e.gs.FinishTransition(e.ctx, t1, true), "the finish of a claim taken over")
 		pending(e, 1)
 		finish(e, t2, true)
@@ -149,7 +149,7 @@ func (s suite) testHooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		const claimants = 8
-		got := make([]*shell.GroupTransition, claimants)
+		got := make([]*driver.GroupTransition, claimants)
 		errs := make([]error, claimants)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -214,7 +214,7 @@ func (s suite) testHooks(t *testing.T) {
 	t.Run("a refused command records no transition", func(t *testing.T) {
 		e := s.genv(t)
 		e.register(hooked())
-		if err := e.gs.StartGroup(e.ctx, devices); !errors.As(err, new(*shell.InvalidTransitionError)) {
+		if err := e.gs.StartGroup(e.ctx, devices); !errors.As(err, new(*driver.InvalidTransitionError)) {
 			t.Fatalf("starting an active group: %v, want an *InvalidTransitionError", err)
 		}
 		pending(e, 0)

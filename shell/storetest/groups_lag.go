@@ -8,19 +8,19 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// testLag: shell.Lagger, a group's pending work counted at a bounded cost
+// testLag: driver.Lagger, a group's pending work counted at a bounded cost
 // (issue 30, item 1): the pending and parked partitions in full, the
 // messages of only the partitions asked for (a page of offsets, or the
 // ones furthest behind), each up to a limit.
 func (s suite) testLag(t *testing.T) {
-	lagOf := func(e *genv, group string, q shell.LagQuery) shell.Lag {
+	lagOf := func(e *genv, group string, q driver.LagQuery) driver.Lag {
 		e.t.Helper()
-		l, ok := e.gs.(shell.Lagger)
+		l, ok := e.gs.(driver.Lagger)
 		if !ok {
-			e.t.Fatalf("the store %T is not a shell.Lagger", e.gs)
+			e.t.Fatalf("the store %T is not a driver.Lagger", e.gs)
 		}
 		lag, err := l.GroupLag(e.ctx, group, q)
 		if err != nil {
@@ -47,7 +47,7 @@ func (s suite) testLag(t *testing.T) {
 		}
 		return ids[0], ids[1], ids[2]
 	}
-	expect := func(t *testing.T, got shell.Lag, pending, parked int64, by map[int64]int) {
+	expect := func(t *testing.T, got driver.Lag, pending, parked int64, by map[int64]int) {
 		t.Helper()
 		if got.Pending != pending || got.Parked != parked || !maps.Equal(got.ByOffset, by) {
 			t.Fatalf("lag: pending %d, parked %d, by offset %v; want %d, %d, %v", got.Pending, got.Parked, got.ByOffset, pending, parked, by)
@@ -57,27 +57,27 @@ func (s suite) testLag(t *testing.T) {
 	t.Run("pending partitions counted in full, messages of the ones asked for", func(t *testing.T) {
 		e := s.genv(t, devices)
 		d1, d2, d3 := devicesBehind(e)
-		got := lagOf(e, devices, shell.LagQuery{})
+		got := lagOf(e, devices, driver.LagQuery{})
 		expect(t, got, 3, 0, map[int64]int{})
-		if got.Limit != shell.DefaultLagLimit || !got.Partial() {
-			t.Fatalf("lag with nothing counted: limit %d, partial %v; want %d, true", got.Limit, got.Partial(), shell.DefaultLagLimit)
+		if got.Limit != driver.DefaultLagLimit || !got.Partial() {
+			t.Fatalf("lag with nothing counted: limit %d, partial %v; want %d, true", got.Limit, got.Partial(), driver.DefaultLagLimit)
 		}
 		// The two furthest behind: d2 and d3 (at 0, by offset id), not d1 (at 1).
-		expect(t, lagOf(e, devices, shell.LagQuery{Partitions: 2}), 3, 0, map[int64]int{d2: 1, d3: 2})
-		got = lagOf(e, devices, shell.LagQuery{Partitions: 10})
+		expect(t, lagOf(e, devices, driver.LagQuery{Partitions: 2}), 3, 0, map[int64]int{d2: 1, d3: 2})
+		got = lagOf(e, devices, driver.LagQuery{Partitions: 10})
 		expect(t, got, 3, 0, map[int64]int{d1: 2, d2: 1, d3: 2})
 		if got.Total() != 5 || got.Partial() {
 			t.Fatalf("lag of every partition: total %d, partial %v; want 5, false", got.Total(), got.Partial())
 		}
-		got = lagOf(e, devices, shell.LagQuery{Partitions: 10, Limit: 1})
+		got = lagOf(e, devices, driver.LagQuery{Partitions: 10, Limit: 1})
 		expect(t, got, 3, 0, map[int64]int{d1: 1, d2: 1, d3: 1})
 		if !got.Partial() {
 			t.Fatal("counts at the limit: want partial")
 		}
 		// A page of offsets: ids of no pending partition are left out.
-		expect(t, lagOf(e, devices, shell.LagQuery{Offsets: []int64{d1, d3, d3 + 1000}}), 3, 0, map[int64]int{d1: 2, d3: 2})
+		expect(t, lagOf(e, devices, driver.LagQuery{Offsets: []int64{d1, d3, d3 + 1000}}), 3, 0, map[int64]int{d1: 2, d3: 2})
 		e.drain(devices, "w1")
-		expect(t, lagOf(e, devices, shell.LagQuery{Partitions: 10, Offsets: []int64{d1}}), 0, 0, map[int64]int{})
+		expect(t, lagOf(e, devices, driver.LagQuery{Partitions: 10, Offsets: []int64{d1}}), 0, 0, map[int64]int{})
 	})
 
 	t.Run("parked partitions are counted, and still pending", func(t *testing.T) {
@@ -85,14 +85,14 @@ func (s suite) testLag(t *testing.T) {
 		_, d2, _ := devicesBehind(e)
 		c := e.claim(devices, "w1", 10) // d2, furthest behind
 		e.expectClaim(c, part("device_id", "d2"), false, 3)
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: c.Messages[0].Type, MessageID: c.Messages[0].ID.String(), Position: 3, ErrorType: "*errors.errorString", Error: "poison"}
-		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		f := driver.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: c.Messages[0].Type, MessageID: c.Messages[0].ID.String(), Position: 3, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 		e.release(c)
-		expect(t, lagOf(e, devices, shell.LagQuery{Offsets: []int64{d2}}), 3, 1, map[int64]int{d2: 1})
+		expect(t, lagOf(e, devices, driver.LagQuery{Offsets: []int64{d2}}), 3, 1, map[int64]int{d2: 1})
 	})
 
 	t.Run("many partitions behind: only those asked for are counted", func(t *testing.T) {
@@ -102,7 +102,7 @@ func (s suite) testLag(t *testing.T) {
 			payloads = append(payloads, deviceRegistered{DeviceID: fmt.Sprintf("d%03d", i), Name: "x"})
 		}
 		e.append(payloads...)
-		got := lagOf(e, devices, shell.LagQuery{Partitions: 5})
+		got := lagOf(e, devices, driver.LagQuery{Partitions: 5})
 		if got.Pending != 300 || len(got.ByOffset) != 5 || got.Total() != 5 || !got.Partial() {
 			t.Fatalf("lag of 300 partitions behind, 5 counted: %+v", got)
 		}
@@ -110,43 +110,43 @@ func (s suite) testLag(t *testing.T) {
 
 	t.Run("unknown group and queries out of bounds are refused", func(t *testing.T) {
 		e := s.genv(t, devices)
-		l, ok := e.gs.(shell.Lagger)
+		l, ok := e.gs.(driver.Lagger)
 		if !ok {
-			t.Fatalf("the store %T is not a shell.Lagger", e.gs)
+			t.Fatalf("the store %T is not a driver.Lagger", e.gs)
 		}
-		_, err := l.GroupLag(e.ctx, "nope", shell.LagQuery{})
+		_, err := l.GroupLag(e.ctx, "nope", driver.LagQuery{})
 		unknownGroup(t, err, "nope", devices)
-		for _, q := range []shell.LagQuery{
+		for _, q := range []driver.LagQuery{
 			{Partitions: -1},
-			{Partitions: shell.MaxLagPartitions + 1},
+			{Partitions: driver.MaxLagPartitions + 1},
 			{Limit: -1},
-			{Limit: shell.MaxLagLimit + 1},
-			{Offsets: make([]int64, shell.MaxLagPartitions+1)},
+			{Limit: driver.MaxLagLimit + 1},
+			{Offsets: make([]int64, driver.MaxLagPartitions+1)},
 		} {
-			if _, err := l.GroupLag(e.ctx, devices, q); !errors.Is(err, shell.ErrInvalidLagQuery) {
+			if _, err := l.GroupLag(e.ctx, devices, q); !errors.Is(err, driver.ErrInvalidLagQuery) {
 				t.Errorf("GroupLag %+v: %v, want ErrInvalidLagQuery", q, err)
 			}
 		}
 	})
 }
 
-// testReadParked: shell.ParkedReader, parked partitions a page at a time
+// testReadParked: driver.ParkedReader, parked partitions a page at a time
 // (issue 30, item 1: the dashboard listed every parked partition on each
 // page).
 func (s suite) testReadParked(t *testing.T) {
 	e := s.genv(t, devices, bindings)
-	r, ok := e.gs.(shell.ParkedReader)
+	r, ok := e.gs.(driver.ParkedReader)
 	if !ok {
-		t.Fatalf("the store %T is not a shell.ParkedReader", e.gs)
+		t.Fatalf("the store %T is not a driver.ParkedReader", e.gs)
 	}
 	e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceBound{"d9", "x"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
 	park := func(group string) {
 		t.Helper()
 		c := e.claim(group, "w1", 10)
 		m := c.Messages[0]
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
-		if _, err := e.gs.ChangeGroup(e.ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		f := driver.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: m.Type, MessageID: m.ID.String(), Position: m.Position, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func (s suite) testReadParked(t *testing.T) {
 	park(devices) // d2
 	park(bindings)
 	park(devices) // d3; d4 stays pending
-	read := func(q shell.ParkedQuery) []shell.ParkedPartition {
+	read := func(q driver.ParkedQuery) []driver.ParkedPartition {
 		t.Helper()
 		ps, err := r.ReadParked(e.ctx, q)
 		if err != nil {
@@ -164,7 +164,7 @@ func (s suite) testReadParked(t *testing.T) {
 		}
 		return ps
 	}
-	keys := func(ps []shell.ParkedPartition) string {
+	keys := func(ps []driver.ParkedPartition) string {
 		var out []string
 		for i, p := range ps {
 			if i > 0 && p.OffsetID <= ps[i-1].OffsetID {
@@ -178,20 +178,20 @@ func (s suite) testReadParked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := read(shell.ParkedQuery{Group: devices, Limit: 2})
-	rest := read(shell.ParkedQuery{Group: devices, Limit: 2, From: first[len(first)-1].OffsetID + 1})
+	first := read(driver.ParkedQuery{Group: devices, Limit: 2})
+	rest := read(driver.ParkedQuery{Group: devices, Limit: 2, From: first[len(first)-1].OffsetID + 1})
 	if got := append(first, rest...); len(first) != 2 || len(rest) != 1 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("pages of 2 of the devices' parked partitions: %+v then %+v; want %+v", first, rest, want)
 	}
-	if k := keys(read(shell.ParkedQuery{})); k != fmt.Sprint([]string{devices + " device_id:d1", devices + " device_id:d2", bindings + " device_id:d9", devices + " device_id:d3"}) {
+	if k := keys(read(driver.ParkedQuery{})); k != fmt.Sprint([]string{devices + " device_id:d1", devices + " device_id:d2", bindings + " device_id:d9", devices + " device_id:d3"}) {
 		t.Fatalf("every group's parked partitions: %s", k)
 	}
-	if ps := read(shell.ParkedQuery{Group: bindings, From: rest[0].OffsetID + 1}); len(ps) != 0 {
+	if ps := read(driver.ParkedQuery{Group: bindings, From: rest[0].OffsetID + 1}); len(ps) != 0 {
 		t.Fatalf("parked partitions past the last: %+v", ps)
 	}
-	_, err = r.ReadParked(e.ctx, shell.ParkedQuery{Group: "nope"})
+	_, err = r.ReadParked(e.ctx, driver.ParkedQuery{Group: "nope"})
 	unknownGroup(t, err, "nope", bindings, devices)
-	for _, q := range []shell.ParkedQuery{{Limit: -1}, {Limit: shell.MaxParkedPage + 1}} {
+	for _, q := range []driver.ParkedQuery{{Limit: -1}, {Limit: driver.MaxParkedPage + 1}} {
 		if _, err := r.ReadParked(e.ctx, q); err == nil {
 			t.Errorf("ReadParked %+v: no error", q)
 		}

@@ -10,26 +10,26 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testLifecycle(t *testing.T) {
 	t.Run("operator commands follow the status chart and write nothing when refused", func(t *testing.T) {
 		e := s.genv(t)
-		statuses := []shell.Status{shell.StatusActive, shell.StatusRetrying, shell.StatusStopped, shell.StatusFailed}
-		commands := []shell.GroupCommand{shell.CmdStart, shell.CmdStop, shell.CmdReset}
+		statuses := []driver.Status{driver.StatusActive, driver.StatusRetrying, driver.StatusStopped, driver.StatusFailed}
+		commands := []driver.GroupCommand{driver.CmdStart, driver.CmdStop, driver.CmdReset}
 		for _, from := range statuses {
 			for _, cmd := range commands {
 				id := fmt.Sprintf("storetest.chart_%s_%s", from, cmd)
-				e.register(shell.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}})
+				e.register(driver.GroupSpec{ID: id, PartitionBy: []string{"device_id"}, Handled: []string{typeDeviceRegistered}})
 				var err error
 				switch from {
-				case shell.StatusRetrying:
-					err = e.gs.RetryGroup(e.ctx, id, epoch.Add(time.Hour), shell.Failure{RetryCount: 1, Error: "boom"})
-				case shell.StatusStopped:
+				case driver.StatusRetrying:
+					err = e.gs.RetryGroup(e.ctx, id, epoch.Add(time.Hour), driver.Failure{RetryCount: 1, Error: "boom"})
+				case driver.StatusStopped:
 					err = e.gs.StopGroup(e.ctx, id, "maintenance")
-				case shell.StatusFailed:
-					err = e.gs.FailGroup(e.ctx, id, shell.Failure{Error: "boom"})
+				case driver.StatusFailed:
+					err = e.gs.FailGroup(e.ctx, id, driver.Failure{Error: "boom"})
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", id, err)
@@ -39,21 +39,21 @@ func (s suite) testLifecycle(t *testing.T) {
 					t.Fatalf("%s: status %s, want %s", id, before.Status, from)
 				}
 				switch cmd {
-				case shell.CmdStart:
+				case driver.CmdStart:
 					err = e.gs.StartGroup(e.ctx, id)
-				case shell.CmdStop:
+				case driver.CmdStop:
 					err = e.gs.StopGroup(e.ctx, id, "stop")
-				case shell.CmdReset:
+				case driver.CmdReset:
 					err = e.gs.ResetGroup(e.ctx, id)
 				}
-				next, terr := shell.Transition(id, from, cmd)
+				next, terr := driver.Transition(id, from, cmd)
 				if terr != nil {
-					var ie *shell.InvalidTransitionError
+					var ie *driver.InvalidTransitionError
 					if !errors.As(err, &ie) {
 						t.Fatalf("%s %s: error %v, want an *InvalidTransitionError", cmd, id, err)
 					}
-					if ie.Group != id || ie.Status != from || ie.Command != cmd || !slices.Equal(ie.Accepts, shell.Accepts(from)) {
-						t.Fatalf("%s %s: %+v, want the group, its status %s, the command and what it accepts %v", cmd, id, ie, from, shell.Accepts(from))
+					if ie.Group != id || ie.Status != from || ie.Command != cmd || !slices.Equal(ie.Accepts, driver.Accepts(from)) {
+						t.Fatalf("%s %s: %+v, want the group, its status %s, the command and what it accepts %v", cmd, id, ie, from, driver.Accepts(from))
 					}
 					if after := e.info(id); !sameInfo(after, before) {
 						t.Fatalf("%s %s was refused but changed the group: %+v, was %+v", cmd, id, after, before)
@@ -77,24 +77,24 @@ func (s suite) testLifecycle(t *testing.T) {
 		unknownGroup(t, e.gs.StopGroup(e.ctx, nope, "x"), nope, known...)
 		unknownGroup(t, e.gs.StartGroup(e.ctx, nope), nope, known...)
 		unknownGroup(t, e.gs.ResetGroup(e.ctx, nope), nope, known...)
-		unknownGroup(t, e.gs.RetryGroup(e.ctx, nope, epoch, shell.Failure{}), nope, known...)
-		unknownGroup(t, e.gs.FailGroup(e.ctx, nope, shell.Failure{}), nope, known...)
+		unknownGroup(t, e.gs.RetryGroup(e.ctx, nope, epoch, driver.Failure{}), nope, known...)
+		unknownGroup(t, e.gs.FailGroup(e.ctx, nope, driver.Failure{}), nope, known...)
 		_, err := e.gs.Group(e.ctx, nope)
 		unknownGroup(t, err, nope, known...)
-		_, err = e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{Group: nope})
+		_, err = e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{Group: nope})
 		unknownGroup(t, err, nope, known...)
-		unknownGroup(t, e.gs.Release(e.ctx, &shell.ClaimedPartition{Group: nope, WorkerID: "w1", OffsetID: 1}), nope, known...)
+		unknownGroup(t, e.gs.Release(e.ctx, &driver.ClaimedPartition{Group: nope, WorkerID: "w1", OffsetID: 1}), nope, known...)
 	})
 
 	t.Run("stop keeps a reason and a failure; start clears them", func(t *testing.T) {
 		e := s.genv(t, devices)
 		at := epoch.Add(time.Minute)
-		f := shell.Failure{RetryCount: 3, RetryAt: &at, OffsetID: 2, ErrorType: "*fs.PathError", Error: "open x: no such file", Stack: "goroutine 1 [running]:\nmain.main()"}
+		f := driver.Failure{RetryCount: 3, RetryAt: &at, OffsetID: 2, ErrorType: "*fs.PathError", Error: "open x: no such file", Stack: "goroutine 1 [running]:\nmain.main()"}
 		if err := e.gs.FailGroup(e.ctx, devices, f); err != nil {
 			t.Fatal(err)
 		}
 		got := e.info(devices)
-		if got.Status != shell.StatusFailed || !sameFailure(got.Failure, f) || !got.RetryAt.IsZero() {
+		if got.Status != driver.StatusFailed || !sameFailure(got.Failure, f) || !got.RetryAt.IsZero() {
 			t.Fatalf("failed group %+v, want failed with %+v as given and no retry time", got, f)
 		}
 		if err := e.gs.StopGroup(e.ctx, devices, "investigating"); err != nil {
@@ -102,13 +102,13 @@ func (s suite) testLifecycle(t *testing.T) {
 		}
 		stopped := f
 		stopped.Reason = "investigating"
-		if got := e.info(devices); got.Status != shell.StatusStopped || !sameFailure(got.Failure, stopped) {
+		if got := e.info(devices); got.Status != driver.StatusStopped || !sameFailure(got.Failure, stopped) {
 			t.Fatalf("stopped group %+v, want stopped with %+v", got, stopped)
 		}
 		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.info(devices); got.Status != shell.StatusActive || !sameFailure(got.Failure, shell.Failure{}) || !got.RetryAt.IsZero() {
+		if got := e.info(devices); got.Status != driver.StatusActive || !sameFailure(got.Failure, driver.Failure{}) || !got.RetryAt.IsZero() {
 			t.Fatalf("started group %+v, want active with an empty failure", got)
 		}
 	})
@@ -119,10 +119,10 @@ func (s suite) testLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := e.info(devices)
-		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(time.Second), shell.Failure{RetryCount: 1, Error: "late"}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(time.Second), driver.Failure{RetryCount: 1, Error: "late"}); err != nil {
 			t.Fatalf("retry of a stopped group: %v", err)
 		}
-		if err := e.gs.FailGroup(e.ctx, devices, shell.Failure{Error: "late"}); err != nil {
+		if err := e.gs.FailGroup(e.ctx, devices, driver.Failure{Error: "late"}); err != nil {
 			t.Fatalf("fail of a stopped group: %v", err)
 		}
 		if got := e.info(devices); !sameInfo(got, before) {
@@ -131,17 +131,17 @@ func (s suite) testLifecycle(t *testing.T) {
 		if err := e.gs.StartGroup(e.ctx, devices); err != nil {
 			t.Fatal(err)
 		}
-		f := shell.Failure{Error: "first"}
+		f := driver.Failure{Error: "first"}
 		if err := e.gs.FailGroup(e.ctx, devices, f); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.gs.FailGroup(e.ctx, devices, shell.Failure{Error: "second"}); err != nil {
+		if err := e.gs.FailGroup(e.ctx, devices, driver.Failure{Error: "second"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.gs.RetryGroup(e.ctx, devices, epoch, shell.Failure{Error: "third"}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, devices, epoch, driver.Failure{Error: "third"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.info(devices); got.Status != shell.StatusFailed || !sameFailure(got.Failure, f) {
+		if got := e.info(devices); got.Status != driver.StatusFailed || !sameFailure(got.Failure, f) {
 			t.Fatalf("failed group %+v, want failed with its first failure", got)
 		}
 	})
@@ -159,7 +159,7 @@ func (s suite) testLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.expectClaim(e.claim(devices, "w1", 10), part("device_id", "d1"), false, 1)
-		if err := e.gs.FailGroup(e.ctx, devices, shell.Failure{Error: "boom"}); err != nil {
+		if err := e.gs.FailGroup(e.ctx, devices, driver.Failure{Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		e.noClaim(devices, "w2")
@@ -175,11 +175,11 @@ func (s suite) testLifecycle(t *testing.T) {
 		c1 := e.claim(devices, "w1", 10)
 		e.release(c1)
 		at := e.clock.Now().Add(10 * time.Second)
-		f := shell.Failure{RetryCount: 1, RetryAt: &at, OffsetID: c1.OffsetID, ErrorType: "*errors.errorString", Error: "boom"}
+		f := driver.Failure{RetryCount: 1, RetryAt: &at, OffsetID: c1.OffsetID, ErrorType: "*errors.errorString", Error: "boom"}
 		if err := e.gs.RetryGroup(e.ctx, devices, at, f); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.info(devices); got.Status != shell.StatusRetrying || !got.RetryAt.Equal(at) || !sameFailure(got.Failure, f) {
+		if got := e.info(devices); got.Status != driver.StatusRetrying || !got.RetryAt.Equal(at) || !sameFailure(got.Failure, f) {
 			t.Fatalf("retrying group %+v, want retrying until %v with %+v", got, at, f)
 		}
 		e.noClaim(devices, "w1")
@@ -191,11 +191,11 @@ func (s suite) testLifecycle(t *testing.T) {
 		c2 := e.claim(devices, "w2", 10)
 		e.expectClaim(c2, part("device_id", "d2"), false, 2)
 		e.ack(c2, 2)
-		if got := e.info(devices); got.Status != shell.StatusRetrying || got.Failure.RetryCount != 1 {
+		if got := e.info(devices); got.Status != driver.StatusRetrying || got.Failure.RetryCount != 1 {
 			t.Fatalf("after another partition's ack: %+v, want still retrying (only the failed partition recovers it)", got)
 		}
 		e.ack(c1, 1)
-		if got := e.info(devices); got.Status != shell.StatusActive || !got.RetryAt.IsZero() || !sameFailure(got.Failure, shell.Failure{}) {
+		if got := e.info(devices); got.Status != driver.StatusActive || !got.RetryAt.IsZero() || !sameFailure(got.Failure, driver.Failure{}) {
 			t.Fatalf("after the failed partition's ack: %+v, want active with an empty failure", got)
 		}
 	})
@@ -219,7 +219,7 @@ func (s suite) testLifecycle(t *testing.T) {
 			}
 		}
 		info := e.info(devices)
-		if info.Status != shell.StatusStopped || info.HighestPosition != 3 {
+		if info.Status != driver.StatusStopped || info.HighestPosition != 3 {
 			t.Fatalf("reset group %+v, want still stopped with highest position 3", info)
 		}
 		e.noClaim(devices, "w1")
@@ -227,7 +227,7 @@ func (s suite) testLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.append(deviceRegistered{DeviceID: "d2", Name: "e"}) // 5
-		got := map[string]*shell.ClaimedPartition{}
+		got := map[string]*driver.ClaimedPartition{}
 		for range 3 {
 			c := e.claim(devices, "w1", 10)
 			got[c.Partition["device_id"]] = c
@@ -344,7 +344,7 @@ func (s suite) testHousekeeping(t *testing.T) {
 		// while a worker holds it.
 		for range 2 {
 			c := e.claim(devices, "w1", 10)
-			err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 				if c.Partition["device_id"] == "d1" {
 					if err := gtx.Delete(c.Last()); err != nil {
 						return err
@@ -357,14 +357,14 @@ func (s suite) testHousekeeping(t *testing.T) {
 			}
 		}
 		held := e.claim(devices, "w2", 10)
-		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Delete(held.Last()) }); err != nil {
+		if err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error { return gtx.Delete(held.Last()) }); err != nil {
 			t.Fatal(err)
 		}
 		// A composite partition keeps its offset while a message carrying
 		// some of its keys remains: a new offset would deliver it again.
 		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}, courseClosed{CourseName: "Algebra"}) // 4, 5
 		c := e.claim(enrolments, "w1", 10)
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Delete(4); err != nil {
 				return err
 			}
@@ -424,7 +424,7 @@ func (s suite) testOffsets(t *testing.T) {
 				t.Fatalf("stats of %s: %+v, want what Group says: %+v", g.ID, g, want)
 			}
 		}
-		if st.Groups[0].Status != shell.StatusStopped || st.Groups[0].Failure.Reason != "paused" || st.Groups[1].NewestProcessed != c.Last() || st.Groups[1].Label != "Devices" {
+		if st.Groups[0].Status != driver.StatusStopped || st.Groups[0].Failure.Reason != "paused" || st.Groups[1].NewestProcessed != c.Last() || st.Groups[1].Label != "Devices" {
 			t.Fatalf("stats groups %+v", st.Groups)
 		}
 	})
@@ -448,34 +448,34 @@ func (s suite) testOffsets(t *testing.T) {
 		if !slices.Equal(order, wantOrder) {
 			t.Fatalf("offsets in order %v, want %v (by creation)", order, wantOrder)
 		}
-		page, err := e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{Group: devices, Limit: 2})
+		page, err := e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{Group: devices, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if page.Total != 3 || len(page.Offsets) != 2 || page.Offsets[0].ID != ids[0] || page.Offsets[1].ID != ids[2] {
 			t.Fatalf("first page of devices: %+v, want offsets %d and %d of 3", page, ids[0], ids[2])
 		}
-		page, err = e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{Group: devices, Limit: 2, From: page.Offsets[1].ID + 1})
+		page, err = e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{Group: devices, Limit: 2, From: page.Offsets[1].ID + 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if page.Total != 3 || len(page.Offsets) != 1 || page.Offsets[0].ID != ids[4] {
 			t.Fatalf("second page of devices: %+v, want offset %d of 3", page, ids[4])
 		}
-		page, err = e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{From: ids[1]})
+		page, err = e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{From: ids[1]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if page.Total != 5 || len(page.Offsets) != 4 || page.Offsets[0].ID != ids[1] {
 			t.Fatalf("offsets from %d: %+v, want 4 from it (inclusive) of 5", ids[1], page)
 		}
-		page, err = e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{From: ids[4] + 1})
+		page, err = e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{From: ids[4] + 1})
 		if err != nil || page.Total != 5 || len(page.Offsets) != 0 {
 			t.Fatalf("offsets past the last: %+v, %v; want none of 5", page, err)
 		}
 
-		var iterated []shell.Offset
-		for o, err := range e.gs.Offsets(e.ctx, shell.OffsetQuery{Limit: 2}) {
+		var iterated []driver.Offset
+		for o, err := range e.gs.Offsets(e.ctx, driver.OffsetQuery{Limit: 2}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,7 +485,7 @@ func (s suite) testOffsets(t *testing.T) {
 			t.Fatalf("Offsets yields %+v, want %+v", iterated, all)
 		}
 		n := 0
-		for _, err := range e.gs.Offsets(e.ctx, shell.OffsetQuery{Group: bindings, Limit: 1}) {
+		for _, err := range e.gs.Offsets(e.ctx, driver.OffsetQuery{Group: bindings, Limit: 1}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -496,7 +496,7 @@ func (s suite) testOffsets(t *testing.T) {
 			t.Fatalf("breaking out of Offsets after %d offsets", n)
 		}
 		var iterErr error
-		for _, err := range e.gs.Offsets(e.ctx, shell.OffsetQuery{Group: "storetest.nope"}) {
+		for _, err := range e.gs.Offsets(e.ctx, driver.OffsetQuery{Group: "storetest.nope"}) {
 			iterErr = err
 		}
 		unknownGroup(t, iterErr, "storetest.nope", bindings, devices)
@@ -509,8 +509,8 @@ func (s suite) testOffsets(t *testing.T) {
 		c := e.claim(devices, "w1", 10)
 		e.clock.Advance(time.Second)
 		o, _ := e.offset(devices, part("device_id", "d1"))
-		want := shell.Offset{ID: c.OffsetID, Group: devices, GroupStatus: shell.StatusActive, Partition: part("device_id", "d1"), Claimed: true, ClaimedAt: claimedAt, ClaimedBy: "w1"}
-		if !sameOffsets([]shell.Offset{o}, []shell.Offset{want}) {
+		want := driver.Offset{ID: c.OffsetID, Group: devices, GroupStatus: driver.StatusActive, Partition: part("device_id", "d1"), Claimed: true, ClaimedAt: claimedAt, ClaimedBy: "w1"}
+		if !sameOffsets([]driver.Offset{o}, []driver.Offset{want}) {
 			t.Fatalf("claimed offset %+v, want %+v", o, want)
 		}
 		e.ack(c, 1)
@@ -518,8 +518,8 @@ func (s suite) testOffsets(t *testing.T) {
 			t.Fatal(err)
 		}
 		o, _ = e.offset(devices, part("device_id", "d1"))
-		want = shell.Offset{ID: c.OffsetID, Group: devices, GroupStatus: shell.StatusStopped, Partition: part("device_id", "d1"), LastPosition: 1}
-		if !sameOffsets([]shell.Offset{o}, []shell.Offset{want}) {
+		want = driver.Offset{ID: c.OffsetID, Group: devices, GroupStatus: driver.StatusStopped, Partition: part("device_id", "d1"), LastPosition: 1}
+		if !sameOffsets([]driver.Offset{o}, []driver.Offset{want}) {
 			t.Fatalf("acked offset %+v, want %+v", o, want)
 		}
 	})
@@ -531,12 +531,12 @@ func (s suite) testOffsets(t *testing.T) {
 			batch[i] = deviceRegistered{DeviceID: fmt.Sprint("d", i), Name: "x"}
 		}
 		e.append(batch...)
-		page, err := e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{})
-		if err != nil || len(page.Offsets) != shell.DefaultPageSize || page.Total != 60 {
-			t.Fatalf("default page: %d offsets of %d, %v; want %d of 60", len(page.Offsets), page.Total, err, shell.DefaultPageSize)
+		page, err := e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{})
+		if err != nil || len(page.Offsets) != driver.DefaultPageSize || page.Total != 60 {
+			t.Fatalf("default page: %d offsets of %d, %v; want %d of 60", len(page.Offsets), page.Total, err, driver.DefaultPageSize)
 		}
 		n := 0
-		for _, err := range e.gs.Offsets(e.ctx, shell.OffsetQuery{}) {
+		for _, err := range e.gs.Offsets(e.ctx, driver.OffsetQuery{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -553,7 +553,7 @@ func (s suite) testOffsets(t *testing.T) {
 		e.ack(e.claim(devices, "w1", 10), 4) // d1
 		e.ack(e.claim(devices, "w1", 10), 2) // d2
 		got := e.info(devices)
-		want := shell.GroupInfo{ID: devices, Label: "Devices", Status: shell.StatusActive, OldestProcessed: 2, NewestProcessed: 4, Partitions: 3, HighestPosition: 4, PartitionBy: []string{"device_id"}}
+		want := driver.GroupInfo{ID: devices, Label: "Devices", Status: driver.StatusActive, OldestProcessed: 2, NewestProcessed: 4, Partitions: 3, HighestPosition: 4, PartitionBy: []string{"device_id"}}
 		if !sameInfo(got, want) {
 			t.Fatalf("group info %+v, want %+v", got, want)
 		}
@@ -565,7 +565,7 @@ func (s suite) testQueue(t *testing.T) {
 		e := s.genv(t, jobs, devices)
 		res := e.append(deposit{"acc1", 1}, deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 2}, deposit{"acc1", 3})
 		ids := map[int64]string{1: res.Messages[0].ID.String(), 3: res.Messages[2].ID.String(), 4: res.Messages[3].ID.String()}
-		var claims []*shell.ClaimedPartition
+		var claims []*driver.ClaimedPartition
 		seen := map[int64]bool{}
 		for _, w := range []string{"w1", "w2", "w3"} {
 			c := e.claim(jobs, w, 10)
@@ -582,7 +582,7 @@ func (s suite) testQueue(t *testing.T) {
 		}
 		e.noClaim(jobs, "w4")
 		for _, c := range claims {
-			err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+			err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 				if err := gtx.Delete(c.Last()); err != nil {
 					return err
 				}
@@ -620,8 +620,8 @@ func (s suite) testQueue(t *testing.T) {
 
 	t.Run("a job handled synchronously is skipped", func(t *testing.T) {
 		e := s.genv(t, jobs)
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			res, err := tx.Append(msgs(deposit{"acc1", 1}), shell.AppendOptions{})
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			res, err := tx.Append(msgs(deposit{"acc1", 1}), driver.AppendOptions{})
 			if err != nil {
 				return err
 			}
@@ -642,7 +642,7 @@ func (s suite) testQueue(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d1", Name: "b"}, deviceRegistered{DeviceID: "d1", Name: "c"}, deviceRegistered{DeviceID: "d2", Name: "d"})
 		c := e.claim(devices, "w1", 1)
 		e.expectClaim(c, part("device_id", "d1"), false, 1)
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Delete(1); err != nil {
 				return err
 			}
@@ -666,7 +666,7 @@ func (s suite) testQueue(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deposit{"acc1", 1}, deviceRegistered{DeviceID: "d1", Name: "b"}, deposit{"acc1", 2})
 		job := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job", job.Messages, 2)
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			for _, pos := range []int64{1, 2, 3} {
 				if err := gtx.Delete(pos); err != nil {
 					return err
@@ -692,7 +692,7 @@ func (s suite) testQueue(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(deposit{"acc1", 1}, deposit{"acc1", 2})
 		c := e.claim(jobs, "w1", 10)
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Delete(c.Last()); err != nil {
 				return err
 			}
@@ -715,7 +715,7 @@ func (s suite) testQueue(t *testing.T) {
 	t.Run("deleting positions not in the log does nothing", func(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(deposit{"acc1", 1})
-		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Delete(7, 0, -1) }); err != nil {
+		if err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error { return gtx.Delete(7, 0, -1) }); err != nil {
 			t.Fatalf("delete of missing positions: %v", err)
 		}
 		e.expectPositions("log", e.log(), 1)
@@ -730,13 +730,13 @@ func (s suite) testGroupTx(t *testing.T) {
 		job := e.claim(jobs, "w1", 10)
 		e.release(job)
 		// The ack would recover the group: the group's row is undone too.
-		if err := e.gs.RetryGroup(e.ctx, devices, e.clock.Now(), shell.Failure{RetryCount: 1, OffsetID: c.OffsetID}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, devices, e.clock.Now(), driver.Failure{RetryCount: 1, OffsetID: c.OffsetID}); err != nil {
 			t.Fatal(err)
 		}
 		log, offsets := e.log(), e.offsets("")
-		infos := []shell.GroupInfo{e.info(devices), e.info(jobs)}
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
-			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "b"}, deposit{"acc2", 2}), shell.AppendOptions{}); err != nil {
+		infos := []driver.GroupInfo{e.info(devices), e.info(jobs)}
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
+			if _, err := tx.Append(msgs(deviceRegistered{DeviceID: "d2", Name: "b"}, deposit{"acc2", 2}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			if err := gtx.Ack(c, 1); err != nil {
@@ -767,7 +767,7 @@ func (s suite) testGroupTx(t *testing.T) {
 		}
 		e.noClaim(devices, "w2")
 		e.ack(c, 1)
-		if got := e.info(devices).Status; got != shell.StatusActive {
+		if got := e.info(devices).Status; got != driver.StatusActive {
 			t.Fatalf("status %s after the failed partition's ack, want active", got)
 		}
 		e.expectPositions("the job", e.claim(jobs, "w2", 10).Messages, 2)
@@ -784,7 +784,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		var seen []string
-		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx driver.Tx, c *driver.ClaimedPartition) error {
 			for c != nil {
 				seen = append(seen, c.Partition["device_id"])
 				if err := tx.Ack(c, c.Messages[len(c.Messages)-1].Position); err != nil {
@@ -812,7 +812,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"})
 		offsets := e.offsets(devices)
-		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx shell.Tx, c *shell.ClaimedPartition) error {
+		did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx driver.Tx, c *driver.ClaimedPartition) error {
 			if err := tx.Ack(c, 1); err != nil {
 				return err
 			}
@@ -834,7 +834,7 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	t.Run("nothing to claim calls nothing", func(t *testing.T) {
 		e := s.genv(t, devices)
 		for range 2 { // the second answer may come from the idle latch
-			did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(shell.Tx, *shell.ClaimedPartition) error {
+			did, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(driver.Tx, *driver.ClaimedPartition) error {
 				t.Fatal("fn called for an idle group")
 				return nil
 			})
@@ -846,14 +846,14 @@ func (s suite) testClaimUpdate(t *testing.T) {
 	t.Run("bad arguments", func(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
-		fn := func(shell.Tx, *shell.ClaimedPartition) error { return nil }
+		fn := func(driver.Tx, *driver.ClaimedPartition) error { return nil }
 		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "", 10, fn); err == nil {
 			t.Fatal("ClaimUpdate with no worker id succeeded")
 		}
 		if _, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 0, fn); err == nil {
 			t.Fatal("ClaimUpdate of 0 messages succeeded")
 		}
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			_, err := gtx.ClaimNext("nope", "w1", 10)
 			return err
 		})

@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // claimMany claims up to n partitions of group for worker with
-// shell.ClaimManyTx in a transaction of its own, batches of up to batch
+// driver.ClaimManyTx in a transaction of its own, batches of up to batch
 // messages, and checks each claim's group, worker and size.
-func (e *genv) claimMany(group, worker string, batch, n int) []*shell.ClaimedPartition {
+func (e *genv) claimMany(group, worker string, batch, n int) []*driver.ClaimedPartition {
 	e.t.Helper()
-	var out []*shell.ClaimedPartition
-	err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+	var out []*driver.ClaimedPartition
+	err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
 		var err error
 		out, err = manyTx(e.t, tx).ClaimMany(group, worker, batch, n)
 		return err
@@ -29,7 +29,7 @@ func (e *genv) claimMany(group, worker string, batch, n int) []*shell.ClaimedPar
 
 // checkMany checks claims ClaimMany returned: at most n, distinct
 // partitions, each of group for worker with 1 to batch messages.
-func (e *genv) checkMany(out []*shell.ClaimedPartition, group, worker string, batch, n int) {
+func (e *genv) checkMany(out []*driver.ClaimedPartition, group, worker string, batch, n int) {
 	e.t.Helper()
 	if len(out) > n {
 		e.t.Fatalf("claim %d partitions of %s: %d claims", n, group, len(out))
@@ -52,12 +52,12 @@ func (e *genv) checkMany(out []*shell.ClaimedPartition, group, worker string, ba
 	}
 }
 
-// manyTx is tx as a shell.ClaimManyTx (every store of the suite has it).
-func manyTx(t tb, tx shell.Tx) shell.ClaimManyTx {
+// manyTx is tx as a driver.ClaimManyTx (every store of the suite has it).
+func manyTx(t tb, tx driver.Tx) driver.ClaimManyTx {
 	t.Helper()
-	m, ok := tx.(shell.ClaimManyTx)
+	m, ok := tx.(driver.ClaimManyTx)
 	if !ok {
-		t.Fatalf("the transaction %T is not a shell.ClaimManyTx", tx)
+		t.Fatalf("the transaction %T is not a driver.ClaimManyTx", tx)
 	}
 	return m
 }
@@ -70,7 +70,7 @@ func (e *genv) noClaims(group, worker string) {
 	}
 }
 
-// testClaimMany: shell.ClaimManyTx, several partitions claimed in one
+// testClaimMany: driver.ClaimManyTx, several partitions claimed in one
 // step, held to what successive ClaimNext calls would do.
 func (s suite) testClaimMany(t *testing.T) {
 	d := func(id string) map[string]string { return part("device_id", id) }
@@ -94,7 +94,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		}
 		e.expectClaim(got[0], d("d1"), false, 4, 6)
 		e.noClaims(devices, "w1")
-		err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			for _, c := range append(first, got...) {
 				if err := gtx.Ack(c, c.Last()); err != nil {
 					return err
@@ -121,9 +121,9 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
 		held := e.claim(devices, "w1", 10)
 		e.expectClaim(held, d("d1"), false, 1)
-		var first *shell.ClaimedPartition
-		var rest []*shell.ClaimedPartition
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+		var first *driver.ClaimedPartition
+		var rest []*driver.ClaimedPartition
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 			var err error
 			if first, err = gtx.ClaimNext(devices, "w2", 10); err != nil {
 				return err
@@ -145,7 +145,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		// The holder acks; the others' claims are theirs.
 		e.ack(held, 1)
 		for _, c := range append(rest, first) {
-			notClaimant(t, e.gs.Ack(e.ctx, &shell.ClaimedPartition{Group: c.Group, WorkerID: "w1", OffsetID: c.OffsetID, Partition: c.Partition, Messages: c.Messages}, c.Last()), "w1 acking w2's claim")
+			notClaimant(t, e.gs.Ack(e.ctx, &driver.ClaimedPartition{Group: c.Group, WorkerID: "w1", OffsetID: c.OffsetID, Partition: c.Partition, Messages: c.Messages}, c.Last()), "w1 acking w2's claim")
 			e.ack(c, c.Last())
 		}
 		e.noClaims(devices, "w1")
@@ -182,8 +182,8 @@ func (s suite) testClaimMany(t *testing.T) {
 		e := s.genv(t, devices)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		offsets := e.offsets(devices)
-		var got []*shell.ClaimedPartition
-		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+		var got []*driver.ClaimedPartition
+		err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
 			var err error
 			if got, err = manyTx(t, tx).ClaimMany(devices, "w1", 10, 2); err != nil {
 				return err
@@ -229,7 +229,7 @@ func (s suite) testClaimMany(t *testing.T) {
 			e.release(c)
 		}
 		at := e.clock.Now().Add(time.Minute)
-		if err := e.gs.RetryGroup(e.ctx, devices, at, shell.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, devices, at, driver.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		e.noClaims(devices, "w1")
@@ -242,7 +242,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		}
 		e.expectClaim(got[0], d("d1"), false, 1)
 		e.expectClaim(got[1], d("d2"), false, 2)
-		if err := e.gs.FailGroup(e.ctx, devices, shell.Failure{OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+		if err := e.gs.FailGroup(e.ctx, devices, driver.Failure{OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range got {
@@ -256,9 +256,9 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"})
 		c := e.claim(devices, "w1", 10)
 		e.expectClaim(c, d("d1"), false, 1)
-		f := shell.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: typeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
-		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		f := driver.Failure{OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: typeDeviceRegistered, MessageID: c.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, devices, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -276,8 +276,8 @@ func (s suite) testClaimMany(t *testing.T) {
 	t.Run("a delete-on-ack queue: many jobs claimed, acknowledged and deleted in one transaction", func(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3}, deposit{"a4", 4}, deposit{"a5", 5})
-		var got []*shell.ClaimedPartition
-		err := e.update(func(tx shell.Tx, gtx shell.GroupTx) error {
+		var got []*driver.ClaimedPartition
+		err := e.update(func(tx driver.Tx, gtx driver.GroupTx) error {
 			var err error
 			if got, err = manyTx(t, tx).ClaimMany(jobs, "w1", 10, 4); err != nil {
 				return err
@@ -320,7 +320,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e.expectPositions("the held job", held.Messages, 1)
 		// Job 3 is deleted before a worker claims it: its partition has
 		// nothing left to claim.
-		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Delete(3) }); err != nil {
+		if err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error { return gtx.Delete(3) }); err != nil {
 			t.Fatal(err)
 		}
 		got := e.claimMany(jobs, "w2", 10, 10)
@@ -339,7 +339,7 @@ func (s suite) testClaimMany(t *testing.T) {
 			t.Fatalf("%d claims after releasing job 5, want it alone", len(again))
 		}
 		e.expectPositions("the released job", again[0].Messages, 5)
-		for _, c := range []*shell.ClaimedPartition{held, got[0], again[0], got[2]} {
+		for _, c := range []*driver.ClaimedPartition{held, got[0], again[0], got[2]} {
 			e.ack(c, c.Last())
 		}
 		e.noClaims(jobs, "w1")
@@ -355,7 +355,7 @@ func (s suite) testClaimMany(t *testing.T) {
 		e := s.genv(t, jobs)
 		e.append(deposit{"a1", 1}, deposit{"a2", 2}, deposit{"a3", 3})
 		offsets := e.offsets(jobs)
-		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+		err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
 			got, err := manyTx(t, tx).ClaimMany(jobs, "w1", 10, 2)
 			if err == nil && len(got) != 2 {
 				t.Errorf("%d claims in the transaction rolled back, want 2", len(got))
@@ -386,16 +386,16 @@ func (s suite) testClaimMany(t *testing.T) {
 			e.release(c)
 		}
 		at := e.clock.Now().Add(time.Minute)
-		if err := e.gs.RetryGroup(e.ctx, jobs, at, shell.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, jobs, at, driver.Failure{RetryCount: 1, OffsetID: got[0].OffsetID, Error: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		e.noClaims(jobs, "w1")
 		e.clock.Advance(time.Minute)
 		first := e.claim(jobs, "w1", 10)
 		e.expectPositions("the first job once the retry time came", first.Messages, 1)
-		f := shell.Failure{OffsetID: first.OffsetID, Partition: core.Partition(first.Partition).String(), MessageType: typeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
-		if _, err := e.gs.ChangeGroup(e.ctx, jobs, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		f := driver.Failure{OffsetID: first.OffsetID, Partition: core.Partition(first.Partition).String(), MessageType: typeDeposit, MessageID: first.Messages[0].ID.String(), Position: 1, ErrorType: "*errors.errorString", Error: "poison"}
+		if _, err := e.gs.ChangeGroup(e.ctx, jobs, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -415,7 +415,7 @@ func (s suite) testClaimMany(t *testing.T) {
 			worker       string
 			batch, parts int
 		}{{"", 10, 10}, {"w1", 0, 10}, {"w1", 10, 0}} {
-			err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+			err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
 				_, err := manyTx(t, tx).ClaimMany(devices, c.worker, c.batch, c.parts)
 				return err
 			})
@@ -423,7 +423,7 @@ func (s suite) testClaimMany(t *testing.T) {
 				t.Fatalf("ClaimMany(%q, batch %d, partitions %d) accepted", c.worker, c.batch, c.parts)
 			}
 		}
-		err := e.update(func(tx shell.Tx, _ shell.GroupTx) error {
+		err := e.update(func(tx driver.Tx, _ driver.GroupTx) error {
 			_, err := manyTx(t, tx).ClaimMany("storetest.nope", "w1", 10, 10)
 			return err
 		})

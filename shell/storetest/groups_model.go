@@ -13,7 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testGroupModel checks consumer groups against a model over random
@@ -44,7 +44,7 @@ func (s suite) testGroupModel(t *testing.T) {
 		for _, id := range []string{enrolments, accounts} {
 			spec := groupSpec(id)
 			m.e.register(spec)
-			m.groups = append(m.groups, &mgroup{spec: spec, status: shell.StatusActive, parts: map[string]*mpart{}})
+			m.groups = append(m.groups, &mgroup{spec: spec, status: driver.StatusActive, parts: map[string]*mpart{}})
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"append":        m.append,
@@ -78,10 +78,10 @@ type mmsg struct {
 }
 
 type mgroup struct {
-	spec    shell.GroupSpec
-	status  shell.Status
+	spec    driver.GroupSpec
+	status  driver.Status
 	retryAt time.Time
-	failure shell.Failure
+	failure driver.Failure
 	highest int64
 	parts   map[string]*mpart // by core.Partition's String
 	// replay holds, per partition, how far it had been acknowledged when the
@@ -98,7 +98,7 @@ type mpart struct {
 
 type mclaim struct {
 	g   *mgroup
-	c   *shell.ClaimedPartition
+	c   *driver.ClaimedPartition
 	key string
 }
 
@@ -148,7 +148,7 @@ func (m *groupModel) payload(t *rapid.T) any {
 	}
 }
 
-func (m *groupModel) logged(res shell.AppendResult) {
+func (m *groupModel) logged(res driver.AppendResult) {
 	for i, msg := range res.Messages {
 		m.log = append(m.log, mmsg{pos: res.Positions[i], typ: msg.Type, keys: keysOf(m.e.reg, msg.Payload)})
 	}
@@ -160,7 +160,7 @@ func (m *groupModel) append(t *rapid.T) {
 	for i := range batch {
 		batch[i] = m.payload(t)
 	}
-	res, err := m.e.gs.Append(m.e.ctx, msgs(batch...), shell.AppendOptions{})
+	res, err := m.e.gs.Append(m.e.ctx, msgs(batch...), driver.AppendOptions{})
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
@@ -245,7 +245,7 @@ func (m *groupModel) claim(t *rapid.T) {
 		t.Fatalf("claim %s as %s: %v", g.spec.ID, w, err)
 	}
 	cands := m.candidates(g)
-	if !shell.Claimable(g.status, g.retryAt, e.clock.Now()) || len(cands) == 0 {
+	if !driver.Claimable(g.status, g.retryAt, e.clock.Now()) || len(cands) == 0 {
 		if c != nil {
 			t.Fatalf("%s (%s) claimed %v with %s, but the model has nothing to claim", g.spec.ID, g.status, c.Partition, describe(c.Messages))
 		}
@@ -318,8 +318,8 @@ func (m *groupModel) acked(mc *mclaim, p *mpart, pos int64) {
 	p.last = max(p.last, pos)
 	p.holder, p.offsetID = "", 0
 	g.highest = max(g.highest, pos)
-	if g.status == shell.StatusRetrying && g.failure.OffsetID == mc.c.OffsetID {
-		g.status, g.retryAt, g.failure = shell.StatusActive, time.Time{}, shell.Failure{}
+	if g.status == driver.StatusRetrying && g.failure.OffsetID == mc.c.OffsetID {
+		g.status, g.retryAt, g.failure = driver.StatusActive, time.Time{}, driver.Failure{}
 	}
 }
 
@@ -345,10 +345,10 @@ func (m *groupModel) ackInUpdate(t *rapid.T) {
 	pos := rapid.SampledFrom(positionsOf(mc.c.Messages)).Draw(t, "ack position")
 	payload := m.payload(t)
 	rollback := rapid.IntRange(0, 2).Draw(t, "rollback") == 0
-	var res shell.AppendResult
-	err := m.e.with(t).update(func(tx shell.Tx, gtx shell.GroupTx) error {
+	var res driver.AppendResult
+	err := m.e.with(t).update(func(tx driver.Tx, gtx driver.GroupTx) error {
 		var err error
-		if res, err = tx.Append(msgs(payload), shell.AppendOptions{}); err != nil {
+		if res, err = tx.Append(msgs(payload), driver.AppendOptions{}); err != nil {
 			return err
 		}
 		if err := gtx.Ack(mc.c, pos); err != nil {
@@ -413,7 +413,7 @@ func (m *groupModel) advance(t *rapid.T) {
 	}
 	pos := rapid.Int64Range(1, m.log[len(m.log)-1].pos).Draw(t, "position")
 	var moved bool
-	err := m.e.with(t).update(func(_ shell.Tx, gtx shell.GroupTx) error {
+	err := m.e.with(t).update(func(_ driver.Tx, gtx driver.GroupTx) error {
 		var err error
 		moved, err = gtx.AdvanceOffset(g.spec.ID, partition, pos)
 		return err
@@ -442,19 +442,19 @@ func (m *groupModel) advance(t *rapid.T) {
 
 func (m *groupModel) operate(t *rapid.T) {
 	g := m.group(t)
-	cmd := rapid.SampledFrom([]shell.GroupCommand{shell.CmdStop, shell.CmdStart, shell.CmdReset}).Draw(t, "command")
+	cmd := rapid.SampledFrom([]driver.GroupCommand{driver.CmdStop, driver.CmdStart, driver.CmdReset}).Draw(t, "command")
 	var err error
 	switch cmd {
-	case shell.CmdStop:
+	case driver.CmdStop:
 		err = m.e.gs.StopGroup(m.e.ctx, g.spec.ID, "stopped by the model")
-	case shell.CmdStart:
+	case driver.CmdStart:
 		err = m.e.gs.StartGroup(m.e.ctx, g.spec.ID)
-	case shell.CmdReset:
+	case driver.CmdReset:
 		err = m.e.gs.ResetGroup(m.e.ctx, g.spec.ID)
 	}
-	next, terr := shell.Transition(g.spec.ID, g.status, cmd)
+	next, terr := driver.Transition(g.spec.ID, g.status, cmd)
 	if terr != nil {
-		var ie *shell.InvalidTransitionError
+		var ie *driver.InvalidTransitionError
 		if !errors.As(err, &ie) {
 			t.Fatalf("%s %s (%s): %v, want an *InvalidTransitionError", cmd, g.spec.ID, g.status, err)
 		}
@@ -465,12 +465,12 @@ func (m *groupModel) operate(t *rapid.T) {
 	}
 	g.status = next
 	switch cmd {
-	case shell.CmdStop:
+	case driver.CmdStop:
 		g.retryAt = time.Time{}
 		g.failure.Reason = "stopped by the model"
-	case shell.CmdStart:
-		g.retryAt, g.failure = time.Time{}, shell.Failure{}
-	case shell.CmdReset:
+	case driver.CmdStart:
+		g.retryAt, g.failure = time.Time{}, driver.Failure{}
+	case driver.CmdReset:
 		if g.replay == nil {
 			g.replay = map[string]int64{}
 		}
@@ -486,7 +486,7 @@ func (m *groupModel) operate(t *rapid.T) {
 
 func (m *groupModel) workerCommand(t *rapid.T) {
 	g := m.group(t)
-	f := shell.Failure{RetryCount: rapid.IntRange(1, 3).Draw(t, "retry count"), Error: "boom", ErrorType: "*errors.errorString"}
+	f := driver.Failure{RetryCount: rapid.IntRange(1, 3).Draw(t, "retry count"), Error: "boom", ErrorType: "*errors.errorString"}
 	var ids []int64
 	for _, mc := range m.claims {
 		if mc.g == g {
@@ -496,10 +496,10 @@ func (m *groupModel) workerCommand(t *rapid.T) {
 	if len(ids) > 0 {
 		f.OffsetID = rapid.SampledFrom(ids).Draw(t, "failed offset")
 	}
-	cmd := rapid.SampledFrom([]shell.GroupCommand{shell.CmdRetry, shell.CmdFail}).Draw(t, "command")
+	cmd := rapid.SampledFrom([]driver.GroupCommand{driver.CmdRetry, driver.CmdFail}).Draw(t, "command")
 	var err error
 	var at time.Time
-	if cmd == shell.CmdRetry {
+	if cmd == driver.CmdRetry {
 		at = m.e.clock.Now().Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "retry in")) * time.Second)
 		f.RetryAt = &at
 		err = m.e.gs.RetryGroup(m.e.ctx, g.spec.ID, at, f)
@@ -509,7 +509,7 @@ func (m *groupModel) workerCommand(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("%s %s: %v", cmd, g.spec.ID, err)
 	}
-	next, terr := shell.Transition(g.spec.ID, g.status, cmd)
+	next, terr := driver.Transition(g.spec.ID, g.status, cmd)
 	if terr != nil {
 		return // a worker command leaves the group as it is
 	}
@@ -531,7 +531,7 @@ func (m *groupModel) check(t *rapid.T) {
 			t.Fatalf("probe %s: %v", g.spec.ID, err)
 		}
 		cands := m.candidates(g)
-		switch want := shell.Claimable(g.status, g.retryAt, e.clock.Now()) && len(cands) > 0; {
+		switch want := driver.Claimable(g.status, g.retryAt, e.clock.Now()) && len(cands) > 0; {
 		case want && c == nil:
 			t.Fatalf("probe of %s claimed nothing, but partitions %v have pending work that no worker holds", g.spec.ID, slices.Sorted(maps.Keys(cands)))
 		case !want && c != nil:

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// testParking: the parking strategy's store side (shell.CmdPark through
-// ChangeGroup, and shell.Parking): a parked partition is set aside with
+// testParking: the parking strategy's store side (driver.CmdPark through
+// ChangeGroup, and driver.Parking): a parked partition is set aside with
 // its failure while the group's other partitions flow, until an operator
 // retries it, skips its failed message or resets it.
 func (s suite) testParking(t *testing.T) {
 	// park claims d1's batch, and parks d1 at the message of position at
 	// with the retry count given, the claim still held (as the router
 	// does), then releases the claim.
-	park := func(e *genv, group string, c *shell.ClaimedPartition, at int64, retries int) shell.GroupState {
+	park := func(e *genv, group string, c *driver.ClaimedPartition, at int64, retries int) driver.GroupState {
 		e.t.Helper()
 		var msg core.PositionedMessage
 		for _, m := range c.Messages {
@@ -27,9 +27,9 @@ func (s suite) testParking(t *testing.T) {
 				msg = m
 			}
 		}
-		f := shell.Failure{RetryCount: retries, OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: msg.Type, MessageID: msg.ID.String(), Position: at, ErrorType: "*errors.errorString", Error: "poison"}
-		st, err := e.gs.ChangeGroup(e.ctx, group, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+		f := driver.Failure{RetryCount: retries, OffsetID: c.OffsetID, Partition: core.Partition(c.Partition).String(), MessageType: msg.Type, MessageID: msg.ID.String(), Position: at, ErrorType: "*errors.errorString", Error: "poison"}
+		st, err := e.gs.ChangeGroup(e.ctx, group, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 		})
 		if err != nil {
 			e.t.Fatalf("park %v: %v", c.Partition, err)
@@ -48,7 +48,7 @@ func (s suite) testParking(t *testing.T) {
 		c = e.claim(devices, "w1", 10)
 		e.expectClaim(c, d1, false, 2)
 		st := park(e, devices, c, 2, 3)
-		if st.Status != shell.StatusActive {
+		if st.Status != driver.StatusActive {
 			t.Fatalf("after parking: the group is %s, want active", st.Status)
 		}
 		e.noClaim(devices, "w1")
@@ -67,7 +67,7 @@ func (s suite) testParking(t *testing.T) {
 		}
 		p := parked[0]
 		log := e.log()
-		want := shell.Failure{RetryCount: 3, OffsetID: p.OffsetID, Partition: "device_id:d1", MessageType: typeDeviceRegistered, MessageID: log[1].ID.String(), Position: 2, ErrorType: "*errors.errorString", Error: "poison"}
+		want := driver.Failure{RetryCount: 3, OffsetID: p.OffsetID, Partition: "device_id:d1", MessageType: typeDeviceRegistered, MessageID: log[1].ID.String(), Position: 2, ErrorType: "*errors.errorString", Error: "poison"}
 		if p.Group != devices || !maps.Equal(p.Partition, d1) || p.LastPosition != 1 || !sameFailure(p.Failure, want) || p.Attempts() != 4 || !p.ParkedAt.Equal(epoch) {
 			t.Fatalf("parked %+v, want %s d1 at offset 1, parked at %v with %+v and 4 attempts", p, devices, epoch, want)
 		}
@@ -88,21 +88,21 @@ func (s suite) testParking(t *testing.T) {
 		e := s.genv(t, devices, bindings)
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceBound{"d1", "x"})
 		c := e.claim(devices, "w1", 10)
-		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(-time.Second), shell.Failure{RetryCount: 2, OffsetID: c.OffsetID, Error: "poison"}); err != nil {
+		if err := e.gs.RetryGroup(e.ctx, devices, epoch.Add(-time.Second), driver.Failure{RetryCount: 2, OffsetID: c.OffsetID, Error: "poison"}); err != nil {
 			t.Fatal(err)
 		}
 		st := park(e, devices, c, 1, 2)
-		if st.Status != shell.StatusActive || st.Failure.RetryCount != 0 || !st.RetryAt.IsZero() {
+		if st.Status != driver.StatusActive || st.Failure.RetryCount != 0 || !st.RetryAt.IsZero() {
 			t.Fatalf("a retrying group after parking: %+v, want active with retry count 0", st)
 		}
-		if info := e.info(devices); info.Status != shell.StatusActive || !info.RetryAt.IsZero() {
+		if info := e.info(devices); info.Status != driver.StatusActive || !info.RetryAt.IsZero() {
 			t.Fatalf("group %+v, want active", info)
 		}
 		c = e.claim(bindings, "w1", 10)
 		if err := e.gs.StopGroup(e.ctx, bindings, "maintenance"); err != nil {
 			t.Fatal(err)
 		}
-		if st := park(e, bindings, c, 2, 0); st.Status != shell.StatusStopped {
+		if st := park(e, bindings, c, 2, 0); st.Status != driver.StatusStopped {
 			t.Fatalf("a stopped group after parking: %s, want stopped", st.Status)
 		}
 		if parked, err := e.gs.ParkedPartitions(e.ctx, bindings); err != nil || len(parked) != 1 {
@@ -189,29 +189,29 @@ func (s suite) testParking(t *testing.T) {
 		c := e.claim(devices, "w1", 10)
 		park(e, devices, c, 1, 0)
 		before := e.offsets(devices)
-		ops := map[string]func(group string, p map[string]string) (shell.ParkedPartition, error){
-			"retry": func(g string, p map[string]string) (shell.ParkedPartition, error) {
+		ops := map[string]func(group string, p map[string]string) (driver.ParkedPartition, error){
+			"retry": func(g string, p map[string]string) (driver.ParkedPartition, error) {
 				return e.gs.RetryPartition(e.ctx, g, p)
 			},
-			"skip": func(g string, p map[string]string) (shell.ParkedPartition, error) {
+			"skip": func(g string, p map[string]string) (driver.ParkedPartition, error) {
 				return e.gs.SkipFailedMessage(e.ctx, g, p)
 			},
-			"reset": func(g string, p map[string]string) (shell.ParkedPartition, error) {
+			"reset": func(g string, p map[string]string) (driver.ParkedPartition, error) {
 				return e.gs.ResetPartition(e.ctx, g, p)
 			},
 		}
 		for name, op := range ops {
 			for _, p := range []map[string]string{d2, part("device_id", "nope")} {
 				_, err := op(devices, p)
-				var ne *shell.NotParkedError
-				if !errors.Is(err, shell.ErrNotParked) || !errors.As(err, &ne) {
+				var ne *driver.NotParkedError
+				if !errors.Is(err, driver.ErrNotParked) || !errors.As(err, &ne) {
 					t.Fatalf("%s %v: %v, want ErrNotParked", name, p, err)
 				}
 				if ne.Group != devices || !maps.Equal(ne.Partition, p) || !slices.Equal(ne.Parked, []string{"device_id:d1"}) {
 					t.Fatalf("%s %v: %+v, want the group, the partition and the parked d1", name, p, ne)
 				}
 			}
-			if _, err := op(devices, part("name", "a")); err == nil || errors.Is(err, shell.ErrNotParked) {
+			if _, err := op(devices, part("name", "a")); err == nil || errors.Is(err, driver.ErrNotParked) {
 				t.Fatalf("%s with the wrong attributes: %v, want an error naming the group's partition attributes", name, err)
 			}
 			if _, err := op(jobs, part("device_id", "d1")); err == nil {
@@ -271,8 +271,8 @@ func (s suite) testParking(t *testing.T) {
 		e.append(deviceRegistered{DeviceID: "d1", Name: "a"})
 		c := e.claim(devices, "w1", 10)
 		boom := errors.New("storetest: decide failed")
-		_, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
-			return shell.GroupChange{Command: shell.CmdPark, Failure: shell.Failure{OffsetID: c.OffsetID, Position: 1}}, boom
+		_, err := e.gs.ChangeGroup(e.ctx, devices, func(driver.GroupState) (driver.GroupChange, error) {
+			return driver.GroupChange{Command: driver.CmdPark, Failure: driver.Failure{OffsetID: c.OffsetID, Position: 1}}, boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("ChangeGroup: %v, want the decide error", err)
@@ -306,7 +306,7 @@ func (s suite) testResumeWakes(t *testing.T) {
 		t.Fatal("start of an active group: no error")
 	}
 	e.expectNotes()
-	if err := e.gs.RetryGroup(e.ctx, bindings, epoch.Add(time.Hour), shell.Failure{RetryCount: 1}); err != nil {
+	if err := e.gs.RetryGroup(e.ctx, bindings, epoch.Add(time.Hour), driver.Failure{RetryCount: 1}); err != nil {
 		t.Fatal(err)
 	}
 	e.notes.take()
@@ -316,9 +316,9 @@ func (s suite) testResumeWakes(t *testing.T) {
 	e.expectNotes([]string{typeDeviceBound})
 
 	c := e.claim(devices, "w1", 10)
-	f := shell.Failure{OffsetID: c.OffsetID, Position: 1, Error: "poison"}
-	if _, err := e.gs.ChangeGroup(e.ctx, devices, func(shell.GroupState) (shell.GroupChange, error) {
-		return shell.GroupChange{Command: shell.CmdPark, Failure: f}, nil
+	f := driver.Failure{OffsetID: c.OffsetID, Position: 1, Error: "poison"}
+	if _, err := e.gs.ChangeGroup(e.ctx, devices, func(driver.GroupState) (driver.GroupChange, error) {
+		return driver.GroupChange{Command: driver.CmdPark, Failure: f}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func (s suite) testResumeWakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.expectNotes([]string{typeDeviceRegistered})
-	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); !errors.Is(err, shell.ErrNotParked) {
+	if _, err := e.gs.RetryPartition(e.ctx, devices, part("device_id", "d1")); !errors.Is(err, driver.ErrNotParked) {
 		t.Fatalf("retry of an unparked partition: %v", err)
 	}
 	e.expectNotes()

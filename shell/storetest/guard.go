@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testGuard(t *testing.T) {
@@ -16,14 +16,14 @@ func (s suite) testGuard(t *testing.T) {
 	t.Run("a matching message after the read conflicts", func(t *testing.T) {
 		e := s.env(t)
 		e.append(userRegistered{UserID: "joe", Name: "Joe"})
-		g := e.read(algebra, shell.ReadOptions{}).Guard
+		g := e.read(algebra, driver.ReadOptions{}).Guard
 		e.append(courseCreated{CourseName: "Algebra"})
 		e.conflict(e.mustFail(e.appendGuarded(g, courseCreated{CourseName: "Algebra"})), 2)
 	})
 
 	t.Run("other types and other values do not conflict", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read(algebra, shell.ReadOptions{}).Guard
+		g := e.read(algebra, driver.ReadOptions{}).Guard
 		e.append(courseCreated{CourseName: "History"}, courseClosed{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"})
 		if _, err := e.appendGuarded(g, courseCreated{CourseName: "Algebra"}); err != nil {
 			t.Fatalf("guarded append: %v", err)
@@ -33,7 +33,7 @@ func (s suite) testGuard(t *testing.T) {
 	t.Run("an empty read still guards", func(t *testing.T) {
 		e := s.env(t)
 		e.append(userRegistered{UserID: "joe", Name: "Joe"}, userRegistered{UserID: "jake", Name: "Jake"})
-		res := e.read(algebra, shell.ReadOptions{})
+		res := e.read(algebra, driver.ReadOptions{})
 		if len(res.Messages) != 0 || res.Guard.LastPosition != 2 {
 			t.Fatalf("read: %d messages, guard position %d; want none and 2", len(res.Messages), res.Guard.LastPosition)
 		}
@@ -54,19 +54,19 @@ func (s suite) testGuard(t *testing.T) {
 
 	t.Run("a type-only condition guards every message of the type", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}).Guard
+		g := e.read([]core.Condition{cond(typeCourseClosed)}, driver.ReadOptions{}).Guard
 		e.append(courseCreated{CourseName: "Algebra"})
 		if _, err := e.appendGuarded(g, userRegistered{UserID: "joe", Name: "Joe"}); err != nil {
 			t.Fatalf("another type conflicted: %v", err)
 		}
-		g = e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}).Guard
+		g = e.read([]core.Condition{cond(typeCourseClosed)}, driver.ReadOptions{}).Guard
 		e.append(courseClosed{CourseName: "Geometry"})
 		e.conflict(e.mustFail(e.appendGuarded(g, userRegistered{UserID: "joe", Name: "Joe"})), 3)
 	})
 
 	t.Run("the conflict error carries the conflicting messages", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read(algebra, shell.ReadOptions{}).Guard
+		g := e.read(algebra, driver.ReadOptions{}).Guard
 		r := e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"}, courseCreated{CourseName: "Algebra"})
 		ce := e.conflict(e.mustFail(e.appendGuarded(g, courseClosed{CourseName: "Algebra"})), 1, 3)
 		want := []core.PositionedMessage{{Message: r.Messages[0], Position: 1}, {Message: r.Messages[2], Position: 3}}
@@ -78,12 +78,12 @@ func (s suite) testGuard(t *testing.T) {
 
 	t.Run("a rejected append writes nothing, scheduled messages included", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read(algebra, shell.ReadOptions{}).Guard
+		g := e.read(algebra, driver.ReadOptions{}).Guard
 		e.append(courseCreated{CourseName: "Algebra"})
 		e.notes.take()
 		before := e.snapshot()
 		later := core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))
-		_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), later}, shell.AppendOptions{Guard: &g})
+		_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), later}, driver.AppendOptions{Guard: &g})
 		e.conflict(err, 1)
 		e.unchanged(before)
 	})
@@ -101,17 +101,17 @@ func (s suite) testGuard(t *testing.T) {
 
 	t.Run("a guard sees the writes of its own transaction", func(t *testing.T) {
 		e := s.env(t)
-		g := e.read(algebra, shell.ReadOptions{}).Guard
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{}); err != nil {
+		g := e.read(algebra, driver.ReadOptions{}).Guard
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
-			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: &g})
+			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), driver.AppendOptions{Guard: &g})
 			e.conflict(err, 1)
 			// Advancing the guard past the transaction's own append (the
 			// commands of one batch share a guard: without it the second
 			// would conflict with the first's events) clears it.
-			_, err = tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: new(g.Advance(1))})
+			_, err = tx.Append(msgs(courseClosed{CourseName: "Algebra"}), driver.AppendOptions{Guard: new(g.Advance(1))})
 			return err
 		})
 		if err != nil {
@@ -131,7 +131,7 @@ func (s suite) testGuard(t *testing.T) {
 				e.append(userRegistered{UserID: "joe", Name: "Joe"})
 			}
 			ok, conflicts := e.race(2, func(i int) core.Guard {
-				return e.readPartition(part("course_name", "Algebra"), []string{typeCourseCreated, typeCourseClosed}, shell.ReadOptions{}).Guard
+				return e.readPartition(part("course_name", "Algebra"), []string{typeCourseCreated, typeCourseClosed}, driver.ReadOptions{}).Guard
 			}, func(i int) any { return courseCreated{CourseName: "Algebra"} })
 			if ok != 1 || conflicts != 1 {
 				t.Fatalf("round %d: %d appends succeeded and %d conflicted, want 1 and 1", round, ok, conflicts)
@@ -142,7 +142,7 @@ func (s suite) testGuard(t *testing.T) {
 
 // mustFail returns the error of an append, failing the test when it
 // succeeded.
-func (e *env) mustFail(res shell.AppendResult, err error) error {
+func (e *env) mustFail(res driver.AppendResult, err error) error {
 	e.t.Helper()
 	if err == nil {
 		e.t.Fatalf("append succeeded at %v, want an error", res.Positions)
@@ -191,11 +191,11 @@ type skewWriter struct {
 }
 
 func readGuard(conds ...core.Condition) func(e *env) core.Guard {
-	return func(e *env) core.Guard { return e.read(conds, shell.ReadOptions{}).Guard }
+	return func(e *env) core.Guard { return e.read(conds, driver.ReadOptions{}).Guard }
 }
 
 func partitionGuard(p map[string]string, types ...string) func(e *env) core.Guard {
-	return func(e *env) core.Guard { return e.readPartition(p, types, shell.ReadOptions{}).Guard }
+	return func(e *env) core.Guard { return e.readPartition(p, types, driver.ReadOptions{}).Guard }
 }
 
 func (s suite) testWriteSkew(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Clearer is implemented by every store of the suite: Clear deletes
@@ -18,7 +18,7 @@ type Clearer interface {
 }
 
 // testHelpers holds every store to the methods tests rely on beside
-// shell.Store, so that a test written against one store runs on another.
+// driver.Store, so that a test written against one store runs on another.
 func (s suite) testHelpers(t *testing.T) {
 	t.Run("Clear", func(t *testing.T) {
 		e := s.genv(t, devices)
@@ -41,7 +41,7 @@ func (s suite) testHelpers(t *testing.T) {
 		if _, ok := e.nextScheduled(); ok {
 			t.Fatal("a message is still scheduled after clear")
 		}
-		if page, err := e.gs.ReadOffsets(e.ctx, shell.OffsetQuery{}); err != nil || page.Total != 0 {
+		if page, err := e.gs.ReadOffsets(e.ctx, driver.OffsetQuery{}); err != nil || page.Total != 0 {
 			t.Fatalf("offsets after clear: %+v, %v", page, err)
 		}
 		if _, err := e.gs.Group(e.ctx, devices); err == nil {
@@ -58,7 +58,7 @@ func (s suite) testHelpers(t *testing.T) {
 
 	t.Run("ReadScheduled", func(t *testing.T) {
 		e := s.env(t)
-		rs, ok := e.store.(shell.ScheduleReader)
+		rs, ok := e.store.(driver.ScheduleReader)
 		if !ok {
 			t.Fatalf("%T has no ReadScheduled(ctx, limit) method", e.store)
 		}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Hostile input: payloads built to cost a store much, or to poison the
 // log, are refused by the shared validation (codec.Validate and
-// shell.PrepareMessage) on every store, whole and before anything is
+// driver.PrepareMessage) on every store, whole and before anything is
 // written, with an error wrapping codec.ErrInvalid.
 
 // hostileLines is "hostile.lines": a list indexed from inside by an
@@ -79,7 +79,7 @@ func (s suite) testHostileInput(t *testing.T) {
 			e.append(courseCreated{CourseName: "History"})
 			e.expectNotes([]string{typeCourseCreated})
 			before := e.snapshot()
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, driver.AppendOptions{})
 			if !errors.Is(err, codec.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("append: %v, want an error wrapping codec.ErrInvalid saying %q", err, c.says)
 			}
@@ -88,8 +88,8 @@ func (s suite) testHostileInput(t *testing.T) {
 			}
 			e.unchanged(before)
 			// Inside a transaction, the refusal fails only that append.
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				if _, err := tx.Append([]core.Message{c.msg}, shell.AppendOptions{}); !errors.Is(err, codec.ErrInvalid) {
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				if _, err := tx.Append([]core.Message{c.msg}, driver.AppendOptions{}); !errors.Is(err, codec.ErrInvalid) {
 					t.Errorf("append in a transaction: %v, want codec.ErrInvalid", err)
 				}
 				return errors.New("roll back")
@@ -104,7 +104,7 @@ func (s suite) testHostileInput(t *testing.T) {
 		e := s.envWith(t, withHostile)
 		at := hostileLines{Order: "o1", Lines: lines[:codec.MaxNestedKeys]}
 		e.append(at, hostileWrapped{ID: "w1", Input: json.RawMessage(strings.Repeat("[", 9_000) + strings.Repeat("]", 9_000))})
-		res := e.read([]core.Condition{cond("hostile.lines", "qty", strconv.Itoa(codec.MaxNestedKeys-1))}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond("hostile.lines", "qty", strconv.Itoa(codec.MaxNestedKeys-1))}, driver.ReadOptions{})
 		e.expectPositions("read by the last element", res.Messages, 1)
 		if got := e.log(); len(got) != 2 {
 			t.Fatalf("log holds %d messages, want 2", len(got))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testIndexedValueLimits holds every store to one set of limits on the
@@ -59,18 +59,18 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 					t.Fatalf("%s: the refusal is %d bytes long: it repeats its input", how, len(err.Error()))
 				}
 			}
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, driver.AppendOptions{})
 			check("append", err)
 			e.unchanged(before)
 			// Inside Update the refusal fails that append alone: what the
 			// transaction appended before it commits.
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), shell.AppendOptions{}); err != nil {
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), driver.AppendOptions{}); err != nil {
 					return err
 				}
-				_, err := tx.Append([]core.Message{c.msg}, shell.AppendOptions{})
+				_, err := tx.Append([]core.Message{c.msg}, driver.AppendOptions{})
 				check("append in a transaction", err)
-				_, err = tx.Append(msgs(userRegistered{UserID: "bob", Name: "Bob"}), shell.AppendOptions{})
+				_, err = tx.Append(msgs(userRegistered{UserID: "bob", Name: "Bob"}), driver.AppendOptions{})
 				return err
 			})
 			if err != nil {
@@ -88,9 +88,9 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 		e.append(courseCreated{CourseName: atLimit}, transfer{Accounts: []string{atLimit, "a2"}, Amount: 1},
 			// An attribute that is not indexed takes long text and NUL.
 			note{Topic: "t1", Body: varied(10*codec.MaxIndexedValueBytes) + "\x00end"})
-		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", atLimit), cond(typeTransfer, "accounts", atLimit)}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", atLimit), cond(typeTransfer, "accounts", atLimit)}, driver.ReadOptions{})
 		e.expectPositions("read by the longest values", res.Messages, 1, 2)
-		res = e.readPartition(part("course_name", atLimit), []string{typeCourseCreated}, shell.ReadOptions{})
+		res = e.readPartition(part("course_name", atLimit), []string{typeCourseCreated}, driver.ReadOptions{})
 		e.expectPositions("read the partition of the longest value", res.Messages, 1)
 		got := e.log()
 		if n, ok := got[2].Payload.(note); !ok || !strings.HasSuffix(n.Body, "\x00end") || len(n.Body) != 10*codec.MaxIndexedValueBytes+4 {
@@ -106,39 +106,39 @@ func (s suite) testIndexedValueLimits(t *testing.T) {
 			conds := []core.Condition{cond(typeCourseCreated, "course_name", "Algebra"), cond(typeCourseCreated, "course_name", bad)}
 			checkCond := func(how string, err error) {
 				t.Helper()
-				var ice *shell.InvalidConditionError
-				if !errors.Is(err, codec.ErrInvalid) || !errors.Is(err, shell.ErrInvalidCondition) || !errors.As(err, &ice) || ice.Attribute != "course_name" {
-					t.Fatalf("%s (%d bytes): %v, want a *shell.InvalidConditionError on course_name wrapping codec.ErrInvalid", how, len(bad), err)
+				var ice *driver.InvalidConditionError
+				if !errors.Is(err, codec.ErrInvalid) || !errors.Is(err, driver.ErrInvalidCondition) || !errors.As(err, &ice) || ice.Attribute != "course_name" {
+					t.Fatalf("%s (%d bytes): %v, want a *driver.InvalidConditionError on course_name wrapping codec.ErrInvalid", how, len(bad), err)
 				}
 				if len(err.Error()) > 1000 {
 					t.Fatalf("%s: the refusal is %d bytes long: it repeats its input", how, len(err.Error()))
 				}
 			}
-			_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{})
+			_, err := e.store.Read(e.ctx, conds, driver.ReadOptions{})
 			checkCond("read", err)
-			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Conditions: conds})
+			_, err = e.store.ReadAll(e.ctx, driver.ReadAllOptions{Conditions: conds})
 			checkCond("read all", err)
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				_, err := tx.Read(conds, shell.ReadOptions{})
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				_, err := tx.Read(conds, driver.ReadOptions{})
 				return err
 			})
 			checkCond("read in a transaction", err)
 			before := e.snapshot()
-			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{Guard: &core.Guard{Conditions: conds}})
+			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}), driver.AppendOptions{Guard: &core.Guard{Conditions: conds}})
 			checkCond("guarded append", err)
 			e.unchanged(before)
 
 			checkPart := func(how string, err error) {
 				t.Helper()
-				var ipe *shell.InvalidPartitionError
-				if !errors.Is(err, codec.ErrInvalid) || !errors.Is(err, shell.ErrInvalidPartition) || !errors.As(err, &ipe) || ipe.Attribute != "course_name" {
-					t.Fatalf("%s (%d bytes): %v, want a *shell.InvalidPartitionError on course_name wrapping codec.ErrInvalid", how, len(bad), err)
+				var ipe *driver.InvalidPartitionError
+				if !errors.Is(err, codec.ErrInvalid) || !errors.Is(err, driver.ErrInvalidPartition) || !errors.As(err, &ipe) || ipe.Attribute != "course_name" {
+					t.Fatalf("%s (%d bytes): %v, want a *driver.InvalidPartitionError on course_name wrapping codec.ErrInvalid", how, len(bad), err)
 				}
 			}
-			_, err = e.store.ReadPartition(e.ctx, part("course_name", bad), []string{typeCourseCreated}, shell.ReadOptions{})
+			_, err = e.store.ReadPartition(e.ctx, part("course_name", bad), []string{typeCourseCreated}, driver.ReadOptions{})
 			checkPart("read partition", err)
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				_, err := tx.ReadPartition(part("course_name", bad), []string{typeCourseCreated}, shell.ReadOptions{})
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				_, err := tx.ReadPartition(part("course_name", bad), []string{typeCourseCreated}, driver.ReadOptions{})
 				return err
 			})
 			checkPart("read partition in a transaction", err)
@@ -163,44 +163,44 @@ func varied(n int) string {
 
 // testReadLimits holds every store to the same read limits: a negative
 // Limit is refused (it used to read everything), and so is a ReadAll page
-// over shell.MaxPageSize, with an error matching shell.ErrInvalidLimit.
+// over driver.MaxPageSize, with an error matching driver.ErrInvalidLimit.
 func (s suite) testReadLimits(t *testing.T) {
 	e := s.env(t)
 	e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
 	e.notes.take()
 	refused := func(how string, err error) {
 		t.Helper()
-		if !errors.Is(err, shell.ErrInvalidLimit) {
-			t.Fatalf("%s: %v, want shell.ErrInvalidLimit", how, err)
+		if !errors.Is(err, driver.ErrInvalidLimit) {
+			t.Fatalf("%s: %v, want driver.ErrInvalidLimit", how, err)
 		}
 	}
 	conds := []core.Condition{cond(typeCourseCreated)}
-	_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{Limit: -1})
+	_, err := e.store.Read(e.ctx, conds, driver.ReadOptions{Limit: -1})
 	refused("read with limit -1", err)
-	_, err = e.store.ReadPartition(e.ctx, part("course_name", "Algebra"), []string{typeCourseCreated}, shell.ReadOptions{Limit: -1})
+	_, err = e.store.ReadPartition(e.ctx, part("course_name", "Algebra"), []string{typeCourseCreated}, driver.ReadOptions{Limit: -1})
 	refused("read partition with limit -1", err)
-	refused("in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
-		_, err := tx.Read(conds, shell.ReadOptions{Limit: -1})
+	refused("in a transaction", e.store.Update(e.ctx, func(tx driver.Tx) error {
+		_, err := tx.Read(conds, driver.ReadOptions{Limit: -1})
 		return err
 	}))
-	refused("read partition in a transaction", e.store.Update(e.ctx, func(tx shell.Tx) error {
-		_, err := tx.ReadPartition(part("course_name", "Algebra"), []string{typeCourseCreated}, shell.ReadOptions{Limit: -1})
+	refused("read partition in a transaction", e.store.Update(e.ctx, func(tx driver.Tx) error {
+		_, err := tx.ReadPartition(part("course_name", "Algebra"), []string{typeCourseCreated}, driver.ReadOptions{Limit: -1})
 		return err
 	}))
-	for _, limit := range []int{-1, shell.MaxPageSize + 1} {
-		for _, order := range []shell.Order{shell.Ascending, shell.Descending} {
-			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Limit: limit, Order: order})
+	for _, limit := range []int{-1, driver.MaxPageSize + 1} {
+		for _, order := range []driver.Order{driver.Ascending, driver.Descending} {
+			_, err = e.store.ReadAll(e.ctx, driver.ReadAllOptions{Limit: limit, Order: order})
 			refused(fmt.Sprintf("read all with limit %d", limit), err)
 		}
-		for _, err := range e.store.All(e.ctx, shell.ReadAllOptions{Limit: limit}) {
+		for _, err := range e.store.All(e.ctx, driver.ReadAllOptions{Limit: limit}) {
 			refused(fmt.Sprintf("all with limit %d", limit), err)
 			break
 		}
 	}
-	if page := e.readAll(shell.ReadAllOptions{Limit: shell.MaxPageSize}); len(page.Messages) != 2 {
+	if page := e.readAll(driver.ReadAllOptions{Limit: driver.MaxPageSize}); len(page.Messages) != 2 {
 		t.Fatalf("read all with the largest page: %s", describe(page.Messages))
 	}
-	if res := e.read(conds, shell.ReadOptions{}); len(res.Messages) != 2 {
+	if res := e.read(conds, driver.ReadOptions{}); len(res.Messages) != 2 {
 		t.Fatalf("read with no limit: %s", describe(res.Messages))
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testModel checks the store against a model, a slice of messages and a
@@ -51,7 +51,7 @@ func (s suite) scopedEnv(t *testing.T, rt *rapid.T) (*env, func()) {
 		rt.Fatalf("fixture registry: %v", err)
 	}
 	c, rec := newClock(), newRecorder()
-	opened := make(chan shell.Store, 1)
+	opened := make(chan driver.Store, 1)
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -147,7 +147,7 @@ func (m *model) append(t *rapid.T) {
 		case 1:
 			if len(taken) > 0 {
 				msg.ID = taken[rapid.IntRange(0, len(taken)-1).Draw(t, "duplicate of")]
-				wantErrs = append(wantErrs, shell.ErrDuplicateID)
+				wantErrs = append(wantErrs, driver.ErrDuplicateID)
 			}
 		case 2:
 			// The id of a message whose append failed or rolled back is
@@ -168,7 +168,7 @@ func (m *model) append(t *rapid.T) {
 
 	// The guard: none, made up from the model, or read from the store and
 	// made stale.
-	var opts shell.AppendOptions
+	var opts driver.AppendOptions
 	switch rapid.IntRange(0, 3).Draw(t, "guard") {
 	case 1:
 		opts.Guard = &core.Guard{
@@ -177,7 +177,7 @@ func (m *model) append(t *rapid.T) {
 		}
 	case 2, 3:
 		p := g.partition()
-		read, err := e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), shell.ReadOptions{})
+		read, err := e.store.ReadPartition(e.ctx, p, g.partitionTypes(p), driver.ReadOptions{})
 		if err != nil {
 			t.Fatalf("read partition: %v", err)
 		}
@@ -191,16 +191,16 @@ func (m *model) append(t *rapid.T) {
 	if mode != "append" && rapid.IntRange(0, 2).Draw(t, "prelude?") == 0 {
 		prelude = msgs(g.payload())
 	}
-	var res, pres shell.AppendResult
+	var res, pres driver.AppendResult
 	var err error
 	switch mode {
 	case "append":
 		res, err = e.store.Append(e.ctx, batch, opts)
 	default:
-		err = e.store.Update(e.ctx, func(tx shell.Tx) error {
+		err = e.store.Update(e.ctx, func(tx driver.Tx) error {
 			if prelude != nil {
 				var perr error
-				if pres, perr = tx.Append(prelude, shell.AppendOptions{}); perr != nil {
+				if pres, perr = tx.Append(prelude, driver.AppendOptions{}); perr != nil {
 					t.Fatalf("prelude append: %v", perr)
 				}
 			}
@@ -346,8 +346,8 @@ func (m *model) expectAnnounced(logged, all []string) {
 }
 
 // readOptions draws bounds around the model's log.
-func (m *model) readOptions(t *rapid.T) shell.ReadOptions {
-	var opts shell.ReadOptions
+func (m *model) readOptions(t *rapid.T) driver.ReadOptions {
+	var opts driver.ReadOptions
 	if rapid.Bool().Draw(t, "after?") {
 		opts.After = rapid.Int64Range(0, m.last()+1).Draw(t, "after")
 	}
@@ -362,8 +362,8 @@ func (m *model) readOptions(t *rapid.T) shell.ReadOptions {
 
 // expectRead checks a read against the model: the messages are those of
 // the model's log that match, within opts, and the guard's position
-// follows the rules of shell.Tx.Read.
-func (m *model) expectRead(got shell.ReadResult, match func(core.PositionedMessage) bool, opts shell.ReadOptions) {
+// follows the rules of driver.Tx.Read.
+func (m *model) expectRead(got driver.ReadResult, match func(core.PositionedMessage) bool, opts driver.ReadOptions) {
 	var want []core.PositionedMessage
 	more := false
 	for _, pm := range m.log {
@@ -434,10 +434,10 @@ func (m *model) readPartition(t *rapid.T) {
 
 func (m *model) readAll(t *rapid.T) {
 	e := m.e.with(t)
-	opts := shell.ReadAllOptions{
+	opts := driver.ReadAllOptions{
 		From:  rapid.Int64Range(0, m.last()+1).Draw(t, "from"),
 		Limit: rapid.IntRange(0, 5).Draw(t, "limit"),
-		Order: rapid.SampledFrom([]shell.Order{shell.Ascending, shell.Descending}).Draw(t, "order"),
+		Order: rapid.SampledFrom([]driver.Order{driver.Ascending, driver.Descending}).Draw(t, "order"),
 	}
 	if rapid.IntRange(0, 2).Draw(t, "conditions?") == 0 {
 		opts.Conditions = m.gen(t).conditions(1, 2)
@@ -448,17 +448,17 @@ func (m *model) readAll(t *rapid.T) {
 		if len(opts.Conditions) > 0 && !core.MatchAny(opts.Conditions, pm.Type, m.keys(pm.Message)) {
 			continue
 		}
-		if opts.Order == shell.Descending && (opts.From == 0 || pm.Position <= opts.From) ||
-			opts.Order == shell.Ascending && pm.Position >= opts.From {
+		if opts.Order == driver.Descending && (opts.From == 0 || pm.Position <= opts.From) ||
+			opts.Order == driver.Ascending && pm.Position >= opts.From {
 			want = append(want, pm)
 		}
 	}
-	if opts.Order == shell.Descending {
+	if opts.Order == driver.Descending {
 		slices.Reverse(want)
 	}
 	limit := opts.Limit
 	if limit == 0 {
-		limit = shell.DefaultPageSize
+		limit = driver.DefaultPageSize
 	}
 	page := e.readAll(opts)
 	m.same(fmt.Sprintf("page %+v", opts), page.Messages, want[:min(limit, len(want))])
@@ -586,7 +586,7 @@ func (m *model) positionsOf(t *rapid.T, first int, ids []uuid.UUID) {
 	if first > 0 {
 		from = m.log[first-1].Position + 1
 	}
-	page, err := e.store.ReadAll(e.ctx, shell.ReadAllOptions{From: from, Limit: len(ids) + 1})
+	page, err := e.store.ReadAll(e.ctx, driver.ReadAllOptions{From: from, Limit: len(ids) + 1})
 	if err != nil {
 		t.Fatalf("read the promoted messages: %v", err)
 	}

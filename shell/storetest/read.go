@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // courseLog is a log for reads:
@@ -38,27 +38,27 @@ func (s suite) testRead(t *testing.T) {
 	cases := []struct {
 		name  string
 		conds []core.Condition
-		opts  shell.ReadOptions
+		opts  driver.ReadOptions
 		want  []int64
 		guard int64
 	}{
-		{"no conditions read nothing", nil, shell.ReadOptions{}, nil, 10},
-		{"attributes of one condition are ANDed", []core.Condition{cond(typeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 10}, 10},
-		{"conditions are ORed", []core.Condition{cond(typeUserJoinedCourse, "user_id", "jake"), cond(typeCourseClosed, "course_name", "Algebra"), cond(typeUserRegistered, "user_id", "jake")}, shell.ReadOptions{}, []int64{4, 5, 7}, 10},
-		{"overlapping conditions return a message once", []core.Condition{joinedAlgebra, cond(typeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{}, []int64{3, 4, 6, 10}, 10},
-		{"a condition names one type", []core.Condition{cond(typeCourseCreated, "course_name", "History")}, shell.ReadOptions{}, []int64{8}, 10},
-		{"a type-only condition matches the whole type", []core.Condition{cond(typeUserRegistered)}, shell.ReadOptions{}, []int64{2, 5}, 10},
-		{"an unknown value matches nothing", []core.Condition{cond(typeCourseCreated, "course_name", "Latin")}, shell.ReadOptions{}, nil, 10},
-		{"After skips up to its position", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3}, []int64{4, 10}, 10},
-		{"After past every match", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 10}, nil, 10},
-		{"Limit cuts short: guard at the last returned", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 2}, []int64{3, 4}, 4},
-		{"Limit above the matches: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Limit: 5}, []int64{3, 4, 10}, 10},
-		{"After and Limit", []core.Condition{joinedAlgebra}, shell.ReadOptions{After: 3, Limit: 1}, []int64{4}, 4},
-		{"Upto bounds: guard at Upto", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 7}, []int64{3, 4}, 7},
-		{"Upto with no match before it", []core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{Upto: 5}, nil, 5},
-		{"Upto past the newest: guard at the newest", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 50}, []int64{3, 4, 10}, 10},
-		{"Upto and Limit cutting short", []core.Condition{joinedAlgebra}, shell.ReadOptions{Upto: 9, Limit: 1}, []int64{3}, 3},
-		{"After, Upto and Limit", []core.Condition{joinedAlgebra, cond(typeCourseClosed)}, shell.ReadOptions{After: 3, Upto: 9, Limit: 5}, []int64{4, 7}, 9},
+		{"no conditions read nothing", nil, driver.ReadOptions{}, nil, 10},
+		{"attributes of one condition are ANDed", []core.Condition{cond(typeUserJoinedCourse, "course_name", "Algebra", "user_id", "joe")}, driver.ReadOptions{}, []int64{3, 10}, 10},
+		{"conditions are ORed", []core.Condition{cond(typeUserJoinedCourse, "user_id", "jake"), cond(typeCourseClosed, "course_name", "Algebra"), cond(typeUserRegistered, "user_id", "jake")}, driver.ReadOptions{}, []int64{4, 5, 7}, 10},
+		{"overlapping conditions return a message once", []core.Condition{joinedAlgebra, cond(typeUserJoinedCourse, "user_id", "joe")}, driver.ReadOptions{}, []int64{3, 4, 6, 10}, 10},
+		{"a condition names one type", []core.Condition{cond(typeCourseCreated, "course_name", "History")}, driver.ReadOptions{}, []int64{8}, 10},
+		{"a type-only condition matches the whole type", []core.Condition{cond(typeUserRegistered)}, driver.ReadOptions{}, []int64{2, 5}, 10},
+		{"an unknown value matches nothing", []core.Condition{cond(typeCourseCreated, "course_name", "Latin")}, driver.ReadOptions{}, nil, 10},
+		{"After skips up to its position", []core.Condition{joinedAlgebra}, driver.ReadOptions{After: 3}, []int64{4, 10}, 10},
+		{"After past every match", []core.Condition{joinedAlgebra}, driver.ReadOptions{After: 10}, nil, 10},
+		{"Limit cuts short: guard at the last returned", []core.Condition{joinedAlgebra}, driver.ReadOptions{Limit: 2}, []int64{3, 4}, 4},
+		{"Limit above the matches: guard at the newest", []core.Condition{joinedAlgebra}, driver.ReadOptions{Limit: 5}, []int64{3, 4, 10}, 10},
+		{"After and Limit", []core.Condition{joinedAlgebra}, driver.ReadOptions{After: 3, Limit: 1}, []int64{4}, 4},
+		{"Upto bounds: guard at Upto", []core.Condition{joinedAlgebra}, driver.ReadOptions{Upto: 7}, []int64{3, 4}, 7},
+		{"Upto with no match before it", []core.Condition{cond(typeCourseClosed)}, driver.ReadOptions{Upto: 5}, nil, 5},
+		{"Upto past the newest: guard at the newest", []core.Condition{joinedAlgebra}, driver.ReadOptions{Upto: 50}, []int64{3, 4, 10}, 10},
+		{"Upto and Limit cutting short", []core.Condition{joinedAlgebra}, driver.ReadOptions{Upto: 9, Limit: 1}, []int64{3}, 3},
+		{"After, Upto and Limit", []core.Condition{joinedAlgebra, cond(typeCourseClosed)}, driver.ReadOptions{After: 3, Upto: 9, Limit: 5}, []int64{4, 7}, 9},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func (s suite) testRead(t *testing.T) {
 	t.Run("messages read are the messages appended", func(t *testing.T) {
 		e := e.with(t)
 		all := e.log()
-		res := e.read([]core.Condition{cond(typeUserJoinedCourse, "user_id", "joe")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeUserJoinedCourse, "user_id", "joe")}, driver.ReadOptions{})
 		want := []core.PositionedMessage{all[2], all[5], all[9]}
 		e.sameMessages("read", res.Messages, want)
 	})
@@ -116,16 +116,16 @@ func (s suite) testReadPartition(t *testing.T) {
 				want = append(want, int64(i+1))
 			}
 		}
-		res := e.readPartition(algebraJoe, append(slices.Clone(handled), typeCourseReviewed), shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, append(slices.Clone(handled), typeCourseReviewed), driver.ReadOptions{})
 		e.expectPositions("partition course_name=Algebra,user_id=joe", res.Messages, want...)
 	})
 
 	t.Run("only the given types", func(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
-		res := e.readPartition(algebraJoe, []string{typeUserJoinedCourse, typeCourseClosed}, shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, []string{typeUserJoinedCourse, typeCourseClosed}, driver.ReadOptions{})
 		e.expectPositions("messages", res.Messages, 3, 7, 10)
-		res = e.readPartition(algebraJoe, nil, shell.ReadOptions{})
+		res = e.readPartition(algebraJoe, nil, driver.ReadOptions{})
 		e.expectPositions("no types", res.Messages)
 	})
 
@@ -133,7 +133,7 @@ func (s suite) testReadPartition(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
 		types := append(slices.Clone(handled), typeDeviceRegistered)
-		res := e.readPartition(algebraJoe, types, shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, types, driver.ReadOptions{})
 		want := []core.Condition{
 			cond(typeCourseCreated, "course_name", "Algebra"),
 			cond(typeUserRegistered, "user_id", "joe"),
@@ -151,7 +151,7 @@ func (s suite) testReadPartition(t *testing.T) {
 	t.Run("a partition with no messages yet still guards", func(t *testing.T) {
 		e := s.env(t)
 		e.append(userRegistered{UserID: "jake", Name: "Jake"})
-		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, handled, driver.ReadOptions{})
 		if len(res.Messages) != 0 || len(res.Guard.Conditions) != 4 || res.Guard.LastPosition != 1 {
 			t.Fatalf("read of a new partition: %d messages, guard %v; want none and a guard with 4 conditions at 1", len(res.Messages), res.Guard)
 		}
@@ -165,7 +165,7 @@ func (s suite) testReadPartition(t *testing.T) {
 	t.Run("a message of a type not yet seen conflicts", func(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
-		res := e.readPartition(part("course_name", "History"), handled, shell.ReadOptions{})
+		res := e.readPartition(part("course_name", "History"), handled, driver.ReadOptions{})
 		e.expectPositions("History", res.Messages, 6, 8)
 		e.append(courseClosed{CourseName: "History"})
 		e.conflict(e.mustFail(e.appendGuarded(res.Guard, userJoinedCourse{CourseName: "History", UserID: "jake"})), 11)
@@ -176,17 +176,17 @@ func (s suite) testReadPartition(t *testing.T) {
 		courseLog(e)
 		cases := []struct {
 			name  string
-			opts  shell.ReadOptions
+			opts  driver.ReadOptions
 			want  []int64
 			guard int64
 		}{
-			{"all", shell.ReadOptions{}, []int64{1, 2, 3, 7, 10}, 10},
-			{"After", shell.ReadOptions{After: 3}, []int64{7, 10}, 10},
-			{"Limit cutting short", shell.ReadOptions{Limit: 2}, []int64{1, 2}, 2},
-			{"Limit not reached", shell.ReadOptions{Limit: 9}, []int64{1, 2, 3, 7, 10}, 10},
-			{"Upto", shell.ReadOptions{Upto: 8}, []int64{1, 2, 3, 7}, 8},
-			{"After and Upto", shell.ReadOptions{After: 1, Upto: 3}, []int64{2, 3}, 3},
-			{"After, Upto and Limit", shell.ReadOptions{After: 1, Upto: 9, Limit: 2}, []int64{2, 3}, 3},
+			{"all", driver.ReadOptions{}, []int64{1, 2, 3, 7, 10}, 10},
+			{"After", driver.ReadOptions{After: 3}, []int64{7, 10}, 10},
+			{"Limit cutting short", driver.ReadOptions{Limit: 2}, []int64{1, 2}, 2},
+			{"Limit not reached", driver.ReadOptions{Limit: 9}, []int64{1, 2, 3, 7, 10}, 10},
+			{"Upto", driver.ReadOptions{Upto: 8}, []int64{1, 2, 3, 7}, 8},
+			{"After and Upto", driver.ReadOptions{After: 1, Upto: 3}, []int64{2, 3}, 3},
+			{"After, Upto and Limit", driver.ReadOptions{After: 1, Upto: 9, Limit: 2}, []int64{2, 3}, 3},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -203,7 +203,7 @@ func (s suite) testReadPartition(t *testing.T) {
 	t.Run("messages excluded by AND do not conflict", func(t *testing.T) {
 		e := s.env(t)
 		courseLog(e)
-		res := e.readPartition(algebraJoe, handled, shell.ReadOptions{})
+		res := e.readPartition(algebraJoe, handled, driver.ReadOptions{})
 		e.append(userJoinedCourse{CourseName: "Algebra", UserID: "jake"}, userJoinedCourse{CourseName: "History", UserID: "joe"}, courseCreated{CourseName: "History"})
 		if _, err := e.appendGuarded(res.Guard, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}); err != nil {
 			t.Fatalf("guarded append: %v", err)
@@ -214,7 +214,7 @@ func (s suite) testReadPartition(t *testing.T) {
 func (s suite) testReadAll(t *testing.T) {
 	// pages follows Page.Next from opts and returns the positions of every
 	// page, failing if paging does not end.
-	pages := func(e *env, opts shell.ReadAllOptions) [][]int64 {
+	pages := func(e *env, opts driver.ReadAllOptions) [][]int64 {
 		e.t.Helper()
 		var out [][]int64
 		for range 1000 {
@@ -237,29 +237,29 @@ func (s suite) testReadAll(t *testing.T) {
 	joe := []core.Condition{cond(typeUserJoinedCourse, "user_id", "joe"), cond(typeUserRegistered, "user_id", "joe")}
 	cases := []struct {
 		name string
-		opts shell.ReadAllOptions
+		opts driver.ReadAllOptions
 		want [][]int64
 	}{
-		{"ascending", shell.ReadAllOptions{Limit: 4}, [][]int64{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10}}},
-		{"ascending, pages fitting exactly", shell.ReadAllOptions{Limit: 5}, [][]int64{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}}},
-		{"descending", shell.ReadAllOptions{Limit: 4, Order: shell.Descending}, [][]int64{{10, 9, 8, 7}, {6, 5, 4, 3}, {2, 1}}},
-		{"descending, pages fitting exactly", shell.ReadAllOptions{Limit: 5, Order: shell.Descending}, [][]int64{{10, 9, 8, 7, 6}, {5, 4, 3, 2, 1}}},
-		{"ascending from an inclusive cursor", shell.ReadAllOptions{From: 4, Limit: 3}, [][]int64{{4, 5, 6}, {7, 8, 9}, {10}}},
-		{"descending from an inclusive cursor", shell.ReadAllOptions{From: 4, Limit: 3, Order: shell.Descending}, [][]int64{{4, 3, 2}, {1}}},
-		{"ascending with conditions", shell.ReadAllOptions{Conditions: joe, Limit: 2}, [][]int64{{2, 3}, {6, 10}}},
-		{"descending with conditions", shell.ReadAllOptions{Conditions: joe, Limit: 2, Order: shell.Descending}, [][]int64{{10, 6}, {3, 2}, {}}},
-		{"descending with conditions from a cursor", shell.ReadAllOptions{Conditions: joe, From: 9, Limit: 3, Order: shell.Descending}, [][]int64{{6, 3, 2}, {}}},
-		{"ascending with conditions from a cursor", shell.ReadAllOptions{Conditions: joe, From: 6, Limit: 3}, [][]int64{{6, 10}}},
-		{"default page size", shell.ReadAllOptions{}, [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}},
-		{"cursor past the newest", shell.ReadAllOptions{From: 11}, [][]int64{{}}},
+		{"ascending", driver.ReadAllOptions{Limit: 4}, [][]int64{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10}}},
+		{"ascending, pages fitting exactly", driver.ReadAllOptions{Limit: 5}, [][]int64{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}}},
+		{"descending", driver.ReadAllOptions{Limit: 4, Order: driver.Descending}, [][]int64{{10, 9, 8, 7}, {6, 5, 4, 3}, {2, 1}}},
+		{"descending, pages fitting exactly", driver.ReadAllOptions{Limit: 5, Order: driver.Descending}, [][]int64{{10, 9, 8, 7, 6}, {5, 4, 3, 2, 1}}},
+		{"ascending from an inclusive cursor", driver.ReadAllOptions{From: 4, Limit: 3}, [][]int64{{4, 5, 6}, {7, 8, 9}, {10}}},
+		{"descending from an inclusive cursor", driver.ReadAllOptions{From: 4, Limit: 3, Order: driver.Descending}, [][]int64{{4, 3, 2}, {1}}},
+		{"ascending with conditions", driver.ReadAllOptions{Conditions: joe, Limit: 2}, [][]int64{{2, 3}, {6, 10}}},
+		{"descending with conditions", driver.ReadAllOptions{Conditions: joe, Limit: 2, Order: driver.Descending}, [][]int64{{10, 6}, {3, 2}, {}}},
+		{"descending with conditions from a cursor", driver.ReadAllOptions{Conditions: joe, From: 9, Limit: 3, Order: driver.Descending}, [][]int64{{6, 3, 2}, {}}},
+		{"ascending with conditions from a cursor", driver.ReadAllOptions{Conditions: joe, From: 6, Limit: 3}, [][]int64{{6, 10}}},
+		{"default page size", driver.ReadAllOptions{}, [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}},
+		{"cursor past the newest", driver.ReadAllOptions{From: 11}, [][]int64{{}}},
 		// The manual's cursor: the last position of the previous page,
 		// excluded.
-		{"ascending after an exclusive cursor", shell.ReadAllOptions{After: 4, Limit: 3}, [][]int64{{5, 6, 7}, {8, 9, 10}}},
-		{"descending before an exclusive cursor", shell.ReadAllOptions{Before: 5, Limit: 3, Order: shell.Descending}, [][]int64{{4, 3, 2}, {1}}},
-		{"ascending with conditions after a cursor", shell.ReadAllOptions{Conditions: joe, After: 3, Limit: 2}, [][]int64{{6, 10}}},
-		{"descending with conditions before a cursor", shell.ReadAllOptions{Conditions: joe, Before: 10, Limit: 2, Order: shell.Descending}, [][]int64{{6, 3}, {2}}},
-		{"after the newest", shell.ReadAllOptions{After: 10}, [][]int64{{}}},
-		{"before the first", shell.ReadAllOptions{Before: 1, Order: shell.Descending}, [][]int64{{}}},
+		{"ascending after an exclusive cursor", driver.ReadAllOptions{After: 4, Limit: 3}, [][]int64{{5, 6, 7}, {8, 9, 10}}},
+		{"descending before an exclusive cursor", driver.ReadAllOptions{Before: 5, Limit: 3, Order: driver.Descending}, [][]int64{{4, 3, 2}, {1}}},
+		{"ascending with conditions after a cursor", driver.ReadAllOptions{Conditions: joe, After: 3, Limit: 2}, [][]int64{{6, 10}}},
+		{"descending with conditions before a cursor", driver.ReadAllOptions{Conditions: joe, Before: 10, Limit: 2, Order: driver.Descending}, [][]int64{{6, 3}, {2}}},
+		{"after the newest", driver.ReadAllOptions{After: 10}, [][]int64{{}}},
+		{"before the first", driver.ReadAllOptions{Before: 1, Order: driver.Descending}, [][]int64{{}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -273,8 +273,8 @@ func (s suite) testReadAll(t *testing.T) {
 
 	t.Run("an empty log has one empty page", func(t *testing.T) {
 		e := s.env(t)
-		for _, o := range []shell.Order{shell.Ascending, shell.Descending} {
-			if got := pages(e, shell.ReadAllOptions{Order: o}); !equalPages(got, [][]int64{{}}) {
+		for _, o := range []driver.Order{driver.Ascending, driver.Descending} {
+			if got := pages(e, driver.ReadAllOptions{Order: o}); !equalPages(got, [][]int64{{}}) {
 				t.Fatalf("order %v: pages %v, want one empty page", o, got)
 			}
 		}
@@ -282,13 +282,13 @@ func (s suite) testReadAll(t *testing.T) {
 
 	t.Run("the default page size is DefaultPageSize", func(t *testing.T) {
 		e := s.env(t)
-		batch := make([]any, shell.DefaultPageSize+3)
+		batch := make([]any, driver.DefaultPageSize+3)
 		for i := range batch {
 			batch[i] = courseCreated{CourseName: "Algebra"}
 		}
 		e.append(batch...)
-		if got := len(e.readAll(shell.ReadAllOptions{}).Messages); got != shell.DefaultPageSize {
-			t.Fatalf("page of %d messages, want %d", got, shell.DefaultPageSize)
+		if got := len(e.readAll(driver.ReadAllOptions{}).Messages); got != driver.DefaultPageSize {
+			t.Fatalf("page of %d messages, want %d", got, driver.DefaultPageSize)
 		}
 	})
 
@@ -297,16 +297,16 @@ func (s suite) testReadAll(t *testing.T) {
 		all := e.log()
 		for _, c := range []struct {
 			name string
-			opts shell.ReadAllOptions
+			opts driver.ReadAllOptions
 			want []core.PositionedMessage
 		}{
-			{"ascending", shell.ReadAllOptions{Limit: 3}, all},
-			{"descending", shell.ReadAllOptions{Limit: 3, Order: shell.Descending}, reversed(all)},
-			{"with conditions", shell.ReadAllOptions{Limit: 1, Conditions: joe}, []core.PositionedMessage{all[1], all[2], all[5], all[9]}},
-			{"descending with conditions", shell.ReadAllOptions{Limit: 3, Conditions: joe, Order: shell.Descending}, []core.PositionedMessage{all[9], all[5], all[2], all[1]}},
-			{"from a cursor", shell.ReadAllOptions{Limit: 4, From: 8}, all[7:]},
-			{"after a cursor", shell.ReadAllOptions{Limit: 4, After: 7}, all[7:]},
-			{"before a cursor", shell.ReadAllOptions{Limit: 2, Before: 4, Order: shell.Descending}, reversed(all[:3])},
+			{"ascending", driver.ReadAllOptions{Limit: 3}, all},
+			{"descending", driver.ReadAllOptions{Limit: 3, Order: driver.Descending}, reversed(all)},
+			{"with conditions", driver.ReadAllOptions{Limit: 1, Conditions: joe}, []core.PositionedMessage{all[1], all[2], all[5], all[9]}},
+			{"descending with conditions", driver.ReadAllOptions{Limit: 3, Conditions: joe, Order: driver.Descending}, []core.PositionedMessage{all[9], all[5], all[2], all[1]}},
+			{"from a cursor", driver.ReadAllOptions{Limit: 4, From: 8}, all[7:]},
+			{"after a cursor", driver.ReadAllOptions{Limit: 4, After: 7}, all[7:]},
+			{"before a cursor", driver.ReadAllOptions{Limit: 2, Before: 4, Order: driver.Descending}, reversed(all[:3])},
 		} {
 			var got []core.PositionedMessage
 			for m, err := range e.store.All(e.ctx, c.opts) {
@@ -325,7 +325,7 @@ func (s suite) testReadAll(t *testing.T) {
 	t.Run("breaking out of All stops it", func(t *testing.T) {
 		e := e.with(t)
 		var got []int64
-		for m, err := range e.store.All(e.ctx, shell.ReadAllOptions{Limit: 2}) {
+		for m, err := range e.store.All(e.ctx, driver.ReadAllOptions{Limit: 2}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Input a store refuses, with an error that says what is wrong, rather
@@ -58,8 +58,8 @@ func (s suite) testRefusals(t *testing.T) {
 	t.Run("ReadAll with an unknown order", func(t *testing.T) {
 		e := s.env(t)
 		e.append(courseCreated{CourseName: "Algebra"})
-		for _, o := range []shell.Order{-1, 2, 99} {
-			if page, err := e.store.ReadAll(e.ctx, shell.ReadAllOptions{Order: o}); err == nil {
+		for _, o := range []driver.Order{-1, 2, 99} {
+			if page, err := e.store.ReadAll(e.ctx, driver.ReadAllOptions{Order: o}); err == nil {
 				t.Fatalf("ReadAll with order %d returned %s, want an error", o, describe(page.Messages))
 			}
 		}
@@ -67,16 +67,16 @@ func (s suite) testRefusals(t *testing.T) {
 	t.Run("ReadAll with cursors it cannot honour", func(t *testing.T) {
 		e := s.env(t)
 		e.append(courseCreated{CourseName: "Algebra"}, courseCreated{CourseName: "History"})
-		for _, opts := range []shell.ReadAllOptions{
-			{After: 1, Order: shell.Descending},
+		for _, opts := range []driver.ReadAllOptions{
+			{After: 1, Order: driver.Descending},
 			{Before: 2},
 			{From: 1, After: 1},
-			{From: 2, Before: 2, Order: shell.Descending},
+			{From: 2, Before: 2, Order: driver.Descending},
 			{After: -1},
-			{Before: -1, Order: shell.Descending},
+			{Before: -1, Order: driver.Descending},
 		} {
-			if page, err := e.store.ReadAll(e.ctx, opts); !errors.Is(err, shell.ErrInvalidCursor) {
-				t.Fatalf("ReadAll %+v: %v, %s; want an error matching shell.ErrInvalidCursor", opts, err, describe(page.Messages))
+			if page, err := e.store.ReadAll(e.ctx, opts); !errors.Is(err, driver.ErrInvalidCursor) {
+				t.Fatalf("ReadAll %+v: %v, %s; want an error matching driver.ErrInvalidCursor", opts, err, describe(page.Messages))
 			}
 		}
 	})
@@ -102,7 +102,7 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 			e.append(courseCreated{CourseName: "History"})
 			e.expectNotes([]string{typeCourseCreated})
 			before := e.snapshot()
-			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, shell.AppendOptions{})
+			_, err := e.store.Append(e.ctx, []core.Message{core.NewMessage(userRegistered{UserID: "joe", Name: "Joe"}), c.msg}, driver.AppendOptions{})
 			var ve *codec.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, codec.ErrInvalid) {
 				t.Fatalf("append: %v, want a *codec.ValidationError", err)
@@ -116,7 +116,7 @@ func (s suite) testInvalidUTF8(t *testing.T) {
 	t.Run("valid UTF-8 is indexed as written", func(t *testing.T) {
 		e := s.env(t)
 		e.append(courseCreated{CourseName: "Algèbre"}, courseCreated{CourseName: "代数"})
-		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", "Algèbre"), cond(typeCourseCreated, "course_name", "代数")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeCourseCreated, "course_name", "Algèbre"), cond(typeCourseCreated, "course_name", "代数")}, driver.ReadOptions{})
 		e.expectPositions("read", res.Messages, 1, 2)
 	})
 }
@@ -143,9 +143,9 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 	}
 	check := func(t *testing.T, what string, c core.Condition, attr, says string, err error) {
 		t.Helper()
-		var ice *shell.InvalidConditionError
-		if !errors.Is(err, shell.ErrInvalidCondition) || !errors.As(err, &ice) {
-			t.Fatalf("%s: %v, want a *shell.InvalidConditionError", what, err)
+		var ice *driver.InvalidConditionError
+		if !errors.Is(err, driver.ErrInvalidCondition) || !errors.As(err, &ice) {
+			t.Fatalf("%s: %v, want a *driver.InvalidConditionError", what, err)
 		}
 		if ice.Condition.Type != c.Type || ice.Attribute != attr || !strings.Contains(err.Error(), says) {
 			t.Fatalf("%s: %v (type %q, attribute %q): want type %q, attribute %q, saying %q", what, err, ice.Condition.Type, ice.Attribute, c.Type, attr, says)
@@ -156,18 +156,18 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.with(t)
 			conds := []core.Condition{valid, c.cond}
-			_, err := e.store.Read(e.ctx, conds, shell.ReadOptions{})
+			_, err := e.store.Read(e.ctx, conds, driver.ReadOptions{})
 			check(t, "read", c.cond, c.attr, c.says, err)
-			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Conditions: conds})
+			_, err = e.store.ReadAll(e.ctx, driver.ReadAllOptions{Conditions: conds})
 			check(t, "read all", c.cond, c.attr, c.says, err)
-			_, err = e.store.ReadAll(e.ctx, shell.ReadAllOptions{Conditions: conds, Order: shell.Descending})
+			_, err = e.store.ReadAll(e.ctx, driver.ReadAllOptions{Conditions: conds, Order: driver.Descending})
 			check(t, "read all descending", c.cond, c.attr, c.says, err)
-			for _, err := range e.store.All(e.ctx, shell.ReadAllOptions{Conditions: conds}) {
+			for _, err := range e.store.All(e.ctx, driver.ReadAllOptions{Conditions: conds}) {
 				check(t, "all", c.cond, c.attr, c.says, err)
 				break
 			}
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				_, err := tx.Read(conds, shell.ReadOptions{})
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				_, err := tx.Read(conds, driver.ReadOptions{})
 				return err
 			})
 			check(t, "read in a transaction", c.cond, c.attr, c.says, err)
@@ -175,7 +175,7 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 			// A guard that could never conflict would guard nothing.
 			before := e.snapshot()
 			g := core.Guard{Conditions: conds, LastPosition: 0}
-			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))), shell.AppendOptions{Guard: &g})
+			_, err = e.store.Append(e.ctx, msgs(courseClosed{CourseName: "Algebra"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour))), driver.AppendOptions{Guard: &g})
 			check(t, "guarded append", c.cond, c.attr, c.says, err)
 			e.unchanged(before)
 		})
@@ -187,11 +187,11 @@ func (s suite) testImpossibleConditions(t *testing.T) {
 			cond(typeCourseCreated, "course_name", "Latin"), // no message with the value yet
 			cond(typeNote, "topic", "t1"),
 		} {
-			if _, err := e.store.Read(e.ctx, []core.Condition{c}, shell.ReadOptions{}); err != nil {
+			if _, err := e.store.Read(e.ctx, []core.Condition{c}, driver.ReadOptions{}); err != nil {
 				t.Fatalf("read %v: %v", c, err)
 			}
 		}
-		res := e.read([]core.Condition{cond(typeNote, "topic", "t1")}, shell.ReadOptions{})
+		res := e.read([]core.Condition{cond(typeNote, "topic", "t1")}, driver.ReadOptions{})
 		e.expectPositions("note by topic", res.Messages, 2)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testGroupRefusals(t *testing.T) {
@@ -18,11 +18,11 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		e.expectClaim(c, part("device_id", "d1"), false, 1)
 		for _, pos := range []int64{2, 3, 99} {
 			err := e.gs.Ack(e.ctx, c, pos)
-			if !errors.Is(err, shell.ErrAckBeyondClaim) {
+			if !errors.Is(err, driver.ErrAckBeyondClaim) {
 				t.Fatalf("ack at %d of a claim ending at 1: %v, want ErrAckBeyondClaim", pos, err)
 			}
-			err = e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Ack(c, pos) })
-			if !errors.Is(err, shell.ErrAckBeyondClaim) {
+			err = e.update(func(_ driver.Tx, gtx driver.GroupTx) error { return gtx.Ack(c, pos) })
+			if !errors.Is(err, driver.ErrAckBeyondClaim) {
 				t.Fatalf("ack at %d in a transaction: %v, want ErrAckBeyondClaim", pos, err)
 			}
 		}
@@ -55,7 +55,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 		empty.WorkerID, empty.Messages = "w9", nil
 		for _, tc := range []struct {
 			what  string
-			claim *shell.ClaimedPartition
+			claim *driver.ClaimedPartition
 			at    int64
 		}{
 			{"a released claim, at its last message", lost, 1},
@@ -65,7 +65,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 			{"a claim with no messages", &empty, 2},
 		} {
 			notClaimant(t, e.gs.Ack(e.ctx, tc.claim, tc.at), tc.what)
-			notClaimant(t, e.update(func(_ shell.Tx, gtx shell.GroupTx) error { return gtx.Ack(tc.claim, tc.at) }), tc.what+", in a transaction")
+			notClaimant(t, e.update(func(_ driver.Tx, gtx driver.GroupTx) error { return gtx.Ack(tc.claim, tc.at) }), tc.what+", in a transaction")
 		}
 		e.lastAt(devices, part("device_id", "d1"), 0)
 		e.ack(holder, 2)
@@ -86,7 +86,7 @@ func (s suite) testGroupRefusals(t *testing.T) {
 	})
 
 	t.Run("a partition key no handled type indexes", func(t *testing.T) {
-		for _, spec := range []shell.GroupSpec{
+		for _, spec := range []driver.GroupSpec{
 			{ID: "storetest.typo", PartitionBy: []string{"device"}, Handled: []string{typeDeviceRegistered}},
 			{ID: "storetest.typo", PartitionBy: []string{"device_id", "asset"}, Handled: []string{typeDeviceRegistered, typeDeviceBound}},
 			{ID: "storetest.typo", PartitionBy: []string{"user_id"}, Handled: []string{typeCourseCreated, typeCourseClosed}},
@@ -96,17 +96,17 @@ func (s suite) testGroupRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "partition key") {
 				t.Fatalf("register %v handling %v: %v, want an error about the partition key", spec.PartitionBy, spec.Handled, err)
 			}
-			if _, err := e.gs.Group(e.ctx, spec.ID); !errors.Is(err, shell.ErrGroupNotRegistered) {
+			if _, err := e.gs.Group(e.ctx, spec.ID); !errors.Is(err, driver.ErrGroupNotRegistered) {
 				t.Fatalf("group after a refused registration: %v, want ErrGroupNotRegistered", err)
 			}
 		}
 		e := &genv{env: s.envWith(t, withNote)}
 		e.gs = e.store
-		err := e.gs.RegisterGroup(e.ctx, shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"body"}, Handled: []string{typeNote}})
+		err := e.gs.RegisterGroup(e.ctx, driver.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"body"}, Handled: []string{typeNote}})
 		if err == nil || !strings.Contains(err.Error(), "noindex") {
 			t.Fatalf("register a group partitioned by a noindex attribute: %v, want an error naming the tag", err)
 		}
-		e.register(shell.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"topic"}, Handled: []string{typeNote}})
+		e.register(driver.GroupSpec{ID: "storetest.notes", PartitionBy: []string{"topic"}, Handled: []string{typeNote}})
 	})
 }
 
@@ -122,11 +122,11 @@ func (s suite) testQueueIndex(t *testing.T) {
 	e.append(deposit{"acc1", 2}, deposit{"acc2", 3}) // 2, 3
 	acc1 := []core.Condition{cond(typeDeposit, "account", "acc1")}
 
-	res := e.read(acc1, shell.ReadOptions{})
+	res := e.read(acc1, driver.ReadOptions{})
 	e.expectPositions("deposits to acc1", res.Messages, 1, 2)
-	e.expectPositions("deposits of 3", e.read([]core.Condition{cond(typeDeposit, "amount", "3")}, shell.ReadOptions{}).Messages, 3)
-	e.expectPositions("acc1's partition", e.readPartition(part("account", "acc1"), []string{typeDeposit}, shell.ReadOptions{}).Messages, 1, 2)
-	page := e.readAll(shell.ReadAllOptions{Conditions: acc1, Order: shell.Descending})
+	e.expectPositions("deposits of 3", e.read([]core.Condition{cond(typeDeposit, "amount", "3")}, driver.ReadOptions{}).Messages, 3)
+	e.expectPositions("acc1's partition", e.readPartition(part("account", "acc1"), []string{typeDeposit}, driver.ReadOptions{}).Messages, 1, 2)
+	page := e.readAll(driver.ReadAllOptions{Conditions: acc1, Order: driver.Descending})
 	e.expectPositions("acc1 newest first", page.Messages, 2, 1)
 
 	// A guard on the payload conflicts with a later deposit to acc1 only.
@@ -145,7 +145,7 @@ func (s suite) testQueueIndex(t *testing.T) {
 		}
 		seen[c.Last()] = true
 		e.expectClaim(c, part(core.IDKey, c.Messages[0].ID.String()), false, c.Last())
-		if err := e.update(func(_ shell.Tx, gtx shell.GroupTx) error {
+		if err := e.update(func(_ driver.Tx, gtx driver.GroupTx) error {
 			if err := gtx.Delete(c.Last()); err != nil {
 				return err
 			}
@@ -155,7 +155,7 @@ func (s suite) testQueueIndex(t *testing.T) {
 		}
 	}
 	e.noClaim(jobs, "w1")
-	e.expectPositions("acc1 after the jobs ran", e.read(acc1, shell.ReadOptions{}).Messages)
+	e.expectPositions("acc1 after the jobs ran", e.read(acc1, driver.ReadOptions{}).Messages)
 	if len(seen) != 5 {
 		t.Fatalf("jobs claimed %v, want 1 to 5", seen)
 	}
@@ -163,5 +163,5 @@ func (s suite) testQueueIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.append(deposit{"acc1", 7}) // 6
-	e.expectPositions("a new deposit to acc1", e.read(acc1, shell.ReadOptions{}).Messages, 6)
+	e.expectPositions("a new deposit to acc1", e.read(acc1, driver.ReadOptions{}).Messages, 6)
 }

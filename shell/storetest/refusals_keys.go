@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testEmptyPartitionValues: a message holding an empty value for a
@@ -17,7 +17,7 @@ import (
 // written; an empty value no such group partitions by, and an optional key
 // left out, are appended.
 func (s suite) testEmptyPartitionValues(t *testing.T) {
-	reviews := shell.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{typeCourseCreated, typeCourseReviewed}}
+	reviews := driver.GroupSpec{ID: "storetest.reviews", PartitionBy: []string{"course_name", "user_id"}, Handled: []string{typeCourseCreated, typeCourseReviewed}}
 	empty := ""
 
 	refused := func(e *genv, field string, payloads ...any) {
@@ -35,10 +35,10 @@ func (s suite) testEmptyPartitionValues(t *testing.T) {
 			}
 			e.unchanged(before)
 		}
-		_, err := e.store.Append(e.ctx, msgs(payloads...), shell.AppendOptions{})
+		_, err := e.store.Append(e.ctx, msgs(payloads...), driver.AppendOptions{})
 		check("append", err)
-		check("append in a transaction", e.update(func(tx shell.Tx, _ shell.GroupTx) error {
-			_, err := tx.Append(msgs(payloads...), shell.AppendOptions{})
+		check("append in a transaction", e.update(func(tx driver.Tx, _ driver.GroupTx) error {
+			_, err := tx.Append(msgs(payloads...), driver.AppendOptions{})
 			return err
 		}))
 	}

@@ -9,14 +9,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // testImpossiblePartitions holds ReadPartition to refusing a partition
 // whose attributes no type read declares: under conditional AND a message
 // is matched only on the partition attributes it carries, so a misspelt
 // attribute would silently widen the read (or, alone, empty it) and drop
-// out of the guard (see shell.CheckReadPartition).
+// out of the guard (see driver.CheckReadPartition).
 func (s suite) testImpossiblePartitions(t *testing.T) {
 	e := s.envWith(t, withNote)
 	courseLog(e)
@@ -45,9 +45,9 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 	}
 	check := func(t *testing.T, what string, p map[string]string, attr string, says []string, err error) {
 		t.Helper()
-		var ipe *shell.InvalidPartitionError
-		if !errors.Is(err, shell.ErrInvalidPartition) || !errors.As(err, &ipe) {
-			t.Fatalf("%s: %v, want a *shell.InvalidPartitionError", what, err)
+		var ipe *driver.InvalidPartitionError
+		if !errors.Is(err, driver.ErrInvalidPartition) || !errors.As(err, &ipe) {
+			t.Fatalf("%s: %v, want a *driver.InvalidPartitionError", what, err)
 		}
 		if ipe.Attribute != attr || core.Partition(ipe.Partition).String() != core.Partition(p).String() {
 			t.Fatalf("%s: %v (partition %v, attribute %q): want partition %v, attribute %q", what, err, ipe.Partition, ipe.Attribute, p, attr)
@@ -62,10 +62,10 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := e.with(t)
 			before := e.snapshot()
-			_, err := e.store.ReadPartition(e.ctx, c.partition, c.types, shell.ReadOptions{})
+			_, err := e.store.ReadPartition(e.ctx, c.partition, c.types, driver.ReadOptions{})
 			check(t, "read partition", c.partition, c.attr, c.says, err)
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				_, err := tx.ReadPartition(c.partition, c.types, shell.ReadOptions{})
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				_, err := tx.ReadPartition(c.partition, c.types, driver.ReadOptions{})
 				return err
 			})
 			check(t, "read partition in a transaction", c.partition, c.attr, c.says, err)
@@ -86,7 +86,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 			{part(core.IDKey, uuid.NewString()), handled}, // no such message yet
 			{part("course", "Algebra"), nil},              // no types: nothing to read
 		} {
-			if _, err := e.store.ReadPartition(e.ctx, c.partition, c.types, shell.ReadOptions{}); err != nil {
+			if _, err := e.store.ReadPartition(e.ctx, c.partition, c.types, driver.ReadOptions{}); err != nil {
 				t.Fatalf("read partition %v of %v: %v", c.partition, c.types, err)
 			}
 		}

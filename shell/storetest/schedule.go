@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testSchedule(t *testing.T) {
@@ -24,7 +24,7 @@ func (s suite) testSchedule(t *testing.T) {
 			t.Fatalf("scheduled message stamped %+v, want a v7 id, own causation and correlation, due at %v", sched, due)
 		}
 		e.expectPositions("log", e.log(), 1, 2)
-		if got := e.read([]core.Condition{cond(typeCourseClosed)}, shell.ReadOptions{}); len(got.Messages) != 0 {
+		if got := e.read([]core.Condition{cond(typeCourseClosed)}, driver.ReadOptions{}); len(got.Messages) != 0 {
 			t.Fatalf("a read found the scheduled message: %s", describe(got.Messages))
 		}
 		if st := e.stats(); st.MaxPosition != 2 || st.Scheduled != 1 {
@@ -109,10 +109,10 @@ func (s suite) testSchedule(t *testing.T) {
 		e := s.env(t)
 		e.append(core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Minute)))
 		conds := []core.Condition{cond(typeCourseClosed, "course_name", "Algebra")}
-		g := e.read(conds, shell.ReadOptions{}).Guard
+		g := e.read(conds, driver.ReadOptions{}).Guard
 		e.promote(epoch.Add(time.Minute), 1)
-		e.expectPositions("read", e.read(conds, shell.ReadOptions{}).Messages, 1)
-		e.expectPositions("partition", e.readPartition(part("course_name", "Algebra"), []string{typeCourseClosed}, shell.ReadOptions{}).Messages, 1)
+		e.expectPositions("read", e.read(conds, driver.ReadOptions{}).Messages, 1)
+		e.expectPositions("partition", e.readPartition(part("course_name", "Algebra"), []string{typeCourseClosed}, driver.ReadOptions{}).Messages, 1)
 		e.conflict(e.mustFail(e.appendGuarded(g, courseCreated{CourseName: "Algebra"})), 1)
 	})
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // lateRule is "storetest.late_rule": a payload whose Validate refuses
@@ -39,9 +39,9 @@ func (p lateRule) Validate() error {
 func withLateRule(reg *codec.Registry) error { return codec.Register[lateRule](reg, typeLateRule) }
 
 // testUnpromotable holds PromoteScheduled to setting aside a due message
-// it cannot append as it is (shell.CheckPromotable) instead of failing:
+// it cannot append as it is (driver.CheckPromotable) instead of failing:
 // every other due message is promoted, across the store's batches; the
-// error is a *shell.UnpromotedError listing the set-aside messages, which
+// error is a *driver.UnpromotedError listing the set-aside messages, which
 // stay in the schedule unchanged and are reported again at every call.
 func (s suite) testUnpromotable(t *testing.T) {
 	e := s.envWith(t, withLateRule)
@@ -57,7 +57,7 @@ func (s suite) testUnpromotable(t *testing.T) {
 		}
 		batch = append(batch, core.NewMessage(p).At(due))
 	}
-	res, err := e.store.Append(e.ctx, batch, shell.AppendOptions{})
+	res, err := e.store.Append(e.ctx, batch, driver.AppendOptions{})
 	if err != nil {
 		t.Fatalf("schedule: %v", err)
 	}
@@ -70,9 +70,9 @@ func (s suite) testUnpromotable(t *testing.T) {
 	}
 	check := func(what string, n, wantN int, err error) {
 		t.Helper()
-		var ue *shell.UnpromotedError
-		if !errors.Is(err, shell.ErrUnpromoted) || !errors.As(err, &ue) {
-			t.Fatalf("%s: promoted %d, error %v, want a *shell.UnpromotedError", what, n, err)
+		var ue *driver.UnpromotedError
+		if !errors.Is(err, driver.ErrUnpromoted) || !errors.As(err, &ue) {
+			t.Fatalf("%s: promoted %d, error %v, want a *driver.UnpromotedError", what, n, err)
 		}
 		if n != wantN {
 			t.Fatalf("%s: promoted %d, want %d (%v)", what, n, wantN, err)

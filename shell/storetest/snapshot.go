@@ -6,22 +6,22 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// testSnapshots holds a shell.SnapshotStore to its contract: one snapshot
+// testSnapshots holds a driver.SnapshotStore to its contract: one snapshot
 // per group, partition and version; a save replaces it only when folded
 // further; loads inside a write transaction see the same; DeleteSnapshots
 // and ResetGroup delete a group's snapshots (and only them). A store that
 // keeps no snapshots has nothing to prove (Handle folds from the log).
 func (s suite) testSnapshots(t *testing.T) {
 	e := s.genv(t, devices, bindings, jobs)
-	ss, ok := e.store.(shell.SnapshotStore)
+	ss, ok := e.store.(driver.SnapshotStore)
 	if !ok {
-		t.Skipf("%T does not implement shell.SnapshotStore", e.store)
+		t.Skipf("%T does not implement driver.SnapshotStore", e.store)
 	}
 	ctx := e.ctx
-	load := func(group, partition, version string) (shell.Snapshot, bool) {
+	load := func(group, partition, version string) (driver.Snapshot, bool) {
 		t.Helper()
 		snap, found, err := ss.LoadSnapshot(ctx, group, partition, version)
 		if err != nil {
@@ -29,7 +29,7 @@ func (s suite) testSnapshots(t *testing.T) {
 		}
 		return snap, found
 	}
-	save := func(snap shell.Snapshot) {
+	save := func(snap driver.Snapshot) {
 		t.Helper()
 		if err := ss.SaveSnapshot(ctx, snap); err != nil {
 			t.Fatalf("save snapshot %+v: %v", snap, err)
@@ -54,18 +54,18 @@ func (s suite) testSnapshots(t *testing.T) {
 	}
 	// Binary state (a NUL byte, bytes that are not UTF-8) is kept exactly.
 	state := []byte{0, 1, 0xff, 'x', 0}
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 10, State: state})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 10, State: state})
 	expect(devices, part, "v1", 10, state)
 	// Neither an older nor an equal position replaces it; a newer does.
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 9, State: []byte("older")})
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 10, State: []byte("same")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 9, State: []byte("older")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 10, State: []byte("same")})
 	expect(devices, part, "v1", 10, state)
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 12, State: []byte("newer")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 12, State: []byte("newer")})
 	expect(devices, part, "v1", 12, []byte("newer"))
 	// Versions, partitions and groups are kept apart.
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v2", Position: 3, State: []byte("v2 state")})
-	save(shell.Snapshot{Group: devices, Partition: "device_id=d2", Version: "v1", Position: 4, State: []byte("d2")})
-	save(shell.Snapshot{Group: bindings, Partition: part, Version: "v1", Position: 5, State: []byte{}})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v2", Position: 3, State: []byte("v2 state")})
+	save(driver.Snapshot{Group: devices, Partition: "device_id=d2", Version: "v1", Position: 4, State: []byte("d2")})
+	save(driver.Snapshot{Group: bindings, Partition: part, Version: "v1", Position: 5, State: []byte{}})
 	expect(devices, part, "v1", 12, []byte("newer"))
 	expect(devices, part, "v2", 3, []byte("v2 state"))
 	expect(devices, "device_id=d2", "v1", 4, []byte("d2"))
@@ -77,10 +77,10 @@ func (s suite) testSnapshots(t *testing.T) {
 	// A load inside a write transaction sees the same snapshots; a
 	// transaction that rolls back changes none.
 	errRollback := errors.New("roll back")
-	err := e.store.Update(ctx, func(tx shell.Tx) error {
-		st, ok := tx.(shell.SnapshotTx)
+	err := e.store.Update(ctx, func(tx driver.Tx) error {
+		st, ok := tx.(driver.SnapshotTx)
 		if !ok {
-			t.Fatalf("%T implements shell.SnapshotStore, but its Tx (%T) not shell.SnapshotTx", e.store, tx)
+			t.Fatalf("%T implements driver.SnapshotStore, but its Tx (%T) not driver.SnapshotTx", e.store, tx)
 		}
 		got, found, err := st.LoadSnapshot(devices, part, "v1")
 		if err != nil || !found || got.Position != 12 || !bytes.Equal(got.State, []byte("newer")) {
@@ -115,11 +115,11 @@ func (s suite) testSnapshots(t *testing.T) {
 	}
 	expect(bindings, part, "v1", 5, []byte{})
 	// A reset group saves again from scratch (an older position is fine).
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 2, State: []byte("after reset")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 2, State: []byte("after reset")})
 	expect(devices, part, "v1", 2, []byte("after reset"))
 	// Even an exclusive group's reset, which keeps its offsets, deletes its
 	// snapshots.
-	save(shell.Snapshot{Group: jobs, Partition: "x=1", Version: "v1", Position: 1, State: []byte("j")})
+	save(driver.Snapshot{Group: jobs, Partition: "x=1", Version: "v1", Position: 1, State: []byte("j")})
 	reset(jobs)
 	if _, found := load(jobs, "x=1", "v1"); found {
 		t.Fatal("an exclusive group's snapshot survived ResetGroup")
@@ -127,9 +127,9 @@ func (s suite) testSnapshots(t *testing.T) {
 
 	// DeleteSnapshots of some partitions: every version of them, and
 	// nothing else.
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v2", Position: 2, State: []byte("v2")})
-	save(shell.Snapshot{Group: devices, Partition: "device_id=d3", Version: "v1", Position: 2, State: []byte("d3")})
-	save(shell.Snapshot{Group: devices, Partition: "device_id=d4", Version: "v1", Position: 2, State: []byte("d4")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v2", Position: 2, State: []byte("v2")})
+	save(driver.Snapshot{Group: devices, Partition: "device_id=d3", Version: "v1", Position: 2, State: []byte("d3")})
+	save(driver.Snapshot{Group: devices, Partition: "device_id=d4", Version: "v1", Position: 2, State: []byte("d4")})
 	if n, err := ss.DeleteSnapshots(ctx, devices, part, "device_id=d3", "device_id=none"); err != nil || n != 3 {
 		t.Fatalf("delete the snapshots of two partitions: %d, %v; want 3", n, err)
 	}
@@ -139,7 +139,7 @@ func (s suite) testSnapshots(t *testing.T) {
 		}
 	}
 	expect(devices, "device_id=d4", "v1", 2, []byte("d4"))
-	save(shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 2, State: []byte("after reset")})
+	save(driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 2, State: []byte("after reset")})
 
 	// DeleteSnapshots: one group's, counted; then every group's.
 	n, err := ss.DeleteSnapshots(ctx, bindings)
@@ -147,7 +147,7 @@ func (s suite) testSnapshots(t *testing.T) {
 		t.Fatalf("delete the snapshots of %s: %d, %v; want 1", bindings, n, err)
 	}
 	expect(devices, part, "v1", 2, []byte("after reset"))
-	save(shell.Snapshot{Group: bindings, Partition: part, Version: "v1", Position: 5, State: []byte("b")})
+	save(driver.Snapshot{Group: bindings, Partition: part, Version: "v1", Position: 5, State: []byte("b")})
 	if n, err := ss.DeleteSnapshots(ctx, ""); err != nil || n != 3 {
 		t.Fatalf("delete every snapshot: %d, %v; want 3", n, err)
 	}
@@ -161,7 +161,7 @@ func (s suite) testSnapshots(t *testing.T) {
 	// A cancelled context is refused and writes nothing.
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := ss.SaveSnapshot(cancelled, shell.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 50, State: []byte("c")}); !errors.Is(err, context.Canceled) {
+	if err := ss.SaveSnapshot(cancelled, driver.Snapshot{Group: devices, Partition: part, Version: "v1", Position: 50, State: []byte("c")}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("save with a cancelled context: %v, want context.Canceled", err)
 	}
 	if _, _, err := ss.LoadSnapshot(cancelled, devices, part, "v1"); !errors.Is(err, context.Canceled) {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Factory opens a fresh, installed, empty store for one test. The store
@@ -23,7 +23,7 @@ import (
 // messages and to decide what is scheduled), and announce committed appends
 // to notifier. The factory registers the store's cleanup with t (t.Cleanup)
 // and fails t if the store cannot be opened.
-type Factory func(t *testing.T, reg *codec.Registry, now func() time.Time, notifier shell.Notifier) shell.Store
+type Factory func(t *testing.T, reg *codec.Registry, now func() time.Time, notifier driver.Notifier) driver.Store
 
 // Run runs the conformance suite against the stores open makes. Every
 // subtest opens its own store. With -short, the concurrency and model-based
@@ -71,7 +71,7 @@ type tb interface {
 type env struct {
 	t     tb
 	ctx   context.Context
-	store shell.Store
+	store driver.Store
 	reg   *codec.Registry
 	clock *clock
 	notes *recorder
@@ -120,7 +120,7 @@ func (c *clock) Advance(d time.Duration) time.Time {
 // recorder is the notifier handed to the store: it records every
 // notification.
 type recorder struct {
-	shell.InlineNotifier
+	driver.InlineNotifier
 	mu  sync.Mutex
 	got [][]string
 }
@@ -203,9 +203,9 @@ func (e *env) canonical(v any) string {
 }
 
 // append appends payloads (or messages), failing the test on error.
-func (e *env) append(payloads ...any) shell.AppendResult {
+func (e *env) append(payloads ...any) driver.AppendResult {
 	e.t.Helper()
-	res, err := e.store.Append(e.ctx, msgs(payloads...), shell.AppendOptions{})
+	res, err := e.store.Append(e.ctx, msgs(payloads...), driver.AppendOptions{})
 	if err != nil {
 		e.t.Fatalf("append: %v", err)
 	}
@@ -213,11 +213,11 @@ func (e *env) append(payloads ...any) shell.AppendResult {
 }
 
 // appendGuarded appends payloads with guard g.
-func (e *env) appendGuarded(g core.Guard, payloads ...any) (shell.AppendResult, error) {
-	return e.store.Append(e.ctx, msgs(payloads...), shell.AppendOptions{Guard: &g})
+func (e *env) appendGuarded(g core.Guard, payloads ...any) (driver.AppendResult, error) {
+	return e.store.Append(e.ctx, msgs(payloads...), driver.AppendOptions{Guard: &g})
 }
 
-func (e *env) read(conds []core.Condition, opts shell.ReadOptions) shell.ReadResult {
+func (e *env) read(conds []core.Condition, opts driver.ReadOptions) driver.ReadResult {
 	e.t.Helper()
 	res, err := e.store.Read(e.ctx, conds, opts)
 	if err != nil {
@@ -226,7 +226,7 @@ func (e *env) read(conds []core.Condition, opts shell.ReadOptions) shell.ReadRes
 	return res
 }
 
-func (e *env) readPartition(p map[string]string, types []string, opts shell.ReadOptions) shell.ReadResult {
+func (e *env) readPartition(p map[string]string, types []string, opts driver.ReadOptions) driver.ReadResult {
 	e.t.Helper()
 	res, err := e.store.ReadPartition(e.ctx, p, types, opts)
 	if err != nil {
@@ -235,7 +235,7 @@ func (e *env) readPartition(p map[string]string, types []string, opts shell.Read
 	return res
 }
 
-func (e *env) readAll(opts shell.ReadAllOptions) shell.Page {
+func (e *env) readAll(opts driver.ReadAllOptions) driver.Page {
 	e.t.Helper()
 	page, err := e.store.ReadAll(e.ctx, opts)
 	if err != nil {
@@ -248,7 +248,7 @@ func (e *env) readAll(opts shell.ReadAllOptions) shell.Page {
 func (e *env) log() []core.PositionedMessage {
 	e.t.Helper()
 	var out []core.PositionedMessage
-	opts := shell.ReadAllOptions{Limit: 100}
+	opts := driver.ReadAllOptions{Limit: 100}
 	for range 100_000 {
 		page := e.readAll(opts)
 		out = append(out, page.Messages...)
@@ -262,7 +262,7 @@ func (e *env) log() []core.PositionedMessage {
 	return nil
 }
 
-func (e *env) stats() shell.Stats {
+func (e *env) stats() driver.Stats {
 	e.t.Helper()
 	st, err := e.store.Stats(e.ctx)
 	if err != nil {
@@ -275,7 +275,7 @@ func (e *env) stats() shell.Stats {
 // nothing.
 type snapshot struct {
 	log   []core.PositionedMessage
-	stats shell.Stats
+	stats driver.Stats
 	next  time.Time
 	due   bool // whether anything is scheduled
 }
@@ -394,7 +394,7 @@ func (e *env) conflict(err error, want ...int64) *core.ConflictError {
 	if err == nil {
 		e.t.Fatalf("append succeeded, want a conflict with positions %v", want)
 	}
-	if !errors.Is(err, core.ErrConcurrentAppend) || !errors.Is(err, shell.ErrConcurrentAppend) {
+	if !errors.Is(err, core.ErrConcurrentAppend) || !errors.Is(err, driver.ErrConcurrentAppend) {
 		e.t.Fatalf("error %v is not ErrConcurrentAppend", err)
 	}
 	var ce *core.ConflictError

@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
-// testUnschedule pins shell.UnscheduleTx: a scheduled message withdrawn in
+// testUnschedule pins driver.UnscheduleTx: a scheduled message withdrawn in
 // a transaction leaves the schedule with it (and only if it commits), is
 // never promoted, and an id not in the schedule is skipped.
 func (s suite) testUnschedule(t *testing.T) {
@@ -26,10 +26,10 @@ func (s suite) testUnschedule(t *testing.T) {
 		t.Helper()
 		n := 0
 		errFail := errors.New("roll back")
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			u, ok := tx.(shell.UnscheduleTx)
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			u, ok := tx.(driver.UnscheduleTx)
 			if !ok {
-				t.Fatalf("the store's Tx (%T) is not a shell.UnscheduleTx: it cannot withdraw a scheduled message (effects.Unschedule)", tx)
+				t.Fatalf("the store's Tx (%T) is not a driver.UnscheduleTx: it cannot withdraw a scheduled message (effects.Unschedule)", tx)
 			}
 			var err error
 			if n, err = u.Unschedule(ids...); err != nil {
@@ -77,7 +77,7 @@ func (s suite) testUnschedule(t *testing.T) {
 	// The id of a withdrawn message is free again: it was never logged.
 	again := a
 	again.ID = idA
-	if _, err := e.store.Append(e.ctx, []core.Message{again}, shell.AppendOptions{}); err != nil {
+	if _, err := e.store.Append(e.ctx, []core.Message{again}, driver.AppendOptions{}); err != nil {
 		t.Fatalf("scheduling again the id of a withdrawn message: %v", err)
 	}
 	if st := e.stats(); st.Scheduled != 1 {

@@ -12,18 +12,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 func (s suite) testUpdate(t *testing.T) {
 	t.Run("appends of one transaction commit together", func(t *testing.T) {
 		e := s.env(t)
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			r1, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{})
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			r1, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), driver.AppendOptions{})
 			if err != nil {
 				return err
 			}
-			r2, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour)), courseCreated{CourseName: "History"}), shell.AppendOptions{})
+			r2, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}, core.NewMessage(courseClosed{CourseName: "Algebra"}).At(epoch.Add(time.Hour)), courseCreated{CourseName: "History"}), driver.AppendOptions{})
 			if err != nil {
 				return err
 			}
@@ -48,23 +48,23 @@ func (s suite) testUpdate(t *testing.T) {
 	t.Run("reads in a transaction see its writes", func(t *testing.T) {
 		e := s.env(t)
 		e.append(userRegistered{UserID: "joe", Name: "Joe"})
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{}); err != nil {
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			last, err := tx.LastPosition()
 			if err != nil || last != 3 {
 				t.Errorf("LastPosition %d, %v; want 3", last, err)
 			}
-			r, err := tx.Read([]core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+			r, err := tx.Read([]core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, driver.ReadOptions{})
 			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{2}) || r.Guard.LastPosition != 3 {
 				t.Errorf("Read: %v guard %d, %v; want [2] guard 3", positionsOf(r.Messages), r.Guard.LastPosition, err)
 			}
-			r, err = tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, shell.ReadOptions{})
+			r, err = tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, driver.ReadOptions{})
 			if err != nil || !slices.Equal(positionsOf(r.Messages), []int64{1, 2, 3}) {
 				t.Errorf("ReadPartition: %v, %v; want [1 2 3]", positionsOf(r.Messages), err)
 			}
-			p, err := tx.ReadAll(shell.ReadAllOptions{Order: shell.Descending})
+			p, err := tx.ReadAll(driver.ReadAllOptions{Order: driver.Descending})
 			if err != nil || !slices.Equal(positionsOf(p.Messages), []int64{3, 2, 1}) || p.LastPosition != 3 {
 				t.Errorf("ReadAll: %v last %d, %v; want [3 2 1] last 3", positionsOf(p.Messages), p.LastPosition, err)
 			}
@@ -90,11 +90,11 @@ func (s suite) testUpdate(t *testing.T) {
 		var err error
 		panicked := func() (p any) {
 			defer func() { p = recover() }()
-			err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-				if _, err := tx.Append([]core.Message{logged, scheduled}, shell.AppendOptions{}); err != nil {
+			err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+				if _, err := tx.Append([]core.Message{logged, scheduled}, driver.AppendOptions{}); err != nil {
 					return err
 				}
-				if _, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{Deferred: deferred}); err != nil {
+				if _, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), driver.AppendOptions{Deferred: deferred}); err != nil {
 					return err
 				}
 				return fail()
@@ -133,7 +133,7 @@ func (s suite) testUpdate(t *testing.T) {
 	t.Run("a deferred guarded append that conflicts fails the transaction", func(t *testing.T) {
 		e := s.env(t)
 		e.append(courseCreated{CourseName: "Algebra"})
-		r, err := e.store.Read(e.ctx, []core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, shell.ReadOptions{})
+		r, err := e.store.Read(e.ctx, []core.Condition{cond(typeCourseCreated, "course_name", "Algebra")}, driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,13 +141,13 @@ func (s suite) testUpdate(t *testing.T) {
 		e.append(courseCreated{CourseName: "Algebra"}) // the conflict
 		e.notes.take()
 		before := e.snapshot()
-		err = e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), shell.AppendOptions{}); err != nil {
+		err = e.store.Update(e.ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(msgs(userRegistered{UserID: "ann", Name: "Ann"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
 			// A store may refuse it here or at the commit: either way the
 			// Update fails with the conflict and writes nothing.
-			_, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "ann"}), shell.AppendOptions{Guard: &guard, Deferred: true})
+			_, err := tx.Append(msgs(userJoinedCourse{CourseName: "Algebra", UserID: "ann"}), driver.AppendOptions{Guard: &guard, Deferred: true})
 			return err
 		})
 		var ce *core.ConflictError
@@ -161,8 +161,8 @@ func (s suite) testUpdate(t *testing.T) {
 		e := s.env(t)
 		e.append(userRegistered{UserID: "joe", Name: "Joe"})
 		e.notes.take()
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			r, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), shell.AppendOptions{Deferred: true})
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			r, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}, userJoinedCourse{CourseName: "Algebra", UserID: "joe"}), driver.AppendOptions{Deferred: true})
 			if err != nil {
 				return err
 			}
@@ -175,11 +175,11 @@ func (s suite) testUpdate(t *testing.T) {
 				t.Errorf("deferred append returned positions %v, want none or one per message", r.Positions)
 			}
 			// The transaction reads what it appended, deferred or not.
-			got, err := tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, shell.ReadOptions{})
+			got, err := tx.ReadPartition(part("course_name", "Algebra", "user_id", "joe"), []string{typeCourseCreated, typeUserRegistered, typeUserJoinedCourse}, driver.ReadOptions{})
 			if err != nil || len(got.Messages) != 3 {
 				t.Errorf("ReadPartition after a deferred append: %d messages, %v; want 3", len(got.Messages), err)
 			}
-			_, err = tx.Append(msgs(courseCreated{CourseName: "History"}), shell.AppendOptions{Deferred: true})
+			_, err = tx.Append(msgs(courseCreated{CourseName: "History"}), driver.AppendOptions{Deferred: true})
 			return err
 		})
 		if err != nil {
@@ -199,14 +199,14 @@ func (s suite) testUpdate(t *testing.T) {
 
 	t.Run("a failed append does not spoil the transaction", func(t *testing.T) {
 		e := s.env(t)
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
-			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), shell.AppendOptions{}); err != nil {
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			if _, err := tx.Append(msgs(courseCreated{CourseName: "Algebra"}), driver.AppendOptions{}); err != nil {
 				return err
 			}
-			if _, err := tx.Append(msgs(userRegistered{UserID: "jake", Name: "Jake"}, signup{}), shell.AppendOptions{}); err == nil {
+			if _, err := tx.Append(msgs(userRegistered{UserID: "jake", Name: "Jake"}, signup{}), driver.AppendOptions{}); err == nil {
 				t.Error("an invalid append succeeded")
 			}
-			_, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}), shell.AppendOptions{})
+			_, err := tx.Append(msgs(userRegistered{UserID: "joe", Name: "Joe"}), driver.AppendOptions{})
 			return err
 		})
 		if err != nil {
@@ -235,8 +235,8 @@ func (s suite) testUpdate(t *testing.T) {
 		if seen.Load() != 2 {
 			t.Fatalf("the subscriber saw max position %d, want 2", seen.Load())
 		}
-		_ = e.store.Update(e.ctx, func(tx shell.Tx) error {
-			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), shell.AppendOptions{})
+		_ = e.store.Update(e.ctx, func(tx driver.Tx) error {
+			_, err := tx.Append(msgs(courseClosed{CourseName: "Algebra"}), driver.AppendOptions{})
 			if seen.Load() != 2 {
 				t.Errorf("the subscriber was called inside the transaction")
 			}
@@ -259,9 +259,9 @@ func (s suite) testUpdate(t *testing.T) {
 				runtime.Gosched()
 			}
 		})
-		err := e.store.Update(e.ctx, func(tx shell.Tx) error {
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
 			for _, p := range []any{courseCreated{CourseName: "A"}, courseCreated{CourseName: "B"}, courseCreated{CourseName: "C"}} {
-				if _, err := tx.Append(msgs(p), shell.AppendOptions{}); err != nil {
+				if _, err := tx.Append(msgs(p), driver.AppendOptions{}); err != nil {
 					return err
 				}
 				time.Sleep(time.Millisecond)
@@ -282,8 +282,8 @@ func (s suite) testUpdate(t *testing.T) {
 var errRollback = errors.New("storetest: roll back")
 
 // skips reports whether store's positions may skip numbers (see
-// shell.SkippingPositions): the suite then checks that they increase.
-func skips(store shell.Store) bool {
-	sp, ok := store.(shell.SkippingPositions)
+// driver.SkippingPositions): the suite then checks that they increase.
+func skips(store driver.Store) bool {
+	sp, ok := store.(driver.SkippingPositions)
 	return ok && sp.PositionsMaySkip()
 }

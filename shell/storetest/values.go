@@ -6,7 +6,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // invoice is "invoice.issued": a civil date and exact decimals, registered
@@ -38,7 +38,7 @@ func (s suite) testValueTypes(t *testing.T) {
 	e.sameMessages("log", got, []core.PositionedMessage{{Message: res.Messages[0], Position: 1}, {Message: res.Messages[1], Position: 2}})
 	byKey := func(attr string, v any, want ...int64) {
 		t.Helper()
-		r := e.read([]core.Condition{cond(typeInvoice, attr, e.canonical(v))}, shell.ReadOptions{})
+		r := e.read([]core.Condition{cond(typeInvoice, attr, e.canonical(v))}, driver.ReadOptions{})
 		e.expectPositions(attr+" = "+e.canonical(v), r.Messages, want...)
 	}
 	byKey("due", due, 1)
@@ -47,6 +47,6 @@ func (s suite) testValueTypes(t *testing.T) {
 	byKey("amount", codec.MustDecimal("19.9"), 2)
 	byKey("lines", codec.MustDecimal("19.80"), 1)
 	byKey("lines", codec.MustDecimal("-0.000000000000000001"), 2)
-	p := e.readPartition(part("due", e.canonical(due)), []string{typeInvoice}, shell.ReadOptions{})
+	p := e.readPartition(part("due", e.canonical(due)), []string{typeInvoice}, driver.ReadOptions{})
 	e.expectPositions("due partition", p.Messages, 1)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/core/durable"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Status is where a run is: NotStarted, Running, Complete, Failed or
@@ -362,7 +363,7 @@ func (r *Run[In, Out]) Send(ctx context.Context, name string, payload any) error
 // outcome is recorded. What the run scheduled (a sleep's end, a receive's
 // timeout, a step's retry) leaves the schedule in the same transaction,
 // on a store whose transactions withdraw scheduled messages
-// (shell.UnscheduleTx: the memory, SQLite and PostgreSQL stores).
+// (driver.UnscheduleTx: the memory, SQLite and PostgreSQL stores).
 // ErrFinished for a run that had ended; ErrNotFound for one never
 // started.
 func Cancel[In, Out any](ctx context.Context, store shell.Store, wf *Definition[In, Out], id, reason string) error {
@@ -386,7 +387,7 @@ func Cancel[In, Out any](ctx context.Context, store shell.Store, wf *Definition[
 			if _, err := tx.Append([]core.Message{cancelled}, shell.AppendOptions{Guard: &res.Guard}); err != nil {
 				return err
 			}
-			if u, ok := tx.(shell.UnscheduleTx); ok {
+			if u, ok := tx.(driver.UnscheduleTx); ok {
 				if ids := scheduledBy(run); len(ids) > 0 {
 					_, err = u.Unschedule(ids...)
 				}

@@ -126,7 +126,7 @@ func WithHooks(h core.Hooks) Option {
 // are dated by the clock of the router that handles the run (the
 // runtime's clock, or the store's for a bare router; time.Now when the
 // claim carries no time). A runtime given no Config.Clock takes the
-// store's (shell.Clocked), so one simulated clock, given once to the
+// store's (driver.Clocked), so one simulated clock, given once to the
 // store (memstore.WithSharedClock, sqlitestore's Options.Clock), drives
 // workflows too.
 func Clock(now func() time.Time) Option {

@@ -94,7 +94,7 @@
 //     cancelled run leaves nothing in the schedule.
 //   - One clock: sleeps and retries are dated by the clock of the router
 //     that handles the run (effects.Claim.Now: the runtime's clock), and a
-//     runtime given no Config.Clock takes its store's (shell.Clocked). So
+//     runtime given no Config.Clock takes its store's (driver.Clocked). So
 //     a simulation gives its clock once, to the store
 //     (memstore.WithSharedClock(clk), sqlitestore's Options{Clock: clk}),
 //     and the store's stamps and schedule, the runtime's promotions and

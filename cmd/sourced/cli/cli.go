@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // Driver opens the stores of one kind of database for the commands.
@@ -49,7 +50,7 @@ type Driver interface {
 type Store interface {
 	shell.Store
 	// ScheduleReader lists up to limit scheduled messages, soonest first.
-	shell.ScheduleReader
+	driver.ScheduleReader
 	// CancelScheduled deletes a scheduled message; false when none has
 	// the id.
 	CancelScheduled(ctx context.Context, id uuid.UUID) (bool, error)

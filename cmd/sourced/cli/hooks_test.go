@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -30,7 +31,7 @@ func TestGroupsResetRunsTheAppsOnReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}, Hooks: true}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}, Hooks: true}); err != nil {
 		t.Fatal(err)
 	}
 	want(t, 0, []string{"-db", db, "groups", "stop", "courses.catalog", "rebuild"}, "1 lifecycle hook(s) pending")

@@ -14,6 +14,7 @@ import (
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/internal/testdomain"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
 
@@ -49,7 +50,7 @@ func fixture(t testing.TB) string {
 	ctx := context.Background()
 	path, s := emptyStore(t)
 	defer s.Close()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "courses.catalog", Label: "Catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := core.Messages(

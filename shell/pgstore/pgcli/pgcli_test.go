@@ -17,6 +17,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
 	"github.com/sourced-go/sourced/shell/pgstore/pgcli"
@@ -83,7 +84,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.RegisterGroup(ctx, shell.GroupSpec{ID: "courses.catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "courses.catalog", PartitionBy: []string{"course_id"}, Handled: []string{"courses.created"}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := core.Messages(CourseCreated{"c1", "Algebra"}, CourseCreated{"c2", "History"}, CourseCreated{"c3", "Algebra II"})

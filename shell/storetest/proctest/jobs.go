@@ -12,7 +12,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
-	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // The jobs domain of the crash tests: Job commands, each decided once per
@@ -122,8 +122,8 @@ func (i Impure) Pure() bool { return false }
 // AppendJobs appends Jobs j<from> .. j<from+n-1> spread over shards
 // shards (s0, s1, ...), batch to an append, trying an append again while
 // worker processes hold the write lock for longer than the busy timeout
-// (shell.ErrBusy: nothing was written).
-func AppendJobs(t testing.TB, store shell.Store, from, n, shards, batch int) {
+// (driver.ErrBusy: nothing was written).
+func AppendJobs(t testing.TB, store driver.Store, from, n, shards, batch int) {
 	t.Helper()
 	var msgs []core.Message
 	for i := from; i < from+n; i++ {
@@ -138,11 +138,11 @@ func AppendJobs(t testing.TB, store shell.Store, from, n, shards, batch int) {
 	}
 }
 
-func appendRetrying(t testing.TB, store shell.Store, msgs []core.Message) {
+func appendRetrying(t testing.TB, store driver.Store, msgs []core.Message) {
 	t.Helper()
 	for {
-		_, err := store.Append(t.Context(), msgs, shell.AppendOptions{})
-		if errors.Is(err, shell.ErrBusy) {
+		_, err := store.Append(t.Context(), msgs, driver.AppendOptions{})
+		if errors.Is(err, driver.ErrBusy) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -154,10 +154,10 @@ func appendRetrying(t testing.TB, store shell.Store, msgs []core.Message) {
 }
 
 // Done counts the JobDone events per job id and per process.
-func Done(t testing.TB, store shell.Store) (perJob map[string]int, perProcess map[int]int) {
+func Done(t testing.TB, store driver.Store) (perJob map[string]int, perProcess map[int]int) {
 	t.Helper()
 	perJob, perProcess = map[string]int{}, map[int]int{}
-	for m, err := range store.All(t.Context(), shell.ReadAllOptions{Conditions: []core.Condition{{Type: "jobs.done"}}, Limit: 1000}) {
+	for m, err := range store.All(t.Context(), driver.ReadAllOptions{Conditions: []core.Condition{{Type: "jobs.done"}}, Limit: 1000}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func Done(t testing.TB, store shell.Store) (perJob map[string]int, perProcess ma
 
 // WaitProgress waits until at least n jobs are done, failing t with what
 // after limit.
-func WaitProgress(t testing.TB, store shell.Store, n int, limit time.Duration, what string) {
+func WaitProgress(t testing.TB, store driver.Store, n int, limit time.Duration, what string) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -188,7 +188,7 @@ func WaitProgress(t testing.TB, store shell.Store, n int, limit time.Duration, w
 // WaitDone waits until jobs jobs are done and returns how many each
 // process did. It fails t as soon as a job is done twice or the group
 // fails, and when limit passes first.
-func WaitDone(t testing.TB, store shell.Store, jobs int, limit time.Duration) map[int]int {
+func WaitDone(t testing.TB, store driver.Store, jobs int, limit time.Duration) map[int]int {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -201,7 +201,7 @@ func WaitDone(t testing.TB, store shell.Store, jobs int, limit time.Duration) ma
 		if len(perJob) == jobs {
 			return perProcess
 		}
-		if info, err := store.Group(t.Context(), JobGroup); err == nil && info.Status == shell.StatusFailed {
+		if info, err := store.Group(t.Context(), JobGroup); err == nil && info.Status == driver.StatusFailed {
 			t.Fatalf("%d of %d jobs done; the group failed: %s", len(perJob), jobs, info.Failure.Error)
 		}
 		if time.Now().After(deadline) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // EnvWorker is the environment variable that makes the test binary a
@@ -101,7 +102,7 @@ func (w *Worker) Stop(t testing.TB, limit time.Duration) {
 // intervals, TTLs), tells Start it is ready, and supervises the runtime
 // until SIGTERM. It returns the process's exit status: 0 after a clean
 // stop, 3 if the runtime could not be built, 4 if supervision failed.
-func Serve(store shell.Store, logger *slog.Logger, reactors ...any) int {
+func Serve(store driver.Store, logger *slog.Logger, reactors ...any) int {
 	cfg, err := shell.DefaultConfig().FromEnv(nil)
 	if err != nil {
 		return Fail(err)

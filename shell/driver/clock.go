@@ -1,8 +1,7 @@
-package shell
+package driver
 
 import (
 	"errors"
-	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -38,27 +37,6 @@ type Clocked interface {
 // Config.Clock other than the clock its store keeps (Clocked): give the
 // clock once, to the store, and leave Config.Clock nil.
 var ErrClockMismatch = errors.New("sourced: the runtime's clock is not the store's")
-
-// storeClock returns the clock store keeps (Clocked), or nil.
-func storeClock(store Store) Clock {
-	if c, ok := store.(Clocked); ok {
-		return c.Clock()
-	}
-	return nil
-}
-
-// sameClock tells whether a and b are the same clock value (two values of
-// a type that cannot be compared count as the same).
-func sameClock(a, b Clock) bool {
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	if ta != tb {
-		return false
-	}
-	if !ta.Comparable() {
-		return true
-	}
-	return a == b
-}
 
 // Timer is a one-shot timer of a Clock.
 type Timer interface {

@@ -1,4 +1,4 @@
-package shell
+package driver
 
 import (
 	"errors"
@@ -442,6 +442,52 @@ func CheckGroupSpec(reg *codec.Registry, g GroupSpec) error {
 		default:
 			return fmt.Errorf("sourced: consumer group %q: partition key %q is not an indexed attribute of any handled type (%s), so no partition would ever be created: check its spelling against the payloads' json names", g.ID, key, strings.Join(g.Handled, ", "))
 		}
+	}
+	return nil
+}
+
+// NormalizeGroupSpec is the prologue of every store's RegisterGroup: it
+// checks the spec (CheckGroupSpec), refuses an id that is not normalised
+// (core.NormalizeGroup), and returns the spec as a store keeps it:
+// Handled and PartitionBy sorted without duplicates (PartitionBy never
+// nil), and Label defaulted to the ID.
+func NormalizeGroupSpec(reg *codec.Registry, g GroupSpec) (GroupSpec, error) {
+	if err := CheckGroupSpec(reg, g); err != nil {
+		return GroupSpec{}, err
+	}
+	if n, err := core.NormalizeGroup(g.ID); err != nil || n != g.ID {
+		return GroupSpec{}, fmt.Errorf("sourced: consumer group id %q is not normalised (core.NormalizeGroup gives %q, %v): register it under the normalised id", g.ID, n, err)
+	}
+	g.Handled = slices.Compact(slices.Sorted(slices.Values(g.Handled)))
+	g.PartitionBy = slices.Compact(slices.Sorted(slices.Values(g.PartitionBy)))
+	if g.PartitionBy == nil {
+		g.PartitionBy = []string{}
+	}
+	if g.Label == "" {
+		g.Label = g.ID
+	}
+	return g, nil
+}
+
+// CheckGroupConflict is RegisterGroup's check of a spec against one group
+// the store has registered already (id, whether it is exclusive, and
+// which types it handles): an exclusive group may share no handled type
+// with another group, nor any group with an exclusive one (an exclusive
+// group is the sole consumer of its types, and may delete them when it
+// acks). The spec's own id is no conflict (a re-registration).
+// It returns a *GroupConflictError naming the types shared.
+func CheckGroupConflict(spec GroupSpec, id string, exclusive bool, handles func(typ string) bool) error {
+	if id == spec.ID || !spec.Exclusive && !exclusive {
+		return nil
+	}
+	var shared []string
+	for _, typ := range spec.Handled {
+		if handles(typ) {
+			shared = append(shared, typ)
+		}
+	}
+	if len(shared) > 0 {
+		return &GroupConflictError{Group: spec.ID, Other: id, Types: shared}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package shell
+package driver
 
 import (
 	"encoding/json"
@@ -31,7 +31,8 @@ type PreparedMessage struct {
 // PrepareMessage validates, names, stamps (a new UUIDv7 and now, where m
 // has none) and encodes one message for a store's append, the same way
 // for every store. A message dated before its creation time (m.Err, see
-// core.Message.At) is refused with its *core.PastMessageDateError. Nothing is written: an error means the append must be
+// core.Message.At) is refused with its *core.PastMessageDateError.
+// Nothing is written: an error means the append must be
 // refused whole.
 func PrepareMessage(reg *codec.Registry, m core.Message, now time.Time) (PreparedMessage, error) {
 	if err := m.Err(); err != nil {
