@@ -18,6 +18,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
@@ -711,9 +712,9 @@ func TestClockJumpWithClaimsInFlight(t *testing.T) {
 		core.NewMessage(NotifyStudent{StudentID: "s1", CourseID: "c2"}),
 	}, shell.AppendOptions{})
 	<-p.started
-	reaps := rt.Tasks.Reaper.Ticks()
+	reaps := enginehooks.RuntimeTasks(rt).Reaper.Ticks()
 	tick(clk, 11*time.Minute)
-	eventually(t, "the reaper ticks after the jump", func() bool { return rt.Tasks.Reaper.Ticks() > reaps })
+	eventually(t, "the reaper ticks after the jump", func() bool { return enginehooks.RuntimeTasks(rt).Reaper.Ticks() > reaps })
 	clk.WaitForTimers(4) // the reaper's tick is over: it armed its next timer
 	if warns := logs.find("older than MaxClaimAge"); len(warns) != 0 {
 		t.Fatalf("the running batch's claim was released: %s", warns[0].Message)
@@ -769,9 +770,9 @@ func TestBusyPeriodicTaskIsNotAnError(t *testing.T) {
 	store.setBusy(true)
 	busyTicks := func() []slog.Record { return logs.find("found the store busy") }
 	for i := 1; i <= 6; i++ {
-		before := rt.Tasks.Reaper.Ticks()
+		before := enginehooks.RuntimeTasks(rt).Reaper.Ticks()
 		tick(clk, 30*time.Second)
-		eventually(t, "the reaper ticks", func() bool { return rt.Tasks.Reaper.Ticks() > before && len(busyTicks()) >= i })
+		eventually(t, "the reaper ticks", func() bool { return enginehooks.RuntimeTasks(rt).Reaper.Ticks() > before && len(busyTicks()) >= i })
 	}
 	got := busyTicks()
 	for i, rec := range got {

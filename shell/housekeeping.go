@@ -19,7 +19,7 @@ func housekeep(ctx context.Context, store Store) error {
 // Interval: the planner statistics are refreshed when a runtime starts (a
 // process that opens a large store claims with them from the start), then
 // hourly.
-func firstTickNow(t *Task) time.Duration {
+func firstTickNow(t *periodicTask) time.Duration {
 	if t.Ticks() == 0 {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
@@ -43,8 +44,8 @@ func TestRuntimeOptimizesOnItsFirstTickThenHourly(t *testing.T) {
 	}
 	clk.Advance(cfg.OptimizeInterval / 2)
 	eventually(t, "second refresh an interval after the first", func() bool { return store.optimized.Load() == 2 })
-	if rt.Tasks.Optimizer.Ticks() != 2 {
-		t.Fatalf("optimizer ticks %d, want 2", rt.Tasks.Optimizer.Ticks())
+	if enginehooks.RuntimeTasks(rt).Optimizer.Ticks() != 2 {
+		t.Fatalf("optimizer ticks %d, want 2", enginehooks.RuntimeTasks(rt).Optimizer.Ticks())
 	}
 }
 

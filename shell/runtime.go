@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell/driver"
 )
 
@@ -43,9 +44,7 @@ type Runtime struct {
 	byType map[string][]*reactor
 	queue  *workQueue
 
-	Tasks struct {
-		CatchUp, Reaper, Scheduler, Optimizer *Task
-	}
+	periodic periodicTasks
 
 	failMu   sync.Mutex
 	failures []error // *GroupFailedError, since WaitIdle last reported them
@@ -110,18 +109,18 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	for i := range cfg.Workers {
 		rt.ids = append(rt.ids, fmt.Sprintf("%s-worker-%d", cfg.ProcessID, i+1))
 	}
-	rt.Tasks.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
-	rt.Tasks.CatchUp.next = func(t *Task) time.Duration {
+	rt.periodic.CatchUp = newTask("catch-up poll", cfg.CatchUpInterval, cfg.Clock, rt.catchUp)
+	rt.periodic.CatchUp.next = func(t *periodicTask) time.Duration {
 		if rt.started.Swap(false) {
 			return 0 // at once: the hooks of transitions made while no runtime ran
 		}
 		return t.Interval
 	}
 	router.claimant = hookClaimant(cfg.ProcessID)
-	rt.Tasks.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
-	rt.Tasks.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
-	rt.Tasks.Optimizer.next = firstTickNow
-	rt.Tasks.Scheduler = newScheduler(rt)
+	rt.periodic.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
+	rt.periodic.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
+	rt.periodic.Optimizer.next = firstTickNow
+	rt.periodic.Scheduler = newScheduler(rt)
 	for _, t := range rt.tasks() {
 		t.log = cfg.Logger
 	}
@@ -193,8 +192,8 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	return nil
 }
 
-func (rt *Runtime) tasks() []*Task {
-	return []*Task{rt.Tasks.CatchUp, rt.Tasks.Reaper, rt.Tasks.Scheduler, rt.Tasks.Optimizer}
+func (rt *Runtime) tasks() []*periodicTask {
+	return []*periodicTask{rt.periodic.CatchUp, rt.periodic.Reaper, rt.periodic.Scheduler, rt.periodic.Optimizer}
 }
 
 // Stop stops the periodic tasks and the workers, waiting for the batches
@@ -653,15 +652,28 @@ func (q *workQueue) len() int {
 	return len(q.queued)
 }
 
-// Task is a periodic task of the runtime, startable and stoppable on its
-// own.
-type Task struct {
+// periodicTasks are a runtime's periodic tasks; the repository's tests
+// and simulator reach them through internal/enginehooks.
+type periodicTasks struct {
+	CatchUp, Reaper, Scheduler, Optimizer *periodicTask
+}
+
+func init() {
+	enginehooks.RuntimeTasks = func(rt any) enginehooks.Tasks {
+		p := &rt.(*Runtime).periodic
+		return enginehooks.Tasks{CatchUp: p.CatchUp, Reaper: p.Reaper, Scheduler: p.Scheduler, Optimizer: p.Optimizer}
+	}
+}
+
+// periodicTask is a periodic task of the runtime, startable and
+// stoppable on its own.
+type periodicTask struct {
 	Name     string
 	Interval time.Duration
 
 	clock Clock
 	run   func(ctx context.Context) error
-	next  func(t *Task) time.Duration // when to tick next (default Interval)
+	next  func(t *periodicTask) time.Duration // when to tick next (default Interval)
 	wake  <-chan struct{}
 
 	mu     sync.Mutex
@@ -674,12 +686,12 @@ type Task struct {
 	log    *slog.Logger
 }
 
-func newTask(name string, interval time.Duration, clock Clock, run func(context.Context) error) *Task {
-	return &Task{Name: name, Interval: interval, clock: clock, run: run}
+func newTask(name string, interval time.Duration, clock Clock, run func(context.Context) error) *periodicTask {
+	return &periodicTask{Name: name, Interval: interval, clock: clock, run: run}
 }
 
 // Start starts the task's loop (a no-op when running).
-func (t *Task) Start() {
+func (t *periodicTask) Start() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.cancel != nil {
@@ -693,7 +705,7 @@ func (t *Task) Start() {
 
 // wait waits for the task's latest loop to exit (at once when it never
 // ran, or exited).
-func (t *Task) wait() {
+func (t *periodicTask) wait() {
 	t.mu.Lock()
 	last := t.last
 	t.mu.Unlock()
@@ -702,7 +714,7 @@ func (t *Task) wait() {
 	}
 }
 
-func (t *Task) loop(ctx context.Context, done chan struct{}) {
+func (t *periodicTask) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for {
 		d := t.Interval
@@ -740,7 +752,7 @@ func (t *Task) loop(ctx context.Context, done chan struct{}) {
 
 // Stop stops the task, waiting for a running tick until ctx ends
 // (ErrStopTimeout).
-func (t *Task) Stop(ctx context.Context) error {
+func (t *periodicTask) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	cancel, done := t.cancel, t.done
 	t.cancel, t.done = nil, nil
@@ -763,20 +775,20 @@ func (t *Task) Stop(ctx context.Context) error {
 // starting it: a simulation (package props/sim) or a test runs the
 // stale-claim reaper, the scheduler or the catch-up poll at the moments it
 // chooses, with no timer and no goroutine.
-func (t *Task) RunOnce(ctx context.Context) error {
+func (t *periodicTask) RunOnce(ctx context.Context) error {
 	t.ticks.Add(1)
 	return protect(func() error { return t.run(ctx) })
 }
 
 // Running reports whether the task's loop runs.
-func (t *Task) Running() bool {
+func (t *periodicTask) Running() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cancel != nil
 }
 
 // Ticks counts the ticks the task ran.
-func (t *Task) Ticks() int64 { return t.ticks.Load() }
+func (t *periodicTask) Ticks() int64 { return t.ticks.Load() }
 
 // newScheduler promotes scheduled messages: it sleeps until the next one is
 // due (not a fixed tick, so a message due in 1 s is not 5 s late), waking
@@ -785,7 +797,7 @@ func (t *Task) Ticks() int64 { return t.ticks.Load() }
 // appended as they are), the earliest due time is in the past for good:
 // the scheduler then ticks once per Interval, reporting them each time,
 // instead of spinning.
-func newScheduler(rt *Runtime) *Task {
+func newScheduler(rt *Runtime) *periodicTask {
 	var aside atomic.Bool // the last promotion set messages aside
 	t := newTask("scheduled messages", rt.cfg.CatchUpInterval, rt.cfg.Clock, func(ctx context.Context) error {
 		n, err := rt.store.PromoteScheduled(ctx, rt.cfg.Clock.Now())
@@ -797,7 +809,7 @@ func newScheduler(rt *Runtime) *Task {
 		return err
 	})
 	t.wake = rt.schedule
-	t.next = func(t *Task) time.Duration {
+	t.next = func(t *periodicTask) time.Duration {
 		next, ok, err := rt.store.NextScheduled(context.Background())
 		if err != nil || !ok {
 			return t.Interval

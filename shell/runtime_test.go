@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 )
@@ -324,24 +325,24 @@ func TestTasksStartAndStopOnTheirOwn(t *testing.T) {
 	store := memstore.New(courseRegistry(), memstore.WithClock(clk.Now))
 	rt := startRuntime(t, store, testConfig(clk), notifications)
 	ctx := context.Background()
-	if err := rt.Tasks.CatchUp.Stop(ctx); err != nil {
+	if err := enginehooks.RuntimeTasks(rt).CatchUp.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rt.Tasks.CatchUp.Running() || !rt.Tasks.Reaper.Running() {
+	if enginehooks.RuntimeTasks(rt).CatchUp.Running() || !enginehooks.RuntimeTasks(rt).Reaper.Running() {
 		t.Fatal("stopping one task stopped another")
 	}
-	before := rt.Tasks.Reaper.Ticks()
+	before := enginehooks.RuntimeTasks(rt).Reaper.Ticks()
 	clk.WaitForTimers(3)
 	clk.Advance(30 * time.Second)
 	deadline := time.Now().Add(2 * time.Second)
-	for rt.Tasks.Reaper.Ticks() == before && time.Now().Before(deadline) {
+	for enginehooks.RuntimeTasks(rt).Reaper.Ticks() == before && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if rt.Tasks.Reaper.Ticks() == before {
+	if enginehooks.RuntimeTasks(rt).Reaper.Ticks() == before {
 		t.Fatal("the reaper did not tick after its interval")
 	}
-	rt.Tasks.CatchUp.Start()
-	if !rt.Tasks.CatchUp.Running() {
+	enginehooks.RuntimeTasks(rt).CatchUp.Start()
+	if !enginehooks.RuntimeTasks(rt).CatchUp.Running() {
 		t.Fatal("the catch-up poll did not start again")
 	}
 }
@@ -386,13 +387,13 @@ func TestTaskRunOnceReapsWithoutStarting(t *testing.T) {
 		t.Fatalf("claim: %v %v", c, err)
 	}
 	clk.Advance(time.Minute)
-	if err := rt.Tasks.Reaper.RunOnce(ctx); err != nil {
+	if err := enginehooks.RuntimeTasks(rt).Reaper.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := rt.Tasks.Reaper.Ticks(); n != 1 {
+	if n := enginehooks.RuntimeTasks(rt).Reaper.Ticks(); n != 1 {
 		t.Errorf("ticks = %d, want 1", n)
 	}
-	if rt.Tasks.Reaper.Running() {
+	if enginehooks.RuntimeTasks(rt).Reaper.Running() {
 		t.Error("RunOnce started the task's loop")
 	}
 	for o, err := range store.Offsets(ctx, shell.OffsetQuery{Group: "courses.enrolments"}) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 )
@@ -60,7 +61,7 @@ func TestSchedulerWaitsPastSetAsideMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := rt.Tasks.Scheduler
+	task := enginehooks.RuntimeTasks(rt).Scheduler
 	task.Start()
 	defer task.Stop(context.Background())
 	if d := <-clk.asked; d != time.Minute {

@@ -10,7 +10,7 @@ import (
 // Clock is the simulated clock every component reads (the stores, the
 // runtimes, the router, the error strategies): it moves only when the
 // simulator steps it, forwards or back (a clock jump). It arms no timers:
-// the simulator runs the periodic tasks itself (shell.Task.RunOnce).
+// the simulator runs the periodic tasks itself (enginehooks.Task.RunOnce).
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

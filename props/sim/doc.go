@@ -20,7 +20,7 @@
 // Nothing runs in the background. A simulated process is a shell.Runtime
 // that is never started: a worker round is Router.HandleNext by one of its
 // workers, and its periodic tasks run when the simulator says so
-// (shell.Task.RunOnce). Time is a Clock that moves only when an action
+// (enginehooks.Task.RunOnce). Time is a Clock that moves only when an action
 // steps it, forwards or back. Concurrency is interleaving: at a store call
 // of one action (an Interleave fault), other actions run first, as another
 // process would while this one waits for the store.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell/driver"
 )
 
@@ -248,11 +249,11 @@ func (w *World) drain() error {
 		w.clock.Step(ClaimTTL + HeartbeatInterval + 5*time.Second)
 		worked := false
 		for _, p := range w.procs {
-			if err := p.rt.Tasks.Reaper.RunOnce(ctx); err != nil {
+			if err := enginehooks.RuntimeTasks(p.rt).Reaper.RunOnce(ctx); err != nil {
 				return fmt.Errorf("drain round %d: reaper of %s: %w", round, p.id, err)
 			}
 		}
-		if err := w.procs[0].rt.Tasks.Scheduler.RunOnce(ctx); err != nil {
+		if err := enginehooks.RuntimeTasks(w.procs[0].rt).Scheduler.RunOnce(ctx); err != nil {
 			return fmt.Errorf("drain round %d: scheduler: %w", round, err)
 		}
 		for pass := 0; ; pass++ {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/enginehooks"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/memstore"
@@ -380,11 +381,11 @@ func (w *World) doCtx(ctx context.Context, a Action) error {
 		_, err := p.rt.Router().HandleNext(ctx, rs[a.Target%len(rs)].Group, p.workers[a.Worker%len(p.workers)])
 		return err
 	case Reap:
-		return w.procs[a.Proc%len(w.procs)].rt.Tasks.Reaper.RunOnce(ctx)
+		return enginehooks.RuntimeTasks(w.procs[a.Proc%len(w.procs)].rt).Reaper.RunOnce(ctx)
 	case Promote:
-		return w.procs[a.Proc%len(w.procs)].rt.Tasks.Scheduler.RunOnce(ctx)
+		return enginehooks.RuntimeTasks(w.procs[a.Proc%len(w.procs)].rt).Scheduler.RunOnce(ctx)
 	case CatchUp:
-		return w.procs[a.Proc%len(w.procs)].rt.Tasks.CatchUp.RunOnce(ctx)
+		return enginehooks.RuntimeTasks(w.procs[a.Proc%len(w.procs)].rt).CatchUp.RunOnce(ctx)
 	case ClockStep:
 		w.clock.Step(time.Duration(a.N) * time.Millisecond)
 		return nil
