@@ -59,5 +59,5 @@
 // The kit sits beside package sourced, the application's front door, as
 // httptest sits beside net/http; it imports no store and nothing of the
 // shell (codec, core, effects and statechart only). It was
-// effects/sourcedtest, which forwards here until it is removed.
+// effects/sourcedtest before v0.4.
 package sourcedtest
