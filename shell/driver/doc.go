@@ -34,9 +34,10 @@
 //     CheckReadAll (cursors, page sizes), and PageMessages / PageOffsets to
 //     build the iterators (All, Offsets) from the paged reads;
 //   - a group: NormalizeGroupSpec and CheckGroupConflict (RegisterGroup's
-//     prologue), Transition / Accepts / Claimable (the status chart),
-//     CheckAck, CheckTTL, CheckClaimTransition, CheckPartition,
-//     CheckLagQuery, CheckParkedQuery, SortParked;
+//     prologue), PartitionWalk (the partitions a message opens or wakes,
+//     on append and in discovery), Transition / Accepts / Claimable (the
+//     status chart), CheckClaim, CheckAck, CheckTTL, CheckClaimTransition,
+//     CheckPartition, CheckLagQuery, CheckParkedQuery, SortParked;
 //   - scheduled messages: CheckPromotable, UnpromotedError.
 //
 // # Optional interfaces

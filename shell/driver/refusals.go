@@ -491,3 +491,16 @@ func CheckGroupConflict(spec GroupSpec, id string, exclusive bool, handles func(
 	}
 	return nil
 }
+
+// CheckClaim checks the arguments of a claim (ClaimNext, ClaimUpdate,
+// ClaimMany): a worker id, which names the claim's holder, and a positive
+// batch size.
+func CheckClaim(workerID string, batchSize int) error {
+	if workerID == "" {
+		return errors.New("sourced: claim with no worker id: give the id of the worker that will hold the claim")
+	}
+	if batchSize <= 0 {
+		return fmt.Errorf("sourced: claim a batch of %d messages: the batch size must be positive", batchSize)
+	}
+	return nil
+}

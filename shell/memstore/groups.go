@@ -160,35 +160,15 @@ func (g *group) tuples(r *record) []tuple {
 		id := r.id.String()
 		return []tuple{{key: partitionKey([]string{core.IDKey}, []string{id}), partition: map[string]string{core.IDKey: id}, msgID: r.id}}
 	}
-	values := make([][]string, len(g.partitionBy))
-	for i, name := range g.partitionBy {
-		for _, k := range r.keys {
-			if k.Name == name {
-				values[i] = append(values[i], k.Value)
-			}
-		}
-		if len(values[i]) == 0 {
-			return nil
-		}
-	}
 	var out []tuple
-	pick := make([]string, len(values))
-	var walk func(i int)
-	walk = func(i int) {
-		if i == len(values) {
-			p := make(map[string]string, len(pick))
-			for j, name := range g.partitionBy {
-				p[name] = pick[j]
-			}
-			out = append(out, tuple{key: partitionKey(g.partitionBy, pick), partition: p})
-			return
+	var w driver.PartitionWalk
+	for w.Init(g.partitionBy, r.keys); w.Next(); {
+		p := make(map[string]string, len(g.partitionBy))
+		for j, name := range g.partitionBy {
+			p[name] = w.Values()[j]
 		}
-		for _, v := range values[i] {
-			pick[i] = v
-			walk(i + 1)
-		}
+		out = append(out, tuple{key: partitionKey(g.partitionBy, w.Values()), partition: p})
 	}
-	walk(0)
 	return out
 }
 
@@ -428,11 +408,8 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPa
 	if t.done {
 		return nil, errTxDone
 	}
-	if workerID == "" {
-		return nil, errors.New("memstore: claim with no worker id")
-	}
-	if batchSize <= 0 {
-		return nil, fmt.Errorf("memstore: claim a batch of %d messages: the batch size must be positive", batchSize)
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
+		return nil, err
 	}
 	return t.claimNext(group, workerID, batchSize)
 }

@@ -401,31 +401,11 @@ func (g *groupConf) tuples(keys []codec.KeyPair, id uuid.UUID) []tuple {
 	if g.byID() {
 		return []tuple{newTuple([]string{core.IDKey}, []string{id.String()}, &id)}
 	}
-	values := make([][]string, len(g.partitionBy))
-	for i, name := range g.partitionBy {
-		for _, k := range keys {
-			if k.Name == name {
-				values[i] = append(values[i], k.Value)
-			}
-		}
-		if len(values[i]) == 0 {
-			return nil
-		}
-	}
 	var out []tuple
-	pick := make([]string, len(values))
-	var walk func(i int)
-	walk = func(i int) {
-		if i == len(values) {
-			out = append(out, newTuple(g.partitionBy, pick, nil))
-			return
-		}
-		for _, v := range values[i] {
-			pick[i] = v
-			walk(i + 1)
-		}
+	var w driver.PartitionWalk
+	for w.Init(g.partitionBy, keys); w.Next(); {
+		out = append(out, newTuple(g.partitionBy, w.Values(), nil))
 	}
-	walk(0)
 	return out
 }
 
@@ -618,17 +598,6 @@ func parseKeys(keys []string) []codec.KeyPair {
 	return out
 }
 
-// checkClaimArgs validates ClaimNext's arguments.
-func checkClaimArgs(workerID string, batchSize int) error {
-	if workerID == "" {
-		return errors.New("pgstore: claim with no worker id")
-	}
-	if batchSize <= 0 {
-		return fmt.Errorf("pgstore: claim a batch of %d messages: the batch size must be positive", batchSize)
-	}
-	return nil
-}
-
 // idle answers whether group has nothing to claim now, with one
 // statement outside any transaction: the group's status and whether its
 // partial index of claimable offsets is empty (an O(1) probe however many
@@ -659,7 +628,7 @@ func (s *Store) idle(ctx context.Context, group string) (bool, error) {
 // and release side by side (FOR UPDATE SKIP LOCKED picks the offset),
 // while appends wait for them and they for appends.
 func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize int) (c *driver.ClaimedPartition, err error) {
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return nil, err
 	}
 	if idle, err := s.idle(ctx, group); err != nil || idle {
@@ -687,7 +656,7 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 // for every other and stopped every append; at 1,000 accounts,
 // BenchmarkPostgresEndToEnd spent most of its time in that wait.)
 func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return false, err
 	}
 	if idle, err := s.idle(ctx, group); err != nil || idle {
@@ -709,7 +678,7 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPa
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return nil, err
 	}
 	return t.claimNext(group, workerID, batchSize)
@@ -778,7 +747,7 @@ func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*dr
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return nil, err
 	}
 	if partitions <= 0 {

@@ -115,17 +115,6 @@ import (
 // is a replay when its last message is at or below that mark (per
 // partition, see package storetest).
 
-// checkClaimArgs validates ClaimNext's arguments.
-func checkClaimArgs(workerID string, batchSize int) error {
-	if workerID == "" {
-		return errors.New("sqlitestore: claim with no worker id")
-	}
-	if batchSize <= 0 {
-		return fmt.Errorf("sqlitestore: claim a batch of %d messages: the batch size must be positive", batchSize)
-	}
-	return nil
-}
-
 // RegisterGroup creates the group (active) or updates its label,
 // partitioning and handled types, keeping its status, failure, offsets and
 // highest position; see driver.Groups. A new group, or one whose
@@ -229,7 +218,7 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
 // same transaction; see driver.Groups.
 func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -276,7 +265,7 @@ func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPa
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return nil, err
 	}
 	c, _, _, err := t.claimNext(group, workerID, batchSize)

@@ -23,7 +23,7 @@ func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*dr
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if err := checkClaimArgs(workerID, batchSize); err != nil {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
 		return nil, err
 	}
 	if partitions <= 0 {

@@ -66,7 +66,7 @@ func (t *tx) eager(groups []*groupConf, pos int64, m *core.Message, keys []codec
 		}
 		it := &t.tuples
 		for it.init(g.partitionBy, keys, ids); it.next(); {
-			if err := t.wakeOffset(g, partitionKey(kbuf[:0], g.partitionBy, it.values), pos, it.kps); err != nil {
+			if err := t.wakeOffset(g, partitionKey(kbuf[:0], g.partitionBy, it.Values()), pos, it.kps); err != nil {
 				return err
 			}
 		}
@@ -773,7 +773,7 @@ func (t *tx) discover(g *groupConf) error {
 			}
 			var it tuples
 			for it.init(g.partitionBy, keys, ids); it.next(); {
-				kbuf = partitionKey(kbuf[:0], g.partitionBy, it.values)
+				kbuf = partitionKey(kbuf[:0], g.partitionBy, it.Values())
 				visit(cur, string(kbuf), it.kps)
 			}
 			pairs = pairs[:0]
@@ -825,63 +825,30 @@ func (t *tx) discover(g *groupConf) error {
 	return err
 }
 
-// tuples walks the partitions a message carries in full: every
-// combination of the values that keys (sorted by name, then value) hold
-// for names, with their key pair ids; none when a name has no value (AND
-// discovery). A slice attribute gives one partition per value.
+// tuples walks the partitions a message carries in full
+// (driver.PartitionWalk), with the key pair ids of each partition's
+// values: ids[i] is the id of keys[i].
 type tuples struct {
-	keys   []codec.KeyPair
-	ids    []int64
-	spans  [][2]int
-	pick   []int
-	values []string
-	kps    []int64
-	done   bool
-
-	spanBuf [4][2]int // partitions of up to 4 attributes allocate nothing
-	pickBuf [4]int
-	valBuf  [4]string
-	kpBuf   [4]int64
+	driver.PartitionWalk
+	ids   []int64
+	kps   []int64
+	kpBuf [4]int64 // partitions of up to 4 attributes allocate nothing
 }
 
 func (it *tuples) init(names []string, keys []codec.KeyPair, ids []int64) {
-	it.keys, it.ids, it.done = keys, ids, false
-	it.spans, it.pick, it.values, it.kps = it.spanBuf[:0], it.pickBuf[:0], it.valBuf[:0], it.kpBuf[:0]
-	for _, name := range names {
-		lo := 0
-		for lo < len(keys) && keys[lo].Name < name {
-			lo++
-		}
-		hi := lo
-		for hi < len(keys) && keys[hi].Name == name {
-			hi++
-		}
-		if hi == lo {
-			it.done = true
-			return
-		}
-		it.spans = append(it.spans, [2]int{lo, hi})
-		it.pick, it.values, it.kps = append(it.pick, lo), append(it.values, ""), append(it.kps, 0)
-	}
+	it.Init(names, keys)
+	it.ids = ids
 }
 
-// next moves to the next partition; values and kps hold it.
+// next moves to the next partition; Values and kps hold it.
 func (it *tuples) next() bool {
-	if it.done {
+	if !it.Next() {
 		return false
 	}
-	for i, j := range it.pick {
-		it.values[i], it.kps[i] = it.keys[j].Value, it.ids[j]
+	it.kps = it.kpBuf[:0]
+	for _, j := range it.Pick() {
+		it.kps = append(it.kps, it.ids[j])
 	}
-	i := len(it.pick) - 1
-	for ; i >= 0; i-- {
-		it.pick[i]++
-		if it.pick[i] < it.spans[i][1] {
-			break
-		}
-		it.pick[i] = it.spans[i][0]
-	}
-	it.done = i < 0
 	return true
 }
 
