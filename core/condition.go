@@ -78,7 +78,7 @@ func MatchAny(conds []Condition, typ string, keys []codec.KeyPair) bool {
 // message. When every declared attribute may be absent, the type gets one
 // condition per attribute instead. The guard may then be wider than the
 // partition (a possible false conflict), never narrower.
-func ConditionsFor(partition map[string]string, types ...*codec.Type) []Condition {
+func ConditionsFor(partition Partition, types ...*codec.Type) []Condition {
 	conds := make([]Condition, 0, len(types))
 	for _, t := range types {
 		always := map[string]string{}
@@ -119,7 +119,7 @@ func mayBeAbsent(f codec.Field) bool {
 // keys, so an attribute left absent (a nil pointer, an omitempty zero value)
 // is ignored. A message whose attribute holds several values (a slice)
 // belongs to each partition whose value is among them.
-func InPartition(partition map[string]string, keys []codec.KeyPair) bool {
+func InPartition(partition Partition, keys []codec.KeyPair) bool {
 	carried := 0
 	for name, value := range partition {
 		has, match := false, false

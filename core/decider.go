@@ -146,7 +146,7 @@ func (d Decider[S]) Run(history []Message, cmd Message) (Decision[S], error) {
 
 // DecideCommand folds the history and decides cmd (CommandDecider), with
 // the decider's sync work bound to the decision.
-func (d Decider[S]) DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
+func (d Decider[S]) DecideCommand(partition Partition, history []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
 	out, _, err := d.DecideOn(d.Evolve(d.Initial(), MessagesOf(history)...), partition, cmd)
 	return out, err
 }
@@ -154,7 +154,7 @@ func (d Decider[S]) DecideCommand(partition map[string]string, history []Positio
 // DecideOn is DecideCommand on a state already folded from the
 // partition's history (a cached one, say): it decides cmd on s and returns
 // the outcome and the state after the decision's events.
-func (d Decider[S]) DecideOn(s S, partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+func (d Decider[S]) DecideOn(s S, partition Partition, cmd PositionedMessage) (Outcome, S, error) {
 	evs, err := d.Decide(s, cmd.Message)
 	if err != nil {
 		return Outcome{Source: cmd}, s, err
@@ -196,14 +196,14 @@ func (d Decider[S]) QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, err
 // DecideQuery decides cmd on the state its query composes from read (what
 // the union of plan read, in position order), with the decider's sync
 // work bound to the decision (Querier).
-func (d Decider[S]) DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
+func (d Decider[S]) DecideQuery(plan Plan, index Indexer, partition Partition, read []PositionedMessage, cmd PositionedMessage) (Outcome, error) {
 	out, _, err := d.DecideQueryState(plan, index, partition, read, cmd)
 	return out, err
 }
 
 // DecideQueryState is DecideQuery that also returns the state after the
 // decision's events (each event folded into the parts it matches).
-func (d Decider[S]) DecideQueryState(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, S, error) {
+func (d Decider[S]) DecideQueryState(plan Plan, index Indexer, partition Partition, read []PositionedMessage, cmd PositionedMessage) (Outcome, S, error) {
 	f, ok := d.startQuery(plan, index, cmd)
 	if !ok {
 		return Outcome{Source: cmd}, d.Initial(), fmt.Errorf("%w: decider %q has no query (core.Reads) for %v", ErrNotHandled, d.Group, PayloadType(cmd.Payload))
@@ -223,7 +223,7 @@ func (d Decider[S]) startQuery(plan Plan, index Indexer, cmd PositionedMessage) 
 }
 
 // finishQuery decides cmd on what f folded so far, then folds the events.
-func (d Decider[S]) finishQuery(f *folding[S], partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+func (d Decider[S]) finishQuery(f *folding[S], partition Partition, cmd PositionedMessage) (Outcome, S, error) {
 	s := f.state(d.Initial())
 	evs, err := d.Decide(s, cmd.Message)
 	if err != nil {

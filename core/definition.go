@@ -50,7 +50,7 @@ type CommandDecider interface {
 	// its Sync work runs in the same transaction. A rejection is returned
 	// as the handler's error (matching ErrNotHandled when nothing accepts
 	// the command).
-	DecideCommand(partition map[string]string, history []PositionedMessage, cmd PositionedMessage) (Outcome, error)
+	DecideCommand(partition Partition, history []PositionedMessage, cmd PositionedMessage) (Outcome, error)
 }
 
 // Evolver is what loading a state from the log needs: Decider, Projector
@@ -69,7 +69,7 @@ const DecidedByKey = "sourced_decided_by"
 // StateLoader is implemented by definitions that load their state from the
 // user's own storage before a batch (state-stored projectors).
 type StateLoader interface {
-	LoadState(ctx context.Context, partition map[string]string) (state any, found bool, err error)
+	LoadState(ctx context.Context, partition Partition) (state any, found bool, err error)
 }
 
 // Folder is an event-sourced definition (Spec.History, not LoadsState)
@@ -120,7 +120,7 @@ type Spec struct {
 // StepInput is a claimed batch as a definition's Step sees it.
 type StepInput struct {
 	// Partition is the claimed partition's values.
-	Partition map[string]string
+	Partition Partition
 	// History is the partition's messages of the Evolved types (when the
 	// Spec asks for history), in position order.
 	History []PositionedMessage
@@ -166,7 +166,7 @@ type Querier interface {
 	// QueryPlan resolves cmd's query; false when cmd has none.
 	QueryPlan(reg *codec.Registry, cmd Message) (Plan, bool, error)
 	// DecideQuery decides cmd on what its plan's union read.
-	DecideQuery(plan Plan, index Indexer, partition map[string]string, read []PositionedMessage, cmd PositionedMessage) (Outcome, error)
+	DecideQuery(plan Plan, index Indexer, partition Partition, read []PositionedMessage, cmd PositionedMessage) (Outcome, error)
 }
 
 // Outcome is what one claimed message produced.

@@ -28,7 +28,7 @@ type Handler[S any] struct {
 // decider produced, the partition, and whether the batch is a replay.
 type Batch[S any] struct {
 	State     S
-	Partition map[string]string
+	Partition Partition
 	Messages  []PositionedMessage
 	Events    []Message
 	Replaying bool

@@ -160,7 +160,7 @@ type Reporter interface {
 type RetryReport struct {
 	Group string
 	// Partition holds the failed batch's partition values.
-	Partition map[string]string
+	Partition Partition
 	// Message is the message the batch failed at (Type, ID and Position
 	// name it; zero when the failure names none, e.g. a failed history
 	// read).
@@ -176,7 +176,7 @@ type RetryReport struct {
 // FailureReport describes a failed batch the retries did not absorb.
 type FailureReport struct {
 	Group     string
-	Partition map[string]string
+	Partition Partition
 	// Message is the message the batch failed at (see RetryReport).
 	Message PositionedMessage
 	Err     error

@@ -21,8 +21,8 @@ import (
 // without the rule, every command lacking a key would share the one
 // partition "" and be decided against each other's history. Declare such
 // attributes `sourced:"required"` so that validation catches them first.
-func PartitionOf(typ string, by []string, keys []codec.KeyPair) (map[string]string, error) {
-	partition := make(map[string]string, len(by))
+func PartitionOf(typ string, by []string, keys []codec.KeyPair) (Partition, error) {
+	partition := make(Partition, len(by))
 	var ve *codec.ValidationError
 	problem := func(field, format string, args ...any) {
 		if ve == nil {
@@ -57,7 +57,7 @@ func PartitionOf(typ string, by []string, keys []codec.KeyPair) (map[string]stri
 // PartitionPairs returns a partition's values as key pairs, sorted by name:
 // PartitionOf("partition", keys, PartitionPairs(p)) checks that a
 // partition given by a caller has a value for each of keys and none empty.
-func PartitionPairs(partition map[string]string) []codec.KeyPair {
+func PartitionPairs(partition Partition) []codec.KeyPair {
 	out := make([]codec.KeyPair, 0, len(partition))
 	for _, k := range slices.Sorted(maps.Keys(partition)) {
 		out = append(out, codec.KeyPair{Name: k, Value: partition[k]})

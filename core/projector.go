@@ -119,7 +119,7 @@ func (p Projector[S]) Check(reg *codec.Registry) error {
 
 // LoadState implements StateLoader for state-stored projectors (it returns
 // found false for event-sourced ones).
-func (p Projector[S]) LoadState(ctx context.Context, partition map[string]string) (any, bool, error) {
+func (p Projector[S]) LoadState(ctx context.Context, partition Partition) (any, bool, error) {
 	if p.Load == nil {
 		return nil, false, nil
 	}

@@ -453,7 +453,7 @@ func (q *QueryFolding[S]) Add(m PositionedMessage) {
 
 // Decide decides cmd on the state the parts compose, then folds the
 // decision's events into them, as DecideQueryState does after its read.
-func (q *QueryFolding[S]) Decide(partition map[string]string, cmd PositionedMessage) (Outcome, S, error) {
+func (q *QueryFolding[S]) Decide(partition Partition, cmd PositionedMessage) (Outcome, S, error) {
 	return q.d.finishQuery(q.f, partition, cmd)
 }
 

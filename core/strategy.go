@@ -12,7 +12,7 @@ import (
 type FailedAttempt struct {
 	Group string
 	// Partition holds the failed batch's partition values.
-	Partition map[string]string
+	Partition Partition
 	// Message is the message the batch failed at (zero when the failure
 	// names none, e.g. a failed history read).
 	Message PositionedMessage

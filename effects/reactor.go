@@ -20,7 +20,7 @@ type Claim struct {
 	Group string
 	// Partition is the claimed partition's values (for an id-partitioned
 	// group, {"__id": message id}).
-	Partition map[string]string
+	Partition core.Partition
 	// Messages are the claimed messages in position order.
 	Messages []core.PositionedMessage
 	// Guard covers every handled type that declares the partition's

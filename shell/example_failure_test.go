@@ -37,7 +37,7 @@ func ExampleGroupFailedError() {
 	// A test that provokes failures on purpose says so.
 	fmt.Println(router.Drain(ctx, &shell.DrainOptions{TolerateFailures: true}))
 	// Output:
-	// courses.enrolments failed map[course_id:c1] courses.enrol 3
+	// courses.enrolments failed course_id:c1 courses.enrol 3
 	// true
 	// course_id:c1 errors.New("course is full") false
 	// <nil>

@@ -28,7 +28,7 @@ type GroupFailedError struct {
 	// Parked is true when the parking strategy parked the partition (see
 	// ErrorStrategy.Park): the group goes on with its other partitions.
 	Parked    bool
-	Partition map[string]string
+	Partition core.Partition
 	// MessageType, MessageID and Position name the message that failed:
 	// the first of the batch that was not processed.
 	MessageType string

@@ -193,13 +193,13 @@ type handleRun[S any] struct {
 // Spec is the decider's, computed once.
 func (r *handleRun[S]) Spec() core.Spec { return r.spec }
 
-func (r *handleRun[S]) DecideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+func (r *handleRun[S]) DecideQuery(plan core.Plan, index core.Indexer, partition core.Partition, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
 	out, s, err := r.DecideQueryState(plan, index, partition, read, cmd)
 	r.queried, r.res.State = true, s
 	return out, err
 }
 
-func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error) {
+func (r *handleRun[S]) readHistory(tx Tx, partition core.Partition, types []string) (ReadResult, error) {
 	r.attempts++
 	if r.cache == nil && r.snaps == nil {
 		r.base, r.unsavedBase = r.Initial(), 0
@@ -227,7 +227,7 @@ func (r *handleRun[S]) readHistory(tx Tx, partition map[string]string, types []s
 	return tx.ReadPartition(partition, types, ReadOptions{})
 }
 
-func (r *handleRun[S]) decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
+func (r *handleRun[S]) decideOn(partition core.Partition, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error) {
 	r.folded = r.EvolveHistory(r.base, history.Messages)
 	r.position = history.Guard.LastPosition
 	r.unsaved = r.unsavedBase + len(history.Messages) // the same however often it decides
@@ -303,7 +303,7 @@ func (r *handleRun[S]) takePart(key stateKey) (*stateEntry, bool) {
 }
 
 // decideQuery decides a query decision on the parts readQuery folded.
-func (r *handleRun[S]) decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+func (r *handleRun[S]) decideQuery(plan core.Plan, index core.Indexer, partition core.Partition, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
 	if r.qf == nil {
 		return r.DecideQuery(plan, index, partition, read, cmd)
 	}
@@ -367,13 +367,13 @@ func valueTypeOf(t reflect.Type) bool {
 type decideHook interface {
 	// readHistory reads, in the attempt's transaction, the partition's
 	// history of types the decision folds onto the state it starts from.
-	readHistory(tx Tx, partition map[string]string, types []string) (ReadResult, error)
+	readHistory(tx Tx, partition core.Partition, types []string) (ReadResult, error)
 	// decideOn decides the command on the history read.
-	decideOn(partition map[string]string, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
+	decideOn(partition core.Partition, history ReadResult, cmd core.PositionedMessage) (core.Outcome, error)
 	// readQuery reads a query decision's union, and decideQuery decides
 	// on what it read.
 	readQuery(tx Tx, plan core.Plan, cmd core.Message) (ReadResult, error)
-	decideQuery(plan core.Plan, index core.Indexer, partition map[string]string, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error)
+	decideQuery(plan core.Plan, index core.Indexer, partition core.Partition, read []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error)
 }
 
 // HandleCommand is Handle for any definition that decides commands one at
@@ -623,7 +623,7 @@ func registerGroup(ctx context.Context, store Store, d core.Definition) error {
 // core.PartitionOf) and reads nothing.
 //
 // opts may be nil: the defaults.
-func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, opts *ReadOptions) (S, core.Guard, error) {
+func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition core.Partition, opts *ReadOptions) (S, core.Guard, error) {
 	o := orDefaults(opts)
 	if err := checkLoadPartition(e, partition); err != nil {
 		var zero S
@@ -649,7 +649,7 @@ func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition 
 
 // checkLoadPartition applies core.PartitionOf to a partition Load was
 // given: the definition's keys when e has a Spec, else the keys given.
-func checkLoadPartition(e any, partition map[string]string) error {
+func checkLoadPartition(e any, partition core.Partition) error {
 	by := slices.Sorted(maps.Keys(partition))
 	if d, ok := e.(core.SpecProvider); ok && len(d.Spec().PartitionBy) > 0 {
 		by = d.Spec().PartitionBy

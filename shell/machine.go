@@ -19,7 +19,7 @@ import (
 // with it to decide on that snapshot. Every partition key needs a value.
 //
 // opts may be nil: the defaults.
-func LoadMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], partition map[string]string, opts *ReadOptions) (statechart.Instance[C], core.Guard, error) {
+func LoadMachine[C any](ctx context.Context, store Store, m statechart.Machine[C], partition core.Partition, opts *ReadOptions) (statechart.Instance[C], core.Guard, error) {
 	o := orDefaults(opts)
 	if err := m.Err(); err != nil {
 		return statechart.Instance[C]{}, core.Guard{}, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/effects"
 	"github.com/sourced-go/sourced/shell/driver"
 )
@@ -39,7 +40,7 @@ type Observation interface{ observation() }
 // executed and the claim acknowledged, in one transaction.
 type BatchHandled struct {
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	WorkerID  string
 	// Messages is how many claimed messages the batch held, Appended how
 	// many messages its signals appended (events, reactions, scheduled).
@@ -75,7 +76,7 @@ type Appended struct {
 // goes to the error strategy.
 type GuardConflict struct {
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	Attempt   int
 	Retried   bool
 	Err       error
@@ -84,7 +85,7 @@ type GuardConflict struct {
 // Claimed is a partition claimed for a group by a worker.
 type Claimed struct {
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	WorkerID  string
 	Messages  int
 	Inline    bool
@@ -95,7 +96,7 @@ type Claimed struct {
 // parked (Parked: the group goes on with the others), or it failed.
 type BatchFailed struct {
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	Err       error
 	Retrying  bool
 	Parked    bool

@@ -118,7 +118,7 @@ func offsetPassed(ctx context.Context, store Store, group string, cmd core.Posit
 			return false, err
 		}
 	}
-	carries := func(partition map[string]string) bool {
+	carries := func(partition core.Partition) bool {
 		if id, ok := partition[core.IDKey]; ok {
 			return id == cmd.ID.String()
 		}

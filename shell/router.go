@@ -1120,7 +1120,7 @@ func (rt *Router) historyAppended(re *reactor, pairs []effects.Pair) (keys [][]c
 // of keys (under conditional AND, as a read of the partition finds it),
 // or may (unknown). A message's own partition (an id-partitioned
 // reactor's) holds none appended since.
-func holdsAny(partition map[string]string, keys [][]codec.KeyPair, unknown bool) bool {
+func holdsAny(partition core.Partition, keys [][]codec.KeyPair, unknown bool) bool {
 	if _, ok := partition[core.IDKey]; ok {
 		return false
 	}
@@ -1200,7 +1200,7 @@ func (rt *Router) process(ctx context.Context, re *reactor, claim *driver.Claime
 // historyReader reads a claim's history and its commands' queries: the
 // store's (outside any transaction) or a transaction's (Tx is one).
 type historyReader interface {
-	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	ReadPartition(partition core.Partition, types []string, opts ReadOptions) (ReadResult, error)
 	Read(conds []core.Condition, opts ReadOptions) (ReadResult, error)
 }
 
@@ -1210,7 +1210,7 @@ type storeReader struct {
 	store Store
 }
 
-func (r storeReader) ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error) {
+func (r storeReader) ReadPartition(partition core.Partition, types []string, opts ReadOptions) (ReadResult, error) {
 	return r.store.ReadPartition(r.ctx, partition, types, opts)
 }
 

@@ -95,7 +95,7 @@ var tills = core.Decider[tillState]{Group: "tills", PartitionBy: []string{"owner
 	}),
 )
 
-func tillCounter(record func(partition map[string]string, s tillCount, last int64)) core.Projector[tillCount] {
+func tillCounter(record func(partition core.Partition, s tillCount, last int64)) core.Projector[tillCount] {
 	return core.Projector[tillCount]{Group: "till-counts", PartitionBy: []string{"owner"}}.With(
 		core.Evolve(func(s tillCount, e tillMoved) tillCount { return tillCount{s.Events + 1, s.Sum + e.Amount} }),
 		core.Evolve(func(s tillCount, _ tillRefused) tillCount { return tillCount{s.Events + 1, s.Sum} }),
@@ -194,7 +194,7 @@ func checkRouterCache(rt *rapid.T, inner shell.Store) int64 {
 	var mu sync.Mutex
 	counts := map[string][]projected{}
 	cache := shell.NewStateCache(rapid.IntRange(1, 3).Draw(rt, "cache size"))
-	counter := tillCounter(func(p map[string]string, s tillCount, last int64) {
+	counter := tillCounter(func(p core.Partition, s tillCount, last int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		counts[p["owner"]] = append(counts[p["owner"]], projected{state: s, last: last})

@@ -73,7 +73,7 @@ type recordingTx struct {
 	ops *[]string
 }
 
-func (t *recordingTx) ReadPartition(p map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t *recordingTx) ReadPartition(p core.Partition, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	*t.ops = append(*t.ops, "read")
 	return t.Tx.ReadPartition(p, types, opts)
 }

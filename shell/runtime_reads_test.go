@@ -70,7 +70,7 @@ type readCounter struct {
 	afters []int64
 }
 
-func (s *readCounter) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (s *readCounter) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	s.mu.Lock()
 	s.afters = append(s.afters, opts.After)
 	s.mu.Unlock()

@@ -164,7 +164,7 @@ func startState[S any](tx Tx, cache *StateCache, snaps *snapshots, key stateKey,
 // when e takes no snapshots, none is valid, or opts asks for a part of
 // the history (After, Limit) or for a point in time before the snapshot.
 // It saves a newer snapshot when the policy says so (Upto unset).
-func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, types []string, opts ReadOptions) (S, core.Guard, bool, error) {
+func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], partition core.Partition, types []string, opts ReadOptions) (S, core.Guard, bool, error) {
 	var zero S
 	snaps := snapshotsOf(store, e)
 	if snaps == nil || opts.After != 0 || opts.Limit != 0 {
@@ -199,7 +199,7 @@ func loadSnapshot[S any](ctx context.Context, store Store, e core.Evolver[S], pa
 
 // saveLoaded saves the state a full Load folded (when the policy says
 // so): the first Load of a long partition leaves a snapshot behind.
-func saveLoaded[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string, opts ReadOptions, state S, res ReadResult) {
+func saveLoaded[S any](ctx context.Context, store Store, e core.Evolver[S], partition core.Partition, opts ReadOptions, state S, res ReadResult) {
 	if opts != (ReadOptions{}) {
 		return
 	}

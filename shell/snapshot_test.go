@@ -284,7 +284,7 @@ type readCountingTx struct {
 	s *readCountingStore
 }
 
-func (t readCountingTx) ReadPartition(partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (t readCountingTx) ReadPartition(partition core.Partition, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	res, err := t.Tx.ReadPartition(partition, types, opts)
 	t.s.lastRead = len(res.Messages)
 	return res, err

@@ -273,7 +273,7 @@ func (m Machine[C]) reacts(msg core.Message) bool {
 
 // current rebuilds the instance from history, leaving out the messages of
 // batch (they are decided, not replayed).
-func (m Machine[C]) current(partition map[string]string, history, batch []core.PositionedMessage) (Instance[C], error) {
+func (m Machine[C]) current(partition core.Partition, history, batch []core.PositionedMessage) (Instance[C], error) {
 	inst := m.New(partition)
 	skip := make(map[int64]bool, len(batch))
 	for _, b := range batch {
@@ -293,7 +293,7 @@ func (m Machine[C]) current(partition map[string]string, history, batch []core.P
 // DecideCommand decides cmd on the machine rebuilt from the partition's
 // history, for synchronous handling (core.CommandDecider): the messages to
 // append, or ErrCommandNotHandled when no active state accepts it.
-func (m Machine[C]) DecideCommand(partition map[string]string, history []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
+func (m Machine[C]) DecideCommand(partition core.Partition, history []core.PositionedMessage, cmd core.PositionedMessage) (core.Outcome, error) {
 	out := core.Outcome{Source: cmd}
 	inst, err := m.current(partition, history, []core.PositionedMessage{cmd})
 	if err != nil {

@@ -105,7 +105,7 @@ func (f *keyFiller) field(payload any, name string) (string, bool) {
 
 // needs reports whether payload of type t has a zero key attribute that
 // partition has a value for.
-func (f *keyFiller) needs(v reflect.Value, partition map[string]string) bool {
+func (f *keyFiller) needs(v reflect.Value, partition core.Partition) bool {
 	for _, kf := range f.fields(v.Type()) {
 		if _, ok := partition[kf.name]; ok && v.FieldByIndex(kf.index).IsZero() {
 			return true
@@ -116,7 +116,7 @@ func (f *keyFiller) needs(v reflect.Value, partition map[string]string) bool {
 
 // fillValue writes the partition's values into the zero key attributes of
 // v, an addressable struct.
-func (f *keyFiller) fillValue(v reflect.Value, partition map[string]string) {
+func (f *keyFiller) fillValue(v reflect.Value, partition core.Partition) {
 	for _, kf := range f.fields(v.Type()) {
 		val, ok := partition[kf.name]
 		if !ok {
@@ -147,7 +147,7 @@ func (f *keyFiller) fillValue(v reflect.Value, partition map[string]string) {
 
 // fill returns payload with the partition's keys filled in (a copy when
 // anything changed; a pointer payload stays a pointer, to a copy).
-func (f *keyFiller) fill(payload any, partition map[string]string) any {
+func (f *keyFiller) fill(payload any, partition core.Partition) any {
 	if len(partition) == 0 || payload == nil {
 		return payload
 	}
@@ -172,7 +172,7 @@ func (f *keyFiller) fill(payload any, partition map[string]string) any {
 }
 
 // fillMessage fills the keys of a message's payload.
-func (f *keyFiller) fillMessage(m core.Message, partition map[string]string) core.Message {
+func (f *keyFiller) fillMessage(m core.Message, partition core.Partition) core.Message {
 	m.Payload = f.fill(m.Payload, partition)
 	return m
 }

@@ -238,7 +238,7 @@ type Instance[C any] struct {
 	// Context is the domain context.
 	Context C
 	// Partition holds the partition's key values.
-	Partition map[string]string
+	Partition core.Partition
 
 	ch *chart
 	st instState
@@ -277,7 +277,7 @@ func (i Instance[C]) Children(child Child) []ChildRef {
 
 // New returns a fresh instance for partition: the context's initial value,
 // at the root's initial position (or, for a child machine, not started).
-func (m Machine[C]) New(partition map[string]string) Instance[C] {
+func (m Machine[C]) New(partition core.Partition) Instance[C] {
 	mc := m.core()
 	in := Instance[C]{Context: m.Context.Initial(), Partition: partition, ch: mc.ch}
 	in.st.act = newBitset(len(mc.ch.nodes))
@@ -305,7 +305,7 @@ func (m Machine[C]) ActiveStates(paths []string) (ActiveStates, error) {
 // History target enters its state as if targeted directly), no entry counts
 // (a timer is accepted while its state is active) and no children. Every
 // partition key needs a value.
-func (m Machine[C]) At(paths []string, ctx C, partition map[string]string) (Instance[C], error) {
+func (m Machine[C]) At(paths []string, ctx C, partition core.Partition) (Instance[C], error) {
 	for _, k := range m.PartitionBy {
 		if _, ok := partition[k]; !ok {
 			return Instance[C]{}, fmt.Errorf("%w: %q (the machine is partitioned by %v)", ErrMissingPartitionKey, k, m.PartitionBy)
@@ -326,7 +326,7 @@ func (m Machine[C]) At(paths []string, ctx C, partition map[string]string) (Inst
 // parent's Started and its children's Finished update its children. A path
 // that no longer names a state is an *UnresolvablePathError naming the
 // event.
-func (m Machine[C]) Load(partition map[string]string, history []core.Message) (Instance[C], error) {
+func (m Machine[C]) Load(partition core.Partition, history []core.Message) (Instance[C], error) {
 	in := m.New(partition)
 	for _, msg := range history {
 		if err := m.apply(&in, msg); err != nil {

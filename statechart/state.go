@@ -56,7 +56,7 @@ func (m Move) move() Move      { return m }
 
 // valueFiller fills partition keys into an addressable struct value.
 type valueFiller interface {
-	fillValue(v reflect.Value, partition map[string]string)
+	fillValue(v reflect.Value, partition core.Partition)
 }
 
 // mover is implemented by every state event payload (through the embedded

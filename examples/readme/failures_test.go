@@ -68,6 +68,6 @@ func Example_failures() {
 	fmt.Println(err)
 	// Output:
 	// map[c1:[s2]]
-	// map[course_id:poison] courses.enrolled 1 4 cannot write roster poison
+	// course_id:poison courses.enrolled 1 4 cannot write roster poison
 	// sourced: partition course_id:poison of consumer group courses.rosters is not parked (parked: none); nothing was changed
 }

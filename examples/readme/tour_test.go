@@ -126,7 +126,7 @@ func Example_web() {
 	case errors.Is(err, sourced.ErrBusy): // 503: the store is busy, try again
 	case err != nil: // 409: the decider rejected it
 	}
-	names, guard, err := sourced.Load(ctx, store, Courses, map[string]string{"course_name": "Algebra"})
+	names, guard, err := sourced.Load(ctx, store, Courses, sourced.Partition{"course_name": "Algebra"})
 
 	fmt.Println(len(res.Events), err, names, guard.LastPosition)
 	_, err = sourced.Handle(ctx, store, Courses, CreateCourse{CourseID: "c2", CourseName: "Algebra"})

@@ -85,7 +85,7 @@ func (f *faultStore) Read(ctx context.Context, conds []core.Condition, opts driv
 	return r, f.after(err)
 }
 
-func (f *faultStore) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (f *faultStore) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := f.call("ReadPartition", false); err != nil {
 		return driver.ReadResult{}, err
 	}
@@ -229,7 +229,7 @@ func (f *faultStore) ParkedPartitions(ctx context.Context, group string) ([]driv
 	return out, f.after(err)
 }
 
-func (f *faultStore) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (f *faultStore) RetryPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	if err := f.call("RetryPartition", true); err != nil {
 		return driver.ParkedPartition{}, err
 	}
@@ -237,7 +237,7 @@ func (f *faultStore) RetryPartition(ctx context.Context, group string, partition
 	return out, f.after(err)
 }
 
-func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	if err := f.call("SkipFailedMessage", true); err != nil {
 		return driver.ParkedPartition{}, err
 	}
@@ -245,7 +245,7 @@ func (f *faultStore) SkipFailedMessage(ctx context.Context, group string, partit
 	return out, f.after(err)
 }
 
-func (f *faultStore) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (f *faultStore) ResetPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	if err := f.call("ResetPartition", true); err != nil {
 		return driver.ParkedPartition{}, err
 	}
@@ -415,7 +415,7 @@ func (t *faultTx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.
 	return t.inner.Read(conds, opts)
 }
 
-func (t *faultTx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (t *faultTx) ReadPartition(partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.point("ReadPartition"); err != nil {
 		return driver.ReadResult{}, err
 	}
@@ -466,7 +466,7 @@ func (t *faultTx) Delete(positions ...int64) error {
 	return t.inner.Delete(positions...)
 }
 
-func (t *faultTx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
+func (t *faultTx) AdvanceOffset(group string, partition core.Partition, position int64) (bool, error) {
 	if err := t.point("AdvanceOffset"); err != nil {
 		return false, err
 	}

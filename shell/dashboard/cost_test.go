@@ -121,7 +121,7 @@ func (c *counting) Read(ctx context.Context, conds []core.Condition, opts shell.
 	return r, c.or(err, c.count(ctx, "Read", len(r.Messages)))
 }
 
-func (c *counting) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (c *counting) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	r, err := c.Store.ReadPartition(ctx, partition, types, opts)
 	return r, c.or(err, c.count(ctx, "ReadPartition", len(r.Messages)))
 }

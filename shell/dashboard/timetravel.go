@@ -47,7 +47,7 @@ type StateQuery struct {
 	// Group is the reactor's consumer group.
 	Group string
 	// Partition gives a value for each of the group's partition keys.
-	Partition map[string]string
+	Partition core.Partition
 	// At is the position the state is folded up to, included: 0 is
 	// before the partition's first message, Latest (negative) its last.
 	At int64
@@ -97,7 +97,7 @@ type Decision struct {
 type PartitionState struct {
 	Group     string              `json:"group"`
 	Kind      core.DefinitionKind `json:"kind"`
-	Partition map[string]string   `json:"partition"`
+	Partition core.Partition      `json:"partition"`
 	// At is the position the state is after (0: before the partition's
 	// first message); Last is the partition's last position.
 	At   int64 `json:"at"`
@@ -358,7 +358,7 @@ func StateAt(ctx context.Context, store shell.Store, reg *codec.Registry, reacto
 // partition and its position, when the decider takes snapshots, the store
 // keeps them, and the snapshot is at or before position at (Latest: any);
 // nil otherwise.
-func (f *foldable) snapshot(ctx context.Context, store shell.Store, partition map[string]string, at int64) (any, int64) {
+func (f *foldable) snapshot(ctx context.Context, store shell.Store, partition core.Partition, at int64) (any, int64) {
 	sn, ok := f.def.(core.Snapshotting)
 	if !ok {
 		return nil, 0
@@ -385,7 +385,7 @@ func (f *foldable) snapshot(ctx context.Context, store shell.Store, partition ma
 // fold folds the evolved messages into the reactor's state: a Folder's
 // state (from start, a snapshot's, when not nil), or a machine's context
 // and active states.
-func (f *foldable) fold(partition map[string]string, start any, evolved []core.PositionedMessage) (any, []string, error) {
+func (f *foldable) fold(partition core.Partition, start any, evolved []core.PositionedMessage) (any, []string, error) {
 	if fo, ok := f.def.(core.Folder); ok {
 		if start == nil {
 			start = fo.InitialState()
@@ -484,7 +484,7 @@ func (f *foldable) decision(ctx context.Context, store shell.Store, reg *codec.R
 
 // stateURL is the state page of group for partition after position at
 // (Latest: the last).
-func stateURL(group string, partition map[string]string, at int64) string {
+func stateURL(group string, partition core.Partition, at int64) string {
 	v := url.Values{}
 	v.Set("partition", core.Partition(partition).String())
 	if at >= 0 {

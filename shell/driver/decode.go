@@ -27,7 +27,7 @@ type DecodeError struct {
 	// Group, Partition and OffsetID name the claim that met the message
 	// (empty outside a claim).
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	OffsetID  int64
 	// MessageType, MessageID and Position name the message (MessageID and
 	// Position are zero for a handled type unknown to the registry).

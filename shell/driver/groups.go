@@ -172,7 +172,7 @@ type GroupTx interface {
 	// message of the group's handled types between the offset and position
 	// that no worker has processed yet: skipping it would lose it. The
 	// group's highest position rises to position when the offset moves.
-	AdvanceOffset(group string, partition map[string]string, position int64) (bool, error)
+	AdvanceOffset(group string, partition core.Partition, position int64) (bool, error)
 }
 
 // DeferredAdvancer is implemented by a Tx that can send an offset's move
@@ -184,7 +184,7 @@ type GroupTx interface {
 // finds fails the transaction: Update returns it. A store may move the
 // offset at once instead.
 type DeferredAdvancer interface {
-	AdvanceOffsetDeferred(group string, partition map[string]string, position int64) error
+	AdvanceOffsetDeferred(group string, partition core.Partition, position int64) error
 }
 
 // DeferredCommandAppender is implemented by a Tx that can append a
@@ -200,7 +200,7 @@ type DeferredAdvancer interface {
 // stamps it now: a deferred command is never scheduled). A store may
 // append it at once, and move the offset at once.
 type DeferredCommandAppender interface {
-	AppendCommandDeferred(cmd core.Message, group string, partition map[string]string) (stamped core.Message, position func() (int64, error), err error)
+	AppendCommandDeferred(cmd core.Message, group string, partition core.Partition) (stamped core.Message, position func() (int64, error), err error)
 }
 
 // ClaimManyTx is implemented by a store's Tx that can claim several
@@ -272,7 +272,7 @@ type ClaimedPartition struct {
 	OffsetID int64
 	// Partition holds the partition's values ({"__id": id} for an
 	// id-partitioned group).
-	Partition map[string]string
+	Partition core.Partition
 	// Messages are the pending messages, in position order (conditional
 	// AND: each matches every partition attribute it carries).
 	Messages []core.PositionedMessage
@@ -514,7 +514,7 @@ type Offset struct {
 	ID           int64
 	Group        string
 	GroupStatus  Status
-	Partition    map[string]string
+	Partition    core.Partition
 	LastPosition int64
 	Claimed      bool
 	ClaimedAt    time.Time

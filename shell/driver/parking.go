@@ -42,17 +42,17 @@ type Parking interface {
 	ParkedPartitions(ctx context.Context, group string) ([]ParkedPartition, error)
 	// RetryPartition unparks the partition: workers claim it again from
 	// its offset, so its failed message is handled again.
-	RetryPartition(ctx context.Context, group string, partition map[string]string) (ParkedPartition, error)
+	RetryPartition(ctx context.Context, group string, partition core.Partition) (ParkedPartition, error)
 	// SkipFailedMessage moves the partition's offset past the message it
 	// failed at (Failure.Position), never backwards, and unparks it:
 	// workers go on with the messages after it. The skipped message stays
 	// in the log.
-	SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (ParkedPartition, error)
+	SkipFailedMessage(ctx context.Context, group string, partition core.Partition) (ParkedPartition, error)
 	// ResetPartition moves the partition's offset back to the start and
 	// unparks it: workers replay the partition's messages (the claims up
 	// to where it had been acknowledged report Replaying, as after
 	// ResetGroup).
-	ResetPartition(ctx context.Context, group string, partition map[string]string) (ParkedPartition, error)
+	ResetPartition(ctx context.Context, group string, partition core.Partition) (ParkedPartition, error)
 }
 
 // ParkedPartition is a partition the parking strategy set aside, with
@@ -62,7 +62,7 @@ type ParkedPartition struct {
 	// OffsetID identifies the partition's offset (Failure.OffsetID).
 	OffsetID int64
 	// Partition holds the partition's values.
-	Partition map[string]string
+	Partition core.Partition
 	// LastPosition is how far the partition was acknowledged: the failed
 	// message lies after it.
 	LastPosition int64
@@ -86,7 +86,7 @@ var ErrNotParked = errors.New("sourced: partition not parked")
 // partition that is not parked; it names the group's parked partitions.
 type NotParkedError struct {
 	Group     string
-	Partition map[string]string
+	Partition core.Partition
 	// Parked are the group's parked partitions, as core.Partition's String renders
 	// them.
 	Parked []string
@@ -118,7 +118,7 @@ func SortParked(ps []ParkedPartition) {
 // partitioned by partitionBy (empty: by message id), for store
 // implementations: exactly the group's partition attributes, or exactly
 // {"__id": a message id}.
-func CheckPartition(group string, partitionBy []string, partition map[string]string) error {
+func CheckPartition(group string, partitionBy []string, partition core.Partition) error {
 	if len(partitionBy) == 0 {
 		if _, ok := partition[core.IDKey]; len(partition) == 1 && ok {
 			return nil

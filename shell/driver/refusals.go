@@ -42,7 +42,7 @@ var (
 // of one message.
 type InvalidPartitionError struct {
 	// Partition is the refused partition.
-	Partition map[string]string
+	Partition core.Partition
 	// Types are the types read.
 	Types []string
 	// Attribute is the attribute at fault ("" when the partition has
@@ -95,7 +95,7 @@ func (e *InvalidPartitionError) Is(target error) bool { return target == ErrInva
 // some of its keys, as core's definition checks allow). With no types
 // nothing is read and only the partition itself is checked; with a nil
 // registry (a store reading payloads raw) declarations are not checked.
-func CheckReadPartition(reg *codec.Registry, partition map[string]string, types []string) error {
+func CheckReadPartition(reg *codec.Registry, partition core.Partition, types []string) error {
 	fail := func(attr, problem string) error {
 		return &InvalidPartitionError{Partition: partition, Types: types, Attribute: attr, Problem: problem}
 	}

@@ -42,7 +42,7 @@ type Store interface {
 	// Read returns the messages matching any of conds; see Tx.Read.
 	Read(ctx context.Context, conds []core.Condition, opts ReadOptions) (ReadResult, error)
 	// ReadPartition reads one partition under conditional AND; see Tx.ReadPartition.
-	ReadPartition(ctx context.Context, partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	ReadPartition(ctx context.Context, partition core.Partition, types []string, opts ReadOptions) (ReadResult, error)
 	// ReadAll returns one page of the whole log; see Tx.ReadAll.
 	ReadAll(ctx context.Context, opts ReadAllOptions) (Page, error)
 	// ReadCorrelation returns, in position order, every message of the log
@@ -131,7 +131,7 @@ type Tx interface {
 	// if its type is among types. A partition that would not read what it
 	// names (an attribute no type declares, for one) is refused with an
 	// *InvalidPartitionError (see CheckReadPartition).
-	ReadPartition(partition map[string]string, types []string, opts ReadOptions) (ReadResult, error)
+	ReadPartition(partition core.Partition, types []string, opts ReadOptions) (ReadResult, error)
 	// ReadAll returns one page of the log; see ReadAllOptions.
 	ReadAll(opts ReadAllOptions) (Page, error)
 	// LastPosition returns the position of the newest message in the log (0

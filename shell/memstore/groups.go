@@ -71,7 +71,7 @@ type offset struct {
 	id        int64
 	g         *group
 	key       string
-	partition map[string]string
+	partition core.Partition
 	msgID     uuid.UUID // the message of an id-partitioned group's offset
 	live      bool      // whether the offset is in the store
 	offsetState
@@ -147,7 +147,7 @@ func partitionKey(names []string, values []string) string {
 // tuple is a partition a message creates.
 type tuple struct {
 	key       string
-	partition map[string]string
+	partition core.Partition
 	msgID     uuid.UUID
 }
 
@@ -634,7 +634,7 @@ func (t *tx) Delete(positions ...int64) error {
 // position afterwards (moved, or already there), false when a message of
 // the group's handled types lies in the partition between the offset and
 // position, unprocessed.
-func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
+func (t *tx) AdvanceOffset(group string, partition core.Partition, position int64) (bool, error) {
 	if t.done {
 		return false, errTxDone
 	}

@@ -213,7 +213,7 @@ func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.Re
 
 // ReadPartition reads one partition under conditional AND; see
 // driver.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (s *Store) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := s.rlock(ctx); err != nil {
 		return driver.ReadResult{}, err
 	}
@@ -420,7 +420,7 @@ func (s *Store) read(conds []core.Condition, opts driver.ReadOptions) (driver.Re
 }
 
 // readPartition implements ReadPartition with the lock held.
-func (s *Store) readPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (s *Store) readPartition(partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := driver.CheckReadPartition(s.reg, partition, types); err != nil {
 		return driver.ReadResult{}, fmt.Errorf("memstore: %w", err)
 	}
@@ -630,7 +630,7 @@ func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadR
 	return t.s.read(conds, opts)
 }
 
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.done {
 		return driver.ReadResult{}, errTxDone
 	}

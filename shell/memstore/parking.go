@@ -104,13 +104,13 @@ func (off *offset) parkedInfo() driver.ParkedPartition {
 }
 
 // RetryPartition unparks the partition; see driver.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) RetryPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {})
 }
 
 // SkipFailedMessage moves the partition past its failed message and
 // unparks it; see driver.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
 		t.moveTo(off, off.parked.failure.Position)
 	})
@@ -118,7 +118,7 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 
 // ResetPartition moves the partition's offset back to the start and
 // unparks it; see driver.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) ResetPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, group, partition, func(t *tx, off *offset) {
 		g := off.g
 		t.saveGroup(g)
@@ -147,7 +147,7 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked offset of the partition, then unparks
 // it and makes the group's claim scan dirty.
-func (s *Store) unpark(ctx context.Context, group string, partition map[string]string, change func(t *tx, off *offset)) (driver.ParkedPartition, error) {
+func (s *Store) unpark(ctx context.Context, group string, partition core.Partition, change func(t *tx, off *offset)) (driver.ParkedPartition, error) {
 	var out driver.ParkedPartition
 	err := s.write(ctx, func(t *tx) error {
 		g, err := s.group(group)
@@ -174,7 +174,7 @@ func (s *Store) unpark(ctx context.Context, group string, partition map[string]s
 }
 
 // keyOf is the key of a partition of g (checked by driver.CheckPartition).
-func (g *group) keyOf(partition map[string]string) string {
+func (g *group) keyOf(partition core.Partition) string {
 	if g.byID() {
 		id, err := uuid.Parse(partition[core.IDKey])
 		if err != nil {
@@ -190,7 +190,7 @@ func (g *group) keyOf(partition map[string]string) string {
 }
 
 // notParked describes a partition that is not parked.
-func (g *group) notParked(partition map[string]string) error {
+func (g *group) notParked(partition core.Partition) error {
 	var parked []string
 	for _, off := range g.offsets {
 		if off.parked != nil {

@@ -371,7 +371,7 @@ func (s *Store) loadGroups(ctx context.Context, q querier, version int64) (*grou
 type tuple struct {
 	key       string // the stored partition key (core.Partition's Key)
 	keys      []string
-	partition map[string]string
+	partition core.Partition
 	msgID     *uuid.UUID // the message of an id-partitioned group's offset
 }
 
@@ -1186,7 +1186,7 @@ func (t *tx) Delete(positions ...int64) error {
 // the partition can then be in flight below position. The locks, the
 // check that position is not past the newest one and the move go in one
 // round trip (advanceLocked).
-func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
+func (t *tx) AdvanceOffset(group string, partition core.Partition, position int64) (bool, error) {
 	if err := t.usable(); err != nil {
 		return false, err
 	}
@@ -1222,7 +1222,7 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 // past the newest one (the transaction's own appends count), and the
 // move. A refusal of the position aborts the transaction, as any failed
 // statement does.
-func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]string, position int64) (bool, error) {
+func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition core.Partition, position int64) (bool, error) {
 	if position <= 0 {
 		return true, nil
 	}
@@ -1263,7 +1263,7 @@ func (t *tx) advanceLocked(gs *groupSet, g *groupConf, partition map[string]stri
 
 // conditions are the conditions of g's handled types in partition: what
 // an offset's move locks.
-func (g *groupConf) conditions(partition map[string]string) []core.Condition {
+func (g *groupConf) conditions(partition core.Partition) []core.Condition {
 	conds := make([]core.Condition, len(g.handled))
 	for i, typ := range g.handled {
 		conds[i] = core.Condition{Type: typ, Attrs: partition}
@@ -1334,7 +1334,7 @@ func (t *tx) advanced(br pgx.BatchResults, position int64) (bool, error) {
 // tupleOf is the partition of g that partition names, or an error when it
 // does not name exactly g's partition attributes (or, for an
 // id-partitioned group, a message id).
-func (g *groupConf) tupleOf(verb string, partition map[string]string) (tuple, error) {
+func (g *groupConf) tupleOf(verb string, partition core.Partition) (tuple, error) {
 	if g.byID() {
 		id, err := uuid.Parse(partition[core.IDKey])
 		if len(partition) != 1 || err != nil {
@@ -1795,7 +1795,7 @@ func scanOffsets(rows pgx.Rows) ([]driver.Offset, error) {
 // take the exclusive lock (a group this process has not loaded, a
 // transaction holding it already), or the position lies beyond the
 // transaction's own positions known so far, it moves the offset at once.
-func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, position int64) error {
+func (t *tx) AdvanceOffsetDeferred(group string, partition core.Partition, position int64) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -1821,7 +1821,7 @@ func (t *tx) AdvanceOffsetDeferred(group string, partition map[string]string, po
 // with the transaction's next batch, under the lock of its boundary
 // (deferLocked): to position, refused if that is past the newest
 // position, or with last to the session's newest (queueAdvance).
-func (t *tx) deferAdvance(gs *groupSet, g *groupConf, partition map[string]string, tp tuple, position int64, last bool) {
+func (t *tx) deferAdvance(gs *groupSet, g *groupConf, partition core.Partition, tp tuple, position int64, last bool) {
 	s := t.s
 	keys := boundarySet{}
 	keys.guard(g.conditions(partition))
@@ -1851,7 +1851,7 @@ func (t *tx) deferAdvance(gs *groupSet, g *groupConf, partition map[string]strin
 // insert draws in that batch (sessionLast). A transaction holding the
 // exclusive lock, or a group this store has not loaded, appends and
 // moves at once, as Append and AdvanceOffsetDeferred do.
-func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition map[string]string) (core.Message, func() (int64, error), error) {
+func (t *tx) AppendCommandDeferred(cmd core.Message, group string, partition core.Partition) (core.Message, func() (int64, error), error) {
 	if err := t.usable(); err != nil {
 		return core.Message{}, nil, err
 	}

@@ -139,13 +139,13 @@ func scanParked(row pgx.Row) (driver.ParkedPartition, error) {
 }
 
 // RetryPartition unparks the partition; see driver.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) RetryPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "retry", group, partition, func(*tx, driver.ParkedPartition) error { return nil })
 }
 
 // SkipFailedMessage moves the partition past its failed message and
 // unparks it; see driver.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "skip", group, partition, func(t *tx, p driver.ParkedPartition) error {
 		to := max(p.LastPosition, p.Failure.Position)
 		b := &pgx.Batch{}
@@ -162,7 +162,7 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 
 // ResetPartition moves the partition's offset back to the start and
 // unparks it; see driver.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) ResetPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "reset", group, partition, func(t *tx, p driver.ParkedPartition) error {
 		b := &pgx.Batch{}
 		b.Queue(t.s.q.g.foldGroup, t.gs.byName[p.Group].row)
@@ -174,7 +174,7 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked partition in one transaction under the
 // exclusive lock, then clears its parked record.
-func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
+func (s *Store) unpark(ctx context.Context, verb, group string, partition core.Partition, change func(t *tx, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
 		g := t.gs.byName[group]
 		if g == nil {
@@ -209,7 +209,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 }
 
 // notParked describes a partition of g that is not parked.
-func (t *tx) notParked(g *groupConf, partition map[string]string) error {
+func (t *tx) notParked(g *groupConf, partition core.Partition) error {
 	rows, err := t.c.Query(t.ctx, t.s.q.g.parked, g.name)
 	if err != nil {
 		return t.fail("parked partitions", err)

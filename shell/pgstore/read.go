@@ -135,7 +135,7 @@ func condSQL(conds []core.Condition, args *sqlArgs) string {
 // (core.InPartition) for messages of the given types: the message carries
 // one of the partition's key pairs, and no other value for an attribute of
 // the partition.
-func partitionSQL(partition map[string]string, types []string, args *sqlArgs) string {
+func partitionSQL(partition core.Partition, types []string, args *sqlArgs) string {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for k := range partition {
 			if !yield(k) {
@@ -362,7 +362,7 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 	return out, nil
 }
 
-func (s *Store) readPartition(ctx context.Context, q querier, partition map[string]string, types []string, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
+func (s *Store) readPartition(ctx context.Context, q querier, partition core.Partition, types []string, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
 	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
 		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
 	}
@@ -390,7 +390,7 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition map[stri
 }
 
 // fetchSQL is the query of up to n messages of the partition after after.
-func (s *Store) fetchSQL(partition map[string]string, types []string, after int64, n int) (string, []any) {
+func (s *Store) fetchSQL(partition core.Partition, types []string, after int64, n int) (string, []any) {
 	var args sqlArgs
 	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s LIMIT %[6]s`,
 		messageColumns, s.names.messages, positionFilter, args.add(after), partitionSQL(partition, types, &args), limitSQL(n))

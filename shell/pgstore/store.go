@@ -434,7 +434,7 @@ func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.Re
 
 // ReadPartition reads one partition under conditional AND; see
 // driver.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (s *Store) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	return s.readPartition(ctx, s.pool, partition, types, opts, nil)
 }
 

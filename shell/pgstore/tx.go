@@ -576,7 +576,7 @@ func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadR
 
 // ReadPartition reads as driver.Tx.ReadPartition, taking no lock when Read
 // would take none.
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if t.unlockedRead(opts) {
 		if err := t.flushShared(); err != nil {
 			return driver.ReadResult{}, err

@@ -67,7 +67,7 @@ func Handle[S any](ctx context.Context, store Store, d Decider[S], cmd any) (Han
 // partition (every partition key given a value) straight from the log, with
 // the guard of the read: append with it to decide on that state yourself.
 // shell.Load reads it as it was at a past position (ReadOptions.Upto).
-func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition map[string]string) (S, Guard, error) {
+func Load[S any](ctx context.Context, store Store, e core.Evolver[S], partition Partition) (S, Guard, error) {
 	return shell.Load(ctx, store, e, partition, nil)
 }
 

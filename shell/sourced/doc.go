@@ -91,7 +91,7 @@
 // an append with that guard fails with ErrConcurrentAppend if a message
 // the read would have seen arrived since:
 //
-//	taken, guard, err := sourced.Load(ctx, store, Courses, map[string]string{"course_name": "Algebra"})
+//	taken, guard, err := sourced.Load(ctx, store, Courses, sourced.Partition{"course_name": "Algebra"})
 //	_, err = store.Append(ctx, sourced.Messages(event), sourced.AppendOptions{Guard: &guard})
 //
 // # 5. Read models

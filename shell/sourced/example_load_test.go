@@ -17,7 +17,7 @@ func ExampleLoad() {
 	defer store.Close()
 	_, _ = sourced.Handle(ctx, store, enrolments, EnrolStudent{CourseID: "c1", StudentID: "ada"})
 
-	students, guard, err := sourced.Load(ctx, store, enrolments, map[string]string{"course_id": "c1"})
+	students, guard, err := sourced.Load(ctx, store, enrolments, sourced.Partition{"course_id": "c1"})
 	fmt.Println(students, err)
 
 	// Someone else enrols a student after the read...

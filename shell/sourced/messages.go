@@ -35,5 +35,10 @@ type ValidationError = codec.ValidationError
 // types), id, metadata, causation and correlation ids and time.
 type Message = core.Message
 
+// Partition names one partition of a decider, projector or projection:
+// a value for each of its PartitionBy attributes, as Load takes it
+// ({"course_id": "c1"}). Its String reads course_id:c1.
+type Partition = core.Partition
+
 // Messages wraps payloads in new messages, for Store.Append.
 func Messages(payloads ...any) []Message { return core.Messages(payloads...) }

@@ -41,6 +41,7 @@ var names = []string{
 	"NewQueue",
 	"NewRegistry",
 	"NewRuntime",
+	"Partition",
 	"Projector",
 	"Queue",
 	"React",

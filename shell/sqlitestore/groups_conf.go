@@ -254,7 +254,7 @@ func parsePartition(key string) (map[string]string, error) {
 // partitionOf returns the partition of g a map names, encoded, and an
 // error when it does not name exactly g's partition attributes (or, for
 // an id-partitioned group, a message id).
-func partitionOf(g *groupConf, partition map[string]string) (map[string]string, []byte, error) {
+func partitionOf(g *groupConf, partition core.Partition) (map[string]string, []byte, error) {
 	if g.byID() {
 		id, ok := partition[core.IDKey]
 		if len(partition) != 1 || !ok {

@@ -172,7 +172,7 @@ func (t *tx) claimCandidate(g *groupConf, cd manyCandidate, workerID string, bat
 
 // inClaim names the claim that met a message it cannot decode (a
 // *driver.DecodeError) in the error.
-func inClaim(err error, group string, partition map[string]string, offset int64) error {
+func inClaim(err error, group string, partition core.Partition, offset int64) error {
 	var de *driver.DecodeError
 	if errors.As(err, &de) {
 		de.Group, de.Partition, de.OffsetID = group, partition, offset

@@ -512,7 +512,7 @@ func (t *tx) dropRemark(id int64) {
 // offset and position: then it returns false and changes nothing. It never
 // moves an offset backwards; it returns true when the offset is at or past
 // position afterwards.
-func (t *tx) AdvanceOffset(group string, partition map[string]string, position int64) (bool, error) {
+func (t *tx) AdvanceOffset(group string, partition core.Partition, position int64) (bool, error) {
 	if err := t.usable(); err != nil {
 		return false, err
 	}
@@ -637,7 +637,7 @@ func (t *tx) AdvanceOffset(group string, partition map[string]string, position i
 // createOffset creates the offset of a partition no message created
 // (creating its key pairs if no message carries them), with its pending
 // marker, flagged for the drained-offset check.
-func (t *tx) createOffset(g *groupConf, partition map[string]string, key []byte) (int64, error) {
+func (t *tx) createOffset(g *groupConf, partition core.Partition, key []byte) (int64, error) {
 	names := g.partitionBy
 	if g.byID() {
 		names = idKeyNames

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell/driver"
 	"zombiezen.com/go/sqlite"
 )
@@ -110,7 +111,7 @@ func (s *Store) GroupLag(ctx context.Context, group string, q driver.LagQuery) (
 func (s *Store) countPending(conn *sqlite.Conn, g *groupConf, query string, bind func(*sqlite.Stmt), limit int, lag map[int64]int) error {
 	type pending struct {
 		id        int64
-		partition map[string]string
+		partition core.Partition
 		last      int64
 	}
 	var ps []pending

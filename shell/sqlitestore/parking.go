@@ -157,13 +157,13 @@ func scanParked(stmt *sqlite.Stmt) (driver.ParkedPartition, error) {
 }
 
 // RetryPartition unparks the partition; see driver.Parking.
-func (s *Store) RetryPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) RetryPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "retry", group, partition, func(*tx, *groupConf, driver.ParkedPartition) error { return nil })
 }
 
 // SkipFailedMessage moves the partition past its failed message and
 // unparks it; see driver.Parking.
-func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "skip", group, partition, func(t *tx, g *groupConf, p driver.ParkedPartition) error {
 		to := max(p.LastPosition, p.Failure.Position)
 		kps, err := t.offsetKeys(p.OffsetID)
@@ -193,7 +193,7 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition m
 
 // ResetPartition moves the partition's offset back to the start and
 // unparks it; see driver.Parking.
-func (s *Store) ResetPartition(ctx context.Context, group string, partition map[string]string) (driver.ParkedPartition, error) {
+func (s *Store) ResetPartition(ctx context.Context, group string, partition core.Partition) (driver.ParkedPartition, error) {
 	return s.unpark(ctx, "reset", group, partition, func(t *tx, g *groupConf, p driver.ParkedPartition) error {
 		for _, query := range []string{t.s.q.g.foldOffset, t.s.q.g.resetOffset} {
 			if _, err := exec(t.conn, query, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, p.OffsetID) }); err != nil {
@@ -207,7 +207,7 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition map[
 
 // unpark runs change on the parked partition in one write transaction,
 // then deletes its parked record and makes the group's claim scan dirty.
-func (s *Store) unpark(ctx context.Context, verb, group string, partition map[string]string, change func(t *tx, g *groupConf, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
+func (s *Store) unpark(ctx context.Context, verb, group string, partition core.Partition, change func(t *tx, g *groupConf, p driver.ParkedPartition) error) (out driver.ParkedPartition, err error) {
 	err = s.update(ctx, false, func(stx driver.Tx) error {
 		t := stx.(*tx)
 		g, err := t.gs.lookup(group)
@@ -256,7 +256,7 @@ func (s *Store) unpark(ctx context.Context, verb, group string, partition map[st
 }
 
 // notParked describes a partition of g that is not parked.
-func (t *tx) notParked(g *groupConf, partition map[string]string) error {
+func (t *tx) notParked(g *groupConf, partition core.Partition) error {
 	var parked []string
 	var perr error
 	err := t.w.rows(t.s.q.g.parkedKeys, func(stmt *sqlite.Stmt) { stmt.BindInt64(1, g.row) }, func(stmt *sqlite.Stmt) {

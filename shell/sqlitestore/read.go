@@ -537,7 +537,7 @@ func (s *Store) read(conn *sqlite.Conn, w *writer, conds []core.Condition, opts 
 }
 
 // readPartition implements ReadPartition.
-func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (s *Store) readPartition(conn *sqlite.Conn, w *writer, partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
 		return driver.ReadResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
@@ -612,12 +612,12 @@ func (s *Store) queryByID(conn *sqlite.Conn, id string, types []string, b bound)
 }
 
 // queryPartition runs the conditional-AND fetch.
-func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+func (s *Store) queryPartition(conn *sqlite.Conn, w *writer, partition core.Partition, types []string, b bound, limit int) ([]row, error) {
 	return s.appendPartition(nil, conn, w, partition, types, b, limit)
 }
 
 // appendPartition runs the conditional-AND fetch, appending to dst.
-func (s *Store) appendPartition(dst []row, conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) ([]row, error) {
+func (s *Store) appendPartition(dst []row, conn *sqlite.Conn, w *writer, partition core.Partition, types []string, b bound, limit int) ([]row, error) {
 	stmt, err := s.partitionStmt(conn, w, partition, types, b, limit)
 	if err != nil || stmt == nil {
 		return dst, err
@@ -632,7 +632,7 @@ var rowBuffers = sync.Pool{New: func() any { return new([]row) }}
 
 // partitionHas reports whether the conditional-AND fetch would return a
 // message, reading none.
-func (s *Store) partitionHas(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound) (bool, error) {
+func (s *Store) partitionHas(conn *sqlite.Conn, w *writer, partition core.Partition, types []string, b bound) (bool, error) {
 	stmt, err := s.partitionStmt(conn, w, partition, types, b, 1)
 	if err != nil || stmt == nil {
 		return false, err
@@ -646,7 +646,7 @@ func (s *Store) partitionHas(conn *sqlite.Conn, w *writer, partition map[string]
 
 // partitionStmt binds the statement of the conditional-AND fetch; nil when
 // nothing can match.
-func (s *Store) partitionStmt(conn *sqlite.Conn, w *writer, partition map[string]string, types []string, b bound, limit int) (*sqlite.Stmt, error) {
+func (s *Store) partitionStmt(conn *sqlite.Conn, w *writer, partition core.Partition, types []string, b bound, limit int) (*sqlite.Stmt, error) {
 	if len(partition) == 0 || len(types) == 0 || b.lo >= b.hi {
 		return nil, nil
 	}

@@ -510,7 +510,7 @@ func (s *Store) Read(ctx context.Context, conds []core.Condition, opts driver.Re
 
 // ReadPartition reads one partition under conditional AND; see
 // driver.Tx.ReadPartition.
-func (s *Store) ReadPartition(ctx context.Context, partition map[string]string, types []string, opts driver.ReadOptions) (res driver.ReadResult, err error) {
+func (s *Store) ReadPartition(ctx context.Context, partition core.Partition, types []string, opts driver.ReadOptions) (res driver.ReadResult, err error) {
 	err = s.withSnapshot(ctx, func(conn *sqlite.Conn) error {
 		res, err = s.readPartition(conn, nil, partition, types, opts)
 		return err

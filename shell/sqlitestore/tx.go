@@ -99,7 +99,7 @@ func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadR
 	return t.s.read(t.conn, t.w, conds, opts)
 }
 
-func (t *tx) ReadPartition(partition map[string]string, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
+func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver.ReadOptions) (driver.ReadResult, error) {
 	if err := t.usable(); err != nil {
 		return driver.ReadResult{}, err
 	}

@@ -220,7 +220,7 @@ func (e *genv) offsets(group string) []driver.Offset {
 
 // offset returns the offset of a partition of group, and false when there
 // is none.
-func (e *genv) offset(group string, partition map[string]string) (driver.Offset, bool) {
+func (e *genv) offset(group string, partition core.Partition) (driver.Offset, bool) {
 	e.t.Helper()
 	for _, o := range e.offsets(group) {
 		if maps.Equal(o.Partition, partition) {
@@ -232,7 +232,7 @@ func (e *genv) offset(group string, partition map[string]string) (driver.Offset,
 
 // lastAt fails the test unless the partition's offset is at want (a
 // missing offset is at 0).
-func (e *genv) lastAt(group string, partition map[string]string, want int64) {
+func (e *genv) lastAt(group string, partition core.Partition, want int64) {
 	e.t.Helper()
 	o, _ := e.offset(group, partition)
 	if o.LastPosition != want {
@@ -257,7 +257,7 @@ func (e *genv) types(names ...string) []*codec.Type {
 // expectClaim checks a claim's partition, positions and replay flag, and
 // that its guard is the partition's conditions over the handled types up
 // to its last message.
-func (e *genv) expectClaim(c *driver.ClaimedPartition, partition map[string]string, replaying bool, positions ...int64) {
+func (e *genv) expectClaim(c *driver.ClaimedPartition, partition core.Partition, replaying bool, positions ...int64) {
 	e.t.Helper()
 	if !maps.Equal(c.Partition, partition) {
 		e.t.Fatalf("claimed partition %v (messages %s), want %v", c.Partition, describe(c.Messages), partition)

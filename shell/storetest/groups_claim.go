@@ -424,7 +424,7 @@ func (s suite) testAck(t *testing.T) {
 func (s suite) testAdvance(t *testing.T) {
 	// handle appends a command and advances the offset past it in one
 	// transaction, as shell.Handle does.
-	handle := func(e *genv, group string, partition map[string]string, cmd any) (int64, bool) {
+	handle := func(e *genv, group string, partition core.Partition, cmd any) (int64, bool) {
 		e.t.Helper()
 		var pos int64
 		var moved bool

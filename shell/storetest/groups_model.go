@@ -90,7 +90,7 @@ type mgroup struct {
 }
 
 type mpart struct {
-	partition map[string]string
+	partition core.Partition
 	last      int64
 	holder    string
 	offsetID  int64 // of the holder's claim
@@ -108,7 +108,7 @@ func (m *groupModel) group(t *rapid.T) *mgroup {
 	return m.groups[rapid.IntRange(0, len(m.groups)-1).Draw(t, "group")]
 }
 
-func (m *groupModel) part(g *mgroup, partition map[string]string) *mpart {
+func (m *groupModel) part(g *mgroup, partition core.Partition) *mpart {
 	key := core.Partition(partition).String()
 	p := g.parts[key]
 	if p == nil {
@@ -218,7 +218,7 @@ func (m *groupModel) candidates(g *mgroup) map[string]map[string]string {
 
 // fetch is the model's claim fetch: up to n handled messages of the
 // partition after last, under conditional AND.
-func (m *groupModel) fetch(g *mgroup, partition map[string]string, last int64, n int) []int64 {
+func (m *groupModel) fetch(g *mgroup, partition core.Partition, last int64, n int) []int64 {
 	var out []int64
 	for _, msg := range m.log {
 		if len(out) == n {

@@ -26,7 +26,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 	id := e.log()[2].ID.String()
 	cases := []struct {
 		name      string
-		partition map[string]string
+		partition core.Partition
 		types     []string
 		attr      string // the attribute the error names
 		says      []string
@@ -75,7 +75,7 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 	t.Run("attributes some of the types declare are valid", func(t *testing.T) {
 		e := e.with(t)
 		for _, c := range []struct {
-			partition map[string]string
+			partition core.Partition
 			types     []string
 		}{
 			{part("course_name", "Algebra", "user_id", "joe"), handled},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/memstore"
 	"github.com/sourced-go/sourced/shell/workflow"
@@ -63,7 +64,7 @@ type typesRead struct {
 	reads [][]string
 }
 
-func (s *typesRead) ReadPartition(ctx context.Context, p map[string]string, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
+func (s *typesRead) ReadPartition(ctx context.Context, p core.Partition, types []string, opts shell.ReadOptions) (shell.ReadResult, error) {
 	s.mu.Lock()
 	s.reads = append(s.reads, slices.Clone(types))
 	s.mu.Unlock()

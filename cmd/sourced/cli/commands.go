@@ -519,17 +519,17 @@ func (g *globals) trace(ctx context.Context, args []string) error {
 }
 
 type offsetRow struct {
-	ID           int64             `json:"id"`
-	Group        string            `json:"group"`
-	GroupStatus  string            `json:"group_status"`
-	Partition    map[string]string `json:"partition"`
-	PartitionKey string            `json:"partition_key"`
-	LastPosition int64             `json:"last_position"`
-	Lag          int               `json:"lag"`
-	LagCapped    bool              `json:"lag_capped,omitempty"`
-	Claimed      bool              `json:"claimed"`
-	ClaimedAt    *time.Time        `json:"claimed_at,omitempty"`
-	ClaimedBy    string            `json:"claimed_by,omitempty"`
+	ID           int64          `json:"id"`
+	Group        string         `json:"group"`
+	GroupStatus  string         `json:"group_status"`
+	Partition    core.Partition `json:"partition"`
+	PartitionKey string         `json:"partition_key"`
+	LastPosition int64          `json:"last_position"`
+	Lag          int            `json:"lag"`
+	LagCapped    bool           `json:"lag_capped,omitempty"`
+	Claimed      bool           `json:"claimed"`
+	ClaimedAt    *time.Time     `json:"claimed_at,omitempty"`
+	ClaimedBy    string         `json:"claimed_by,omitempty"`
 }
 
 func (g *globals) offsets(ctx context.Context, args []string) error {

@@ -12,14 +12,14 @@ import (
 
 // parkedRow is a parked partition as the tool shows it.
 type parkedRow struct {
-	Group        string            `json:"group"`
-	OffsetID     int64             `json:"offset_id"`
-	Partition    map[string]string `json:"partition"`
-	PartitionKey string            `json:"partition_key"`
-	LastPosition int64             `json:"last_position"`
-	Attempts     int               `json:"attempts"`
-	ParkedAt     time.Time         `json:"parked_at"`
-	Failure      shell.Failure     `json:"failure"`
+	Group        string         `json:"group"`
+	OffsetID     int64          `json:"offset_id"`
+	Partition    core.Partition `json:"partition"`
+	PartitionKey string         `json:"partition_key"`
+	LastPosition int64          `json:"last_position"`
+	Attempts     int            `json:"attempts"`
+	ParkedAt     time.Time      `json:"parked_at"`
+	Failure      shell.Failure  `json:"failure"`
 }
 
 func parkedRowOf(p shell.ParkedPartition) parkedRow {

@@ -24,7 +24,7 @@ type MachineTest[C any] struct {
 	t         testing.TB
 	m         statechart.Machine[C]
 	cfg       config
-	partition map[string]string
+	partition core.Partition
 	given     []any
 	paths     []string
 	ctx       C
@@ -39,7 +39,7 @@ type MachineTest[C any] struct {
 
 // Machine starts a test of m in partition (every partition key needs a
 // value).
-func Machine[C any](t testing.TB, m statechart.Machine[C], partition map[string]string, opts ...Option) *MachineTest[C] {
+func Machine[C any](t testing.TB, m statechart.Machine[C], partition core.Partition, opts ...Option) *MachineTest[C] {
 	return &MachineTest[C]{t: t, m: m, cfg: newConfig(opts), partition: partition}
 }
 

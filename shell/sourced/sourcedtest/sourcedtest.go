@@ -27,7 +27,7 @@ type config struct {
 	tx        core.SyncTx
 	now       time.Time
 	outside   bool
-	partition map[string]string
+	partition core.Partition
 }
 
 // WithRegistry checks the definition against reg before the test and
@@ -51,7 +51,7 @@ func AllowOutsidePartition() Option { return func(c *config) { c.outside = true 
 // WithPartition sets the partition a projector test projects (by default
 // the partition of the first given event that carries every partition
 // key, as on a store, where such an event creates the partition).
-func WithPartition(partition map[string]string) Option {
+func WithPartition(partition core.Partition) Option {
 	return func(c *config) { c.partition = partition }
 }
 
@@ -108,7 +108,7 @@ func (c config) validate(cmd any) error {
 // ofPartition returns the messages of ms in partition (all of them when
 // it is empty): what a decision appended that its partition's next read
 // returns.
-func (c config) ofPartition(t testing.TB, partition map[string]string, ms []core.Message) []core.Message {
+func (c config) ofPartition(t testing.TB, partition core.Partition, ms []core.Message) []core.Message {
 	t.Helper()
 	var out []core.Message
 	for _, m := range ms {
@@ -195,7 +195,7 @@ func (c config) partitionOf(t testing.TB, by []string, cmd any) (map[string]stri
 // partition (core.InPartition). A given message outside it fails the test,
 // saying why, unless AllowOutsidePartition dropped it; what is the test's
 // subject ("When(...)") for the message.
-func (c config) inPartition(t testing.TB, partition map[string]string, given []any, what string) []any {
+func (c config) inPartition(t testing.TB, partition core.Partition, given []any, what string) []any {
 	t.Helper()
 	if len(partition) == 0 {
 		return given
@@ -217,7 +217,7 @@ func (c config) inPartition(t testing.TB, partition map[string]string, given []a
 }
 
 // whyOutside says why a message indexed under keys is not in partition.
-func whyOutside(partition map[string]string, keys []codec.KeyPair) string {
+func whyOutside(partition core.Partition, keys []codec.KeyPair) string {
 	var why []string
 	carried := false
 	for _, k := range slices.Sorted(maps.Keys(partition)) {
@@ -390,7 +390,7 @@ func (c *DeciderTest[S]) run() (pairs []effects.Pair, got []core.Message, err er
 // match, and the guard is that union after the last given event. Given
 // events outside the union are never read, so they are dropped (that is
 // the point of a query), not refused.
-func (c *DeciderTest[S]) runQuery(partition map[string]string) ([]effects.Pair, []core.Message, error) {
+func (c *DeciderTest[S]) runQuery(partition core.Partition) ([]effects.Pair, []core.Message, error) {
 	c.t.Helper()
 	if c.cfg.reg == nil {
 		c.t.Fatalf("sourcedtest: %s has a query (core.Reads): pass WithRegistry, which resolves its filters to the store's conditions", describe(c.cmd))
