@@ -56,11 +56,12 @@
 //     shell.StateCacheKeeper (a state cache kept by the store: declared in
 //     shell, because the cache is the engine's);
 //   - of its transaction: ContextProvider (the core.SyncTx sync work
-//     receives), GroupTx, ClaimManyTx (several partitions claimed in one
+//     receives; every Tx has it, a wrapper of one may), GroupTx, ClaimManyTx (several partitions claimed in one
 //     transaction), DeferredAdvancer and DeferredCommandAppender (writes
 //     settled at commit), UnscheduleTx (withdrawing a scheduled message),
 //     SnapshotTx (snapshots in the transaction).
 //
-// InlineNotifier is a Notifier for a store whose writers are all in one
-// process; SimClock and SystemClock are the clocks a store is given.
+// InlineNotifier is the in-process Notifier (subscribers called in the
+// committing goroutine); SimClock and SystemClock are the clocks a store
+// is given.
 package driver
