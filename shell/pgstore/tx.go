@@ -157,6 +157,7 @@ func (t *tx) batchOf(tail bool) (*pgx.Batch, int) {
 		t.pre = append(t.pre, t.tail...)
 		t.tail, t.tailLocks, t.drawing = nil, false, false
 	}
+	t.pre = t.s.mergeLocks(t.pre)
 	b := &pgx.Batch{}
 	for _, q := range t.pre {
 		b.Queue(q.sql, q.args...)
@@ -1093,4 +1094,72 @@ func appendDistinct(types []string, typ string) []string {
 		return types
 	}
 	return append(types, typ)
+}
+
+// mergeLocks folds the boundary locks of the later lock statements of a
+// batch into its first one, so that a transaction that defers several
+// appends and offset advances (a Handle: the command, its offset, the
+// events) takes its boundaries in one statement, not one each. A later
+// statement is folded only when it takes no store lock, checks no ids
+// and checks the same configuration version as the first: then all it
+// does is lock keys, and taking them earlier, in the same sorted call,
+// only holds them longer. The keys of one call are taken in their sorted
+// order (exclusive where either statement wanted it), so two
+// transactions never wait on each other in a cycle.
+func (s *Store) mergeLocks(pre []queued) []queued {
+	first := -1
+	for i := range pre {
+		if pre[i].sql == s.q.a.lock {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return pre
+	}
+	var keys boundarySet
+	out := pre[:first+1]
+	for _, q := range pre[first+1:] {
+		if q.sql != s.q.a.lock || !foldable(pre[first].args, q.args) {
+			out = append(out, q)
+			continue
+		}
+		if keys == nil {
+			keys = boundarySet{}
+			addLockArgs(keys, pre[first].args)
+		}
+		addLockArgs(keys, q.args)
+	}
+	if keys != nil {
+		args := slices.Clone(pre[first].args)
+		args[3], args[4] = lockArgs(keys.missing(nil))
+		out[first].args = args
+	}
+	return out
+}
+
+// foldable reports whether the lock statement of args b does nothing but
+// lock keys beside the one of args a (see mergeLocks): no store lock, no
+// ids, the same configuration check.
+func foldable(a, b []any) bool {
+	if b[0] != nil || b[7] != nil {
+		return false
+	}
+	ca, _ := a[6].(*int64)
+	cb, _ := b[6].(*int64)
+	switch {
+	case ca == nil || cb == nil:
+		return ca == nil && cb == nil
+	default:
+		return *ca == *cb
+	}
+}
+
+// addLockArgs adds the keys of a lock statement's arguments to keys.
+func addLockArgs(keys boundarySet, args []any) {
+	ks, _ := args[3].([]int32)
+	xs, _ := args[4].([]bool)
+	for i, k := range ks {
+		keys.add(k, xs[i])
+	}
 }
