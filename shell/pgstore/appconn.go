@@ -30,6 +30,12 @@ var ErrNotPostgres = errors.New("pgstore: not a transaction of the PostgreSQL st
 // transaction (PostgreSQL's rule): return its error. To read the
 // application's tables outside a write transaction use Store.View, which
 // takes none of the store's locks.
+//
+// The store's own tables (the log, the offsets, the groups) are not the
+// application's: write them only through the store. A message deleted
+// from the log by a statement on this connection is unknown to a state
+// cache (HandleOptions.Cache: a cached state would still hold what it
+// folded).
 func Conn(txn core.SyncTx) (*pgx.Conn, error) {
 	switch t := txn.(type) {
 	case *TxContext:

@@ -31,6 +31,12 @@ var ErrNotSQLite = errors.New("sqlitestore: not a transaction of the SQLite stor
 // Do not begin or end transactions on the connection, and do not keep it
 // after the transaction ends. To read the application's tables outside a
 // write transaction, use Store.View: it never takes the write lock.
+//
+// The store's own tables (the log, the offsets, the groups) are not the
+// application's: write them only through the store. A message deleted
+// from the log by a statement on this connection is unknown to the
+// store's state cache (Handle's default: a cached state would still hold
+// what it folded), unlike one deleted by an acknowledgement or Clear.
 func Conn(txn core.SyncTx) (*sqlite.Conn, error) {
 	switch t := txn.(type) {
 	case *TxContext:
