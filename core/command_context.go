@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/internal/textclip"
 )
 
 // ErrUnknownMessage is matched by the error of building a command whose
@@ -170,11 +169,7 @@ func (c CommandContext[A]) noScope() string {
 
 // quoteShort quotes s for an error message, cut to 100 bytes.
 func quoteShort(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
+	return textclip.Quote(s, 100)
 }
 
 func (c CommandContext[A]) finish(app A, t *codec.Type, payload any) (Message, error) {

@@ -10,10 +10,10 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/textclip"
 )
 
 // Queue is a work queue of jobs of type T as a reactor: each job is a
@@ -296,14 +296,11 @@ const maxErrorBytes = 2048
 
 // clipError cuts msg to maxErrorBytes, at a rune boundary, marking the cut.
 func clipError(msg string) string {
-	if len(msg) <= maxErrorBytes {
+	head, cut := textclip.Head(msg, maxErrorBytes)
+	if cut == 0 {
 		return msg
 	}
-	cut := maxErrorBytes
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + fmt.Sprintf("... (%d bytes more)", len(msg)-cut)
+	return head + fmt.Sprintf("... (%d bytes more)", cut)
 }
 
 // attemptOf reads the attempts a job's metadata counts (0 for a first

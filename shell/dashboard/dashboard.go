@@ -13,12 +13,12 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/textclip"
 	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/topology"
 )
@@ -309,13 +309,7 @@ func (d *Dashboard) hostAllowed(host string) bool {
 
 // quoteShort quotes s for an error message, cut to 100 bytes: a message
 // never repeats unbounded input.
-func quoteShort(s string) string {
-	const max = 100
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + fmt.Sprintf("... (%d bytes)", len(s))
-}
+func quoteShort(s string) string { return textclip.Quote(s, 100) }
 
 // noListing serves the static assets but no directory listing.
 func noListing(h http.Handler) http.Handler {

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/textclip"
 )
 
 // Checks every store runs on its input before it reads or writes, so that
@@ -282,14 +282,11 @@ const maxQuoted = 200
 // clip cuts s to about maxQuoted bytes (on a character boundary), saying
 // how long it was, so that an error never repeats unbounded input.
 func clip(s string) string {
-	if len(s) <= maxQuoted {
+	head, cut := textclip.Head(s, maxQuoted)
+	if cut == 0 {
 		return s
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+	return fmt.Sprintf("%s… (%d bytes)", head, len(s))
 }
 
 // valueProblem is the problem codec.CheckIndexedValue found, for a
