@@ -553,6 +553,87 @@ func (s *Store) queueLock(b *pgx.Batch, store, exclusive bool, keys []boundaryKe
 	b.Queue(s.q.a.lock, key, exclusive, s.boundaryNS, ks, xs, try, config, idArg)
 }
 
+// The arguments of <prefix>_lock, by position, as queueLock queues them
+// and mergeLocks reads them back.
+const (
+	lockArgStore = iota // the store's lock key, or nil
+	lockArgExclusive
+	lockArgNS
+	lockArgKeys  // []int32, sorted
+	lockArgModes // []bool: exclusive, per key
+	lockArgTry
+	lockArgConfig // *int64: the configuration version to check
+	lockArgIDs    // []uuid.UUID to look for, or nil
+)
+
+// mergeLocks folds the boundary locks of the later lock statements of a
+// batch into its first one, so that a transaction that defers several
+// appends and offset advances (a Handle: the command, its offset, the
+// events) takes its boundaries in one statement, not one each. A later
+// statement is folded only when it takes no store lock, checks no ids
+// and checks the same configuration version as the first: then all it
+// does is lock keys, and taking them earlier, in the same sorted call,
+// only holds them longer. The keys of one call are taken in their sorted
+// order (exclusive where either statement wanted it), so two
+// transactions never wait on each other in a cycle.
+func (s *Store) mergeLocks(pre []queued) []queued {
+	first := -1
+	for i := range pre {
+		if pre[i].sql == s.q.a.lock {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return pre
+	}
+	var keys boundarySet
+	out := pre[:first+1]
+	for _, q := range pre[first+1:] {
+		if q.sql != s.q.a.lock || !foldable(pre[first].args, q.args) {
+			out = append(out, q)
+			continue
+		}
+		if keys == nil {
+			keys = boundarySet{}
+			addLockArgs(keys, pre[first].args)
+		}
+		addLockArgs(keys, q.args)
+	}
+	if keys != nil {
+		args := slices.Clone(pre[first].args)
+		args[lockArgKeys], args[lockArgModes] = lockArgs(keys.missing(nil))
+		out[first].args = args
+	}
+	return out
+}
+
+// foldable reports whether the lock statement of args b does nothing but
+// lock keys beside the one of args a (see mergeLocks): no store lock, no
+// ids, the same configuration check.
+func foldable(a, b []any) bool {
+	if b[lockArgStore] != nil || b[lockArgIDs] != nil {
+		return false
+	}
+	ca, _ := a[lockArgConfig].(*int64)
+	cb, _ := b[lockArgConfig].(*int64)
+	switch {
+	case ca == nil || cb == nil:
+		return ca == nil && cb == nil
+	default:
+		return *ca == *cb
+	}
+}
+
+// addLockArgs adds the keys of a lock statement's arguments to keys.
+func addLockArgs(keys boundarySet, args []any) {
+	ks, _ := args[lockArgKeys].([]int32)
+	xs, _ := args[lockArgModes].([]bool)
+	for i, k := range ks {
+		keys.add(k, xs[i])
+	}
+}
+
 // ids are the ids the append's messages came with (nil: none). The ids
 // the store gave (version 7 UUIDs, drawn as the message was stamped) are
 // not looked for among the stored ones: no append had them before, and
