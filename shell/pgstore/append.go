@@ -179,7 +179,16 @@ func (s *Store) Append(ctx context.Context, msgs []core.Message, opts driver.App
 		if err != nil {
 			return driver.AppendResult{}, s.wrap(ctx, "append", err)
 		}
-		res, again, err := s.appendOnce(ctx, gs, msgs, opts)
+		m, err := s.prepareMember(gs, msgs, opts)
+		if err != nil {
+			return driver.AppendResult{}, err
+		}
+		var again bool
+		if attempt == 0 {
+			res, again, err = s.appends.append(ctx, m)
+		} else {
+			res, again, err = s.sendAlone(ctx, m, nil)
+		}
 		if !again || attempt >= 10 {
 			return res, err
 		}
@@ -202,28 +211,88 @@ func (s *Store) currentGroups(ctx context.Context, fresh bool) (*groupSet, error
 	return s.loadGroups(ctx, s.pool, version)
 }
 
-// appendOnce sends the append's pipeline. again reports a refusal that
-// the next attempt may not meet: the group configuration changed since
-// it was cached, a guard conflict whose messages were deleted before
-// they could be read back, or a position taken by a tombstone while the
-// append was being written (see fill).
-func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Message, opts driver.AppendOptions) (res driver.AppendResult, again bool, err error) {
-	gen := s.adv.generation()
+// appendMember is one Append call's messages, prepared: sent alone in a
+// transaction of its own, or in one with other calls' (see appendGroups).
+type appendMember struct {
+	gs      *groupSet
+	now     time.Time
+	stamped []core.Message
+	preps   []prepared
+	plan    *appendPlan
+	// keys are the boundary keys the append locks; nil when they are too
+	// many (it takes the store's lock in exclusive mode instead).
+	keys boundarySet
+
+	// For a member waiting to be sent with others: lead receives the
+	// group it is to send (itself first); done is closed once another
+	// member sent it, and res and err are then its outcome, or alone says
+	// that the group was refused as a whole (nothing was written), so
+	// that it goes again alone.
+	lead  chan []*appendMember
+	done  chan struct{}
+	res   driver.AppendResult
+	err   error
+	alone bool
+}
+
+// prepareMember prepares an append of msgs with the configuration gs.
+func (s *Store) prepareMember(gs *groupSet, msgs []core.Message, opts driver.AppendOptions) (*appendMember, error) {
 	now := s.now()
 	stamped, preps, err := s.prepareAll(msgs, now, gs, opts)
 	if err != nil {
-		return driver.AppendResult{}, false, err
+		return nil, err
 	}
 	plan := planAppend(stamped, preps, opts.Guard)
+	return &appendMember{gs: gs, now: now, stamped: stamped, preps: preps, plan: plan, keys: plan.locks(preps, nil)}, nil
+}
+
+// sendAlone sends m's append in a transaction of its own: one pipeline.
+// again reports a refusal that the next attempt may not meet: the group
+// configuration changed since it was cached, a guard conflict whose
+// messages were deleted before they could be read back, or a position
+// taken by a tombstone while the append was being written (see fill).
+// sent, when not nil, is called once the pipeline's round trip is over,
+// before the append waits for the read horizon to cover it.
+func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func()) (res driver.AppendResult, again bool, err error) {
+	gen := s.adv.generation()
+	plan := m.plan
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	keys := plan.locks(preps, nil)
-	s.queueLock(b, true, keys == nil, keys.missing(nil), false, &gs.version, plan.ids())
+	s.queueLock(b, true, m.keys == nil, m.keys.missing(nil), false, &m.gs.version, plan.ids())
 	if plan.guard != nil {
 		sql, args := s.refuseConflictSQL(plan.guard, nil)
 		b.Queue(sql, args...)
 	}
-	s.queueWrites(b, gs, plan, preps, now)
+	s.queueWrites(b, m.gs, plan, m.preps, m.now)
+	positions, moved, err := s.commitBatch(ctx, b, plan)
+	if sent != nil {
+		sent()
+	}
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && isCanceled(err) {
+			return driver.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", cerr)
+		}
+		if again, derr := s.uniqueViolation(err); derr != nil || again {
+			return driver.AppendResult{}, again, derr
+		}
+		if !isRefusal(err) {
+			return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
+		}
+		return s.refused(ctx, s.pool, err, plan.guard)
+	}
+	res = plan.result(positions)
+	s.afterCommit(gen, moved, res.Last, plan.types, plan.scheduledTypes)
+	return res, false, nil
+}
+
+// commitBatch sends b, an append's transaction up to its writes (plan's),
+// with the inline advance of the horizon when it pays and the COMMIT,
+// and reads its results: the positions the inserts drew, in message
+// order, and whether the transaction moved the stored horizon over them.
+// A transaction that failed is rolled back, and the positions it drew
+// filled, before it returns the error. ctx's end sends the server a
+// cancel request (see cancelOnDone).
+func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan) (positions []int64, stored bool, err error) {
 	inline := false
 	if plan.n > 0 {
 		s.appending.Add(1)
@@ -237,13 +306,13 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
+		return nil, false, err
 	}
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
 	stop := s.cancelOnDone(ctx, c)
 	br := c.SendBatch(sendCtx, b)
-	positions := make([]int64, 0, plan.n)
+	positions = make([]int64, 0, plan.n)
 	moved := 0 // what <prefix>_advance_in returned: 1 when it covered the append
 	failedAt := -1
 	for i := 0; i < b.Len(); i++ {
@@ -283,20 +352,9 @@ func (s *Store) appendOnce(ctx context.Context, gs *groupSet, msgs []core.Messag
 		}
 	}
 	if !committed {
-		if cerr := ctx.Err(); cerr != nil && isCanceled(err) {
-			return driver.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", cerr)
-		}
-		if again, derr := s.uniqueViolation(err); derr != nil || again {
-			return driver.AppendResult{}, again, derr
-		}
-		if !isRefusal(err) {
-			return driver.AppendResult{}, false, s.wrap(ctx, "append", err)
-		}
-		return s.refused(ctx, s.pool, err, plan.guard)
+		return nil, false, err
 	}
-	res = plan.result(positions)
-	s.afterCommit(gen, moved == 1, res.Last, plan.types, plan.scheduledTypes)
-	return res, false, nil
+	return positions, moved == 1, nil
 }
 
 // abandon rolls back c's failed transaction and, when the append drew

@@ -229,6 +229,45 @@
 // append with it (TestRouterDecidesUnderBoundaryLocks,
 // TestClaimUpdateBesideAppends).
 //
+// # Appends sent together
+//
+// A transaction costs the server more than its inserts: its BEGIN and
+// COMMIT, its lock statement, its move of the read horizon. When a
+// process appends from many goroutines at once (an application server's
+// requests, a benchmark's writers), those costs, not the rows, bound its
+// rate. So a store keeps Options.ConcurrentAppends standalone appends
+// (Store.Append) in flight, one by default; the ones that come while
+// they are busy wait, and when one is done the waiting ones go in one
+// transaction: one lock statement for all their keys, each one's checks
+// (its ids, its guard), one insert of all their messages, one COMMIT.
+// What an append sees does not change:
+//
+//   - Only appends that could commit in either order go together: no key
+//     that one takes exclusively (a guard's) is taken by another of the
+//     group, so no member's guard reads what another writes.
+//   - A group never waits for a lock: it tries its keys, and a key held
+//     elsewhere refuses it. Appends to a boundary another transaction
+//     holds do not hold up appends to others.
+//   - A group refused by the server (a busy key, a guard's conflict, an
+//     id stored already, a changed configuration: anything that rolls
+//     it back) wrote nothing; each of its appends goes again alone and
+//     meets the refusal that is its own, or commits.
+//   - A group whose round trip fails otherwise (the connection broke once
+//     it was sent) may have committed: each of its appends returns the
+//     error, as a standalone append does.
+//   - A context that ends while its append waits returns the context's
+//     error, and nothing of it is written. Once sent, a group is not
+//     cancelled for one of its appends (the others go on): that append
+//     returns the group's outcome.
+//   - Each append returns its own positions, once the read horizon
+//     covers them, as a standalone one does.
+//
+// Appends with more keys than a group takes (the store's exclusive
+// lock), with scheduled messages, and the appends of Update and Handle
+// go alone. TestAppendsWaitingGoTogether, TestAppendsTogetherRefusedOneByOne,
+// TestAppendsTogetherDoNotWaitForABusyBoundary, TestAppendWaitingCancelled
+// and TestAppendsTogetherUnderLoad pin it.
+//
 // # Plans that stay probes
 //
 // A session plans each statement once and reuses the plan until the

@@ -29,3 +29,17 @@ func SetHealEvery(d time.Duration) (restore func()) {
 	healEvery = d
 	return func() { healEvery = old }
 }
+
+// BoundaryKey is the advisory lock (its two ints) that an append of a
+// message of type typ with the key pair name=value takes in shared mode,
+// for tests that hold it elsewhere.
+func BoundaryKey(s *Store, typ, name, value string) (ns, key int32) {
+	return s.boundaryNS, hashKey(typ, keyString(name, value))
+}
+
+// WaitingAppends is how many of s's appends wait to be sent together.
+func WaitingAppends(s *Store) int {
+	s.appends.mu.Lock()
+	defer s.appends.mu.Unlock()
+	return len(s.appends.waiting)
+}

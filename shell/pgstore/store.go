@@ -50,6 +50,17 @@ type Options struct {
 	// MaxConns caps the connection pool (0: pgxpool's default, or the
 	// pool_max_conns parameter of the URL).
 	MaxConns int32
+	// ConcurrentAppends is how many transactions of the store's
+	// standalone appends (Store.Append) are in flight at once in this
+	// process. The appends made while all are busy wait, and go together,
+	// in one transaction, as soon as one is done: only appends that could
+	// commit in either order share one, and each is still refused or
+	// written on its own (see "Appends sent together" in the package
+	// doc). Default 1: one transaction in flight, with every append that
+	// came meanwhile in the next. A negative value sends every append
+	// alone, in a transaction of its own, at once. Appends inside Update
+	// and Handle are never grouped.
+	ConcurrentAppends int
 	// RawPayloads opens the store for tools that know none of the
 	// application's types (the sourced CLI): payloads are returned as
 	// stored, as json.RawMessage, and Registry may be nil.
@@ -109,6 +120,9 @@ type Store struct {
 	// drew positions and have not ended.
 	adv       *advancer
 	appending atomic.Int64
+	// appends are the standalone appends in flight, and those waiting
+	// to be sent together (together.go).
+	appends   appendGroups
 	closeOnce sync.Once
 }
 
@@ -227,6 +241,10 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.statsNow = make(chan struct{}, 1)
 	s.statsAt.Store(firstStatsLook)
 	s.adv = newAdvancer(s)
+	s.appends = appendGroups{s: s, limit: defaultConcurrentAppends}
+	if opts.ConcurrentAppends != 0 {
+		s.appends.limit = max(0, opts.ConcurrentAppends)
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -1,0 +1,360 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell/driver"
+	"github.com/sourced-go/sourced/shell/pgstore"
+	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
+)
+
+// The tests of appends sent together (together.go). Each holds the one
+// append a store may have in flight (ConcurrentAppends: 1) on a boundary
+// key locked by a session of the test's own, so that the appends made
+// meanwhile wait, then lets it go: the waiting ones are sent together.
+
+// keyHolder is a session of the test's holding boundary keys exclusively
+// (an append of a message on one waits for it).
+type keyHolder struct {
+	t    *testing.T
+	s    *pgstore.Store
+	conn *pgx.Conn
+}
+
+func newKeyHolder(t *testing.T, s *pgstore.Store) *keyHolder {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return &keyHolder{t: t, s: s, conn: conn}
+}
+
+// hold locks the key of rl.deposited messages of account.
+func (h *keyHolder) hold(account string) {
+	h.t.Helper()
+	ns, key := pgstore.BoundaryKey(h.s, "rl.deposited", "account", account)
+	if _, err := h.conn.Exec(context.Background(), "SELECT pg_advisory_lock($1, $2)", ns, key); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// release unlocks it.
+func (h *keyHolder) release(account string) {
+	h.t.Helper()
+	ns, key := pgstore.BoundaryKey(h.s, "rl.deposited", "account", account)
+	var ok bool
+	if err := h.conn.QueryRow(context.Background(), "SELECT pg_advisory_unlock($1, $2)", ns, key).Scan(&ok); err != nil || !ok {
+		h.t.Fatalf("unlock %s: %v %v", account, ok, err)
+	}
+}
+
+// waiters waits until n sessions wait for an advisory lock.
+func (h *keyHolder) waiters(n int) {
+	h.t.Helper()
+	h.eventually(fmt.Sprintf("%d sessions waiting for a boundary", n), func() bool {
+		var got int
+		err := h.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&got)
+		return err == nil && got == n
+	})
+}
+
+func (h *keyHolder) eventually(what string, ok func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// appendCall is one Append's outcome.
+type appendCall struct {
+	res driver.AppendResult
+	err error
+}
+
+// goAppend appends msgs with opts in a goroutine of its own.
+func goAppend(ctx context.Context, s *pgstore.Store, msgs []core.Message, opts driver.AppendOptions) <-chan appendCall {
+	out := make(chan appendCall, 1)
+	go func() {
+		res, err := s.Append(ctx, msgs, opts)
+		out <- appendCall{res, err}
+	}()
+	return out
+}
+
+func deposited(account string) []core.Message {
+	return []core.Message{core.NewMessage(rlDeposited{Account: account, Amount: 1})}
+}
+
+// occupy starts an append on a held account, which takes the store's one
+// place in flight and waits there until the account is released.
+func occupy(t *testing.T, s *pgstore.Store, h *keyHolder, account string) <-chan appendCall {
+	t.Helper()
+	h.hold(account)
+	call := goAppend(context.Background(), s, deposited(account), driver.AppendOptions{})
+	h.waiters(1)
+	return call
+}
+
+// transactions counts the transactions that wrote the deposits of accounts.
+func transactions(t *testing.T, s *pgstore.Store, accounts []string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(DISTINCT xmin::text) FROM %s_messages WHERE payload->>'account' = ANY($1)`, s.Prefix()), accounts).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Appends made while the store's place in flight is taken wait, and go in
+// one transaction; each returns its own positions, readable at once.
+func TestAppendsWaitingGoTogether(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h, "hold")
+
+	const n = 8
+	var accounts []string
+	calls := make([]<-chan appendCall, n)
+	for i := range n {
+		accounts = append(accounts, fmt.Sprint("a", i))
+		calls[i] = goAppend(ctx, s, deposited(accounts[i]), driver.AppendOptions{})
+	}
+	h.eventually("8 appends waiting", func() bool { return pgstore.WaitingAppends(s) == n })
+	h.release("hold")
+	if c := <-first; c.err != nil {
+		t.Fatal(c.err)
+	}
+	seen := map[int64]bool{}
+	for i, ch := range calls {
+		c := <-ch
+		if c.err != nil {
+			t.Fatalf("append %d: %v", i, c.err)
+		}
+		if len(c.res.Positions) != 1 || c.res.Last != c.res.Positions[0] || seen[c.res.Last] {
+			t.Fatalf("append %d: positions %v, last %d (seen %v)", i, c.res.Positions, c.res.Last, seen)
+		}
+		seen[c.res.Last] = true
+		got, err := s.Read(ctx, []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": accounts[i]}}}, driver.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Messages) != 1 || got.Messages[0].Position != c.res.Last || got.Messages[0].ID != c.res.Messages[0].ID {
+			t.Fatalf("append %d at %d: read %v", i, c.res.Last, got.Messages)
+		}
+	}
+	if got := transactions(t, s, accounts); got != 1 {
+		t.Errorf("the %d waiting appends were written by %d transactions, want 1", n, got)
+	}
+}
+
+// A group refused by the server wrote nothing: each of its appends goes
+// again alone, and only the ones whose refusal it is fail (a guard's
+// conflict, an id appended twice); the others are written.
+func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	before, err := s.Append(ctx, deposited("guarded"), driver.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h, "hold")
+
+	guard := &core.Guard{Conditions: []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "guarded"}}}, LastPosition: before.Last - 1}
+	conflicted := goAppend(ctx, s, deposited("guarded"), driver.AppendOptions{Guard: guard})
+	twice := deposited("twice")
+	twice[0] = twice[0].Stamp(uuid.New(), time.Now())
+	dups := []<-chan appendCall{goAppend(ctx, s, twice, driver.AppendOptions{}), goAppend(ctx, s, twice, driver.AppendOptions{})}
+	var others []<-chan appendCall
+	var accounts []string
+	for i := range 4 {
+		accounts = append(accounts, fmt.Sprint("o", i))
+		others = append(others, goAppend(ctx, s, deposited(accounts[i]), driver.AppendOptions{}))
+	}
+	h.eventually("7 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 7 })
+	h.release("hold")
+	if c := <-first; c.err != nil {
+		t.Fatal(c.err)
+	}
+
+	var ce *core.ConflictError
+	if c := <-conflicted; !errors.As(c.err, &ce) || len(ce.Conflicts) != 1 {
+		t.Errorf("guarded append: %v, want a conflict with the deposit before", c.err)
+	}
+	a, b := <-dups[0], <-dups[1]
+	if (a.err == nil) == (b.err == nil) || !errors.Is(errors.Join(a.err, b.err), driver.ErrDuplicateID) {
+		t.Errorf("one id appended twice: %v and %v, want one written and one ErrDuplicateID", a.err, b.err)
+	}
+	for i, ch := range others {
+		if c := <-ch; c.err != nil {
+			t.Errorf("append %d beside the refused ones: %v", i, c.err)
+		}
+	}
+	got, err := s.ReadAll(ctx, driver.ReadAllOptions{Limit: driver.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the first deposit, the one that held the place, one of the twins,
+	// the four others
+	if len(got.Messages) != 7 {
+		t.Errorf("%d messages in the log, want 7", len(got.Messages))
+	}
+}
+
+// A group tries its keys: one held elsewhere refuses it, and its appends
+// go alone, so the appends to free boundaries are written while the one
+// to the held boundary waits for it.
+func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h, "hold")
+	h.hold("busy")
+	busy := goAppend(ctx, s, deposited("busy"), driver.AppendOptions{})
+	var free []<-chan appendCall
+	for i := range 4 {
+		free = append(free, goAppend(ctx, s, deposited(fmt.Sprint("f", i)), driver.AppendOptions{}))
+	}
+	h.eventually("5 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 5 })
+	h.release("hold")
+	if c := <-first; c.err != nil {
+		t.Fatal(c.err)
+	}
+	for i, ch := range free {
+		select {
+		case c := <-ch:
+			if c.err != nil {
+				t.Fatalf("free append %d: %v", i, c.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("free append %d waits for the busy boundary", i)
+		}
+	}
+	select {
+	case c := <-busy:
+		t.Fatalf("the append to the held boundary returned while it is held: %v", c.err)
+	default:
+	}
+	h.release("busy")
+	if c := <-busy; c.err != nil {
+		t.Fatal(c.err)
+	}
+}
+
+// An append whose context ends while it waits to be sent returns the
+// context's error and writes nothing; the others are written.
+func TestAppendWaitingCancelled(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h, "hold")
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := goAppend(cctx, s, deposited("cancelled"), driver.AppendOptions{})
+	kept := goAppend(ctx, s, deposited("kept"), driver.AppendOptions{})
+	h.eventually("2 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 2 })
+	cancel()
+	if c := <-cancelled; !errors.Is(c.err, context.Canceled) {
+		t.Fatalf("cancelled while waiting: %v, want context.Canceled", c.err)
+	}
+	h.release("hold")
+	for _, ch := range []<-chan appendCall{first, kept} {
+		if c := <-ch; c.err != nil {
+			t.Fatal(c.err)
+		}
+	}
+	got, err := s.Read(ctx, []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "cancelled"}}}, driver.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Messages) != 0 {
+		t.Errorf("the cancelled append wrote %d messages", len(got.Messages))
+	}
+}
+
+// Many writers appending at once, guarded on their own boundaries and on
+// a shared one: every append is written once or refused for its own
+// conflict, and each guard held (no two appends to the shared boundary
+// both passed a guard read at the same position).
+func TestAppendsTogetherUnderLoad(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	const writers, each = 12, 20
+	var mu sync.Mutex
+	passed := map[int64]int{} // guard position on the shared boundary -> appends written after it
+	written := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	shared := []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "shared"}}}
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				account := fmt.Sprint("w", w)
+				conds := []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": account}}}
+				if i%3 == 0 {
+					account, conds = "shared", shared
+				}
+				read, err := s.Read(ctx, conds, driver.ReadOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = s.Append(ctx, deposited(account), driver.AppendOptions{Guard: &core.Guard{Conditions: conds, LastPosition: read.Guard.LastPosition}})
+				var ce *core.ConflictError
+				switch {
+				case errors.As(err, &ce) && account == "shared":
+				case err != nil:
+					errs <- fmt.Errorf("writer %d append %d (%s): %w", w, i, account, err)
+					return
+				default:
+					mu.Lock()
+					written++
+					if account == "shared" {
+						passed[read.Guard.LastPosition]++
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for pos, n := range passed {
+		if n > 1 {
+			t.Errorf("%d appends to the shared boundary passed a guard read at %d", n, pos)
+		}
+	}
+	got, err := s.ReadAll(ctx, driver.ReadAllOptions{Limit: driver.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Messages) != written {
+		t.Errorf("%d messages in the log, %d appends written", len(got.Messages), written)
+	}
+}
