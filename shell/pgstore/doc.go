@@ -244,7 +244,11 @@
 //
 //   - Only appends that could commit in either order go together: no key
 //     that one takes exclusively (a guard's) is taken by another of the
-//     group, so no member's guard reads what another writes.
+//     group, so no member's guard reads what another writes. An append
+//     that conflicts so with a group in flight, or with the next group,
+//     is sent alone at once, beside it, and waits for its keys in the
+//     server, as with no groups (held back, guarded appends to one
+//     boundary would read and append again one behind another).
 //   - A group never waits for a lock: it tries its keys, and a key held
 //     elsewhere refuses it. Appends to a boundary another transaction
 //     holds do not hold up appends to others.

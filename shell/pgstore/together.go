@@ -33,10 +33,15 @@ type appendGroups struct {
 	// limit is how many go at once; 0 sends every append alone.
 	limit int
 
-	mu       sync.Mutex
-	inflight int
-	waiting  []*appendMember
+	mu sync.Mutex
+	// flying are the groups in flight (at most limit), waiting the
+	// appends waiting for one to land.
+	flying  []*flight
+	waiting []*appendMember
 }
+
+// flight is a group in flight: the keys its appends lock.
+type flight struct{ keys boundarySet }
 
 // append sends m's append, alone or in a group.
 func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.AppendResult, bool, error) {
@@ -44,17 +49,26 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 		return g.s.sendAlone(ctx, m, nil)
 	}
 	g.mu.Lock()
-	if g.inflight < g.limit {
-		g.inflight++
+	if len(g.flying) < g.limit {
+		f := &flight{keys: m.keys}
+		g.flying = append(g.flying, f)
 		g.mu.Unlock()
-		return g.lead(ctx, []*appendMember{m})
+		return g.lead(ctx, m, []*appendMember{m}, f)
 	}
-	m.lead, m.done = make(chan []*appendMember, 1), make(chan struct{})
+	for _, f := range g.flying {
+		if compatible(f.keys, m.keys) == conflicting {
+			// It would wait in the server for the keys of that group:
+			// sent at once, it waits there, as with no groups.
+			g.mu.Unlock()
+			return g.s.sendAlone(ctx, m, nil)
+		}
+	}
+	m.lead, m.done = make(chan *flight, 1), make(chan struct{})
 	g.waiting = append(g.waiting, m)
 	g.mu.Unlock()
 	select {
-	case group := <-m.lead:
-		return g.lead(ctx, group)
+	case f := <-m.lead:
+		return g.lead(ctx, m, m.group, f)
 	case <-m.done:
 		return m.outcome(ctx, g.s)
 	case <-ctx.Done():
@@ -67,18 +81,22 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 	}
 	g.mu.Unlock()
 	select { // taken into a group already
-	case group := <-m.lead:
-		return g.lead(ctx, group)
+	case f := <-m.lead:
+		return g.lead(ctx, m, m.group, f)
 	case <-m.done:
 		return m.outcome(ctx, g.s)
 	}
 }
 
-// lead sends group (its first member the caller's append), hands its
-// place on once the round trip is over, and returns the caller's
-// outcome.
-func (g *appendGroups) lead(ctx context.Context, group []*appendMember) (driver.AppendResult, bool, error) {
-	once := sync.OnceFunc(g.next)
+// lead sends group (its first member m, the caller's append), the
+// flight f, hands its place on once the round trip is over, and returns
+// the caller's outcome. A nil flight sends m alone, beside the groups in
+// flight.
+func (g *appendGroups) lead(ctx context.Context, m *appendMember, group []*appendMember, f *flight) (driver.AppendResult, bool, error) {
+	if f == nil {
+		return g.s.sendAlone(ctx, m, nil)
+	}
+	once := sync.OnceFunc(func() { g.next(f) })
 	if len(group) == 1 {
 		return g.s.sendAlone(ctx, group[0], once)
 	}
@@ -89,52 +107,76 @@ func (g *appendGroups) lead(ctx context.Context, group []*appendMember) (driver.
 	return group[0].outcome(ctx, g.s)
 }
 
-// next gives a finished group's place to the appends waiting, sent
-// together by the first of them, or frees it.
-func (g *appendGroups) next() {
+// next gives the place of a group that landed to the appends waiting,
+// sent together by the first of them, or frees it. The waiting appends
+// that may not go with that group (a key one guards the other takes)
+// are sent alone at once, beside it, as they would be with no groups:
+// held back, guarded appends to one boundary would read and append again
+// one behind another.
+func (g *appendGroups) next(landed *flight) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	i := slices.Index(g.flying, landed)
 	if len(g.waiting) == 0 {
-		g.inflight--
+		g.flying = slices.Delete(g.flying, i, i+1)
 		return
 	}
-	group := g.pick()
-	group[0].lead <- group
+	group, alone, keys := g.pick()
+	f := &flight{keys: keys}
+	g.flying[i] = f
+	group[0].group = group
+	group[0].lead <- f
+	for _, m := range alone {
+		m.lead <- nil
+	}
 }
 
 // pick takes the next group off the waiting list: the first waiting
 // append, and after it every one that may go with those taken (the same
-// configuration, no key one takes exclusively taken by another), up to
-// maxBoundaryKeys keys and maxGroupMessages messages.
-func (g *appendGroups) pick() []*appendMember {
+// configuration, no key that one guards taken by another), up to
+// maxBoundaryKeys keys and maxGroupMessages messages. It takes off too,
+// as alone, the waiting appends whose keys conflict with the group's;
+// the others wait for the next group.
+func (g *appendGroups) pick() (group, alone []*appendMember, keys boundarySet) {
 	first := g.waiting[0]
-	group := []*appendMember{first}
-	keys := boundarySet{}
+	group = []*appendMember{first}
+	keys = boundarySet{}
 	for k, x := range first.keys {
 		keys.add(k, x)
 	}
 	n := len(first.stamped)
 	kept := g.waiting[:0]
 	for _, m := range g.waiting[1:] {
-		if m.gs == first.gs && n+len(m.stamped) <= maxGroupMessages && compatible(keys, m.keys) {
+		switch fits := compatible(keys, m.keys); {
+		case m.gs != first.gs || n+len(m.stamped) > maxGroupMessages || fits == tooMany:
+			kept = append(kept, m)
+		case fits == conflicting:
+			alone = append(alone, m)
+		default:
 			group = append(group, m)
 			n += len(m.stamped)
 			for k, x := range m.keys {
 				keys.add(k, x)
 			}
-			continue
 		}
-		kept = append(kept, m)
 	}
 	clear(g.waiting[len(kept):])
 	g.waiting = kept
-	return group
+	return group, alone, keys
 }
 
-// compatible reports whether an append locking keys b may go in one
-// transaction with appends locking a: no key one takes exclusively is
-// taken by the other, and their union stays within maxBoundaryKeys.
-func compatible(a, b boundarySet) bool {
+// How an append's keys fit with a group's (compatible).
+const (
+	fitting = iota
+	conflicting
+	tooMany
+)
+
+// compatible says whether an append locking keys b may go in one
+// transaction with appends locking a: fitting, conflicting when a key
+// that one takes exclusively (a guard's) is taken by the other, tooMany
+// when their union passes maxBoundaryKeys.
+func compatible(a, b boundarySet) int {
 	extra := 0
 	for k, x := range b {
 		held, ok := a[k]
@@ -143,10 +185,13 @@ func compatible(a, b boundarySet) bool {
 			continue
 		}
 		if held || x {
-			return false
+			return conflicting
 		}
 	}
-	return len(a)+extra <= maxBoundaryKeys
+	if len(a)+extra > maxBoundaryKeys {
+		return tooMany
+	}
+	return fitting
 }
 
 // outcome is m's result once its group was sent: the group's, or m sent
