@@ -59,12 +59,15 @@ func (h *keyHolder) release(account string) {
 	}
 }
 
-// waiters waits until n sessions wait for an advisory lock.
+// waiters waits until n sessions wait for a boundary lock of the store
+// (tests of other stores may run on the server meanwhile).
 func (h *keyHolder) waiters(n int) {
 	h.t.Helper()
+	ns, _ := pgstore.BoundaryKey(h.s, "", "", "")
 	h.eventually(fmt.Sprintf("%d sessions waiting for a boundary", n), func() bool {
 		var got int
-		err := h.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&got)
+		err := h.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 2 AND classid = oid($1::bigint & 4294967295)`, ns).Scan(&got)
 		return err == nil && got == n
 	})
 }
