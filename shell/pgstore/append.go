@@ -121,15 +121,37 @@ const guardWindow = 1000
 // which its reads returned (an append's own guard sees them, as on every
 // store: the check of an explicit guard passes none).
 func (s *Store) refuseConflictSQL(g *core.Guard, own []int64) (string, []any) {
+	return s.refuseConflictsSQL([]*core.Guard{g}, own)
+}
+
+// refuseConflictsSQL is refuseConflictSQL for several guards at once (the
+// appends of a group, see together.go), in one statement that reads the
+// window after the oldest of their positions once: each guard's
+// conditions match the messages after its own position.
+func (s *Store) refuseConflictsSQL(guards []*core.Guard, own []int64) (string, []any) {
 	var args sqlArgs
-	after := args.add(g.LastPosition)
+	oldest := guards[0].LastPosition
+	for _, g := range guards[1:] {
+		oldest = min(oldest, g.LastPosition)
+	}
+	after := args.add(oldest)
 	window := strconv.Itoa(guardWindow) // written in: a generic plan would expect a LIMIT parameter to pass a tenth of the log
-	near := condSQL(g.Conditions, &args)
-	far := condSQL(g.Conditions, &args)
+	var near, far []string
+	for _, g := range guards {
+		if g.LastPosition == oldest {
+			near = append(near, condSQL(g.Conditions, &args))
+			far = append(far, condSQL(g.Conditions, &args))
+			continue
+		}
+		pos := args.add(g.LastPosition)
+		near = append(near, "(r.position > "+pos+" AND "+condSQL(g.Conditions, &args)+")")
+		far = append(far, "((position + 0) > "+pos+" AND "+condSQL(g.Conditions, &args)+")")
+	}
+	nearSQL, farSQL := "("+strings.Join(near, " OR ")+")", "("+strings.Join(far, " OR ")+")"
 	if len(own) > 0 { // the transaction's own messages are no conflict
 		o := args.add(own)
-		near += " AND r.position <> ALL(" + o + "::bigint[])"
-		far += " AND position <> ALL(" + o + "::bigint[])"
+		nearSQL += " AND r.position <> ALL(" + o + "::bigint[])"
+		farSQL += " AND position <> ALL(" + o + "::bigint[])"
 	}
 	m := s.names.messages
 	// The window is read once (a CTE read twice is materialised): the
@@ -141,7 +163,7 @@ SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
 	UNION ALL
 	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM w) = %[5]s
 		AND (position + 0) > %[4]s AND %[7]s LIMIT 1)
-) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, near, far)
+) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, nearSQL, farSQL)
 	return sql, args
 }
 

@@ -230,11 +230,15 @@ func (s *Store) sendGroup(group []*appendMember, sent func()) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	s.queueLock(b, true, false, keys.missing(nil), true, &first.gs.version, ids)
+	var guards []*core.Guard
 	for _, m := range group {
 		if m.plan.guard != nil {
-			sql, args := s.refuseConflictSQL(m.plan.guard, nil)
-			b.Queue(sql, args...)
+			guards = append(guards, m.plan.guard)
 		}
+	}
+	if guards != nil {
+		sql, args := s.refuseConflictsSQL(guards, nil)
+		b.Queue(sql, args...)
 	}
 	s.queueWrites(b, first.gs, plan, preps, first.now)
 	positions, stored, err := s.commitBatch(ctx, b, plan)

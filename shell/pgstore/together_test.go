@@ -361,3 +361,41 @@ func TestAppendsTogetherUnderLoad(t *testing.T) {
 		t.Errorf("%d messages in the log, %d appends written", len(got.Messages), written)
 	}
 }
+
+// The guards of a group are checked in one statement, each from its own
+// position: a guard read after a message of its boundary passes beside
+// one read from the start of the log, and the group commits as one.
+func TestAppendsTogetherCheckEachGuardFromItsPosition(t *testing.T) {
+	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	ctx := context.Background()
+	seen, err := s.Append(ctx, deposited("read"), driver.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := func(account string, pos int64) driver.AppendOptions {
+		return driver.AppendOptions{Guard: &core.Guard{Conditions: []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": account}}}, LastPosition: pos}}
+	}
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h, "hold")
+	calls := []<-chan appendCall{
+		goAppend(ctx, s, deposited("read"), guard("read", seen.Last)), // its boundary's message is before its position
+		goAppend(ctx, s, deposited("fresh"), guard("fresh", 0)),       // a boundary with no message
+		goAppend(ctx, s, deposited("plain"), driver.AppendOptions{}),
+	}
+	h.eventually("3 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 3 })
+	h.release("hold")
+	if c := <-first; c.err != nil {
+		t.Fatal(c.err)
+	}
+	for i, ch := range calls {
+		if c := <-ch; c.err != nil {
+			t.Fatalf("append %d: %v", i, c.err)
+		}
+	}
+	if got := transactions(t, s, []string{"fresh", "plain"}); got != 1 {
+		t.Errorf("the group was written by %d transactions, want 1 (a guard checked from another's position refused it)", got)
+	}
+	if got := transactions(t, s, []string{"read"}); got != 2 {
+		t.Errorf("the deposits of read were written by %d transactions, want 2 (the first, then the group's)", got)
+	}
+}
