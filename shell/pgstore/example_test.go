@@ -3,8 +3,11 @@ package pgstore_test
 import (
 	"context"
 	"log"
+	"sync"
 
 	"github.com/sourced-go/sourced/codec"
+	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -37,4 +40,34 @@ func Example() {
 		log.Fatal(err)
 	}
 	log.Printf("copied %d messages", n)
+}
+
+// An application server appends from many goroutines at once. The store
+// keeps ConcurrentAppends transactions of standalone appends in flight
+// (one by default) and sends the appends made meanwhile together in the
+// next, each still refused or written on its own. Raise it for a server
+// of many cores far from the application; a negative value sends every
+// append in a transaction of its own.
+func ExampleOptions_concurrentAppends() {
+	ctx := context.Background()
+	reg := codec.NewRegistry() // the app's registry, "order.placed" registered
+	pg, err := pgstore.Open(ctx, "postgres://app@db.internal/app", pgstore.Options{Registry: reg, ConcurrentAppends: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pg.Close()
+	type placed struct {
+		OrderID string `json:"order_id"`
+	}
+	var wg sync.WaitGroup
+	for _, id := range []string{"o1", "o2", "o3"} { // requests served at once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := pg.Append(ctx, []core.Message{core.NewMessage(placed{OrderID: id})}, shell.AppendOptions{}); err != nil {
+				log.Print(err)
+			}
+		}()
+	}
+	wg.Wait()
 }
