@@ -99,6 +99,18 @@ func goAppend(ctx context.Context, s *pgstore.Store, msgs []core.Message, opts d
 	return out
 }
 
+// openOneInFlight opens a store that sends one append transaction at a
+// time (the default, written out).
+func openOneInFlight(t *testing.T) *pgstore.Store {
+	t.Helper()
+	return open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+}
+
+// depositsOf are the conditions of account's deposits.
+func depositsOf(account string) []core.Condition {
+	return []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": account}}}
+}
+
 func deposited(account string) []core.Message {
 	return []core.Message{core.NewMessage(rlDeposited{Account: account, Amount: 1})}
 }
@@ -132,7 +144,7 @@ func transactions(t *testing.T, s *pgstore.Store, accounts []string) int {
 // Appends made while the store's place in flight is taken wait, and go in
 // one transaction; each returns its own positions, readable at once.
 func TestAppendsWaitingGoTogether(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
 	first := occupy(t, s, h, "hold")
@@ -159,7 +171,7 @@ func TestAppendsWaitingGoTogether(t *testing.T) {
 			t.Fatalf("append %d: positions %v, last %d (seen %v)", i, c.res.Positions, c.res.Last, seen)
 		}
 		seen[c.res.Last] = true
-		got, err := s.Read(ctx, []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": accounts[i]}}}, driver.ReadOptions{})
+		got, err := s.Read(ctx, depositsOf(accounts[i]), driver.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +188,7 @@ func TestAppendsWaitingGoTogether(t *testing.T) {
 // again alone, and only the ones whose refusal it is fail (a guard's
 // conflict, an id appended twice); the others are written.
 func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	before, err := s.Append(ctx, deposited("guarded"), driver.AppendOptions{})
 	if err != nil {
@@ -185,7 +197,7 @@ func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
 	h := newKeyHolder(t, s)
 	first := occupy(t, s, h, "hold")
 
-	guard := &core.Guard{Conditions: []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "guarded"}}}, LastPosition: before.Last - 1}
+	guard := &core.Guard{Conditions: depositsOf("guarded"), LastPosition: before.Last - 1}
 	conflicted := goAppend(ctx, s, deposited("guarded"), driver.AppendOptions{Guard: guard})
 	twice := deposited("twice")
 	twice[0] = twice[0].Stamp(uuid.New(), time.Now())
@@ -230,7 +242,7 @@ func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
 // go alone, so the appends to free boundaries are written while the one
 // to the held boundary waits for it.
 func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
 	first := occupy(t, s, h, "hold")
@@ -269,7 +281,7 @@ func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
 // An append whose context ends while it waits to be sent returns the
 // context's error and writes nothing; the others are written.
 func TestAppendWaitingCancelled(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
 	first := occupy(t, s, h, "hold")
@@ -287,7 +299,7 @@ func TestAppendWaitingCancelled(t *testing.T) {
 			t.Fatal(c.err)
 		}
 	}
-	got, err := s.Read(ctx, []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "cancelled"}}}, driver.ReadOptions{})
+	got, err := s.Read(ctx, depositsOf("cancelled"), driver.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +313,7 @@ func TestAppendWaitingCancelled(t *testing.T) {
 // conflict, and each guard held (no two appends to the shared boundary
 // both passed a guard read at the same position).
 func TestAppendsTogetherUnderLoad(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	const writers, each = 12, 20
 	var mu sync.Mutex
@@ -309,14 +321,14 @@ func TestAppendsTogetherUnderLoad(t *testing.T) {
 	written := 0
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
-	shared := []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": "shared"}}}
+	shared := depositsOf("shared")
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range each {
 				account := fmt.Sprint("w", w)
-				conds := []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": account}}}
+				conds := depositsOf(account)
 				if i%3 == 0 {
 					account, conds = "shared", shared
 				}
@@ -366,14 +378,14 @@ func TestAppendsTogetherUnderLoad(t *testing.T) {
 // position: a guard read after a message of its boundary passes beside
 // one read from the start of the log, and the group commits as one.
 func TestAppendsTogetherCheckEachGuardFromItsPosition(t *testing.T) {
-	s := open(t, pgstore.Options{Registry: rlRegistry(t), ConcurrentAppends: 1, MaxConns: 16})
+	s := openOneInFlight(t)
 	ctx := context.Background()
 	seen, err := s.Append(ctx, deposited("read"), driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	guard := func(account string, pos int64) driver.AppendOptions {
-		return driver.AppendOptions{Guard: &core.Guard{Conditions: []core.Condition{{Type: "rl.deposited", Attrs: map[string]string{"account": account}}}, LastPosition: pos}}
+		return driver.AppendOptions{Guard: &core.Guard{Conditions: depositsOf(account), LastPosition: pos}}
 	}
 	h := newKeyHolder(t, s)
 	first := occupy(t, s, h, "hold")
