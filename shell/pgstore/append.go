@@ -43,7 +43,16 @@ const (
 	refuseConfig    = "configuration"
 	refuseDuplicate = "duplicate"
 	refuseConflict  = "conflict"
+	// refuseBusy is the refusal of an append that only tried its
+	// boundary locks and found one held (see queueLock).
+	refuseBusy = "busy"
 )
+
+// isBusy reports whether err is the refusal refuseBusy.
+func isBusy(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == refuseState && pe.Message == refusePrefix+refuseBusy
+}
 
 // appendQueries are the statements of the one-round-trip append.
 type appendQueries struct {
@@ -209,7 +218,7 @@ func (s *Store) Append(ctx context.Context, msgs []core.Message, opts driver.App
 		if attempt == 0 {
 			res, again, err = s.appends.append(ctx, m)
 		} else {
-			res, again, err = s.sendAlone(ctx, m, nil)
+			res, again, err = s.sendAlone(ctx, m, nil, false)
 		}
 		if !again || attempt >= 10 {
 			return res, err
@@ -276,13 +285,15 @@ func (s *Store) prepareMember(gs *groupSet, msgs []core.Message, opts driver.App
 // messages were deleted before they could be read back, or a position
 // taken by a tombstone while the append was being written (see fill).
 // sent, when not nil, is called once the pipeline's round trip is over,
-// before the append waits for the read horizon to cover it.
-func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func()) (res driver.AppendResult, again bool, err error) {
+// before the append waits for the read horizon to cover it. With try,
+// the append only tries its boundary locks, and one held elsewhere
+// refuses it as again (the next attempt waits for it).
+func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func(), try bool) (res driver.AppendResult, again bool, err error) {
 	gen := s.adv.generation()
 	plan := m.plan
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	s.queueLock(b, true, m.keys == nil, m.keys.missing(nil), false, &m.gs.version, plan.ids())
+	s.queueLock(b, true, m.keys == nil, m.keys.missing(nil), try, &m.gs.version, plan.ids())
 	if plan.guard != nil {
 		sql, args := s.refuseConflictSQL(plan.guard, nil)
 		b.Queue(sql, args...)
@@ -298,6 +309,9 @@ func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func()) (re
 		}
 		if again, derr := s.uniqueViolation(err); derr != nil || again {
 			return driver.AppendResult{}, again, derr
+		}
+		if try && isBusy(err) {
+			return driver.AppendResult{}, true, nil
 		}
 		if !isRefusal(err) {
 			return driver.AppendResult{}, false, s.wrap(ctx, "append", err)

@@ -251,9 +251,11 @@
 //     is sent alone at once, beside it, and waits for its keys in the
 //     server, as with no groups (held back, guarded appends to one
 //     boundary would read and append again one behind another).
-//   - A group never waits for a lock: it tries its keys, and a key held
-//     elsewhere refuses it. Appends to a boundary another transaction
-//     holds do not hold up appends to others.
+//   - A transaction in flight never waits for a boundary lock: it tries
+//     its keys, and a key held elsewhere refuses it; its appends then go
+//     again alone and wait for their keys out of its place (a lone one
+//     too). Appends to a boundary another transaction holds do not hold
+//     up appends to others.
 //   - A group refused by the server (a busy key, a guard's conflict, an
 //     id stored already, a changed configuration: anything that rolls
 //     it back) wrote nothing; each of its appends goes again alone and
@@ -284,7 +286,8 @@
 // against 3.0-3.2k and 2.2-3.2k). A group's guards in one statement
 // rather than one each: 16 guarded writers 8.5-8.7k against 7.4-8.1k
 // appends/s, the server's CPU an append 116-119 us against 119-133. TestAppendsWaitingGoTogether, TestAppendsTogetherRefusedOneByOne,
-// TestAppendsTogetherDoNotWaitForABusyBoundary, TestAppendWaitingCancelled,
+// TestAppendsTogetherDoNotWaitForABusyBoundary,
+// TestAppendWaitingForABoundaryHoldsNoPlace, TestAppendWaitingCancelled,
 // TestAppendsTogetherCheckEachGuardFromItsPosition and
 // TestAppendsTogetherUnderLoad pin it.
 //

@@ -46,7 +46,7 @@ type flight struct{ keys boundarySet }
 // append sends m's append, alone or in a group.
 func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.AppendResult, bool, error) {
 	if g.limit <= 0 || m.keys == nil || m.plan.n == 0 || len(m.plan.scheduledTypes) > 0 {
-		return g.s.sendAlone(ctx, m, nil)
+		return g.s.sendAlone(ctx, m, nil, false)
 	}
 	g.mu.Lock()
 	if len(g.flying) < g.limit {
@@ -60,7 +60,7 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 			// It would wait in the server for the keys of that group:
 			// sent at once, it waits there, as with no groups.
 			g.mu.Unlock()
-			return g.s.sendAlone(ctx, m, nil)
+			return g.s.sendAlone(ctx, m, nil, false)
 		}
 	}
 	m.lead, m.done = make(chan *flight, 1), make(chan struct{})
@@ -94,11 +94,14 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 // flight.
 func (g *appendGroups) lead(ctx context.Context, m *appendMember, group []*appendMember, f *flight) (driver.AppendResult, bool, error) {
 	if f == nil {
-		return g.s.sendAlone(ctx, m, nil)
+		return g.s.sendAlone(ctx, m, nil, false)
 	}
 	once := sync.OnceFunc(func() { g.next(f) })
 	if len(group) == 1 {
-		return g.s.sendAlone(ctx, group[0], once)
+		// Its keys only tried: one held elsewhere refuses it as again,
+		// and Append's next attempt waits for it out of the place it
+		// held, which the others need.
+		return g.s.sendAlone(ctx, group[0], once, true)
 	}
 	g.s.sendGroup(group, once)
 	for _, m := range group[1:] {
@@ -203,7 +206,7 @@ func (m *appendMember) outcome(ctx context.Context, s *Store) (driver.AppendResu
 	if err := ctx.Err(); err != nil {
 		return driver.AppendResult{}, false, fmt.Errorf("pgstore: append: %w (nothing was written)", err)
 	}
-	return s.sendAlone(ctx, m, nil)
+	return s.sendAlone(ctx, m, nil, false)
 }
 
 // sendGroup sends the appends of group in one transaction (see "Appends

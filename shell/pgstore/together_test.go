@@ -115,14 +115,31 @@ func deposited(account string) []core.Message {
 	return []core.Message{core.NewMessage(rlDeposited{Account: account, Amount: 1})}
 }
 
-// occupy starts an append on a held account, which takes the store's one
-// place in flight and waits there until the account is released.
-func occupy(t *testing.T, s *pgstore.Store, h *keyHolder, account string) <-chan appendCall {
+// occupy starts an append that takes the store's one place in flight and
+// waits there until the store's lock, which the holder takes, is
+// released (see release); the store's lock, not a boundary's, as an
+// append that finds a boundary held gives its place up and waits alone.
+func occupy(t *testing.T, s *pgstore.Store, h *keyHolder) <-chan appendCall {
 	t.Helper()
-	h.hold(account)
-	call := goAppend(context.Background(), s, deposited(account), driver.AppendOptions{})
-	h.waiters(1)
+	if _, err := h.conn.Exec(context.Background(), "SELECT pg_advisory_lock($1::bigint)", pgstore.LockKey(s)); err != nil {
+		t.Fatal(err)
+	}
+	call := goAppend(context.Background(), s, deposited("first"), driver.AppendOptions{})
+	h.eventually("the first append waiting for the store's lock", func() bool {
+		var got int
+		err := h.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`, pgstore.LockKey(s)).Scan(&got)
+		return err == nil && got == 1
+	})
 	return call
+}
+
+// release lets the append that occupy started go.
+func release(t *testing.T, s *pgstore.Store, h *keyHolder) {
+	t.Helper()
+	if _, err := h.conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1::bigint)", pgstore.LockKey(s)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // transactions counts the transactions that wrote the deposits of accounts.
@@ -147,7 +164,7 @@ func TestAppendsWaitingGoTogether(t *testing.T) {
 	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
-	first := occupy(t, s, h, "hold")
+	first := occupy(t, s, h)
 
 	const n = 8
 	var accounts []string
@@ -157,7 +174,7 @@ func TestAppendsWaitingGoTogether(t *testing.T) {
 		calls[i] = goAppend(ctx, s, deposited(accounts[i]), driver.AppendOptions{})
 	}
 	h.eventually("8 appends waiting", func() bool { return pgstore.WaitingAppends(s) == n })
-	h.release("hold")
+	release(t, s, h)
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
 	}
@@ -195,7 +212,7 @@ func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newKeyHolder(t, s)
-	first := occupy(t, s, h, "hold")
+	first := occupy(t, s, h)
 
 	guard := &core.Guard{Conditions: depositsOf("guarded"), LastPosition: before.Last - 1}
 	conflicted := goAppend(ctx, s, deposited("guarded"), driver.AppendOptions{Guard: guard})
@@ -209,7 +226,7 @@ func TestAppendsTogetherRefusedOneByOne(t *testing.T) {
 		others = append(others, goAppend(ctx, s, deposited(accounts[i]), driver.AppendOptions{}))
 	}
 	h.eventually("7 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 7 })
-	h.release("hold")
+	release(t, s, h)
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
 	}
@@ -245,7 +262,7 @@ func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
 	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
-	first := occupy(t, s, h, "hold")
+	first := occupy(t, s, h)
 	h.hold("busy")
 	busy := goAppend(ctx, s, deposited("busy"), driver.AppendOptions{})
 	var free []<-chan appendCall
@@ -253,7 +270,7 @@ func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
 		free = append(free, goAppend(ctx, s, deposited(fmt.Sprint("f", i)), driver.AppendOptions{}))
 	}
 	h.eventually("5 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 5 })
-	h.release("hold")
+	release(t, s, h)
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
 	}
@@ -284,7 +301,7 @@ func TestAppendWaitingCancelled(t *testing.T) {
 	s := openOneInFlight(t)
 	ctx := context.Background()
 	h := newKeyHolder(t, s)
-	first := occupy(t, s, h, "hold")
+	first := occupy(t, s, h)
 	cctx, cancel := context.WithCancel(ctx)
 	cancelled := goAppend(cctx, s, deposited("cancelled"), driver.AppendOptions{})
 	kept := goAppend(ctx, s, deposited("kept"), driver.AppendOptions{})
@@ -293,7 +310,7 @@ func TestAppendWaitingCancelled(t *testing.T) {
 	if c := <-cancelled; !errors.Is(c.err, context.Canceled) {
 		t.Fatalf("cancelled while waiting: %v, want context.Canceled", c.err)
 	}
-	h.release("hold")
+	release(t, s, h)
 	for _, ch := range []<-chan appendCall{first, kept} {
 		if c := <-ch; c.err != nil {
 			t.Fatal(c.err)
@@ -388,14 +405,14 @@ func TestAppendsTogetherCheckEachGuardFromItsPosition(t *testing.T) {
 		return driver.AppendOptions{Guard: &core.Guard{Conditions: depositsOf(account), LastPosition: pos}}
 	}
 	h := newKeyHolder(t, s)
-	first := occupy(t, s, h, "hold")
+	first := occupy(t, s, h)
 	calls := []<-chan appendCall{
 		goAppend(ctx, s, deposited("read"), guard("read", seen.Last)), // its boundary's message is before its position
 		goAppend(ctx, s, deposited("fresh"), guard("fresh", 0)),       // a boundary with no message
 		goAppend(ctx, s, deposited("plain"), driver.AppendOptions{}),
 	}
 	h.eventually("3 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 3 })
-	h.release("hold")
+	release(t, s, h)
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
 	}
@@ -409,5 +426,36 @@ func TestAppendsTogetherCheckEachGuardFromItsPosition(t *testing.T) {
 	}
 	if got := transactions(t, s, []string{"read"}); got != 2 {
 		t.Errorf("the deposits of read were written by %d transactions, want 2 (the first, then the group's)", got)
+	}
+}
+
+// An append alone in flight that finds its boundary held gives its place
+// up and waits for the boundary alone: the appends to other boundaries
+// made meanwhile are written while it waits.
+func TestAppendWaitingForABoundaryHoldsNoPlace(t *testing.T) {
+	s := openOneInFlight(t)
+	ctx := context.Background()
+	h := newKeyHolder(t, s)
+	h.hold("busy")
+	busy := goAppend(ctx, s, deposited("busy"), driver.AppendOptions{})
+	h.waiters(1)
+	for i := range 4 {
+		select {
+		case c := <-goAppend(ctx, s, deposited(fmt.Sprint("f", i)), driver.AppendOptions{}):
+			if c.err != nil {
+				t.Fatalf("free append %d: %v", i, c.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("free append %d waits behind the append to the held boundary", i)
+		}
+	}
+	select {
+	case c := <-busy:
+		t.Fatalf("the append to the held boundary returned while it is held: %v", c.err)
+	default:
+	}
+	h.release("busy")
+	if c := <-busy; c.err != nil {
+		t.Fatal(c.err)
 	}
 }
