@@ -260,9 +260,10 @@
 //     id stored already, a changed configuration: anything that rolls
 //     it back) wrote nothing; each of its appends goes again alone and
 //     meets the refusal that is its own, or commits.
-//   - A group whose round trip fails otherwise (the connection broke once
-//     it was sent) may have committed: each of its appends returns the
-//     error, as a standalone append does.
+//   - A group whose session ends before it answers (the connection
+//     broke once it was sent, a FATAL error: its backend terminated) may
+//     have committed: each of its appends returns the error, as a
+//     standalone append does (TestAppendsTogetherSessionEnded).
 //   - A context that ends while its append waits returns the context's
 //     error, and nothing of it is written. Once sent, a group is not
 //     cancelled for one of its appends (the others go on): that append

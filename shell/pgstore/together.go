@@ -247,8 +247,11 @@ func (s *Store) sendGroup(group []*appendMember, sent func()) {
 	positions, stored, err := s.commitBatch(ctx, b, plan)
 	sent()
 	if err != nil {
+		// An error the server reported with the session going on rolled
+		// the transaction back; a session that ended (a FATAL error, a
+		// broken connection) may have ended after its COMMIT.
 		var pe *pgconn.PgError
-		rolledBack := errors.As(err, &pe)
+		rolledBack := errors.As(err, &pe) && pe.Severity == "ERROR"
 		for _, m := range group {
 			if rolledBack {
 				m.alone = true

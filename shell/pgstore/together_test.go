@@ -459,3 +459,78 @@ func TestAppendWaitingForABoundaryHoldsNoPlace(t *testing.T) {
 		t.Fatal(c.err)
 	}
 }
+
+// A group whose session ends before it answers (its backend terminated
+// while the group waits for the store's lock) may have committed, as far
+// as the store can tell: each of its appends returns the error, none is
+// sent again, and the store's next appends go on.
+func TestAppendsTogetherSessionEnded(t *testing.T) {
+	s := openOneInFlight(t)
+	ctx := context.Background()
+	h := newKeyHolder(t, s)
+	first := occupy(t, s, h)
+	var calls []<-chan appendCall
+	for i := range 3 {
+		calls = append(calls, goAppend(ctx, s, deposited(fmt.Sprint("g", i)), driver.AppendOptions{}))
+	}
+	h.eventually("3 appends waiting", func() bool { return pgstore.WaitingAppends(s) == 3 })
+	// Another session asks for the store's lock behind the first append:
+	// the group, sent once the first commits, waits behind it.
+	other, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	locked := make(chan error, 1)
+	go func() {
+		_, err := other.Exec(ctx, "SELECT pg_advisory_lock($1::bigint)", pgstore.LockKey(s))
+		locked <- err
+	}()
+	waiting := func() (pids []int32) {
+		rows, err := h.conn.Query(ctx, `SELECT pid FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`, pgstore.LockKey(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pids
+	}
+	h.eventually("the other session queued behind the first append", func() bool { return len(waiting()) == 2 })
+	release(t, s, h)
+	if c := <-first; c.err != nil {
+		t.Fatal(c.err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the group waiting for the store's lock", func() bool { return len(waiting()) == 1 })
+	if _, err := h.conn.Exec(ctx, "SELECT pg_terminate_backend($1)", waiting()[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range calls {
+		select {
+		case c := <-ch:
+			if c.err == nil {
+				t.Errorf("append %d of the ended session: no error", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("append %d of the ended session did not return (sent again alone, behind the store's lock?)", i)
+		}
+	}
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_unlock($1::bigint)", pgstore.LockKey(s)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, deposited("after"), driver.AppendOptions{}); err != nil {
+		t.Fatalf("an append after the ended session: %v", err)
+	}
+	got, err := s.Read(ctx, depositsOf("g0"), driver.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Messages) != 0 {
+		t.Errorf("the ended session's appends wrote %d messages", len(got.Messages))
+	}
+}
