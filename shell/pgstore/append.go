@@ -255,13 +255,12 @@ type appendMember struct {
 	keys boundarySet
 
 	// For a member waiting to be sent with others: lead receives the
-	// flight of the group it is to send (group, itself first), or nil
-	// when it is to go alone; done is closed once another member sent
-	// it, and res and err are then its outcome, or alone says that the
-	// group was refused as a whole (nothing was written), so that it goes
-	// again alone.
+	// flight it is to send (its group, itself first), or nil when it is
+	// to go alone; done is closed once another member sent it, and res
+	// and err are then its outcome, or alone says that the group was
+	// refused as a whole (nothing was written), so that it goes again
+	// alone.
 	lead  chan *flight
-	group []*appendMember
 	done  chan struct{}
 	res   driver.AppendResult
 	err   error

@@ -40,8 +40,12 @@ type appendGroups struct {
 	waiting []*appendMember
 }
 
-// flight is a group in flight: the keys its appends lock.
-type flight struct{ keys boundarySet }
+// flight is a group in flight: its appends (the first sends it) and the
+// keys they lock.
+type flight struct {
+	group []*appendMember
+	keys  boundarySet
+}
 
 // append sends m's append, alone or in a group.
 func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.AppendResult, bool, error) {
@@ -50,10 +54,10 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 	}
 	g.mu.Lock()
 	if len(g.flying) < g.limit {
-		f := &flight{keys: m.keys}
+		f := &flight{group: []*appendMember{m}, keys: m.keys}
 		g.flying = append(g.flying, f)
 		g.mu.Unlock()
-		return g.lead(ctx, m, []*appendMember{m}, f)
+		return g.lead(ctx, m, f)
 	}
 	for _, f := range g.flying {
 		if compatible(f.keys, m.keys) == conflicting {
@@ -68,7 +72,7 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 	g.mu.Unlock()
 	select {
 	case f := <-m.lead:
-		return g.lead(ctx, m, m.group, f)
+		return g.lead(ctx, m, f)
 	case <-m.done:
 		return m.outcome(ctx, g.s)
 	case <-ctx.Done():
@@ -82,28 +86,28 @@ func (g *appendGroups) append(ctx context.Context, m *appendMember) (driver.Appe
 	g.mu.Unlock()
 	select { // taken into a group already
 	case f := <-m.lead:
-		return g.lead(ctx, m, m.group, f)
+		return g.lead(ctx, m, f)
 	case <-m.done:
 		return m.outcome(ctx, g.s)
 	}
 }
 
-// lead sends group (its first member m, the caller's append), the
-// flight f, hands its place on once the round trip is over, and returns
-// the caller's outcome. A nil flight sends m alone, beside the groups in
-// flight.
-func (g *appendGroups) lead(ctx context.Context, m *appendMember, group []*appendMember, f *flight) (driver.AppendResult, bool, error) {
+// lead sends the flight f (its first append m, the caller's), hands its
+// place on once the round trip is over, and returns the caller's
+// outcome. A nil flight sends m alone, beside the groups in flight.
+func (g *appendGroups) lead(ctx context.Context, m *appendMember, f *flight) (driver.AppendResult, bool, error) {
 	if f == nil {
 		return g.s.sendAlone(ctx, m, nil, false)
 	}
 	once := sync.OnceFunc(func() { g.next(f) })
+	group := f.group
 	if len(group) == 1 {
 		// Its keys only tried: one held elsewhere refuses it as again,
 		// and Append's next attempt waits for it out of the place it
 		// held, which the others need.
 		return g.s.sendAlone(ctx, group[0], once, true)
 	}
-	g.s.sendGroup(group, once)
+	g.s.sendGroup(f, once)
 	for _, m := range group[1:] {
 		close(m.done)
 	}
@@ -125,9 +129,8 @@ func (g *appendGroups) next(landed *flight) {
 		return
 	}
 	group, alone, keys := g.pick()
-	f := &flight{keys: keys}
+	f := &flight{group: group, keys: keys}
 	g.flying[i] = f
-	group[0].group = group
 	group[0].lead <- f
 	for _, m := range alone {
 		m.lead <- nil
@@ -209,30 +212,26 @@ func (m *appendMember) outcome(ctx context.Context, s *Store) (driver.AppendResu
 	return s.sendAlone(ctx, m, nil, false)
 }
 
-// sendGroup sends the appends of group in one transaction (see "Appends
+// sendGroup sends the appends of flight f in one transaction (see "Appends
 // sent together"), calls sent once its round trip is over, and sets each
 // member's outcome. Its context is none of the members': no one member's
 // end cancels the others' appends.
-func (s *Store) sendGroup(group []*appendMember, sent func()) {
+func (s *Store) sendGroup(f *flight, sent func()) {
 	ctx := context.Background()
 	gen := s.adv.generation()
-	first := group[0]
+	group, first := f.group, f.group[0]
 	var stamped []core.Message
 	var preps []prepared
 	var ids []uuid.UUID
-	keys := boundarySet{}
 	for _, m := range group {
 		stamped = append(stamped, m.stamped...)
 		preps = append(preps, m.preps...)
 		ids = append(ids, m.plan.ids()...)
-		for k, x := range m.keys {
-			keys.add(k, x)
-		}
 	}
 	plan := planAppend(stamped, preps, nil)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	s.queueLock(b, true, false, keys.missing(nil), true, &first.gs.version, ids)
+	s.queueLock(b, true, false, f.keys.missing(nil), true, &first.gs.version, ids)
 	var guards []*core.Guard
 	for _, m := range group {
 		if m.plan.guard != nil {
