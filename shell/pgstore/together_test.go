@@ -125,13 +125,49 @@ func occupy(t *testing.T, s *pgstore.Store, h *keyHolder) <-chan appendCall {
 		t.Fatal(err)
 	}
 	call := goAppend(context.Background(), s, deposited("first"), driver.AppendOptions{})
-	h.eventually("the first append waiting for the store's lock", func() bool {
-		var got int
-		err := h.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
-WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`, pgstore.LockKey(s)).Scan(&got)
-		return err == nil && got == 1
-	})
+	h.eventually("the first append waiting for the store's lock", func() bool { return len(h.storeWaiters()) == 1 })
 	return call
+}
+
+// storeWaiters are the sessions waiting for the store's lock.
+func (h *keyHolder) storeWaiters() []int32 {
+	h.t.Helper()
+	rows, err := h.conn.Query(context.Background(), `SELECT pid FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`, pgstore.LockKey(h.s))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return pids
+}
+
+// writtenWhileHeld checks that the appends free are written while busy,
+// an append to the boundary account that the holder holds, waits; then
+// releases account, and busy is written.
+func writtenWhileHeld(t *testing.T, h *keyHolder, account string, busy <-chan appendCall, free []<-chan appendCall) {
+	t.Helper()
+	for i, ch := range free {
+		select {
+		case c := <-ch:
+			if c.err != nil {
+				t.Fatalf("free append %d: %v", i, c.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("free append %d waits behind the append to the held boundary", i)
+		}
+	}
+	select {
+	case c := <-busy:
+		t.Fatalf("the append to the held boundary returned while it is held: %v", c.err)
+	default:
+	}
+	h.release(account)
+	if c := <-busy; c.err != nil {
+		t.Fatal(c.err)
+	}
 }
 
 // release lets the append that occupy started go.
@@ -274,25 +310,7 @@ func TestAppendsTogetherDoNotWaitForABusyBoundary(t *testing.T) {
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
 	}
-	for i, ch := range free {
-		select {
-		case c := <-ch:
-			if c.err != nil {
-				t.Fatalf("free append %d: %v", i, c.err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("free append %d waits for the busy boundary", i)
-		}
-	}
-	select {
-	case c := <-busy:
-		t.Fatalf("the append to the held boundary returned while it is held: %v", c.err)
-	default:
-	}
-	h.release("busy")
-	if c := <-busy; c.err != nil {
-		t.Fatal(c.err)
-	}
+	writtenWhileHeld(t, h, "busy", busy, free)
 }
 
 // An append whose context ends while it waits to be sent returns the
@@ -439,25 +457,11 @@ func TestAppendWaitingForABoundaryHoldsNoPlace(t *testing.T) {
 	h.hold("busy")
 	busy := goAppend(ctx, s, deposited("busy"), driver.AppendOptions{})
 	h.waiters(1)
+	var free []<-chan appendCall
 	for i := range 4 {
-		select {
-		case c := <-goAppend(ctx, s, deposited(fmt.Sprint("f", i)), driver.AppendOptions{}):
-			if c.err != nil {
-				t.Fatalf("free append %d: %v", i, c.err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("free append %d waits behind the append to the held boundary", i)
-		}
+		free = append(free, goAppend(ctx, s, deposited(fmt.Sprint("f", i)), driver.AppendOptions{}))
 	}
-	select {
-	case c := <-busy:
-		t.Fatalf("the append to the held boundary returned while it is held: %v", c.err)
-	default:
-	}
-	h.release("busy")
-	if c := <-busy; c.err != nil {
-		t.Fatal(c.err)
-	}
+	writtenWhileHeld(t, h, "busy", busy, free)
 }
 
 // A group whose session ends before it answers (its backend terminated
@@ -486,19 +490,7 @@ func TestAppendsTogetherSessionEnded(t *testing.T) {
 		_, err := other.Exec(ctx, "SELECT pg_advisory_lock($1::bigint)", pgstore.LockKey(s))
 		locked <- err
 	}()
-	waiting := func() (pids []int32) {
-		rows, err := h.conn.Query(ctx, `SELECT pid FROM pg_locks
-WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`, pgstore.LockKey(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pids
-	}
-	h.eventually("the other session queued behind the first append", func() bool { return len(waiting()) == 2 })
+	h.eventually("the other session queued behind the first append", func() bool { return len(h.storeWaiters()) == 2 })
 	release(t, s, h)
 	if c := <-first; c.err != nil {
 		t.Fatal(c.err)
@@ -506,8 +498,8 @@ WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND (classid::bigin
 	if err := <-locked; err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("the group waiting for the store's lock", func() bool { return len(waiting()) == 1 })
-	if _, err := h.conn.Exec(ctx, "SELECT pg_terminate_backend($1)", waiting()[0]); err != nil {
+	h.eventually("the group waiting for the store's lock", func() bool { return len(h.storeWaiters()) == 1 })
+	if _, err := h.conn.Exec(ctx, "SELECT pg_terminate_backend($1)", h.storeWaiters()[0]); err != nil {
 		t.Fatal(err)
 	}
 	for i, ch := range calls {
