@@ -48,6 +48,10 @@ const (
 	refuseBusy = "busy"
 )
 
+// errBusy is sendAlone's error for an append that tried its boundary
+// locks and found one held: nothing was written.
+var errBusy = errors.New("pgstore: append: a boundary is held by another transaction")
+
 // isBusy reports whether err is the refusal refuseBusy.
 func isBusy(err error) bool {
 	var pe *pgconn.PgError
@@ -286,7 +290,7 @@ func (s *Store) prepareMember(gs *groupSet, msgs []core.Message, opts driver.App
 // sent, when not nil, is called once the pipeline's round trip is over,
 // before the append waits for the read horizon to cover it. With try,
 // the append only tries its boundary locks, and one held elsewhere
-// refuses it as again (the next attempt waits for it).
+// refuses it with errBusy.
 func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func(), try bool) (res driver.AppendResult, again bool, err error) {
 	gen := s.adv.generation()
 	plan := m.plan
@@ -310,7 +314,7 @@ func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func(), try
 			return driver.AppendResult{}, again, derr
 		}
 		if try && isBusy(err) {
-			return driver.AppendResult{}, true, nil
+			return driver.AppendResult{}, false, errBusy
 		}
 		if !isRefusal(err) {
 			return driver.AppendResult{}, false, s.wrap(ctx, "append", err)

@@ -102,10 +102,13 @@ func (g *appendGroups) lead(ctx context.Context, m *appendMember, f *flight) (dr
 	once := sync.OnceFunc(func() { g.next(f) })
 	group := f.group
 	if len(group) == 1 {
-		// Its keys only tried: one held elsewhere refuses it as again,
-		// and Append's next attempt waits for it out of the place it
-		// held, which the others need.
-		return g.s.sendAlone(ctx, group[0], once, true)
+		// Its keys only tried: one held elsewhere refuses it, and it
+		// waits for it out of the place it held, which the others need.
+		res, again, err := g.s.sendAlone(ctx, m, once, true)
+		if errors.Is(err, errBusy) {
+			return g.s.sendAlone(ctx, m, nil, false)
+		}
+		return res, again, err
 	}
 	g.s.sendGroup(f, once)
 	for _, m := range group[1:] {
