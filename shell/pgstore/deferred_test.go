@@ -93,3 +93,65 @@ func TestDeferredAdvancePastTheNewestFailsTheCommit(t *testing.T) {
 		t.Fatalf("claim after the refused move: %+v (%v), want d1's (stats %+v)", c, err, st)
 	}
 }
+
+// The reads of a transaction are checked together, in one statement,
+// each from its own position: a read overtaken among others, older and
+// newer ones that were not, makes the transaction run again, whether its
+// append goes with the COMMIT (Deferred) or at once; and reads that were
+// not overtaken let it commit, though a message of one of them followed
+// the oldest read (and preceded its own).
+func TestTransactionChecksEachOfItsReads(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	device := func(id string) map[string]string { return map[string]string{"device_id": id} }
+	register := func(id string) {
+		t.Helper()
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: id}), driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, deferred := range []bool{true, false} {
+		for _, overtake := range []string{"", "a", "b", "c"} {
+			prefix := map[bool]string{true: "deferred-", false: "atonce-"}[deferred] + overtake + "-"
+			ids := []string{prefix + "a", prefix + "b", prefix + "c"}
+			for _, id := range ids {
+				register(id)
+			}
+			runs, seen := 0, [][]int{}
+			err := s.Update(ctx, func(tx driver.Tx) error {
+				runs++
+				var counts []int
+				for i, id := range ids {
+					r, err := tx.ReadPartition(device(id), []string{"device.registered"}, driver.ReadOptions{})
+					if err != nil {
+						return err
+					}
+					counts = append(counts, len(r.Messages))
+					if i == 0 && runs == 1 { // (a run again holds the store's lock: no append beside it)
+						register(ids[2]) // after the oldest read, before c's: c's read has it
+					}
+				}
+				seen = append(seen, counts)
+				if runs == 1 && overtake != "" {
+					register(prefix + overtake)
+				}
+				_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: ids[0]}), driver.AppendOptions{Deferred: deferred})
+				return err
+			})
+			want := 2
+			if overtake == "" {
+				want = 1
+			}
+			if err != nil || runs != want {
+				t.Fatalf("deferred=%v, %q overtaken: %v after %d runs (reads %v), want nil after %d", deferred, overtake, err, runs, seen, want)
+			}
+			if overtake != "" {
+				i := strings.IndexByte("abc", overtake[0])
+				if want := []int{2, 2, 3}[i]; seen[1][i] != want {
+					t.Fatalf("deferred=%v: the second run read %v, want %d messages of %q", deferred, seen[1], want, overtake)
+				}
+			}
+		}
+	}
+}

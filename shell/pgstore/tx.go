@@ -594,25 +594,32 @@ func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver
 	return res, err
 }
 
-// queueReadChecks queues the checks of the transaction's unlocked reads
+// queueReadChecks queues the check of the transaction's unlocked reads
 // (see Read), for the statement that takes the exclusive lock or the
-// append that locks their boundaries.
+// append that locks their boundaries: one statement for all of them,
+// each read checked from its own position (a worker's transaction reads
+// the history of every partition it claimed: a statement each was a
+// dozen in its COMMIT's pipeline).
 func (t *tx) queueReadChecks(b *pgx.Batch) {
-	for i := range t.reads {
-		sql, args := t.s.refuseConflictSQL(&t.reads[i], t.own)
-		b.Queue(sql, args...)
+	if len(t.reads) == 0 {
+		return
 	}
+	guards := make([]*core.Guard, len(t.reads))
+	for i := range t.reads {
+		guards[i] = &t.reads[i]
+	}
+	sql, args := t.s.refuseConflictsSQL(guards, t.own)
+	b.Queue(sql, args...)
 }
 
-// readChecks reads the results of queueReadChecks' statements: a refusal
+// readChecks reads the result of queueReadChecks' statement: a refusal
 // (isRefusal) says a read was overtaken.
 func (t *tx) readChecks(br pgx.BatchResults) error {
-	for range t.reads {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+	if len(t.reads) == 0 {
+		return nil
 	}
-	return nil
+	_, err := br.Exec()
+	return err
 }
 
 // unlockedRead reports whether a read with opts keeps its guard for the
