@@ -983,9 +983,13 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 				return nil
 			}
 			batches := make([]inlineBatch, len(claims))
+			read, err := rt.prefetchHistories(tx, re, claims, states)
+			if err != nil {
+				return err
+			}
 			// decide handles claim i: its history read, the reactor.
 			decide := func(i int) error {
-				pairs, handleErr, err := rt.handleWith(ctx, re, claims[i], tx, states)
+				pairs, handleErr, err := rt.handleWith(ctx, re, claims[i], read, states)
 				if err == nil {
 					err = handleErr
 				}
@@ -1266,6 +1270,70 @@ func (rt *Router) handleWith(ctx context.Context, re *reactor, claim *driver.Cla
 		return err
 	})
 	return pairs, handleErr, nil
+}
+
+// prefetchHistories reads at once, on a store whose Tx reads several
+// partitions in one round trip (driver.PartitionsReader), the histories
+// that handleWith will read for claims (see historyRead), and returns
+// the reader that hands each out once, to the read that asks for it with
+// the same arguments, and reads anything else through tx. The reads are
+// the transaction's as much as one after another would be (a store
+// checks each at its commit); one that no decision asks for (the cache
+// changed meanwhile) is only checked.
+func (rt *Router) prefetchHistories(tx Tx, re *reactor, claims []*driver.ClaimedPartition, states *txStates) (historyReader, error) {
+	pr, ok := tx.(driver.PartitionsReader)
+	if !ok || len(claims) < 2 || len(re.info.History) == 0 {
+		return tx, nil
+	}
+	var reads []driver.PartitionRead
+	for _, c := range claims {
+		if opts, ok := rt.historyRead(re, c, states); ok {
+			reads = append(reads, driver.PartitionRead{Partition: c.Partition, Types: re.info.History, Opts: opts})
+		}
+	}
+	if len(reads) < 2 {
+		return tx, nil
+	}
+	res, err := pr.ReadPartitions(reads)
+	if err != nil {
+		return nil, err
+	}
+	return &prefetched{historyReader: tx, reads: reads, results: res, used: make([]bool, len(reads))}, nil
+}
+
+// historyRead is the partition read handleWith makes for claim's history,
+// if it makes one it can tell before deciding: a cached reactor's, after
+// its state's position (none when the claim covers the history after
+// it); an impure reactor's full read (a kept history's is not foretold).
+func (rt *Router) historyRead(re *reactor, claim *driver.ClaimedPartition, states *txStates) (ReadOptions, bool) {
+	if states != nil && re.folding != nil {
+		k := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: re.stateType}
+		after, found := states.peek(k)
+		if found && rt.claimCovers(re, claim, after) {
+			return ReadOptions{}, false
+		}
+		return ReadOptions{After: after}, true
+	}
+	return ReadOptions{}, !re.keepsHistory
+}
+
+// prefetched is a transaction's reader that hands out reads made ahead
+// (prefetchHistories), each once, to the read with the same arguments.
+type prefetched struct {
+	historyReader
+	reads   []driver.PartitionRead
+	results []ReadResult
+	used    []bool
+}
+
+func (p *prefetched) ReadPartition(partition core.Partition, types []string, opts ReadOptions) (ReadResult, error) {
+	for i, r := range p.reads {
+		if !p.used[i] && r.Opts == opts && maps.Equal(r.Partition, partition) && slices.Equal(r.Types, types) {
+			p.used[i] = true
+			return p.results[i], nil
+		}
+	}
+	return p.historyReader.ReadPartition(partition, types, opts)
 }
 
 // readHistory reads the history of claim's partition for an impure

@@ -45,12 +45,19 @@ type recordingStore struct {
 	*sqlitestore.Store
 	handled atomic.Int64
 	ops     []string
+	// together gives its transactions driver.PartitionsReader, as
+	// pgstore's: the router then reads a claim's histories together.
+	together bool
 }
 
 func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *driver.ClaimedPartition) error {
 		s.ops = append(s.ops, "begin")
-		return fn(&recordingTx{Tx: tx, ops: &s.ops}, c)
+		rtx := &recordingTx{Tx: tx, ops: &s.ops}
+		if s.together {
+			return fn(&togetherTx{rtx}, c)
+		}
+		return fn(rtx, c)
 	})
 	if did && err == nil {
 		s.handled.Add(1)
@@ -79,6 +86,23 @@ func (t *recordingTx) ReadPartition(p core.Partition, types []string, opts shell
 	return t.Tx.ReadPartition(p, types, opts)
 }
 
+// togetherTx is a recordingTx that reads several partitions in one call
+// (driver.PartitionsReader), recorded as one "reads" of so many.
+type togetherTx struct{ *recordingTx }
+
+func (t *togetherTx) ReadPartitions(reads []driver.PartitionRead) ([]shell.ReadResult, error) {
+	*t.ops = append(*t.ops, fmt.Sprint("reads(", len(reads), ")"))
+	var out []shell.ReadResult
+	for _, r := range reads {
+		res, err := t.Tx.ReadPartition(r.Partition, r.Types, r.Opts)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
 func (t *recordingTx) Append(msgs []core.Message, opts shell.AppendOptions) (shell.AppendResult, error) {
 	*t.ops = append(*t.ops, "append")
 	return t.Tx.Append(msgs, opts)
@@ -102,11 +126,12 @@ func (t *recordingTx) ClaimMany(group, workerID string, batchSize, partitions in
 // reach: the transactions counted are the structure's, not a slow run's.)
 func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 	for _, tc := range []struct {
-		waiting bool
-		ahead   int
-		want    int64
-	}{{true, 2, 2}, {false, 2, 1}, {true, 1, 4}} {
-		t.Run(fmt.Sprintf("waiting=%v/partitions=%d", tc.waiting, tc.ahead), func(t *testing.T) {
+		waiting  bool
+		ahead    int
+		want     int64
+		together bool
+	}{{true, 2, 2, false}, {false, 2, 1, false}, {true, 1, 4, false}, {true, 2, 2, true}, {false, 2, 1, true}} {
+		t.Run(fmt.Sprintf("waiting=%v/partitions=%d/together=%v", tc.waiting, tc.ahead, tc.together), func(t *testing.T) {
 			ctx := context.Background()
 			reg := codec.NewRegistry()
 			codec.MustRegister[holdDeposit](reg, "hold.deposit")
@@ -116,7 +141,7 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sq.Close() })
-			s := &skippingStore{recordingStore: &recordingStore{Store: sq}, waiting: tc.waiting}
+			s := &skippingStore{recordingStore: &recordingStore{Store: sq, together: tc.together}, waiting: tc.waiting}
 			rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: tc.ahead, InlineBudget: time.Hour}, holdAccounts)
 			if err != nil {
 				t.Fatal(err)
@@ -139,10 +164,15 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 			}
 			if tc.ahead > 1 {
 				// Each claim of two partitions (the first by ClaimUpdate,
-				// the second by ClaimMany): both histories read, then the
-				// three deposits of each decided.
+				// the second by ClaimMany): both histories read (in one
+				// call, where the transaction reads partitions together),
+				// then the three deposits of each decided.
 				got := strings.Join(s.ops, " ")
-				group := "claim read read " + strings.Repeat("append ", 6)
+				reads := "read read "
+				if tc.together {
+					reads = "reads(2) "
+				}
+				group := "claim " + reads + strings.Repeat("append ", 6)
 				want := "begin " + group + "begin " + group
 				if !tc.waiting {
 					want = "begin " + group + group
@@ -214,8 +244,9 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	for _, waiting := range []bool{false, true} {
-		s := &skippingStore{recordingStore: &recordingStore{Store: sq}, waiting: waiting}
+	for _, c := range []struct{ waiting, together bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		waiting := c.waiting
+		s := &skippingStore{recordingStore: &recordingStore{Store: sq, together: c.together}, waiting: waiting}
 		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, xferAccounts)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +254,7 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 		if err := rt.Setup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		a, b := fmt.Sprint("a", waiting), fmt.Sprint("b", waiting)
+		a, b := fmt.Sprint("a", waiting, c.together), fmt.Sprint("b", waiting, c.together)
 		cmds := []core.Message{
 			core.NewMessage(xferSeed{Account: a, Amount: 100}),
 			core.NewMessage(xferSend{Account: a, To: b, Amount: 30}),
@@ -234,6 +265,9 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 		}
 		if err := rt.Drain(ctx, nil); err != nil {
 			t.Fatalf("waiting=%v: %v", waiting, err)
+		}
+		if c.together && !strings.Contains(strings.Join(s.ops, " "), "reads(") {
+			t.Fatalf("operations %v: the histories were not read together", s.ops)
 		}
 		for acct, want := range map[string]int{a: 90, b: 10} {
 			got, _, err := shell.Load(ctx, s, xferAccounts, map[string]string{"account": acct}, nil)

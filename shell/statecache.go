@@ -129,6 +129,17 @@ func (c *StateCache) Drop(group string) {
 	}
 }
 
+// peek returns the position of k's entry, if there is one, leaving it
+// cached and its use uncounted.
+func (c *StateCache) peek(k stateKey) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[k]; ok {
+		return e.Value.(*stateEntry).position, true
+	}
+	return 0, false
+}
+
 // take removes and returns the entry of k, if there is one.
 func (c *StateCache) take(k stateKey) (*stateEntry, bool) {
 	c.mu.Lock()
@@ -347,6 +358,15 @@ func (t *txStates) read(rt *Router, re *reactor, claim *driver.ClaimedPartition,
 		t.pending[k] = stateEntry{key: k, state: s, position: res.Guard.LastPosition}
 		return s
 	}, nil
+}
+
+// peek returns the position of the state take would return for k,
+// leaving it where it is.
+func (t *txStates) peek(k stateKey) (position int64, found bool) {
+	if e, ok := t.pending[k]; ok {
+		return e.position, true
+	}
+	return t.cache.peek(k)
 }
 
 // take returns the state of k folded earlier in the transaction, or else

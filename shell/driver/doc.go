@@ -56,10 +56,12 @@
 //     shell.StateCacheKeeper (a state cache kept by the store: declared in
 //     shell, because the cache is the engine's);
 //   - of its transaction: ContextProvider (the core.SyncTx sync work
-//     receives; every Tx has it, a wrapper of one may), GroupTx, ClaimManyTx (several partitions claimed in one
-//     transaction), DeferredAdvancer and DeferredCommandAppender (writes
-//     settled at commit), UnscheduleTx (withdrawing a scheduled message),
-//     SnapshotTx (snapshots in the transaction).
+//     receives; every Tx has it, a wrapper of one may), GroupTx,
+//     ClaimManyTx (several partitions claimed in one transaction),
+//     PartitionsReader (several partitions read in one round trip),
+//     DeferredAdvancer and DeferredCommandAppender (writes settled at
+//     commit), UnscheduleTx (withdrawing a scheduled message), SnapshotTx
+//     (snapshots in the transaction).
 //
 // InlineNotifier is the in-process Notifier (subscribers called in the
 // committing goroutine); SimClock and SystemClock are the clocks a store

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/sourced-go/sourced/core"
 )
 
 // ChangeDetector is implemented by stores that can tell cheaply whether
@@ -50,4 +52,25 @@ type ClaimRenewer interface {
 	// transaction, and returns how many it renewed: a claim released, or
 	// taken by another worker, is left as it is.
 	RenewClaims(ctx context.Context, claims []*ClaimedPartition, at time.Time) (int, error)
+}
+
+// PartitionRead is one read of a PartitionsReader: the arguments of a
+// Tx.ReadPartition.
+type PartitionRead struct {
+	Partition core.Partition
+	Types     []string
+	Opts      ReadOptions
+}
+
+// PartitionsReader is implemented by a store's Tx that reads several
+// partitions in one round trip (pgstore): a worker's transaction that
+// claimed several partitions reads their histories together rather than
+// one after another. Each read is what Tx.ReadPartition with its
+// arguments returns, as if called in the order given (each with a
+// statement's view of its own; a transaction that checks its reads
+// checks each), and a read that fails ends the call with its error: the
+// transaction is then in the state that read's failure leaves it in. A
+// store without it is read one partition at a time.
+type PartitionsReader interface {
+	ReadPartitions(reads []PartitionRead) ([]ReadResult, error)
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,56 @@ func TestTransactionChecksEachOfItsReads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The reads of ReadPartitions (driver.PartitionsReader: several read in
+// one round trip, in a transaction holding the store's shared lock, as a
+// worker's does once it claimed) are the transaction's reads: one of them
+// overtaken by another append makes the transaction run again, and the
+// run again reads the append.
+func TestReadPartitionsAreCheckedAsReads(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {
+		t.Fatal(err)
+	}
+	register := func(id string) {
+		t.Helper()
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: id}), driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		register(id)
+	}
+	var reads []driver.PartitionRead
+	for _, id := range []string{"a", "b", "c"} {
+		reads = append(reads, driver.PartitionRead{Partition: map[string]string{"device_id": id}, Types: []string{"device.registered"}})
+	}
+	runs, seen := 0, [][]int{}
+	_, err := s.ClaimUpdate(ctx, "devices", "w1", 10, func(tx driver.Tx, _ *driver.ClaimedPartition) error {
+		runs++
+		res, err := tx.(driver.PartitionsReader).ReadPartitions(reads)
+		if err != nil {
+			return err
+		}
+		var counts []int
+		for _, r := range res {
+			counts = append(counts, len(r.Messages))
+		}
+		seen = append(seen, counts)
+		if runs == 1 {
+			register("b") // overtakes the second read
+		}
+		_, err = tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "a"}), driver.AppendOptions{Deferred: true})
+		return err
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("claim update: %v after %d runs (reads %v), want nil after 2", err, runs, seen)
+	}
+	if !slices.Equal(seen[0], []int{1, 1, 1}) || !slices.Equal(seen[1], []int{1, 2, 1}) {
+		t.Fatalf("the runs read %v messages of a, b and c, want [1 1 1] then [1 2 1]", seen)
 	}
 }

@@ -207,6 +207,12 @@ func (s *Store) queryLast(ctx context.Context, q querier, sql string, args []any
 	if err != nil {
 		return nil, 0, err
 	}
+	return s.scanLast(rows)
+}
+
+// scanLast reads the rows of a statement built by withLast (the horizon's
+// newest message, and the messages) and closes them.
+func (s *Store) scanLast(rows pgx.Rows) ([]core.PositionedMessage, int64, error) {
 	defer rows.Close()
 	var out []core.PositionedMessage
 	var last int64
@@ -363,30 +369,44 @@ func (s *Store) handledTypes(names []string) ([]*codec.Type, error) {
 }
 
 func (s *Store) readPartition(ctx context.Context, q querier, partition core.Partition, types []string, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
-	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
-		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
-	}
-	if err := driver.CheckReadOptions(opts); err != nil {
-		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
-	}
-	typs, err := s.handledTypes(types)
+	sql, args, conds, one, err := s.partitionQuery(partition, types, opts, own)
 	if err != nil {
-		return driver.ReadResult{}, fmt.Errorf("pgstore: read partition: %w", err)
+		return driver.ReadResult{}, err
 	}
-	conds := core.ConditionsFor(partition, typs...)
-	if len(partition) == 0 || len(types) == 0 {
+	if !one {
 		res, err := s.read(ctx, q, nil, opts, own)
 		res.Guard.Conditions = conds
 		return res, err
 	}
-	var args sqlArgs
-	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), limitSQL(opts.Limit), visible(positionFilter, own, &args))
-	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
+	msgs, last, err := s.queryLast(ctx, q, sql, args)
 	if err != nil {
 		return driver.ReadResult{}, s.wrap(ctx, "read partition", err)
 	}
 	return driver.ReadResult{Messages: msgs, Guard: guardFor(conds, opts, msgs, last)}, nil
+}
+
+// partitionQuery checks a partition read's arguments and returns its
+// statement (built by withLast) and its guard's conditions; one is false
+// for a read of every message (an empty partition or no types), which
+// is Read's.
+func (s *Store) partitionQuery(partition core.Partition, types []string, opts driver.ReadOptions, own []int64) (sql string, args sqlArgs, conds []core.Condition, one bool, err error) {
+	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
+		return "", nil, nil, false, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := driver.CheckReadOptions(opts); err != nil {
+		return "", nil, nil, false, fmt.Errorf("pgstore: %w", err)
+	}
+	typs, err := s.handledTypes(types)
+	if err != nil {
+		return "", nil, nil, false, fmt.Errorf("pgstore: read partition: %w", err)
+	}
+	conds = core.ConditionsFor(partition, typs...)
+	if len(partition) == 0 || len(types) == 0 {
+		return "", nil, conds, false, nil
+	}
+	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
+		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), limitSQL(opts.Limit), visible(positionFilter, own, &args))
+	return s.withLast(inner, ""), args, conds, true, nil
 }
 
 // fetchSQL is the query of up to n messages of the partition after after.

@@ -594,6 +594,73 @@ func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver
 	return res, err
 }
 
+// ReadPartitions reads several partitions in one round trip (see
+// driver.PartitionsReader): in a transaction holding the store's shared
+// lock (a worker's, which claimed the partitions), the statements a
+// ReadPartition of each would send, in one batch after the queued ones,
+// each read kept for the checks as ReadPartition keeps it. Other reads
+// (a transaction before its first statement, or holding the exclusive
+// lock; a read ReadPartition would refuse or send as another statement)
+// are read one by one.
+func (t *tx) ReadPartitions(reads []driver.PartitionRead) ([]driver.ReadResult, error) {
+	out := make([]driver.ReadResult, 0, len(reads))
+	type query struct {
+		sql   string
+		args  []any
+		conds []core.Condition
+	}
+	var qs []query
+	for _, r := range reads {
+		if len(reads) < 2 || t.holds != lockShared || !t.unlockedRead(r.Opts) {
+			qs = nil
+			break
+		}
+		sql, args, conds, one, err := t.s.partitionQuery(r.Partition, r.Types, r.Opts, t.own)
+		if err != nil || !one {
+			qs = nil
+			break
+		}
+		qs = append(qs, query{sql, args, conds})
+	}
+	if qs == nil {
+		for _, r := range reads {
+			res, err := t.ReadPartition(r.Partition, r.Types, r.Opts)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, res)
+		}
+		return out, nil
+	}
+	b, n := t.batch() // the queued statements first, as flushShared sends them before a read
+	for _, q := range qs {
+		b.Queue(q.sql, q.args...)
+	}
+	br, err := t.send(b, n)
+	if err != nil {
+		return out, t.fail("begin", err)
+	}
+	for i, q := range qs {
+		var msgs []core.PositionedMessage
+		var last int64
+		rows, err := br.Query()
+		if err == nil {
+			msgs, last, err = t.s.scanLast(rows)
+		}
+		if err != nil {
+			br.Close()
+			res, err := t.keepRead(driver.ReadResult{}, t.s.wrap(t.ctx, "read partition", err))
+			return append(out, res), err
+		}
+		res, _ := t.keepRead(driver.ReadResult{Messages: msgs, Guard: guardFor(q.conds, reads[i].Opts, msgs, last)}, nil)
+		out = append(out, res)
+	}
+	if err := br.Close(); err != nil {
+		return out, t.fail("read partition", err)
+	}
+	return out, nil
+}
+
 // queueReadChecks queues the check of the transaction's unlocked reads
 // (see Read), for the statement that takes the exclusive lock or the
 // append that locks their boundaries: one statement for all of them,

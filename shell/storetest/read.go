@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -197,6 +199,72 @@ func (s suite) testReadPartition(t *testing.T) {
 					t.Fatalf("guard position %d, want %d", res.Guard.LastPosition, c.guard)
 				}
 			})
+		}
+	})
+
+	t.Run("ReadPartitions reads each as ReadPartition, where a transaction has it", func(t *testing.T) {
+		e := s.genv(t, devices)
+		courseLog(e.env) // 9 registers d1: a claim for the transaction below
+		reads := []driver.PartitionRead{
+			{Partition: algebraJoe, Types: handled},
+			{Partition: algebraJoe, Types: handled, Opts: driver.ReadOptions{After: 3}},
+			{Partition: part("course_name", "History"), Types: handled},
+			{Partition: algebraJoe, Types: []string{typeUserJoinedCourse}, Opts: driver.ReadOptions{Limit: 1}},
+			{Partition: algebraJoe, Types: handled, Opts: driver.ReadOptions{After: 1, Upto: 9, Limit: 2}},
+			{Partition: part("course_name", "Geometry"), Types: handled},
+		}
+		// A read of no types reads nothing (and may be sent otherwise).
+		mixed := []driver.PartitionRead{reads[2], {Partition: algebraJoe, Types: nil}}
+		var want, wantMixed []driver.ReadResult
+		for _, r := range reads {
+			want = append(want, e.readPartition(r.Partition, r.Types, r.Opts))
+		}
+		for _, r := range mixed {
+			wantMixed = append(wantMixed, e.readPartition(r.Partition, r.Types, r.Opts))
+		}
+		var got, gotMixed []driver.ReadResult
+		var first error
+		had := false
+		_, err := e.gs.ClaimUpdate(e.ctx, devices, "w1", 10, func(tx driver.Tx, _ *driver.ClaimedPartition) error {
+			pr, ok := tx.(driver.PartitionsReader)
+			if !ok {
+				return nil
+			}
+			had = true
+			if got, first = pr.ReadPartitions(reads); first != nil {
+				return first
+			}
+			if gotMixed, first = pr.ReadPartitions(mixed); first != nil {
+				return first
+			}
+			// A read ReadPartition refuses (a typo) is refused so among
+			// others, failing the transaction as it would.
+			_, err := pr.ReadPartitions([]driver.PartitionRead{reads[0], {Partition: part("course_nme", "Algebra"), Types: handled}, reads[1]})
+			return err
+		})
+		if !had {
+			t.Skip("this store's transaction is no driver.PartitionsReader: it is read one partition at a time")
+		}
+		if first != nil {
+			t.Fatal(first)
+		}
+		var invalid *driver.InvalidPartitionError
+		if !errors.As(err, &invalid) {
+			t.Fatalf("ReadPartitions with a misspelt attribute among its reads: %v, want an *InvalidPartitionError", err)
+		}
+		for _, c := range []struct {
+			reads     []driver.PartitionRead
+			got, want []driver.ReadResult
+		}{{reads, got, want}, {mixed, gotMixed, wantMixed}} {
+			if len(c.got) != len(c.reads) {
+				t.Fatalf("ReadPartitions returned %d results for %d reads", len(c.got), len(c.reads))
+			}
+			for i, r := range c.reads {
+				e.sameMessages(fmt.Sprintf("read %d (%+v)", i, r), c.got[i].Messages, c.want[i].Messages)
+				if c.got[i].Guard.LastPosition != c.want[i].Guard.LastPosition || !sameConds(c.got[i].Guard.Conditions, c.want[i].Guard.Conditions) {
+					t.Fatalf("read %d (%+v): guard %+v, want ReadPartition's %+v", i, r, c.got[i].Guard, c.want[i].Guard)
+				}
+			}
 		}
 	})
 
