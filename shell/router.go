@@ -607,15 +607,37 @@ func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, 
 		return []*driver.ClaimedPartition{c}, nil
 	}
 	var claims []*driver.ClaimedPartition
-	_, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *driver.ClaimedPartition) error {
-		more, err := rt.claimMore(tx, re, workerID, k-1)
-		claims = append([]*driver.ClaimedPartition{c}, more...)
+	_, err := rt.claimUpdate(ctx, re, workerID, k, func(tx Tx, first []*driver.ClaimedPartition, more bool) error {
+		claims = first
+		if !more {
+			return nil
+		}
+		rest, err := rt.claimMore(tx, re, workerID, k-len(first))
+		claims = append(claims, rest...)
 		return err
 	})
 	if err != nil {
 		return nil, err // rolled back: nothing is claimed
 	}
 	return claims, nil
+}
+
+// claimUpdate runs fn in a write transaction that claimed up to k
+// partitions of the reactor's group, and reports whether it claimed any:
+// all of them with its first statement on a store that claims several so
+// (driver.ClaimManyUpdater), else one with ClaimUpdate; more tells fn
+// whether the group may have more to claim now (the one claim of
+// ClaimUpdate says nothing of the others; fewer than k claimed at once
+// means there were no more).
+func (rt *Router) claimUpdate(ctx context.Context, re *reactor, workerID string, k int, fn func(tx Tx, claims []*driver.ClaimedPartition, more bool) error) (bool, error) {
+	if m, ok := rt.store.(driver.ClaimManyUpdater); ok && k > 1 {
+		return m.ClaimManyUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, k, func(tx Tx, claims []*driver.ClaimedPartition) error {
+			return fn(tx, claims, len(claims) == k)
+		})
+	}
+	return rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *driver.ClaimedPartition) error {
+		return fn(tx, []*driver.ClaimedPartition{c}, true)
+	})
 }
 
 // claimMore claims up to n partitions of the reactor in tx: with
@@ -965,14 +987,14 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	var handled []BatchHandled // observed once committed
 	states := rt.txStates(re)
 	ahead := rt.inlineAhead()
-	did, err := rt.store.ClaimUpdate(ctx, re.info.Group, workerID, rt.opts.BatchSize, func(tx Tx, c *driver.ClaimedPartition) error {
+	did, err := rt.claimUpdate(ctx, re, workerID, ahead, func(tx Tx, first []*driver.ClaimedPartition, more bool) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
 		afters = afters[:0]
 		states.reset()
-		claims := []*driver.ClaimedPartition{c}
+		claims := slices.Clone(first)
 		for n := 0; ; {
-			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 {
+			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 && (n > 0 || more) {
 				more, err := rt.claimMore(tx, re, workerID, k)
 				if err != nil {
 					return err

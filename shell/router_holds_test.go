@@ -53,16 +53,22 @@ type recordingStore struct {
 func (s *recordingStore) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx shell.Tx, c *driver.ClaimedPartition) error) (bool, error) {
 	did, err := s.Store.ClaimUpdate(ctx, group, workerID, batchSize, func(tx shell.Tx, c *driver.ClaimedPartition) error {
 		s.ops = append(s.ops, "begin")
-		rtx := &recordingTx{Tx: tx, ops: &s.ops}
-		if s.together {
-			return fn(&togetherTx{rtx}, c)
-		}
-		return fn(rtx, c)
+		return fn(s.wrap(tx), c)
 	})
 	if did && err == nil {
 		s.handled.Add(1)
 	}
 	return did, err
+}
+
+// wrap is tx recording its reads and appends (and its reads together,
+// with together).
+func (s *recordingStore) wrap(tx shell.Tx) shell.Tx {
+	rtx := &recordingTx{Tx: tx, ops: &s.ops}
+	if s.together {
+		return &togetherTx{rtx}
+	}
+	return rtx
 }
 
 // skippingStore is a recordingStore that says its positions may skip and
@@ -74,6 +80,27 @@ type skippingStore struct {
 
 func (s *skippingStore) PositionsMaySkip() bool { return true }
 func (s *skippingStore) AppendsWaiting() bool   { return s.waiting }
+
+// manyStore is a skippingStore whose ClaimUpdate can claim several
+// partitions with its first statement (driver.ClaimManyUpdater), as
+// pgstore's; the claims are recorded as one "claims" of so many.
+type manyStore struct{ *skippingStore }
+
+func (s *manyStore) ClaimManyUpdate(ctx context.Context, group, workerID string, batchSize, partitions int, fn func(tx shell.Tx, claims []*driver.ClaimedPartition) error) (bool, error) {
+	var claims []*driver.ClaimedPartition
+	err := s.Store.Update(ctx, func(tx shell.Tx) error {
+		var err error
+		if claims, err = tx.(driver.ClaimManyTx).ClaimMany(group, workerID, batchSize, partitions); err != nil || len(claims) == 0 {
+			return err
+		}
+		s.ops = append(s.ops, "begin", fmt.Sprint("claims(", len(claims), ")"))
+		return fn(s.wrap(tx), claims)
+	})
+	if len(claims) > 0 && err == nil {
+		s.handled.Add(1)
+	}
+	return len(claims) > 0, err
+}
 
 // recordingTx records a transaction's partition reads and appends.
 type recordingTx struct {
@@ -129,9 +156,11 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 		waiting  bool
 		ahead    int
 		want     int64
-		together bool
-	}{{true, 2, 2, false}, {false, 2, 1, false}, {true, 1, 4, false}, {true, 2, 2, true}, {false, 2, 1, true}} {
-		t.Run(fmt.Sprintf("waiting=%v/partitions=%d/together=%v", tc.waiting, tc.ahead, tc.together), func(t *testing.T) {
+		together bool // histories read in one call (driver.PartitionsReader)
+		many     bool // the first claim takes them all (driver.ClaimManyUpdater)
+	}{{true, 2, 2, false, false}, {false, 2, 1, false, false}, {true, 1, 4, false, false}, {true, 2, 2, true, false}, {false, 2, 1, true, false},
+		{true, 2, 2, false, true}, {false, 2, 1, false, true}, {true, 1, 4, false, true}} {
+		t.Run(fmt.Sprintf("waiting=%v/partitions=%d/together=%v/many=%v", tc.waiting, tc.ahead, tc.together, tc.many), func(t *testing.T) {
 			ctx := context.Background()
 			reg := codec.NewRegistry()
 			codec.MustRegister[holdDeposit](reg, "hold.deposit")
@@ -142,7 +171,11 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 			}
 			t.Cleanup(func() { sq.Close() })
 			s := &skippingStore{recordingStore: &recordingStore{Store: sq, together: tc.together}, waiting: tc.waiting}
-			rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: tc.ahead, InlineBudget: time.Hour}, holdAccounts)
+			var store shell.Store = s
+			if tc.many {
+				store = &manyStore{s}
+			}
+			rt, err := shell.NewRouter(store, shell.RouterOptions{Logger: quiet(), ClaimPartitions: tc.ahead, InlineBudget: time.Hour}, holdAccounts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,9 +206,13 @@ func TestRouterCommitsAppendsThatHoldOthersBack(t *testing.T) {
 					reads = "reads(2) "
 				}
 				group := "claim " + reads + strings.Repeat("append ", 6)
-				want := "begin " + group + "begin " + group
+				first := group // the first claim (ClaimUpdate's) is not recorded: its ClaimMany is
+				if tc.many {
+					first = "claims(2) " + reads + strings.Repeat("append ", 6)
+				}
+				want := "begin " + first + "begin " + first
 				if !tc.waiting {
-					want = "begin " + group + group
+					want = "begin " + first + group
 				}
 				if !strings.HasPrefix(got+" ", want) {
 					t.Fatalf("operations %q, want %q first", got, want)
@@ -244,17 +281,21 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	for _, c := range []struct{ waiting, together bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+	for _, c := range []struct{ waiting, together, many bool }{{false, false, false}, {true, false, false}, {false, true, false}, {true, true, false}, {false, true, true}, {true, true, true}} {
 		waiting := c.waiting
 		s := &skippingStore{recordingStore: &recordingStore{Store: sq, together: c.together}, waiting: waiting}
-		rt, err := shell.NewRouter(s, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, xferAccounts)
+		var store shell.Store = s
+		if c.many {
+			store = &manyStore{s}
+		}
+		rt, err := shell.NewRouter(store, shell.RouterOptions{Logger: quiet(), ClaimPartitions: 4}, xferAccounts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := rt.Setup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		a, b := fmt.Sprint("a", waiting, c.together), fmt.Sprint("b", waiting, c.together)
+		a, b := fmt.Sprint("a", waiting, c.together, c.many), fmt.Sprint("b", waiting, c.together, c.many)
 		cmds := []core.Message{
 			core.NewMessage(xferSeed{Account: a, Amount: 100}),
 			core.NewMessage(xferSend{Account: a, To: b, Amount: 30}),
@@ -268,6 +309,9 @@ func TestRouterClaimsAheadSeeEachOthersEvents(t *testing.T) {
 		}
 		if c.together && !strings.Contains(strings.Join(s.ops, " "), "reads(") {
 			t.Fatalf("operations %v: the histories were not read together", s.ops)
+		}
+		if c.many && !strings.Contains(strings.Join(s.ops, " "), "claims(") {
+			t.Fatalf("operations %v: no first claim took several partitions", s.ops)
 		}
 		for acct, want := range map[string]int{a: 90, b: 10} {
 			got, _, err := shell.Load(ctx, s, xferAccounts, map[string]string{"account": acct}, nil)

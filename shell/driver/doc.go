@@ -51,10 +51,12 @@
 //     ChangeDetector (a cheap "did anyone write?" for the catch-up poll),
 //     ScheduleCounter (the commits that scheduled messages), ClaimRenewer
 //     (claims a live worker keeps), SkippingPositions and AppendWaiter
-//     (positions that may skip, appends in flight), ScheduleReader (listing
-//     scheduled messages), SnapshotStore (deciders' snapshots), and
-//     shell.StateCacheKeeper (a state cache kept by the store: declared in
-//     shell, because the cache is the engine's);
+//     (positions that may skip, appends in flight), ClaimManyUpdater
+//     (several partitions claimed by a ClaimUpdate's first statement),
+//     ScheduleReader (listing scheduled messages), SnapshotStore
+//     (deciders' snapshots), and shell.StateCacheKeeper (a state cache
+//     kept by the store: declared in shell, because the cache is the
+//     engine's);
 //   - of its transaction: ContextProvider (the core.SyncTx sync work
 //     receives; every Tx has it, a wrapper of one may), GroupTx,
 //     ClaimManyTx (several partitions claimed in one transaction),

@@ -220,6 +220,22 @@ type ClaimManyTx interface {
 	ClaimMany(group, workerID string, batchSize, partitions int) ([]*ClaimedPartition, error)
 }
 
+// ClaimManyUpdater is implemented by a store whose ClaimUpdate can claim
+// several partitions at its start (pgstore): a worker that handles up to
+// partitions partitions a transaction claims them all with its first
+// statement, rather than one with ClaimUpdate and the others with a
+// ClaimManyTx.ClaimMany round trip after it. The router uses it when the
+// store has it.
+type ClaimManyUpdater interface {
+	// ClaimManyUpdate claims as ClaimManyTx.ClaimMany does, in a write
+	// transaction, and when there is a claim calls fn with the
+	// transaction and the claims (at least one); the claims and whatever
+	// fn writes commit together, and an error from fn rolls everything
+	// back, the claims included. It reports whether there was a claim; an
+	// idle group answers as cheaply as with ClaimNext, without calling fn.
+	ClaimManyUpdate(ctx context.Context, group, workerID string, batchSize, partitions int, fn func(tx Tx, claims []*ClaimedPartition) error) (bool, error)
+}
+
 // GroupSpec describes a consumer group to register.
 type GroupSpec struct {
 	// ID is the normalised group id (see core.NormalizeGroup).

@@ -673,6 +673,33 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 	return c != nil, err
 }
 
+// ClaimManyUpdate claims up to partitions partitions of group as ClaimMany
+// does, with the first statement of a transaction holding the shared
+// lock, and calls fn with them (see driver.ClaimManyUpdater); an idle
+// group is answered by one probe.
+func (s *Store) ClaimManyUpdate(ctx context.Context, group, workerID string, batchSize, partitions int, fn func(tx driver.Tx, claims []*driver.ClaimedPartition) error) (bool, error) {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
+		return false, err
+	}
+	if partitions <= 0 {
+		return false, fmt.Errorf("pgstore: claim %d partitions: the number of partitions must be positive", partitions)
+	}
+	if idle, err := s.idle(ctx, group); err != nil || idle {
+		return false, err
+	}
+	var claims []*driver.ClaimedPartition
+	err := s.update(ctx, lockShared, func(t *tx) error {
+		var err error
+		if claims, err = t.claimMany(group, workerID, batchSize, partitions); err != nil || len(claims) == 0 {
+			return err
+		}
+		return fn(t, claims)
+	})
+	return len(claims) > 0, err
+}
+
+var _ driver.ClaimManyUpdater = (*Store)(nil)
+
 // ClaimNext claims inside the transaction; see driver.GroupTx.
 func (t *tx) ClaimNext(group, workerID string, batchSize int) (*driver.ClaimedPartition, error) {
 	if err := t.enter(lockShared, false); err != nil {

@@ -430,4 +430,62 @@ func (s suite) testClaimMany(t *testing.T) {
 		unknownGroup(t, err, "storetest.nope", devices)
 		e.expectClaim(e.claim(devices, "w1", 10), d("d1"), false, 1)
 	})
+
+	t.Run("ClaimManyUpdate, where a store has it: the claims and fn's writes commit or roll back together", func(t *testing.T) {
+		e := s.genv(t, devices)
+		m, ok := e.gs.(driver.ClaimManyUpdater)
+		if !ok {
+			t.Skip("this store is no driver.ClaimManyUpdater: a worker claims with ClaimUpdate, then ClaimMany")
+		}
+		calls := 0
+		did, err := m.ClaimManyUpdate(e.ctx, devices, "w1", 10, 3, func(driver.Tx, []*driver.ClaimedPartition) error { calls++; return nil })
+		if did || err != nil || calls != 0 {
+			t.Fatalf("an idle group: (%v, %v) after %d calls of fn, want (false, nil) and none", did, err, calls)
+		}
+		e.append(deviceRegistered{DeviceID: "d1", Name: "a"}, deviceRegistered{DeviceID: "d2", Name: "b"}, deviceRegistered{DeviceID: "d3", Name: "c"}, deviceRegistered{DeviceID: "d4", Name: "d"})
+		// fn fails: the claims roll back with what it appended.
+		boom := errors.New("boom")
+		did, err = m.ClaimManyUpdate(e.ctx, devices, "w1", 10, 3, func(tx driver.Tx, claims []*driver.ClaimedPartition) error {
+			e.checkMany(claims, devices, "w1", 10, 3)
+			if len(claims) != 3 {
+				t.Errorf("%d claims, want 3", len(claims))
+			}
+			if _, err := tx.Append(core.Messages(deviceRegistered{DeviceID: "d9", Name: "rolled back"}), driver.AppendOptions{}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !did || !errors.Is(err, boom) {
+			t.Fatalf("fn failing: (%v, %v), want (true, boom)", did, err)
+		}
+		if page := e.readAll(driver.ReadAllOptions{}); len(page.Messages) != 4 {
+			t.Fatalf("the log holds %d messages after fn failed, want the 4 before it", len(page.Messages))
+		}
+		// fn succeeds: the claims stay held, in ClaimNext's order.
+		var held []*driver.ClaimedPartition
+		did, err = m.ClaimManyUpdate(e.ctx, devices, "w1", 10, 3, func(tx driver.Tx, claims []*driver.ClaimedPartition) error {
+			held = claims
+			return nil
+		})
+		if !did || err != nil || len(held) != 3 {
+			t.Fatalf("fn succeeding: (%v, %v) with %d claims, want (true, nil) with 3", did, err, len(held))
+		}
+		for i, id := range []string{"d1", "d2", "d3"} {
+			e.expectClaim(held[i], d(id), false, int64(i+1))
+		}
+		got := e.claimMany(devices, "w2", 10, 10)
+		if len(got) != 1 {
+			t.Fatalf("another worker claimed %d partitions beside the held ones, want d4's alone", len(got))
+		}
+		e.expectClaim(got[0], d("d4"), false, 4)
+		for _, bad := range []struct {
+			worker         string
+			batch, howMany int
+		}{{"", 10, 3}, {"w1", 0, 3}, {"w1", 10, 0}} {
+			did, err := m.ClaimManyUpdate(e.ctx, devices, bad.worker, bad.batch, bad.howMany, func(driver.Tx, []*driver.ClaimedPartition) error { calls++; return nil })
+			if did || err == nil || calls != 0 {
+				t.Fatalf("worker %q, batch %d, %d partitions: (%v, %v) after %d calls of fn, want a refusal", bad.worker, bad.batch, bad.howMany, did, err, calls)
+			}
+		}
+	})
 }
