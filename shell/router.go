@@ -987,14 +987,14 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 	var handled []BatchHandled // observed once committed
 	states := rt.txStates(re)
 	ahead := rt.inlineAhead()
-	did, err := rt.claimUpdate(ctx, re, workerID, ahead, func(tx Tx, first []*driver.ClaimedPartition, more bool) error {
+	did, err := rt.claimUpdate(ctx, re, workerID, ahead, func(tx Tx, first []*driver.ClaimedPartition, others bool) error {
 		start := time.Now() // real time: the lock is held for real
 		handled = handled[:0]
 		afters = afters[:0]
 		states.reset()
 		claims := slices.Clone(first)
 		for n := 0; ; {
-			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 && (n > 0 || more) {
+			if k := min(ahead, rt.opts.BatchesPerHandle-n) - len(claims); k > 0 && (n > 0 || others) {
 				more, err := rt.claimMore(tx, re, workerID, k)
 				if err != nil {
 					return err

@@ -649,8 +649,8 @@ func (t *tx) ReadPartitions(reads []driver.PartitionRead) ([]driver.ReadResult, 
 		}
 		if err != nil {
 			br.Close()
-			res, err := t.keepRead(driver.ReadResult{}, t.s.wrap(t.ctx, "read partition", err))
-			return append(out, res), err
+			_, err := t.keepRead(driver.ReadResult{}, t.s.wrap(t.ctx, "read partition", err))
+			return out, err
 		}
 		res, _ := t.keepRead(driver.ReadResult{Messages: msgs, Guard: guardFor(q.conds, reads[i].Opts, msgs, last)}, nil)
 		out = append(out, res)
