@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -332,10 +333,10 @@ func (s *Store) typed() *codec.Registry {
 
 func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opts driver.ReadOptions, own []int64) (driver.ReadResult, error) {
 	if err := driver.CheckConditions(s.typed(), conds); err != nil {
-		return driver.ReadResult{}, fmt.Errorf("pgstore: read: %w", err)
+		return driver.ReadResult{}, refused(fmt.Errorf("pgstore: read: %w", err))
 	}
 	if err := driver.CheckReadOptions(opts); err != nil {
-		return driver.ReadResult{}, fmt.Errorf("pgstore: %w", err)
+		return driver.ReadResult{}, refused(fmt.Errorf("pgstore: %w", err))
 	}
 	if len(conds) == 0 {
 		var last int64
@@ -391,14 +392,14 @@ func (s *Store) readPartition(ctx context.Context, q querier, partition core.Par
 // is Read's.
 func (s *Store) partitionQuery(partition core.Partition, types []string, opts driver.ReadOptions, own []int64) (sql string, args sqlArgs, conds []core.Condition, one bool, err error) {
 	if err := driver.CheckReadPartition(s.typed(), partition, types); err != nil {
-		return "", nil, nil, false, fmt.Errorf("pgstore: %w", err)
+		return "", nil, nil, false, refused(fmt.Errorf("pgstore: %w", err))
 	}
 	if err := driver.CheckReadOptions(opts); err != nil {
-		return "", nil, nil, false, fmt.Errorf("pgstore: %w", err)
+		return "", nil, nil, false, refused(fmt.Errorf("pgstore: %w", err))
 	}
 	typs, err := s.handledTypes(types)
 	if err != nil {
-		return "", nil, nil, false, fmt.Errorf("pgstore: read partition: %w", err)
+		return "", nil, nil, false, refused(fmt.Errorf("pgstore: read partition: %w", err))
 	}
 	conds = core.ConditionsFor(partition, typs...)
 	if len(partition) == 0 || len(types) == 0 {
@@ -419,7 +420,7 @@ func (s *Store) fetchSQL(partition core.Partition, types []string, after int64, 
 
 func (s *Store) readAll(ctx context.Context, q querier, opts driver.ReadAllOptions, own []int64) (driver.Page, error) {
 	if err := driver.CheckReadAll(s.typed(), opts); err != nil {
-		return driver.Page{}, fmt.Errorf("pgstore: %w", err)
+		return driver.Page{}, refused(fmt.Errorf("pgstore: %w", err))
 	}
 	limit := opts.Limit
 	if limit <= 0 {
@@ -465,4 +466,19 @@ func (s *Store) ReadCorrelation(ctx context.Context, messageID uuid.UUID) ([]cor
 		return nil, s.wrap(ctx, "read correlation", err)
 	}
 	return msgs, nil
+}
+
+// refusedRead is a read's refusal of its arguments, found before anything
+// was sent: a transaction it is made in goes on (see isRefusedRead).
+type refusedRead struct{ error }
+
+func (e refusedRead) Unwrap() error { return e.error }
+
+func refused(err error) error { return refusedRead{err} }
+
+// isRefusedRead reports whether err is a refusal of a read's arguments, or
+// a message the registry cannot decode (codec.ErrUnregistered): errors of
+// the program's, not of the session, which leave its transaction usable.
+func isRefusedRead(err error) bool {
+	return errors.As(err, new(refusedRead)) || errors.Is(err, codec.ErrUnregistered)
 }

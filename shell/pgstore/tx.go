@@ -569,7 +569,7 @@ func (t *tx) Read(conds []core.Condition, opts driver.ReadOptions) (driver.ReadR
 		return driver.ReadResult{}, err
 	}
 	res, err := t.s.read(t.ctx, t.c, conds, opts, t.own)
-	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
+	if err != nil && !isRefusedRead(err) {
 		t.fail("read", err)
 	}
 	return res, err
@@ -588,7 +588,7 @@ func (t *tx) ReadPartition(partition core.Partition, types []string, opts driver
 		return driver.ReadResult{}, err
 	}
 	res, err := t.s.readPartition(t.ctx, t.c, partition, types, opts, t.own)
-	if err != nil && !errors.Is(err, codec.ErrUnregistered) {
+	if err != nil && !isRefusedRead(err) {
 		t.fail("read partition", err)
 	}
 	return res, err
@@ -702,7 +702,7 @@ func (t *tx) unlockedRead(opts driver.ReadOptions) bool {
 // whatever takes the exclusive lock next to check.
 func (t *tx) keepRead(res driver.ReadResult, err error) (driver.ReadResult, error) {
 	if err != nil {
-		if t.sent && !errors.Is(err, codec.ErrUnregistered) {
+		if t.sent && !isRefusedRead(err) {
 			t.fail("read", err) // inside the transaction: it is aborted
 		}
 		return res, err
@@ -719,7 +719,7 @@ func (t *tx) ReadAll(opts driver.ReadAllOptions) (driver.Page, error) {
 		return driver.Page{}, err
 	}
 	page, err := t.s.readAll(t.ctx, t.c, opts, t.own)
-	if err != nil {
+	if err != nil && !isRefusedRead(err) {
 		t.fail("read all", err)
 	}
 	return page, err

@@ -53,7 +53,9 @@
 //     index, attributes none of the types read declares, a reserved
 //     attribute, core.IDKey beside others or with a value that is no
 //     message id, a value that is not UTF-8: a *driver.InvalidPartitionError,
-//     errors.Is driver.ErrInvalidPartition, nothing written); ReadAll with
+//     errors.Is driver.ErrInvalidPartition, nothing written; a transaction
+//     told so, or refused an append, goes on and commits what it did and
+//     does next); ReadAll with
 //     an order that is neither Ascending nor Descending; the limits on
 //     indexed values every store holds to (codec.MaxIndexedValueBytes, no
 //     NUL: a *codec.ValidationError before anything is written, an append
@@ -79,7 +81,9 @@
 //     one of the two succeeds, in either order and concurrently.
 //   - Read, ReadPartition: OR across conditions, AND within, conditional AND
 //     for partitions (the table under Conditional AND), After, Upto, Limit
-//     and the guard position rules.
+//     and the guard position rules; where a transaction reads several
+//     partitions at once (driver.PartitionsReader), each read is
+//     ReadPartition's, a refused one refused so among others.
 //   - ReadIDPartition: the partition {core.IDKey: id} holds exactly the
 //     message with that id if its type is among those read, whatever it
 //     was indexed under (a queue's type, appended before the queue was
@@ -196,6 +200,11 @@
 //     partitions by, and optional keys left out, are appended.
 //   - GroupTx: a failed Update undoes appends, offsets, claims, acks,
 //     deletes and advances.
+//   - ClaimMany: ClaimManyTx claims distinct partitions in ClaimNext's
+//     order, none another worker holds; where a store claims several with
+//     a ClaimUpdate's first statement (driver.ClaimManyUpdater), an idle
+//     group answers without calling fn, fn's error rolls back the claims
+//     with its writes, and bad arguments are refused.
 //   - ChangeGroup: a worker command decided on the group's state and
 //     applied in one transaction (retry, then fail; a refused or zero
 //     command and an error from decide write nothing; an unknown group);

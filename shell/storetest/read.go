@@ -238,7 +238,7 @@ func (s suite) testReadPartition(t *testing.T) {
 				return first
 			}
 			// A read ReadPartition refuses (a typo) is refused so among
-			// others, failing the transaction as it would.
+			// others (and fn returns the refusal).
 			_, err := pr.ReadPartitions([]driver.PartitionRead{reads[0], {Partition: part("course_nme", "Algebra"), Types: handled}, reads[1]})
 			return err
 		})

@@ -72,6 +72,38 @@ func (s suite) testImpossiblePartitions(t *testing.T) {
 			e.unchanged(before)
 		})
 	}
+	t.Run("a refused read or append leaves its transaction usable", func(t *testing.T) {
+		// The refusal is the caller's to handle: a transaction that reads
+		// a misspelt partition, is told so, and goes on commits what it
+		// did and does next, as a transaction with no such read would.
+		e := e.with(t)
+		n := len(e.log())
+		err := e.store.Update(e.ctx, func(tx driver.Tx) error {
+			// After an append (a store that sends statements as they come
+			// has begun), then before another.
+			if _, err := tx.Append(core.Messages(courseCreated{CourseName: "Topology"}), driver.AppendOptions{}); err != nil {
+				return err
+			}
+			if _, err := tx.ReadPartition(part("course", "Algebra"), handled, driver.ReadOptions{}); !errors.Is(err, driver.ErrInvalidPartition) {
+				t.Errorf("read of a misspelt partition: %v, want ErrInvalidPartition", err)
+			}
+			if _, err := tx.Read([]core.Condition{{Type: typeCourseCreated, Attrs: map[string]string{"course_nme": "Algebra"}}}, driver.ReadOptions{}); err == nil {
+				t.Error("read of a misspelt condition: no error")
+			}
+			if _, err := tx.Append(core.Messages(unregistered{"x"}), driver.AppendOptions{}); err == nil {
+				t.Error("append of an unregistered payload: no error")
+			}
+			_, err := tx.Append(core.Messages(courseCreated{CourseName: "Geometry"}), driver.AppendOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update after a refused read: %v, want its append committed", err)
+		}
+		if got := len(e.log()); got != n+2 {
+			t.Fatalf("the log holds %d messages, want %d: the appends before and after the refused reads", got, n+2)
+		}
+	})
+
 	t.Run("attributes some of the types declare are valid", func(t *testing.T) {
 		e := e.with(t)
 		for _, c := range []struct {
