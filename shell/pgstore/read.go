@@ -2,8 +2,8 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
