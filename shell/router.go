@@ -597,7 +597,8 @@ func (rt *Router) claimsPerTx(re *reactor) int {
 
 // claimFirst claims up to k partitions of the reactor in one transaction:
 // the first as ClaimNext does (an idle group answers without a write
-// transaction), the others in its transaction.
+// transaction), the others in its transaction, or all of them with its
+// first statement on a store that claims several so (claimUpdate).
 func (rt *Router) claimFirst(ctx context.Context, re *reactor, workerID string, k int) ([]*driver.ClaimedPartition, error) {
 	if k <= 1 {
 		c, err := rt.store.ClaimNext(ctx, re.info.Group, workerID, rt.opts.BatchSize)
