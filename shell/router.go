@@ -1330,14 +1330,26 @@ func (rt *Router) prefetchHistories(tx Tx, re *reactor, claims []*driver.Claimed
 // it); an impure reactor's full read (a kept history's is not foretold).
 func (rt *Router) historyRead(re *reactor, claim *driver.ClaimedPartition, states *txStates) (ReadOptions, bool) {
 	if states != nil && re.folding != nil {
-		k := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: re.stateType}
-		after, found := states.peek(k)
-		if found && rt.claimCovers(re, claim, after) {
-			return ReadOptions{}, false
-		}
-		return ReadOptions{After: after}, true
+		after, found := states.peek(rt.claimStateKey(re, claim, re.stateType))
+		return rt.cachedRead(re, claim, after, found)
 	}
 	return ReadOptions{}, !re.keepsHistory
+}
+
+// cachedRead is the history read of a cached reactor's claim whose state
+// is folded up to after (found): the messages after it, or none when the
+// claim's messages are the history after it (claimCovers).
+func (rt *Router) cachedRead(re *reactor, claim *driver.ClaimedPartition, after int64, found bool) (ReadOptions, bool) {
+	if found && rt.claimCovers(re, claim, after) {
+		return ReadOptions{}, false
+	}
+	return ReadOptions{After: after}, true
+}
+
+// claimStateKey is the StateCache key of claim's partition for re's
+// state of type state.
+func (rt *Router) claimStateKey(re *reactor, claim *driver.ClaimedPartition, state reflect.Type) stateKey {
+	return stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: state}
 }
 
 // prefetched is a transaction's reader that hands out reads made ahead
@@ -1368,7 +1380,7 @@ func (rt *Router) readHistory(re *reactor, claim *driver.ClaimedPartition, read 
 	if !re.keepsHistory {
 		return read.ReadPartition(claim.Partition, re.info.History, ReadOptions{})
 	}
-	key := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: historyType}
+	key := rt.claimStateKey(re, claim, historyType)
 	var kept []core.PositionedMessage
 	var after int64
 	if e, ok := rt.opts.StateCache.take(key); ok {

@@ -334,12 +334,12 @@ func (t *txStates) commit() {
 // projector following its events), they are the history, read from no
 // store, and its guard the claim's.
 func (t *txStates) read(rt *Router, re *reactor, claim *driver.ClaimedPartition, read historyReader, ec *effects.Claim) (fold func() any, err error) {
-	k := stateKey{store: rt.store, group: re.info.Group, partition: core.Partition(claim.Partition).Key(), state: re.stateType}
+	k := rt.claimStateKey(re, claim, re.stateType)
 	base, after, found := t.take(k)
 	var res ReadResult
-	if found && rt.claimCovers(re, claim, after) {
+	if opts, reads := rt.cachedRead(re, claim, after, found); !reads {
 		res = claimAfter(claim, nil, after)
-	} else if res, err = read.ReadPartition(claim.Partition, re.info.History, ReadOptions{After: after}); err != nil {
+	} else if res, err = read.ReadPartition(claim.Partition, re.info.History, opts); err != nil {
 		return nil, err
 	} else if found && after > res.Guard.LastPosition {
 		// The log ends before the state's position (a store cleared and

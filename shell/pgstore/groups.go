@@ -656,21 +656,9 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 // for every other and stopped every append; at 1,000 accounts,
 // BenchmarkPostgresEndToEnd spent most of its time in that wait.)
 func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSize int, fn func(tx driver.Tx, c *driver.ClaimedPartition) error) (bool, error) {
-	if err := driver.CheckClaim(workerID, batchSize); err != nil {
-		return false, err
-	}
-	if idle, err := s.idle(ctx, group); err != nil || idle {
-		return false, err
-	}
-	var c *driver.ClaimedPartition
-	err := s.update(ctx, lockShared, func(t *tx) error {
-		var err error
-		if c, err = t.claimNext(group, workerID, batchSize); err != nil || c == nil {
-			return err
-		}
-		return fn(t, c)
+	return s.ClaimManyUpdate(ctx, group, workerID, batchSize, 1, func(tx driver.Tx, claims []*driver.ClaimedPartition) error {
+		return fn(tx, claims[0])
 	})
-	return c != nil, err
 }
 
 // ClaimManyUpdate claims up to partitions partitions of group as ClaimMany
@@ -678,11 +666,8 @@ func (s *Store) ClaimUpdate(ctx context.Context, group, workerID string, batchSi
 // lock, and calls fn with them (see driver.ClaimManyUpdater); an idle
 // group is answered by one probe.
 func (s *Store) ClaimManyUpdate(ctx context.Context, group, workerID string, batchSize, partitions int, fn func(tx driver.Tx, claims []*driver.ClaimedPartition) error) (bool, error) {
-	if err := driver.CheckClaim(workerID, batchSize); err != nil {
+	if err := checkClaimMany(workerID, batchSize, partitions); err != nil {
 		return false, err
-	}
-	if partitions <= 0 {
-		return false, fmt.Errorf("pgstore: claim %d partitions: the number of partitions must be positive", partitions)
 	}
 	if idle, err := s.idle(ctx, group); err != nil || idle {
 		return false, err
@@ -774,13 +759,22 @@ func (t *tx) ClaimMany(group, workerID string, batchSize, partitions int) ([]*dr
 	if err := t.enter(lockShared, false); err != nil {
 		return nil, err
 	}
-	if err := driver.CheckClaim(workerID, batchSize); err != nil {
+	if err := checkClaimMany(workerID, batchSize, partitions); err != nil {
 		return nil, err
 	}
-	if partitions <= 0 {
-		return nil, fmt.Errorf("pgstore: claim %d partitions: the number of partitions must be positive", partitions)
-	}
 	return t.claimMany(group, workerID, batchSize, partitions)
+}
+
+// checkClaimMany checks the arguments of a claim of several partitions
+// (ClaimMany, ClaimManyUpdate).
+func checkClaimMany(workerID string, batchSize, partitions int) error {
+	if err := driver.CheckClaim(workerID, batchSize); err != nil {
+		return err
+	}
+	if partitions <= 0 {
+		return fmt.Errorf("pgstore: claim %d partitions: the number of partitions must be positive", partitions)
+	}
+	return nil
 }
 
 var _ driver.ClaimManyTx = (*tx)(nil)

@@ -609,20 +609,18 @@ func (t *tx) ReadPartitions(reads []driver.PartitionRead) ([]driver.ReadResult, 
 		args  []any
 		conds []core.Condition
 	}
+	// Holding the shared lock, every read is unlocked (see unlockedRead).
+	together := len(reads) > 1 && t.holds == lockShared && t.unlockedRead(driver.ReadOptions{})
 	var qs []query
 	for _, r := range reads {
-		if len(reads) < 2 || t.holds != lockShared || !t.unlockedRead(r.Opts) {
-			qs = nil
+		if !together {
 			break
 		}
 		sql, args, conds, one, err := t.s.partitionQuery(r.Partition, r.Types, r.Opts, t.own)
-		if err != nil || !one {
-			qs = nil
-			break
-		}
+		together = err == nil && one
 		qs = append(qs, query{sql, args, conds})
 	}
-	if qs == nil {
+	if !together {
 		for _, r := range reads {
 			res, err := t.ReadPartition(r.Partition, r.Types, r.Opts)
 			if err != nil {
