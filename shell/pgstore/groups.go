@@ -131,8 +131,10 @@ ON CONFLICT (consumer_group_id, partition_key) DO NOTHING`, n.offsets),
 	FROM %[2]s g WHERE o.id = $1 AND g.id = o.consumer_group_id AND g.group_id = $2 AND o.claimed AND o.claimed_by = $4
 	RETURNING o.consumer_group_id)
 SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_id`, n.offsets, n.groups),
-		// claimMany picks up to {partitions} claimable offsets of group $1 (the
-		// furthest behind first, skipping those other transactions lock),
+		// claimMany picks up to $4 claimable offsets of group $1 (the
+		// furthest behind first, skipping those other transactions lock;
+		// {partitions}, a bound of $4 written in for the planner, see
+		// claimBound),
 		// fetches up to {batch} pending messages of each (a queue's one
 		// message by its id; a keyed partition's under conditional AND),
 		// claims those with messages for worker $3 at $2, and repairs the
@@ -144,10 +146,10 @@ SELECT g.id, g.status, g.failure FROM a JOIN %[2]s g ON g.id = a.consumer_group_
 g AS (SELECT id, handled FROM %[2]s gg
 	WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
 		AND NOT EXISTS (SELECT 1 FROM %[6]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked)),
-p AS (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
+p AS (SELECT * FROM (SELECT o.id, o.partition_key, o.keys, o.message_id, o.last_position, o.replay_until FROM %[1]s o
 	WHERE o.consumer_group_id = (SELECT id FROM g) AND o.next_position IS NOT NULL AND NOT o.claimed AND o.parked IS NULL
 		AND o.next_position <= (SELECT h FROM hz)
-	ORDER BY o.last_position, o.id LIMIT {partitions} FOR UPDATE SKIP LOCKED),
+	ORDER BY o.last_position, o.id LIMIT {partitions} FOR UPDATE SKIP LOCKED) bound LIMIT $4),
 m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NOT NULL AND message_id = p.message_id
 		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled))
@@ -179,13 +181,13 @@ ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns
 	claimed_at = CASE WHEN m.position IS NULL THEN NULL ELSE $2 END,
 	claimed_by = CASE WHEN m.position IS NULL THEN NULL ELSE $3 END,
 	next_position = CASE WHEN m.position IS NULL THEN NULL ELSE o.next_position END
-FROM (SELECT id, message_id, last_position FROM %[1]s
+FROM (SELECT * FROM (SELECT id, message_id, last_position FROM %[1]s
 		WHERE consumer_group_id = (SELECT id FROM %[2]s gg
 			WHERE group_id = $1 AND (status = 'active' OR status = 'retrying' AND coalesce(retry_at <= $2, true))
 				AND NOT EXISTS (SELECT 1 FROM %[5]s h WHERE h.consumer_group_id = gg.id AND h.transitions > h.hooked))
 		AND next_position IS NOT NULL AND NOT claimed AND parked IS NULL AND message_id IS NOT NULL
 		AND next_position <= %[6]s
-		ORDER BY last_position, id LIMIT {partitions} FOR UPDATE SKIP LOCKED) p
+		ORDER BY last_position, id LIMIT {partitions} FOR UPDATE SKIP LOCKED) bound LIMIT $4) p
 	JOIN %[2]s g ON g.group_id = $1
 	LEFT JOIN %[4]s m ON m.message_id = p.message_id AND (m.position + 0) > p.last_position AND (m.message_type || '') = ANY(g.handled)
 WHERE o.id = p.id
@@ -806,9 +808,9 @@ func (t *tx) claimMany(group, workerID string, batchSize, partitions int) ([]*dr
 			claimQueue, claimMany = q.claimQueueOwn, q.claimManyOwn
 		}
 		if queue {
-			b.Queue(s.limited(claimQueue, partitions, 0), group, now, workerID)
+			b.Queue(s.limited(claimQueue, claimBound(partitions), 0), group, now, workerID, partitions)
 		} else {
-			b.Queue(s.limited(claimMany, partitions, batchSize), group, now, workerID)
+			b.Queue(s.limited(claimMany, claimBound(partitions), batchSize), group, now, workerID, partitions)
 		}
 		br, err := t.send(b, n)
 		if err != nil {

