@@ -76,10 +76,12 @@ type appendQueries struct {
 	// lock takes an append's locks and checks the group configuration
 	// and the ids (<prefix>_lock; see queueLock).
 	lock string
-	// advanceIn moves the stored horizon inside the appending
-	// transaction when it can (<prefix>_advance_in, up to $1 or, in a
-	// standalone append, the session's last position).
-	advanceIn, advanceInLast string
+	// raise moves the stored horizon inside an appending transaction,
+	// just before its COMMIT, and returns it (<prefix>_raise, up to $1
+	// or, in a standalone append, the session's last position); the
+	// ...After twins do so after the COMMIT, in a transaction of their
+	// own whose commit does not wait for the disk (see inlineAdvance).
+	raise, raiseLast, raiseAfter, raiseAfterLast string
 	// fill puts tombstones at abandoned positions ($1).
 	fill string
 	// settle waits for the appends in flight below $1 to end, fills the
@@ -105,12 +107,14 @@ ORDER BY u.ord RETURNING position`, n.messages),
 SELECT $1, $2, $3, $4, m.position FROM %[2]s m WHERE m.message_id = $5
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 	CASE WHEN excluded.next_position > o.last_position THEN least(o.next_position, excluded.next_position) ELSE o.next_position END`, n.offsets, n.messages),
-		lock:          fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
-		advanceIn:     fmt.Sprintf(`SELECT %s_advance_in($1)`, n.prefix),
-		advanceInLast: fmt.Sprintf(`SELECT %[1]s_advance_in(currval('%[1]s_positions'))`, n.prefix),
-		fill:          fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
-		settle:        fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_settle($1, $2)`, n.prefix),
-		heal:          fmt.Sprintf(`SELECT horizon, beyond, '{}'::text[] FROM %s_advance(9223372036854775807, 9223372036854775807) %s`, n.prefix, healMark),
+		lock:           fmt.Sprintf(`SELECT %s_lock($1, $2, $3, $4::int[], $5::bool[], $6, $7, $8::uuid[])`, n.prefix),
+		raise:          fmt.Sprintf(`SELECT %s_raise($1)`, n.prefix),
+		raiseLast:      fmt.Sprintf(`SELECT %[1]s_raise(currval('%[1]s_positions'))`, n.prefix),
+		raiseAfter:     fmt.Sprintf(`SELECT %s_raise($1) FROM set_config('synchronous_commit', 'off', true)`, n.prefix),
+		raiseAfterLast: fmt.Sprintf(`SELECT %[1]s_raise(currval('%[1]s_positions')) FROM set_config('synchronous_commit', 'off', true)`, n.prefix),
+		fill:           fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
+		settle:         fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_settle($1, $2)`, n.prefix),
+		heal:           fmt.Sprintf(`SELECT horizon, beyond, '{}'::text[] FROM %s_advance(9223372036854775807, 9223372036854775807) %s`, n.prefix, healMark),
 	}
 }
 
@@ -302,7 +306,7 @@ func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func(), try
 		b.Queue(sql, args...)
 	}
 	s.queueWrites(b, m.gs, plan, m.preps, m.now)
-	positions, moved, err := s.commitBatch(ctx, b, plan)
+	positions, horizon, err := s.commitBatch(ctx, b, plan)
 	if sent != nil {
 		sent()
 	}
@@ -322,46 +326,54 @@ func (s *Store) sendAlone(ctx context.Context, m *appendMember, sent func(), try
 		return s.refused(ctx, s.pool, err, plan.guard)
 	}
 	res = plan.result(positions)
-	s.afterCommit(gen, moved, res.Last, plan.types, plan.scheduledTypes)
+	s.afterCommit(gen, horizon, res.Last, plan.types, plan.scheduledTypes)
 	return res, false, nil
 }
 
 // commitBatch sends b, an append's transaction up to its writes (plan's),
-// with the inline advance of the horizon when it pays and the COMMIT,
-// and reads its results: the positions the inserts drew, in message
-// order, and whether the transaction moved the stored horizon over them.
+// with the inline advance of the horizon when it pays and the COMMIT
+// (else the advance after it), and reads its results: the positions the
+// inserts drew, in message order, and the stored horizon the advance
+// left (0: unknown).
 // A transaction that failed is rolled back, and the positions it drew
 // filled, before it returns the error. ctx's end sends the server a
 // cancel request (see cancelOnDone).
-func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan) (positions []int64, stored bool, err error) {
-	inline := false
+func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan) (positions []int64, horizon int64, err error) {
+	inline, after := false, false
 	if plan.n > 0 {
 		s.appending.Add(1)
 		defer s.appending.Add(-1)
 		if inline = s.inlineAdvance(); inline {
-			b.Queue(s.q.a.advanceInLast)
+			b.Queue(s.q.a.raiseLast)
 			plan.commitAt++
 		}
 	}
 	b.Queue("COMMIT")
+	if after = plan.n > 0 && !inline; after {
+		b.Queue(s.q.a.raiseAfterLast)
+	}
 
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
 	stop := s.cancelOnDone(ctx, c)
 	br := c.SendBatch(sendCtx, b)
 	positions = make([]int64, 0, plan.n)
-	moved := 0 // what <prefix>_advance_in returned: 1 when it covered the append
 	failedAt := -1
 	for i := 0; i < b.Len(); i++ {
 		switch {
 		case plan.isInsert(i):
 			positions, err = readPositions(br, positions)
 		case inline && i == plan.commitAt-1:
-			err = br.QueryRow().Scan(&moved)
+			err = br.QueryRow().Scan(&horizon) // valid once committed
+		case after && i == b.Len()-1:
+			// Committed: a failed advance leaves it to the advancer.
+			if aerr := br.QueryRow().Scan(&horizon); aerr != nil {
+				s.log.Debug("pgstore: advancing the horizon after a commit failed", "err", aerr)
+			}
 		default:
 			_, err = br.Exec()
 		}
@@ -370,7 +382,7 @@ func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan)
 			break
 		}
 	}
-	if cerr := br.Close(); err == nil {
+	if cerr := br.Close(); err == nil && (!after || failedAt >= 0) {
 		err = cerr
 	}
 	committed := err == nil
@@ -393,9 +405,9 @@ func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan)
 		}
 	}
 	if !committed {
-		return nil, false, err
+		return nil, 0, err
 	}
-	return positions, moved == 1, nil
+	return positions, horizon, nil
 }
 
 // abandon rolls back c's failed transaction and, when the append drew
@@ -479,21 +491,30 @@ func (a *advanced) scan(r pgx.Row) error {
 }
 
 // inlineAdvance reports whether an append about to commit should move
-// the stored horizon in its own transaction (<prefix>_advance_in): when
+// the stored horizon in its own transaction (<prefix>_raise): when
 // it is this store's only one in flight. Beside others, the head row it
-// would update is likely held by one of them, and the advancer moves the
-// horizon for all of them with one statement (holes.go), which costs
-// less than a statement in each.
+// would update is likely held by one of them.
+//
+// An append that does not move it in its transaction tries after its
+// COMMIT, in the same round trip, in a transaction of its own
+// (raiseAfter): its snapshot sees the appends that committed before it,
+// so of appends in flight together the last to commit covers them all,
+// and none waits for the advancer unless a position below it is still
+// in flight when its advance runs. That transaction changes derived
+// state only (the horizon, which heal restores), so its commit does not
+// wait for the disk.
 func (s *Store) inlineAdvance() bool { return s.appending.Load() <= 1 }
 
 // afterCommit tells the notifier and other processes of a commit that
 // appended up to last (0: nothing to the log) the given types, once the
-// stored horizon covers it: at once when the commit moved it (stored),
-// else once the advancer has (see holes.go), which the caller waits
-// for. A commit that appended nothing may still tell types (a group
-// resumed); the types of scheduled messages are told only of a commit
-// that appended nothing to the log (their promotion tells them again).
-func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled []string) {
+// stored horizon covers it: at once when the horizon the commit left
+// (0: unknown) covers it, else once the advancer has (see holes.go),
+// which the caller waits for; the appends of the store that horizon
+// covers stop waiting. A commit that appended nothing may still tell
+// types (a group resumed); the types of scheduled messages are told only
+// of a commit that appended nothing to the log (their promotion tells
+// them again).
+func (s *Store) afterCommit(gen int, horizon, last int64, types, scheduled []string) {
 	s.growing(last)
 	if len(scheduled) > 0 {
 		// Counted before any notification (driver.ScheduleCounter), and
@@ -509,11 +530,15 @@ func (s *Store) afterCommit(gen int, stored bool, last int64, types, scheduled [
 		if len(scheduled) > 0 {
 			s.notifier.Notify(scheduled)
 		}
-	case stored:
-		s.adv.covered(gen, last)
-		s.announce(last, types)
 	default:
-		s.adv.await(gen, last, types)
+		if horizon > 0 {
+			s.adv.covered(gen, horizon)
+		}
+		if horizon >= last {
+			s.announce(last, types)
+		} else {
+			s.adv.await(gen, last, types)
+		}
 	}
 }
 

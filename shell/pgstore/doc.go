@@ -49,20 +49,26 @@
 // claim's fetch, a catch-up) is bounded by the read horizon, the highest
 // position below which every position is settled, committed or filled.
 //
-//   - <prefix>_head.last_position stores the horizon. An append moves it
-//     inside its own transaction, just before its COMMIT, when every
-//     position up to its last is settled or its own (<prefix>_advance_in,
-//     which skips the head row when another transaction holds it): the
-//     horizon then moves with the commit, in the same round trip. Claims
-//     read up to the stored horizon; reads up to the horizon their
+//   - <prefix>_head.last_position stores the horizon. An append that is
+//     its store's only one in flight moves it inside its own transaction,
+//     just before its COMMIT, as far as the positions settled or its own
+//     go (<prefix>_raise, which skips the head row when another
+//     transaction holds it): the horizon then moves with the commit, in
+//     the same round trip. Beside others of its store, an append moves it
+//     after its COMMIT, in the same round trip, in a transaction of its
+//     own (whose commit does not wait for the disk: the horizon is derived
+//     state): of appends in flight together, the last to commit so covers
+//     those that committed before it, which stop waiting
+//     (TestLastToCommitCoversTheAppendsWaiting). Claims read up to the
+//     stored horizon; reads up to the horizon their
 //     statement sees (<prefix>_horizon(): the stored one and the run of
 //     visible positions after it, so a transaction's own appends, visible
 //     to it, are in it).
-//   - An append whose transaction could not move it (the head row held,
-//     an append in flight below its positions), and any append while
-//     others of the same store are in flight, hands its last position to
+//   - An append that neither moved it over its positions (the head row
+//     held, an append in flight below them) hands its last position to
 //     the store's advancer and waits for it: one goroutine per store that
-//     moves the stored horizon for every append waiting on it at once,
+//     leaves it for 2 ms to the appends of the store still in flight
+//     (whose advances most likely cover it), then moves the stored horizon for every append waiting on it at once,
 //     with one statement (<prefix>_settle). That statement waits in the
 //     server for the appends in flight below, on the rows they wrote (the
 //     unique index makes the insert of a tombstone at a written position

@@ -43,3 +43,12 @@ func WaitingAppends(s *Store) int {
 	defer s.appends.mu.Unlock()
 	return len(s.appends.waiting)
 }
+
+// SetInFlightGrace makes the advancer leave the appends waiting on it to
+// the appends of their store in flight for d instead of inFlightGrace
+// (tests only).
+func SetInFlightGrace(d time.Duration) (restore func()) {
+	old := inFlightGrace
+	inFlightGrace = d
+	return func() { inFlightGrace = old }
+}

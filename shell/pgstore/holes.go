@@ -10,11 +10,12 @@ import (
 // positions (see the package doc, "Ordering and locking"), so that a
 // read, a claim or a catch-up after Append returns sees it, as on every
 // store. An append that is its store's only one in flight moves the
-// stored horizon in its own transaction, just before COMMIT
-// (<prefix>_advance_in), and waits for nothing. The others, and one
-// whose transaction found the head row held by another or positions
-// below its own still in flight, hand their last position to the
-// store's advancer and wait for it.
+// stored horizon in its own transaction, just before COMMIT, the others
+// just after it (<prefix>_raise; see inlineAdvance): one that so moved it
+// over its positions, or that another's move covered, waits for nothing.
+// The others (the head row held by another transaction, positions below
+// their own still in flight) hand their last position to the store's
+// advancer and wait for it.
 //
 // The advancer is one goroutine per store: it advances the stored
 // horizon for every append waiting on it at once, with one statement
@@ -26,6 +27,10 @@ import (
 // row: a first version had each append advance the horizon after its
 // commit itself, and at 16 writers most backends waited on the head
 // row's lock (Lock:tuple and Lock:transactionid in pg_stat_activity).
+
+// inFlightGrace is how long the advancer leaves the appends waiting on
+// it to the advances of this store's appends still in flight (see run).
+var inFlightGrace = 2 * time.Millisecond
 
 // visibleWait bounds how long an append waits, after its commit, for the
 // stored horizon to cover it; the advancer goes on after it returns.
@@ -245,6 +250,7 @@ func (a *advancer) await(gen int, last int64, types []string) {
 func (a *advancer) run() {
 	defer a.done.Done()
 	pause := settleRetry
+	grace := time.Now().Add(inFlightGrace)
 	for {
 		a.mu.Lock()
 		want, gen := a.want, a.gen
@@ -252,6 +258,21 @@ func (a *advancer) run() {
 			a.running = false
 			a.mu.Unlock()
 			return
+		}
+		if a.s.appending.Load() > 0 && time.Now().Before(grace) {
+			// Appends of this store in flight advance the horizon
+			// after their commits (inlineAdvance): the last to commit
+			// covers those that committed before it, most likely the
+			// ones waiting, without a statement of the advancer's.
+			moved := a.moved
+			a.mu.Unlock()
+			t := time.NewTimer(time.Until(grace))
+			select {
+			case <-moved:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
 		}
 		a.mu.Unlock()
 		h, err := a.settle(want)

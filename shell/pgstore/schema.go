@@ -71,7 +71,7 @@ func (n names) tables() []string {
 // name has one signature).
 func (n names) functions() []string {
 	var fns []string
-	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "fill", "lock", "settle", "last"} {
+	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "raise", "fill", "lock", "settle", "last"} {
 		fns = append(fns, n.prefix+"_"+f)
 	}
 	return fns
@@ -106,7 +106,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -610,6 +610,39 @@ DROP FUNCTION {p}_key_text(text);`},
 	// appends that rolled back) indexed by position, for Housekeep, which
 	// deletes those the read horizon passed an hour ago or more.
 	{Version: 12, SQL: `CREATE INDEX IF NOT EXISTS idx_{p}_messages_tombstones ON {p}_messages (position) WHERE message_type = '';`},
+	// 13: <p>_raise, which moves the stored horizon as far as its
+	// statement sees settled positions go and returns it, in place of
+	// <p>_advance_in (which said only whether it covered its append):
+	// inside an append's transaction, or after its COMMIT in the same
+	// round trip (see inlineAdvance), so that the appends of the process
+	// it covers stop waiting.
+	{Version: 13, SQL: `CREATE OR REPLACE FUNCTION {p}_raise(upto bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	old bigint;
+	h bigint;
+BEGIN
+	-- In an appending transaction, just before its COMMIT (its own
+	-- positions count as settled: the horizon moves with the commit
+	-- itself), or in a transaction of its own just after it (the appends
+	-- in flight beside it that committed first are covered too): the
+	-- stored horizon raised to the run of settled positions after it,
+	-- and returned; 0 when another transaction holds the head row.
+	SELECT last_position INTO old FROM {p}_head WHERE id = 1 FOR UPDATE SKIP LOCKED;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	IF old >= upto THEN
+		RETURN old;
+	END IF;
+	h := {p}_horizon();
+	IF h > old THEN
+		UPDATE {p}_head SET last_position = h WHERE id = 1;
+	END IF;
+	RETURN h;
+END
+$$;
+DROP FUNCTION IF EXISTS {p}_advance_in(bigint);`},
 }
 
 // expand replaces {p} with the prefix in a schema template.

@@ -404,7 +404,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 			c.Release()
 		}
 		if committed {
-			s.afterCommit(t.gen, t.stored, t.ownLast(), t.types, t.scheduledTypes)
+			s.afterCommit(t.gen, t.horizon, t.ownLast(), t.types, t.scheduledTypes)
 		}
 	}()
 	err = fn(t)

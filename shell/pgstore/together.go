@@ -246,7 +246,7 @@ func (s *Store) sendGroup(f *flight, sent func()) {
 		b.Queue(sql, args...)
 	}
 	s.queueWrites(b, first.gs, plan, preps, first.now)
-	positions, stored, err := s.commitBatch(ctx, b, plan)
+	positions, horizon, err := s.commitBatch(ctx, b, plan)
 	sent()
 	if err != nil {
 		// An error the server reported with the session going on rolled
@@ -264,7 +264,7 @@ func (s *Store) sendGroup(f *flight, sent func()) {
 		return
 	}
 	res := plan.result(positions)
-	s.afterCommit(gen, stored, res.Last, plan.types, nil)
+	s.afterCommit(gen, horizon, res.Last, plan.types, nil)
 	off := 0
 	for _, m := range group {
 		n := len(m.stamped)

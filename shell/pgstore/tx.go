@@ -48,12 +48,12 @@ type tx struct {
 	// keys are the boundary locks the transaction holds (see
 	// boundary.go); own the positions its appends were given, drew
 	// whether an insert was sent (its positions are filled with
-	// tombstones if it rolls back); stored whether its commit moved the
-	// stored horizon past its appends (<prefix>_advance_in).
-	keys   boundarySet
-	own    []int64
-	drew   bool
-	stored bool
+	// tombstones if it rolls back); horizon the stored horizon its commit
+	// left (0: unknown; see Store.afterCommit).
+	keys    boundarySet
+	own     []int64
+	drew    bool
+	horizon int64
 	// tail holds the statements of deferred appends and offset moves
 	// (see deferLocked): they go after pre in the next batch, but for a
 	// claim's, which needs none of them, unless they take the store's
@@ -326,11 +326,17 @@ func (t *tx) commit() error {
 	b, n := t.batch()
 	inline := (t.drew || drawing) && s.inlineAdvance()
 	if inline && drawing {
-		b.Queue(s.q.a.advanceInLast) // the session's last position: the newest own
+		b.Queue(s.q.a.raiseLast) // the session's last position: the newest own
 	} else if inline {
-		b.Queue(s.q.a.advanceIn, t.ownLast())
+		b.Queue(s.q.a.raise, t.ownLast())
 	}
 	b.Queue("COMMIT")
+	after := (t.drew || drawing) && !inline
+	if after && drawing {
+		b.Queue(s.q.a.raiseAfterLast)
+	} else if after {
+		b.Queue(s.q.a.raiseAfter, t.ownLast())
+	}
 	if len(t.gone) > 0 {
 		b.Queue(s.q.a.fill, t.gone)
 		b.Queue(s.q.advanceTo, slices.Max(t.gone))
@@ -343,16 +349,20 @@ func (t *tx) commit() error {
 		return err
 	}
 	if inline {
-		moved := 0
-		if err := br.QueryRow().Scan(&moved); err != nil {
+		if err := br.QueryRow().Scan(&t.horizon); err != nil { // used once committed
 			br.Close()
 			return err
 		}
-		t.stored = moved == 1
 	}
 	if _, err = br.Exec(); err != nil { // COMMIT
 		br.Close()
 		return err
+	}
+	if after {
+		// Committed: a failed advance leaves it to the advancer.
+		if err := br.QueryRow().Scan(&t.horizon); err != nil {
+			s.log.Debug("pgstore: advancing the horizon after a commit failed", "err", err)
+		}
 	}
 	if len(t.gone) > 0 {
 		// Committed: a failed fill leaves the holes to the next settle.
