@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -605,7 +606,14 @@ func parseKeys(keys []string) []codec.KeyPair {
 // partial index of claimable offsets is empty (an O(1) probe however many
 // caught-up partitions the group has). A false answer may be stale by the
 // time a claim runs; a true one is as good as a claim finding nothing.
+// A group whose last claim (in this store) claimed something is answered
+// busy without the probe: under load the probe would find work nearly
+// every time, a round trip before the claim's own; the first claim that
+// finds nothing puts the probe back.
 func (s *Store) idle(ctx context.Context, group string) (bool, error) {
+	if b, ok := s.busy.Load(group); ok && b.(*atomic.Bool).Load() {
+		return false, nil
+	}
 	var status driver.Status
 	var retryAt *time.Time
 	var pending bool
@@ -643,7 +651,22 @@ func (s *Store) ClaimNext(ctx context.Context, group, workerID string, batchSize
 	if err != nil {
 		return nil, err
 	}
+	s.claimed(group, c != nil)
 	return c, nil
+}
+
+// claimed records whether a claim of group claimed something: a group
+// whose last claim did is likely to have more, and its next claim goes
+// without the idle probe's round trip (see idle).
+func (s *Store) claimed(group string, some bool) {
+	b, ok := s.busy.Load(group)
+	if !ok {
+		if !some {
+			return
+		}
+		b, _ = s.busy.LoadOrStore(group, new(atomic.Bool))
+	}
+	b.(*atomic.Bool).Store(some)
 }
 
 // ClaimUpdate claims like ClaimNext and calls fn with the claim in the
@@ -682,6 +705,9 @@ func (s *Store) ClaimManyUpdate(ctx context.Context, group, workerID string, bat
 		}
 		return fn(t, claims)
 	})
+	if err == nil {
+		s.claimed(group, len(claims) > 0)
+	}
 	return len(claims) > 0, err
 }
 

@@ -120,6 +120,9 @@ type Store struct {
 	// drew positions and have not ended.
 	adv       *advancer
 	appending atomic.Int64
+	// busy holds, per group (a *atomic.Bool), whether this store's last
+	// claim of it claimed something (see idle).
+	busy sync.Map
 	// appends are the standalone appends in flight, and those waiting
 	// to be sent together (together.go).
 	appends   appendGroups
