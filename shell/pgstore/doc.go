@@ -296,9 +296,20 @@
 // proxy 4.4-4.9k against 2.6-3.5k; the server's CPU a guarded append
 // 133 us against 258-359 (the client's 69 against 76-97). One writer,
 // and guarded writers on one boundary, are even. One transaction in
-// flight measured ahead of two and four, whose appends wait for the
+// flight measured ahead of two and four, whose appends waited for the
 // advancer to move the horizon (16 writers through the proxy: 4.3k
-// against 3.0-3.2k and 2.2-3.2k). A group's guards in one statement
+// against 3.0-3.2k and 2.2-3.2k). With the horizon moved after the
+// COMMIT of the transactions in flight beside others (<p>_raise, schema
+// version 13), they no longer wait for it, and still do not win on the
+// socket: 16 writers, one in flight 13.7-15.4k appends/s, two
+// 11.1-13.7k, three 9.2-12.4k, four 12.0k (the groups smaller, the
+// server's work a group about the same); through the proxy 5.7-6.2k
+// against 6.5-7.5k, where the machine is half idle (the client and the
+// server used 10.5 s of CPU in a run of 10.5 s on two cores) and the
+// round trip through the proxy is 0.7 ms: neither the server nor the
+// client bounds it, and a second group in flight recovers a seventh of
+// it. Nor did a second group that goes only once 4 to 8 appends wait
+// (11.5-13.1k on the socket). A group's guards in one statement
 // rather than one each: 16 guarded writers 8.5-8.7k against 7.4-8.1k
 // appends/s, the server's CPU an append 116-119 us against 119-133.
 // With durable commits (fsync and synchronous_commit on), 16 writers

@@ -17,10 +17,10 @@ import (
 // Appends sent together: see the package doc's section of that name.
 
 // defaultConcurrentAppends is Options.ConcurrentAppends' default: one
-// transaction in flight, which moves the read horizon itself (see
-// inlineAdvance), measured ahead of two and four (which wait for the
-// advancer) with 16 writers, on a Unix socket and through the 0.5 ms
-// proxy alike (BenchmarkPostgresAppendParallel).
+// transaction in flight, measured ahead of two to four with 16 writers
+// on a Unix socket, and within a seventh of them through the 0.5 ms
+// proxy (BenchmarkPostgresAppendParallel; see the package doc, "Appends
+// sent together").
 const defaultConcurrentAppends = 1
 
 // maxGroupMessages bounds the messages of a group.
