@@ -382,7 +382,7 @@ func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan)
 			break
 		}
 	}
-	if cerr := br.Close(); err == nil && (!after || failedAt >= 0) {
+	if cerr := br.Close(); err == nil && !after { // committed: the advance's error is no failure
 		err = cerr
 	}
 	committed := err == nil
