@@ -39,12 +39,29 @@ import (
 // p99 showed it (0.36-0.5 s for the commands of that second, against 50-90
 // ms after). So the advancer also looks at once whenever a commit of this
 // store reaches twice the position of its last look (growing), from
-// firstStatsLook on: a dozen looks as the log grows to a million
-// messages, each the cheap size check of the tick.
+// firstStatsLook on: fourteen looks as the log grows to a
+// million messages, each the cheap size check of the tick.
+//
+// And a table is analysed from its first few pages on (statsFloor), not
+// from the ten pages the planner assumes of a table never analysed: a
+// plan made while the offsets were a page or two stays cached while they
+// grow past that. EXPLAIN ANALYZE of such a claim, at 312 offsets: 14 ms,
+// nearly all of it in the repair of stale markers, which read the offsets
+// whole once per offset it looked at (a correlated probe by id planned
+// as a scan). With the old floor the first analysis came at 21 pages;
+// BenchmarkPostgresEndToEnd's workers stalled on such claims for 150-400
+// ms in about half of the runs (4 of 8: up to 243 commands over 50 ms, p99
+// up to 63 ms), and in none of 8 with the floor at two pages and the first
+// look at position 64 (p99 8.6-33 ms, the slowest command 49 ms); the few
+// extra analyses of tiny tables cost milliseconds.
 
 // firstStatsLook is the log position of a store's first early look at
 // its tables' sizes.
-const firstStatsLook = 256
+const firstStatsLook = 64
+
+// statsFloor is the size in pages below which a table is not analysed
+// (see staleStats).
+const statsFloor = 2
 
 // growing tells the advancer to look at the tables' sizes at once when
 // a commit reached position last, twice the position of the last look.
@@ -72,11 +89,11 @@ type statsWatch struct {
 func (n names) statsTables() []string { return []string{n.messages, n.scheduled, n.offsets} }
 
 // staleStats is the statement of the check: each table with its size in
-// pages, where that exceeds twice what the planner knows (at least ten
-// pages: a table never analysed is planned as ten pages at least).
-const staleStats = `SELECT c.relname::text, s.pages FROM pg_class c
+// pages, where that exceeds twice what the planner knows, and twice
+// statsFloor (a table never analysed has relpages 0).
+var staleStats = fmt.Sprintf(`SELECT c.relname::text, s.pages FROM pg_class c
 	CROSS JOIN LATERAL (SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint AS pages) s
-	WHERE c.oid = ANY($1::regclass[]) AND s.pages > 2 * greatest(c.relpages, 10)`
+	WHERE c.oid = ANY($1::regclass[]) AND s.pages > 2 * greatest(c.relpages, %d)`, statsFloor)
 
 // refreshStats analyses the store's tables that outgrew what the planner
 // knows of them (see above), bounded by ctx; errors are logged, as the
