@@ -22,23 +22,11 @@ import (
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
-// appendTrips counts round trips as roundTrips does, but for the
-// notifications to other processes, which a store sends after its
-// commits, on a connection of its own, coalesced (see TestWakesCoalesce).
-type appendTrips struct{ roundTrips }
-
-func (r *appendTrips) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, "SELECT pg_notify(") {
-		return ctx
-	}
-	return r.roundTrips.TraceQueryStart(ctx, c, d)
-}
-
 // A standalone append, guarded or not, is one round trip to the server:
 // its checks, inserts and commit go in one pipeline.
 func TestAppendIsOneRoundTrip(t *testing.T) {
 	reg, _ := storetest.NewRegistry()
-	rts := &appendTrips{}
+	rts := &roundTrips{}
 	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 1})
 	ctx := context.Background()
 	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "devices", PartitionBy: []string{"device_id"}, Handled: []string{"device.registered"}}); err != nil {

@@ -17,6 +17,10 @@ func LockKey(s *Store) int64 { return s.lockKey }
 // stored horizon (see heal).
 const HealMark = healMark
 
+// ConnectSQL is the statement a new connection of a store's pool is set
+// up with (see genericPlans).
+const ConnectSQL = genericPlans
+
 // LastPositionSQL is the statement s reads the newest position with (see
 // horizonExpr), for the test of its plans.
 func LastPositionSQL(s *Store) string { return s.q.lastPosition }

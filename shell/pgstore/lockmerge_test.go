@@ -17,7 +17,7 @@ import (
 // lockStatements counts the boundary-lock statements the store sends
 // (<prefix>_lock), alone or in a batch.
 type lockStatements struct {
-	appendTrips
+	roundTrips
 	locks atomic.Int64
 }
 
@@ -27,7 +27,7 @@ func (l *lockStatements) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx
 			l.locks.Add(1)
 		}
 	}
-	return l.appendTrips.TraceBatchStart(ctx, c, d)
+	return l.roundTrips.TraceBatchStart(ctx, c, d)
 }
 
 // A Handle defers three writes to its COMMIT (the command, its offset's
