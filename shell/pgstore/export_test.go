@@ -56,3 +56,12 @@ func SetInFlightGrace(d time.Duration) (restore func()) {
 	inFlightGrace = d
 	return func() { inFlightGrace = old }
 }
+
+// RemarkSQL is the statement that recomputes the pending marker of the
+// offset whose id is $1 (after a claim is released), for the test of what
+// it reads.
+func RemarkSQL(s *Store) string { return s.q.g.remark }
+
+// MarkWindow is how many messages past an offset a marker's recomputation
+// reads in order before it looks through the index of key pairs.
+const MarkWindow = markWindow

@@ -68,11 +68,25 @@ func newGroupQueries(n names) groupQueries {
 	return q
 }
 
+// markWindow is how many messages after an offset's position the
+// recomputation of its pending marker reads in position order before it
+// looks through the index of key pairs (see next in newGroupQueriesAt).
+const markWindow = 64
+
 func newGroupQueriesAt(n names) groupQueries {
 	f := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+	// The pending marker of offset o: the first message after its
+	// position that its group handles, found by its id (a queue's), or
+	// for a keyed partition in the next markWindow messages in position
+	// order and, only when none of them is one and there are that many,
+	// through the index of key pairs (whose lookup reads every message of
+	// the partition, however long its history).
 	next := f(`CASE WHEN o.message_id IS NOT NULL
 	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
-	ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END`, n.messages)
+	ELSE (SELECT CASE WHEN x.found IS NOT NULL OR x.n < %[2]d THEN x.found
+		ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END
+		FROM (SELECT min(w.position) FILTER (WHERE w.keys @> o.keys AND (w.message_type || '') = ANY(g.handled)) AS found, count(*) AS n
+			FROM (SELECT position, message_type, keys FROM %[1]s WHERE position > o.last_position ORDER BY position LIMIT %[2]d) w) x) END`, n.messages, markWindow)
 	// The pending marker of an offset being acknowledged, from the
 	// position it moves to (r.pos, see ackMany).
 	nextAfterAck := strings.ReplaceAll(next, "o.last_position", "greatest(o.last_position, r.pos)")
