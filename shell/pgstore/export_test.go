@@ -65,3 +65,7 @@ func RemarkSQL(s *Store) string { return s.q.g.remark }
 // MarkWindow is how many messages past an offset a marker's recomputation
 // reads in order before it looks through the index of key pairs.
 const MarkWindow = markWindow
+
+// NotifyGap is the least time between two notifications of a store while
+// its commits keep coming.
+const NotifyGap = notifyGap
