@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,11 +46,13 @@ func TestWakesCoalesce(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []heardAt
+	listening, stop := context.WithCancel(ctx)
+	defer stop()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			n, err := c.WaitForNotification(ctx)
+			n, err := c.WaitForNotification(listening)
 			if err != nil {
 				return
 			}
@@ -115,6 +118,6 @@ func TestWakesCoalesce(t *testing.T) {
 	if n < 1 {
 		t.Errorf("no notification for %d appends", appends)
 	}
-	c.PgConn().Close(ctx) // ends the listening goroutine
+	stop()
 	<-done
 }
