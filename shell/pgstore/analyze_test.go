@@ -55,10 +55,9 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 // small, before it passes 16 pages: a claim planned (and its plan cached
 // by every session) while the offsets were a page or two read them whole
 // for every offset it repaired, and BenchmarkPostgresEndToEnd's workers
-// stalled on it for 150-400 ms in one run of two (p99 37-63 ms, up to 270
-// ms for a command of that window) until the first analysis, which the
-// old threshold (more than twice ten pages for a table never analysed)
-// put at 21 pages.
+// stalled on it for 150-400 ms in about half the runs (see analyze.go)
+// until the first analysis, which the old threshold (more than twice ten
+// pages for a table never analysed) put at 21 pages.
 func TestSmallTablesAnalysedEarly(t *testing.T) {
 	defer pgstore.SetHealEvery(time.Hour)()
 	reg, err := storetest.NewRegistry()

@@ -123,6 +123,17 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 // pairs' index (see refuseConflictSQL).
 const guardWindow = 1000
 
+// windowAfter is the statement of the next n messages of the log after
+// position after (SQL), in position order: what a lookup that most often
+// concerns recent messages reads first, instead of the index of key
+// pairs, whose lookup yields every message of a boundary however few
+// follow the position (the guard's check, refuseConflictsSQL; a pending
+// marker's recomputation, see markWindow). Only when all n are there and
+// none answers does the lookup go on through the index.
+func windowAfter(messages, after string, n int) string {
+	return fmt.Sprintf(`SELECT position, message_type, keys FROM %s WHERE position > %s ORDER BY position LIMIT %d`, messages, after, n)
+}
+
 // refuseConflictSQL is the guard's check as a statement that refuses when
 // a message matching the guard follows its position. It runs under the
 // lock, so its cost is every append's: found through the key pairs' GIN
@@ -174,13 +185,13 @@ func (s *Store) refuseConflictsSQL(guards []*core.Guard, own []int64) (string, [
 	// The window is read once (a CTE read twice is materialised): the
 	// conflicts among its rows, and whether it was full, when the index
 	// of keys finds the older ones.
-	sql := fmt.Sprintf(`WITH w AS (SELECT position, message_type, keys FROM %[3]s WHERE position > %[4]s ORDER BY position LIMIT %[5]s)
+	sql := fmt.Sprintf(`WITH w AS (%[8]s)
 SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
 	(SELECT r.position FROM w r WHERE %[6]s LIMIT 1)
 	UNION ALL
 	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM w) = %[5]s
 		AND (position + 0) > %[4]s AND %[7]s LIMIT 1)
-) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, nearSQL, farSQL)
+) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, nearSQL, farSQL, windowAfter(m, after, guardWindow))
 	return sql, args
 }
 

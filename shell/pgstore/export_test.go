@@ -66,6 +66,15 @@ func RemarkSQL(s *Store) string { return s.q.g.remark }
 // reads in order before it looks through the index of key pairs.
 const MarkWindow = markWindow
 
+// NotifySQL is the statement a store's notifications are sent with.
+const NotifySQL = notifySQL
+
+// ParseNotification reads a notification's payload: the sending store's
+// origin, the newest position it announces and the types.
+func ParseNotification(payload string) (origin string, last int64, types []string) {
+	return parseNotification(payload)
+}
+
 // NotifyGap is the least time between two notifications of a store while
 // its commits keep coming.
 const NotifyGap = notifyGap

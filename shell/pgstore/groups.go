@@ -70,7 +70,9 @@ func newGroupQueries(n names) groupQueries {
 
 // markWindow is how many messages after an offset's position the
 // recomputation of its pending marker reads in position order before it
-// looks through the index of key pairs (see next in newGroupQueriesAt).
+// looks through the index of key pairs (windowAfter; see next in
+// newGroupQueriesAt). Fewer than the guard's: it runs at every
+// acknowledgement, and an offset acknowledged is near the log's end.
 const markWindow = 64
 
 func newGroupQueriesAt(n names) groupQueries {
@@ -86,7 +88,7 @@ func newGroupQueriesAt(n names) groupQueries {
 	ELSE (SELECT CASE WHEN x.found IS NOT NULL OR x.n < %[2]d THEN x.found
 		ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END
 		FROM (SELECT min(w.position) FILTER (WHERE w.keys @> o.keys AND (w.message_type || '') = ANY(g.handled)) AS found, count(*) AS n
-			FROM (SELECT position, message_type, keys FROM %[1]s WHERE position > o.last_position ORDER BY position LIMIT %[2]d) w) x) END`, n.messages, markWindow)
+			FROM (%[3]s) w) x) END`, n.messages, markWindow, windowAfter(n.messages, "o.last_position", markWindow))
 	// The pending marker of an offset being acknowledged, from the
 	// position it moves to (r.pos, see ackMany).
 	nextAfterAck := strings.ReplaceAll(next, "o.last_position", "greatest(o.last_position, r.pos)")

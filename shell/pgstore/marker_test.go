@@ -87,8 +87,11 @@ func TestPendingMarkerReadsNoHistory(t *testing.T) {
 			loops, _ := n["Actual Loops"].(float64)
 			read += (rows + removed) * loops
 		}
-		for _, p := range asSlice(n["Plans"]) {
-			walk(p)
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			if c, ok := c.(map[string]any); ok {
+				walk(c)
+			}
 		}
 	}
 	var marker *int64
@@ -123,15 +126,3 @@ func TestPendingMarkerReadsNoHistory(t *testing.T) {
 		t.Fatalf("marker of the caught-up partition %d, want none", *marker)
 	}
 }
-
-func asSlice(v any) []map[string]any {
-	var out []map[string]any
-	for _, x := range asAny(v) {
-		if m, ok := x.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func asAny(v any) []any { s, _ := v.([]any); return s }

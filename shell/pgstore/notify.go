@@ -319,6 +319,10 @@ const notifyLinger = time.Millisecond
 // commit at most this much later (the catch-up poll is the safety net).
 const notifyGap = 10 * time.Millisecond
 
+// notifySQL sends a notification: the store's channel ($1), the payload
+// ($2, see notification).
+const notifySQL = "SELECT pg_notify($1, $2)"
+
 // run sends what is gathered until nothing is.
 func (w *wakes) run() {
 	wait := notifyLinger
@@ -336,7 +340,7 @@ func (w *wakes) run() {
 		w.types, w.pending = nil, false
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := w.s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", w.s.channel, payload); err != nil {
+		if _, err := w.s.pool.Exec(ctx, notifySQL, w.s.channel, payload); err != nil {
 			w.s.log.Debug("pgstore: notification not sent (the catch-up poll makes it good)", "err", err)
 		}
 		cancel()

@@ -30,7 +30,7 @@ import (
 type roundTrips struct{ n atomic.Int64 }
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !strings.HasSuffix(d.SQL, pgstore.HealMark) && !strings.HasPrefix(d.SQL, "SELECT pg_notify(") && d.SQL != pgstore.ConnectSQL {
+	if !strings.HasSuffix(d.SQL, pgstore.HealMark) && d.SQL != pgstore.NotifySQL && d.SQL != pgstore.ConnectSQL {
 		r.n.Add(1)
 	}
 	return ctx

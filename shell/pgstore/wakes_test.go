@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,8 +55,7 @@ func TestWakesCoalesce(t *testing.T) {
 			if err != nil {
 				return
 			}
-			// origin, newest position, types: one a line.
-			last, _ := strconv.ParseInt(strings.Split(n.Payload, "\n")[1], 10, 64)
+			_, last, _ := pgstore.ParseNotification(n.Payload)
 			mu.Lock()
 			got = append(got, heardAt{time.Now(), last})
 			mu.Unlock()
