@@ -31,9 +31,11 @@
 // driver.ErrNotInstalled, ErrSchemaOutdated or ErrSchemaNewer. Tables carry
 // Options.Prefix, so several stores share one schema: <prefix>_head (the
 // last position handed out, the group configuration version),
-// <prefix>_messages (the log; each message's key pairs in a GIN-indexed
-// keys array, which stands for SQLite's key-pair dictionary and link
-// table), <prefix>_scheduled_messages, <prefix>_consumer_groups,
+// <prefix>_messages (the log; each message's key pairs in a keys array),
+// <prefix>_message_keys (one row per key pair and message, by key and
+// position, kept by triggers on the log's inserts and deletes: it stands
+// for SQLite's key-pair dictionary and link table),
+// <prefix>_scheduled_messages, <prefix>_consumer_groups,
 // <prefix>_offsets (one per partition, with its pending marker),
 // <prefix>_workers.
 //
@@ -483,12 +485,24 @@
 // the probe alone. Appends wait on each other only where their
 // boundaries meet (see "Ordering and locking").
 //
-// Lookups by key pairs go through the GIN index of messages.keys, built
-// without a pending list (fastupdate off, schema version 3), and are
-// written so that the planner, whose generic plans cannot tell how few
-// messages a key pair has, neither intersects them with the type index
-// nor walks the primary key from the cursor: a partition read or a
-// claim's fetch costs O(the partition), not O(the log).
+// Lookups by key pairs go through <prefix>_message_keys (schema version
+// 14): its primary key (key, position) gives the positions of a key
+// pair's messages after the one asked for, and the log's rows are then
+// fetched by position, an array the statement computes once (keyRange).
+// So a claim's fetch, a partition read after a position, a read of
+// conditions after one and an offset's move cost what follows the
+// position, whatever the partition's history and the log's length
+// (TestKeyedLookupsReadNoHistory counts the rows the server reads;
+// BenchmarkPartitionHistory: append, claim, ack and read of one message
+// 1.3-1.6 ms with 10, 1,000 or 20,000 messages of history, against 1.4,
+// 1.8 and 7.5 ms through the GIN index of messages.keys that served them
+// until version 13, whose lookups yield every message a key pair ever
+// had). The table costs each insert into the log about 14 µs of server
+// time more than the GIN index did (pg_stat_statements in
+// BenchmarkPostgresHandle: 51 µs an insert against 38), 3 % of a
+// command's Handle. The statements are written so that the planner,
+// whose generic plans cannot tell how few messages a key pair has, does
+// not walk the primary key from the cursor instead.
 //
 // # Sync work
 //

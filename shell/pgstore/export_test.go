@@ -63,7 +63,7 @@ func SetInFlightGrace(d time.Duration) (restore func()) {
 func RemarkSQL(s *Store) string { return s.q.g.remark }
 
 // MarkWindow is how many messages past an offset a marker's recomputation
-// reads in order before it looks through the index of key pairs.
+// reads in order before it looks through the table of key pairs.
 const MarkWindow = markWindow
 
 // NotifySQL is the statement a store's notifications are sent with.

@@ -70,7 +70,7 @@ func newGroupQueries(n names) groupQueries {
 
 // markWindow is how many messages after an offset's position the
 // recomputation of its pending marker reads in position order before it
-// looks through the index of key pairs (windowAfter; see next in
+// looks through the table of key pairs (windowAfter; see next in
 // newGroupQueriesAt). Fewer than the guard's: it runs at every
 // acknowledgement, and an offset acknowledged is near the log's end.
 const markWindow = 64
@@ -81,14 +81,15 @@ func newGroupQueriesAt(n names) groupQueries {
 	// position that its group handles, found by its id (a queue's), or
 	// for a keyed partition in the next markWindow messages in position
 	// order and, only when none of them is one and there are that many,
-	// through the index of key pairs (whose lookup reads every message of
-	// the partition, however long its history).
+	// through the table of key pairs (which reads the partition's
+	// messages after the offset's position).
 	next := f(`CASE WHEN o.message_id IS NOT NULL
 	THEN (SELECT m.position FROM %[1]s m WHERE m.message_id = o.message_id AND m.position > o.last_position AND (m.message_type || '') = ANY(g.handled))
 	ELSE (SELECT CASE WHEN x.found IS NOT NULL OR x.n < %[2]d THEN x.found
-		ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE m.keys @> o.keys AND m.position + 0 > o.last_position AND (m.message_type || '') = ANY(g.handled)) END
+		ELSE (SELECT min(m.position + 0) FROM %[1]s m WHERE %[4]s AND m.keys @> o.keys AND (m.message_type || '') = ANY(g.handled)) END
 		FROM (SELECT min(w.position) FILTER (WHERE w.keys @> o.keys AND (w.message_type || '') = ANY(g.handled)) AS found, count(*) AS n
-			FROM (%[3]s) w) x) END`, n.messages, markWindow, windowAfter(n.messages, "o.last_position", markWindow))
+			FROM (%[3]s) w) x) END`, n.messages, markWindow, windowAfter(n.messages, "o.last_position", markWindow),
+		keyRange{table: n.keys, after: "o.last_position"}.in("o.keys", 0))
 	// The pending marker of an offset being acknowledged, from the
 	// position it moves to (r.pos, see ackMany).
 	nextAfterAck := strings.ReplaceAll(next, "o.last_position", "greatest(o.last_position, r.pos)")
@@ -171,7 +172,7 @@ m AS (SELECT p.id AS offset_id, f.* FROM p CROSS JOIN g CROSS JOIN LATERAL (
 	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NOT NULL AND message_id = p.message_id
 		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled))
 	UNION ALL
-	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NULL AND keys && p.keys
+	(SELECT %[3]s FROM %[4]s WHERE p.message_id IS NULL AND %[9]s
 		AND (position + 0) > p.last_position AND (position + 0) <= (SELECT h FROM hz) AND (message_type || '') = ANY(g.handled)
 		AND NOT EXISTS (SELECT 1 FROM unnest(p.keys) k WHERE split_part(k, chr(31), 1) = ANY(key_names) AND NOT (k = ANY(keys)))
 		ORDER BY position LIMIT {batch})) f),
@@ -181,7 +182,8 @@ r AS (UPDATE %[1]s o SET next_position = %[5]s FROM g
 SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
 FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
-ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks, horizon, unchanged),
+ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks, horizon, unchanged,
+			keyRange{n.keys, "p.last_position", "(SELECT h FROM hz)"}.in("p.keys", 0)),
 		// claimQueue is claimMany for the offsets of an id-partitioned
 		// group (a queue: one message per offset, found by its id), as
 		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
@@ -274,8 +276,8 @@ WHERE cardinality(g.partition_by) > 0 AND g.id = o.consumer_group_id AND d.messa
 	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_id = o.message_id)`, n.offsets, n.messages),
 		drainKeyed: f(`DELETE FROM %s o USING %s g WHERE g.id = o.consumer_group_id
 	AND o.drain_check AND NOT o.claimed AND o.next_position IS NULL AND o.message_id IS NULL
-	AND NOT EXISTS (SELECT 1 FROM %s m WHERE m.message_type = ANY(g.handled) AND m.keys && o.keys
-		AND NOT EXISTS (SELECT 1 FROM unnest(o.keys) k WHERE split_part(k, chr(31), 1) = ANY(m.key_names) AND NOT (k = ANY(m.keys))))`, n.offsets, n.groups, n.messages),
+	AND NOT EXISTS (SELECT 1 FROM %s mk JOIN %s m ON m.position = mk.position WHERE mk.key = ANY(o.keys) AND m.message_type = ANY(g.handled)
+		AND NOT EXISTS (SELECT 1 FROM unnest(o.keys) k WHERE split_part(k, chr(31), 1) = ANY(m.key_names) AND NOT (k = ANY(m.keys))))`, n.offsets, n.groups, n.keys, n.messages),
 		clearDrain: f(`UPDATE %s SET drain_check = false WHERE drain_check AND NOT claimed`, n.offsets),
 		releaseStale: f(`UPDATE %s o SET claimed = false, claimed_at = NULL, claimed_by = NULL
 WHERE o.claimed AND coalesce((SELECT w.last_seen FROM %s w WHERE w.id = o.claimed_by), o.claimed_at) <= $1`, n.offsets, n.workers),
@@ -1357,7 +1359,7 @@ c AS (SELECT o.id, o.last_position, o.last_position < %[5]s AND EXISTS (
 	SELECT 1 FROM %[2]s WHERE %[6]s > o.last_position AND %[6]s < %[5]s AND %[7]s) AS blocked FROM o),
 u AS (UPDATE %[1]s x SET last_position = %[5]s FROM c WHERE x.id = c.id AND c.last_position < %[5]s AND NOT c.blocked RETURNING x.id)
 SELECT c.last_position, c.blocked FROM c`,
-		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args))
+		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args, keyRange{s.names.keys, "o.last_position", posArg}))
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(move, args...)
 	remark, raise, at := q.remarkAt, q.raiseMoved, []any{g.row, tp.key, position}

@@ -18,7 +18,7 @@ import (
 func (s *Store) Clear(ctx context.Context) error {
 	err := s.update(ctx, lockExclusive, func(t *tx) error {
 		n := s.names
-		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`TRUNCATE %s, %s, %s, %s, %s, %s, %s RESTART IDENTITY`, n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages)); err != nil {
+		if _, err := t.c.Exec(t.ctx, fmt.Sprintf(`TRUNCATE %s, %s, %s, %s, %s, %s, %s, %s RESTART IDENTITY`, n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.keys, n.messages)); err != nil {
 			return t.fail("clear", err)
 		}
 		// The configuration version moves on (never back), so that every

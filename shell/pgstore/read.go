@@ -86,24 +86,23 @@ func (a *sqlArgs) add(v any) string {
 
 // typeFilter is the message type as a predicate combined with a more
 // selective one (key pairs, a message id) compares it: an expression no
-// index serves, so that the planner finds the messages by the GIN index
-// of key pairs (or the id) and checks the type on the rows, instead of
-// intersecting with the type index's every message of that type.
+// index serves, so that the planner finds the messages by their key pairs
+// (or the id) and checks the type on the rows, instead of intersecting
+// with the type index's every message of that type.
 const typeFilter = "(message_type || '')"
 
 // positionFilter is the position as typeFilter is the type, for reads
 // whose messages the key pairs (or the id) find (a partition, a claim's
-// fetch, conditions that all name attributes): so that the planner, which
-// cannot tell how few messages a key pair has (prepared statements get
-// generic plans), neither intersects them with the range of the primary
-// key after the cursor nor walks that key in order testing every message
-// after the cursor. The cost is a sort of the matching messages after the
-// cursor: a read is O(the partition), not O(the log).
+// fetch, conditions that all name attributes): so that the planner,
+// which cannot tell how few messages a key pair has (prepared statements
+// get generic plans), does not walk the primary key after the cursor
+// testing every message instead of fetching the positions the table of
+// key pairs gives (keyRange).
 const positionFilter = "(position + 0)"
 
 // positionFor is positionFilter when every condition names attributes
-// (the GIN index finds the messages), else the plain position, whose
-// range the type index serves.
+// (the table of key pairs finds the messages), else the plain position,
+// whose range the type index serves.
 func positionFor(conds []core.Condition) string {
 	for _, c := range conds {
 		if len(c.Attrs) == 0 {
@@ -113,9 +112,44 @@ func positionFor(conds []core.Condition) string {
 	return positionFilter
 }
 
+// keyRange is a lookup of messages by key pairs through the table of key
+// pairs (<p>_message_keys, one row per pair and message, by key and
+// position): the positions after after and, when upto is set, at or below
+// upto (SQL expressions). Its btree walks only the positions after the
+// one asked for, so that a claim, a read after a position or a guard's
+// check cost what follows the position, not the partition's history.
+type keyRange struct {
+	table, after, upto string
+}
+
+// positions is the statement of the positions of the messages carrying
+// the key pairs keys (an SQL text[] expression) in the range: all n of
+// them when n > 1 (the pairs of one condition), else any of them (a
+// partition under conditional AND, n 0 or 1).
+func (r keyRange) positions(keys string, n int) string {
+	sql := fmt.Sprintf(`SELECT position FROM %s WHERE key = ANY(%s) AND position > %s`, r.table, keys, r.after)
+	if r.upto != "" {
+		sql += " AND position <= " + r.upto
+	}
+	if n > 1 {
+		sql += fmt.Sprintf(" GROUP BY position HAVING count(*) = %d", n)
+	}
+	return sql
+}
+
+// in is the predicate that a message's position is among r.positions: a
+// lookup of the primary key by the array of those positions, which the
+// statement computes once before it reads the log.
+func (r keyRange) in(keys string, n int) string {
+	return "position = ANY(ARRAY(" + r.positions(keys, n) + "))"
+}
+
 // condSQL renders conditions (OR across, AND within) as a predicate on
-// the messages table.
-func condSQL(conds []core.Condition, args *sqlArgs) string {
+// the messages table. With r, the messages of a condition that names
+// attributes are found through the table of key pairs in r's range (see
+// keyRange); without, the predicate only checks rows read otherwise (the
+// guard's window).
+func condSQL(conds []core.Condition, args *sqlArgs, r *keyRange) string {
 	parts := make([]string, 0, len(conds))
 	for _, c := range conds {
 		if len(c.Attrs) == 0 {
@@ -127,16 +161,21 @@ func condSQL(conds []core.Condition, args *sqlArgs) string {
 			keys = append(keys, keyString(name, value))
 		}
 		slices.Sort(keys)
-		parts = append(parts, "("+typeFilter+" = "+args.add(c.Type)+" AND keys @> "+args.add(keys)+"::text[])")
+		k := args.add(keys) + "::text[]"
+		part := "(" + typeFilter + " = " + args.add(c.Type) + " AND keys @> " + k
+		if r != nil {
+			part += " AND " + r.in(k, len(keys))
+		}
+		parts = append(parts, part+")")
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
 }
 
 // partitionSQL renders membership of a partition under conditional AND
 // (core.InPartition) for messages of the given types: the message carries
-// one of the partition's key pairs, and no other value for an attribute of
-// the partition.
-func partitionSQL(partition core.Partition, types []string, args *sqlArgs) string {
+// one of the partition's key pairs (found through the table of key pairs
+// in r's range), and no other value for an attribute of the partition.
+func partitionSQL(partition core.Partition, types []string, args *sqlArgs, r keyRange) string {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for k := range partition {
 			if !yield(k) {
@@ -156,7 +195,7 @@ func partitionSQL(partition core.Partition, types []string, args *sqlArgs) strin
 		keys[i] = keyString(n, partition[n])
 	}
 	var b strings.Builder
-	b.WriteString(typeFilter + " = ANY(" + args.add(types) + "::text[]) AND keys && " + args.add(keys) + "::text[]")
+	b.WriteString(typeFilter + " = ANY(" + args.add(types) + "::text[]) AND " + r.in(args.add(keys)+"::text[]", 0))
 	if len(names) > 1 {
 		for i, n := range names {
 			b.WriteString(" AND (keys @> " + args.add([]string{keys[i]}) + "::text[] OR NOT key_names @> " + args.add([]string{n}) + "::text[])")
@@ -347,8 +386,9 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	}
 	var args sqlArgs
 	pos := positionFor(conds)
+	after, upto := args.add(opts.After), args.add(uptoArg(opts.Upto))
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, pos, args.add(opts.After), args.add(uptoArg(opts.Upto)), condSQL(conds, &args), limitSQL(opts.Limit), visible(pos, own, &args))
+		messageColumns, s.names.messages, pos, after, upto, condSQL(conds, &args, &keyRange{s.names.keys, after, upto}), limitSQL(opts.Limit), visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return driver.ReadResult{}, s.wrap(ctx, "read", err)
@@ -405,16 +445,18 @@ func (s *Store) partitionQuery(partition core.Partition, types []string, opts dr
 	if len(partition) == 0 || len(types) == 0 {
 		return "", nil, conds, false, nil
 	}
+	after, upto := args.add(opts.After), args.add(uptoArg(opts.Upto))
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(opts.After), args.add(uptoArg(opts.Upto)), partitionSQL(partition, types, &args), limitSQL(opts.Limit), visible(positionFilter, own, &args))
+		messageColumns, s.names.messages, positionFilter, after, upto, partitionSQL(partition, types, &args, keyRange{s.names.keys, after, upto}), limitSQL(opts.Limit), visible(positionFilter, own, &args))
 	return s.withLast(inner, ""), args, conds, true, nil
 }
 
 // fetchSQL is the query of up to n messages of the partition after after.
 func (s *Store) fetchSQL(partition core.Partition, types []string, after int64, n int) (string, []any) {
 	var args sqlArgs
+	a := args.add(after)
 	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s LIMIT %[6]s`,
-		messageColumns, s.names.messages, positionFilter, args.add(after), partitionSQL(partition, types, &args), limitSQL(n))
+		messageColumns, s.names.messages, positionFilter, a, partitionSQL(partition, types, &args, keyRange{table: s.names.keys, after: a}), limitSQL(n))
 	return sql, args
 }
 
@@ -428,18 +470,22 @@ func (s *Store) readAll(ctx context.Context, q querier, opts driver.ReadAllOptio
 	}
 	var args sqlArgs
 	var where, order string
+	r := keyRange{table: s.names.keys}
 	from, ok := opts.Cursor()
 	if opts.Order == driver.Descending {
 		if from <= 0 && ok {
 			from = math.MaxInt64
 		} // !ok (Before 1): position <= 0 reads nothing, and the newest position still
-		where, order = "position <= "+args.add(from), "DESC"
+		r.after, r.upto = "0", args.add(from)
+		where, order = "position <= "+r.upto, "DESC"
 	} else {
-		where, order = "position >= "+args.add(from), "ASC"
+		f := args.add(from)
+		r.after = f + "::bigint - 1"
+		where, order = "position >= "+f, "ASC"
 	}
 	where += " AND message_type <> '' AND " + visible("position", own, &args) // no tombstone (see fill)
 	if len(opts.Conditions) > 0 {
-		where += " AND " + condSQL(opts.Conditions, &args)
+		where += " AND " + condSQL(opts.Conditions, &args, &r)
 	}
 	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY position %s LIMIT %s`,
 		messageColumns, s.names.messages, where, order, limitSQL(limit))
@@ -453,8 +499,9 @@ func (s *Store) readAll(ctx context.Context, q querier, opts driver.ReadAllOptio
 // conflicts returns the messages matching the guard after its position.
 func (s *Store) conflicts(ctx context.Context, q querier, g *core.Guard) ([]core.PositionedMessage, error) {
 	var args sqlArgs
+	after := args.add(g.LastPosition)
 	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s`,
-		messageColumns, s.names.messages, positionFor(g.Conditions), args.add(g.LastPosition), condSQL(g.Conditions, &args))
+		messageColumns, s.names.messages, positionFor(g.Conditions), after, condSQL(g.Conditions, &args, &keyRange{table: s.names.keys, after: after}))
 	return s.queryMessages(ctx, q, sql, args...)
 }
 

@@ -45,6 +45,9 @@ type names struct {
 	workers    string
 	snapshots  string
 	hooks      string
+	// keys is the table of the messages' key pairs (one row per pair and
+	// message, by key and position; migration 14).
+	keys string
 }
 
 func namesFor(prefix string) names {
@@ -59,19 +62,20 @@ func namesFor(prefix string) names {
 		workers:    prefix + "_workers",
 		snapshots:  prefix + "_snapshots",
 		hooks:      prefix + "_group_hooks",
+		keys:       prefix + "_message_keys",
 	}
 }
 
 // tables are the store's tables, in the order Uninstall drops them.
 func (n names) tables() []string {
-	return []string{n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.messages, n.head, n.migrations}
+	return []string{n.hooks, n.snapshots, n.offsets, n.workers, n.groups, n.scheduled, n.keys, n.messages, n.head, n.migrations}
 }
 
 // functions are the server-side functions the migrations install (each
 // name has one signature).
 func (n names) functions() []string {
 	var fns []string
-	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "raise", "fill", "lock", "settle", "last"} {
+	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "raise", "fill", "lock", "settle", "last", "keys_added", "keys_removed", "keys_changed"} {
 		fns = append(fns, n.prefix+"_"+f)
 	}
 	return fns
@@ -106,7 +110,7 @@ var (
 
 // SchemaVersion is the version of the schema this code reads and writes:
 // the Version of the last Migration.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // recordVersion ends every script: it records the script's version, so
 // that a tool applying the scripts one by one records them too.
@@ -643,6 +647,61 @@ BEGIN
 END
 $$;
 DROP FUNCTION IF EXISTS {p}_advance_in(bigint);`},
+	// 14: the messages' key pairs in a table of their own, one row per
+	// pair and message, by (key, position), kept by triggers on the log's
+	// every insert (COPY included), delete and change of keys, in place
+	// of the GIN index of messages.keys. A lookup through the GIN index
+	// yields every message a key pair ever had and bounds the positions
+	// on the rows afterwards, so that a claim, a read after a position
+	// and a guard's check cost O(the partition's history) (a claim 0.5
+	// ms at 10 messages of history, 3.3 ms at 20,000); the btree walks
+	// only the positions after the one asked for. Filled from the log
+	// here (a long log takes a while: it runs once).
+	{Version: 14, SQL: `CREATE TABLE IF NOT EXISTS {p}_message_keys (
+	key      text   NOT NULL,
+	position bigint NOT NULL,
+	PRIMARY KEY (key, position)
+);
+CREATE OR REPLACE FUNCTION {p}_keys_added() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO {p}_message_keys (key, position)
+	SELECT k, a.position FROM added a CROSS JOIN LATERAL unnest(a.keys) AS k;
+	RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION {p}_keys_removed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM {p}_message_keys mk USING (SELECT k, r.position FROM removed r CROSS JOIN LATERAL unnest(r.keys) AS k) d
+	WHERE mk.key = d.k AND mk.position = d.position;
+	RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION {p}_keys_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM {p}_message_keys mk USING (SELECT k, r.position FROM removed r CROSS JOIN LATERAL unnest(r.keys) AS k) d
+	WHERE mk.key = d.k AND mk.position = d.position;
+	INSERT INTO {p}_message_keys (key, position)
+	SELECT k, a.position FROM added a CROSS JOIN LATERAL unnest(a.keys) AS k;
+	RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS {p}_keys_added ON {p}_messages;
+CREATE TRIGGER {p}_keys_added AFTER INSERT ON {p}_messages
+	REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_added();
+DROP TRIGGER IF EXISTS {p}_keys_removed ON {p}_messages;
+CREATE TRIGGER {p}_keys_removed AFTER DELETE ON {p}_messages
+	REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_removed();
+DROP TRIGGER IF EXISTS {p}_keys_changed ON {p}_messages;
+CREATE TRIGGER {p}_keys_changed AFTER UPDATE ON {p}_messages
+	REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_changed();
+INSERT INTO {p}_message_keys (key, position)
+SELECT k, m.position FROM {p}_messages m CROSS JOIN LATERAL unnest(m.keys) AS k
+ON CONFLICT DO NOTHING;
+DROP INDEX IF EXISTS idx_{p}_messages_keys;
+ANALYZE {p}_message_keys;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
