@@ -84,9 +84,12 @@ type statsWatch struct {
 	tried  map[string]int64
 }
 
-// statsTables are the tables that grow with use: the log, the scheduled
-// messages, and the offsets (one per partition of each group).
-func (n names) statsTables() []string { return []string{n.messages, n.scheduled, n.offsets} }
+// statsTables are the tables that grow with use: the log and its key
+// pairs, the scheduled messages, and the offsets (one per partition of
+// each group).
+func (n names) statsTables() []string {
+	return []string{n.messages, n.keys, n.scheduled, n.offsets}
+}
 
 // staleStats is the statement of the check: each table with its size in
 // pages, where that exceeds twice what the planner knows, and twice
