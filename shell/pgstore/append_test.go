@@ -578,3 +578,42 @@ func TestAppendAfterClearWaitsForTheStoredHorizon(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A refused append (a guard's conflict) leaves its statements prepared:
+// pgx forgets every statement of a batch that returned an error, so
+// that after each refusal the next append prepared them again and
+// planned its guard's check afresh under the boundary's lock. Counted on
+// the server: the check's prepared statement serves every attempt.
+func TestRefusalsKeepStatementsPrepared(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg, MaxConns: 1, ConcurrentAppends: -1})
+	ctx := t.Context()
+	cond := core.Condition{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}
+	const rounds = 10
+	for range rounds {
+		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conflict *core.ConflictError
+		stale := &core.Guard{Conditions: []core.Condition{cond}, LastPosition: res.Last - 1}
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Guard: stale}); !errors.As(err, &conflict) {
+			t.Fatalf("append with a stale guard: %v, want a ConflictError", err)
+		}
+		fresh := &core.Guard{Conditions: []core.Condition{cond}, LastPosition: res.Last}
+		if _, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Guard: fresh}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH w AS%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uses) != 1 || uses[0] < 2*rounds {
+		t.Fatalf("the guard's check prepared %d times, used %v times; want once, for all %d checks", len(uses), uses, 2*rounds)
+	}
+}

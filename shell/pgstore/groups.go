@@ -183,7 +183,7 @@ SELECT p.id, p.partition_key, p.last_position, p.replay_until, r.next_position,
 	m.position, m.message_id, m.message_type, m.payload_version, m.causation_id, m.correlation_id, m.payload, m.metadata, m.created_at
 FROM p LEFT JOIN m ON m.offset_id = p.id LEFT JOIN r ON r.id = p.id
 ORDER BY p.last_position, p.id, m.position`, n.offsets, n.groups, messageColumns, n.messages, next, n.hooks, horizon, unchanged,
-			keyRange{n.keys, "p.last_position", "(SELECT h FROM hz)"}.in("p.keys", 0)),
+			keyRange{table: n.keys, after: "p.last_position", upto: "(SELECT h FROM hz)"}.in("p.keys", 0)),
 		// claimQueue is claimMany for the offsets of an id-partitioned
 		// group (a queue: one message per offset, found by its id), as
 		// one small UPDATE: the pick under FOR UPDATE SKIP LOCKED, the
@@ -1359,7 +1359,7 @@ c AS (SELECT o.id, o.last_position, o.last_position < %[5]s AND EXISTS (
 	SELECT 1 FROM %[2]s WHERE %[6]s > o.last_position AND %[6]s < %[5]s AND %[7]s) AS blocked FROM o),
 u AS (UPDATE %[1]s x SET last_position = %[5]s FROM c WHERE x.id = c.id AND c.last_position < %[5]s AND NOT c.blocked RETURNING x.id)
 SELECT c.last_position, c.blocked FROM c`,
-		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args, keyRange{s.names.keys, "o.last_position", posArg}))
+		s.names.offsets, s.names.messages, groupArg, keyArg, posArg, positionFilter, partitionSQL(tp.partition, g.handled, &args, keyRange{table: s.names.keys, after: "o.last_position", upto: posArg}))
 	b.Queue(q.ensureOffset, g.row, tp.key, tp.keys, tp.msgID)
 	b.Queue(move, args...)
 	remark, raise, at := q.remarkAt, q.raiseMoved, []any{g.row, tp.key, position}

@@ -388,7 +388,7 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	pos := positionFor(conds)
 	after, upto := args.add(opts.After), args.add(uptoArg(opts.Upto))
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, pos, after, upto, condSQL(conds, &args, &keyRange{s.names.keys, after, upto}), limitSQL(opts.Limit), visible(pos, own, &args))
+		messageColumns, s.names.messages, pos, after, upto, condSQL(conds, &args, &keyRange{table: s.names.keys, after: after, upto: upto}), limitSQL(opts.Limit), visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return driver.ReadResult{}, s.wrap(ctx, "read", err)
@@ -447,7 +447,7 @@ func (s *Store) partitionQuery(partition core.Partition, types []string, opts dr
 	}
 	after, upto := args.add(opts.After), args.add(uptoArg(opts.Upto))
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, positionFilter, after, upto, partitionSQL(partition, types, &args, keyRange{s.names.keys, after, upto}), limitSQL(opts.Limit), visible(positionFilter, own, &args))
+		messageColumns, s.names.messages, positionFilter, after, upto, partitionSQL(partition, types, &args, keyRange{table: s.names.keys, after: after, upto: upto}), limitSQL(opts.Limit), visible(positionFilter, own, &args))
 	return s.withLast(inner, ""), args, conds, true, nil
 }
 
