@@ -375,7 +375,7 @@ func (s *Store) commitBatch(ctx context.Context, b *pgx.Batch, plan *appendPlan)
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
 	stop := s.cancelOnDone(ctx, c)
-	br := sendBatch(sendCtx, c.Conn(), b)
+	br := s.sendBatch(sendCtx, c.Conn(), b)
 	positions = make([]int64, 0, plan.n)
 	failedAt := -1
 	for i := 0; i < b.Len(); i++ {

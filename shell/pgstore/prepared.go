@@ -22,33 +22,43 @@ import (
 // most.
 //
 // So the batches where refusals are expected (an append's pipeline, a
-// transaction's statements) are sent with their statements prepared by
-// name on the connection (pgx.Conn.Prepare with the SQL as the name): a
-// batch uses such a statement instead of its cache's, and keeps it
-// whatever the batch returns. The statements are few (the store's own
-// SQL, whose shapes vary only with a guard's conditions), and live as
-// long as the connection. The one error a prepared statement cannot
-// outlive, a plan whose result type changed (a migration run by a newer
-// program), deallocates the batch's statements, as pgx would.
+// transaction's statements) run the statements of a batch that once
+// returned an error prepared by name on the connection (pgx.Conn.Prepare
+// with the SQL as the name): a batch uses such a statement instead of its
+// cache's, and keeps it whatever the batch returns. Only those: preparing
+// by name costs a round trip of its own per statement and connection,
+// where pgx prepares a batch's new statements together, and the shapes
+// of guards' checks are many (75 statements in a run of
+// BenchmarkPostgresEndToEnd, where preparing them all by name cost 10 %).
+// The statements are the store's own SQL and live as long as the
+// connection. The one error a prepared statement cannot outlive, a plan
+// whose result type changed (a migration run by a newer program),
+// deallocates the batch's statements, as pgx would.
 
-// sendBatch sends b on c with its statements prepared by name (see
-// above).
-func sendBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch) pgx.BatchResults {
+// sendBatch sends b on c, with the statements of batches that returned
+// an error before prepared by name (see above), and marks b's statements
+// so when it returns an error.
+func (s *Store) sendBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch) pgx.BatchResults {
 	for _, q := range b.QueuedQueries {
+		if _, ok := s.refusable.Load(q.SQL); !ok {
+			continue
+		}
 		if _, err := c.Prepare(ctx, q.SQL, q.SQL); err != nil {
 			break // the batch reports it
 		}
 	}
-	return &keptStatements{BatchResults: c.SendBatch(ctx, b), ctx: ctx, c: c, b: b}
+	return &keptStatements{BatchResults: c.SendBatch(ctx, b), ctx: ctx, c: c, b: b, s: s}
 }
 
-// keptStatements are a batch's results whose Close deallocates its
-// statements when a plan's result type changed under them.
+// keptStatements are a batch's results whose Close marks its statements
+// when it returned an error, and deallocates them when a plan's result
+// type changed under them.
 type keptStatements struct {
 	pgx.BatchResults
 	ctx context.Context
 	c   *pgx.Conn
 	b   *pgx.Batch
+	s   *Store
 }
 
 // changedResultType is PostgreSQL's "cached plan must not change result
@@ -57,11 +67,19 @@ const changedResultType = "0A000"
 
 func (k *keptStatements) Close() error {
 	err := k.BatchResults.Close()
+	if err == nil {
+		return nil
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == changedResultType {
 		for _, q := range k.b.QueuedQueries {
+			k.s.refusable.Delete(q.SQL)
 			k.c.Deallocate(context.WithoutCancel(k.ctx), q.SQL) // prepared again by the next batch
 		}
+		return err
+	}
+	for _, q := range k.b.QueuedQueries {
+		k.s.refusable.Store(q.SQL, struct{}{})
 	}
 	return err
 }

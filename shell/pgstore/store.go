@@ -125,7 +125,11 @@ type Store struct {
 	busy sync.Map
 	// appends are the standalone appends in flight, and those waiting
 	// to be sent together (together.go).
-	appends   appendGroups
+	appends appendGroups
+	// refusable holds the SQL of the statements of batches that returned
+	// an error, which the store's batches run prepared by name (see
+	// sendBatch).
+	refusable sync.Map
 	closeOnce sync.Once
 }
 

@@ -170,7 +170,7 @@ func (t *tx) batchOf(tail bool) (*pgx.Batch, int) {
 // send sends b and reads the results of its first n statements (queued
 // ones, see batch); the caller reads the rest and closes the results.
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
-	br := sendBatch(t.ctx, t.c.Conn(), b)
+	br := t.s.sendBatch(t.ctx, t.c.Conn(), b)
 	t.sent = true
 	sending := t.sending
 	t.sending = nil
