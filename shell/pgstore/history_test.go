@@ -123,9 +123,9 @@ func TestKeyedLookupsReadNoHistory(t *testing.T) {
 // TestKeyPairsKept: the table of key pairs (schema version 14) holds
 // exactly the pairs of the log's messages, one row per pair and message:
 // filled from the log by the migration that creates it, then kept by the
-// log's inserts (single and batched appends, a transaction's) and
-// deletes (a group's delete-on-ack), so that lookups through it find what
-// the log holds.
+// log's inserts (single and batched appends, a transaction's), updates
+// and deletes (a group's delete-on-ack), so that lookups through it find
+// what the log holds.
 func TestKeyPairsKept(t *testing.T) {
 	ctx := t.Context()
 	reg, err := storetest.NewRegistry()
@@ -192,6 +192,10 @@ DELETE FROM {p}_schema_migrations WHERE version >= 14`)
 		t.Fatal(err)
 	}
 	same("after the appends")
+	// A change of a message's keys (no program of the store's makes one:
+	// a repair by hand).
+	exec(`UPDATE {p}_messages SET keys = array_append(keys, 'repair' || chr(31) || 'x') WHERE position = (SELECT min(position) FROM {p}_messages)`)
+	same("after a change of keys")
 	// A worker deletes what it processed.
 	if _, err := s.ClaimManyUpdate(ctx, "devices", "w", 10, 10, func(tx driver.Tx, claims []*driver.ClaimedPartition) error {
 		for _, c := range claims {

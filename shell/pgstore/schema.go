@@ -75,7 +75,7 @@ func (n names) tables() []string {
 // name has one signature).
 func (n names) functions() []string {
 	var fns []string
-	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "raise", "fill", "lock", "settle", "last", "keys_added", "keys_removed", "keys_changed"} {
+	for _, f := range []string{"refuse", "horizon", "advance", "advance_in", "raise", "fill", "lock", "settle", "last", "keys_kept"} {
 		fns = append(fns, n.prefix+"_"+f)
 	}
 	return fns
@@ -664,41 +664,31 @@ DROP FUNCTION IF EXISTS {p}_advance_in(bigint);`},
 	position bigint           NOT NULL,
 	PRIMARY KEY (key, position)
 );
-CREATE OR REPLACE FUNCTION {p}_keys_added() RETURNS trigger
+CREATE OR REPLACE FUNCTION {p}_keys_kept() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-	INSERT INTO {p}_message_keys (key, position)
-	SELECT k, a.position FROM added a CROSS JOIN LATERAL unnest(a.keys) AS k;
-	RETURN NULL;
-END
-$$;
-CREATE OR REPLACE FUNCTION {p}_keys_removed() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM {p}_message_keys mk USING (SELECT k, r.position FROM removed r CROSS JOIN LATERAL unnest(r.keys) AS k) d
-	WHERE mk.key = d.k AND mk.position = d.position;
-	RETURN NULL;
-END
-$$;
-CREATE OR REPLACE FUNCTION {p}_keys_changed() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM {p}_message_keys mk USING (SELECT k, r.position FROM removed r CROSS JOIN LATERAL unnest(r.keys) AS k) d
-	WHERE mk.key = d.k AND mk.position = d.position;
-	INSERT INTO {p}_message_keys (key, position)
-	SELECT k, a.position FROM added a CROSS JOIN LATERAL unnest(a.keys) AS k;
+	-- A statement's rows removed (deleted, or their old versions), then
+	-- added (inserted, or their new versions): their key pairs follow.
+	IF TG_OP IN ('DELETE', 'UPDATE') THEN
+		DELETE FROM {p}_message_keys mk USING (SELECT k, r.position FROM removed r CROSS JOIN LATERAL unnest(r.keys) AS k) d
+		WHERE mk.key = d.k AND mk.position = d.position;
+	END IF;
+	IF TG_OP IN ('INSERT', 'UPDATE') THEN
+		INSERT INTO {p}_message_keys (key, position)
+		SELECT k, a.position FROM added a CROSS JOIN LATERAL unnest(a.keys) AS k;
+	END IF;
 	RETURN NULL;
 END
 $$;
 DROP TRIGGER IF EXISTS {p}_keys_added ON {p}_messages;
 CREATE TRIGGER {p}_keys_added AFTER INSERT ON {p}_messages
-	REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_added();
+	REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_kept();
 DROP TRIGGER IF EXISTS {p}_keys_removed ON {p}_messages;
 CREATE TRIGGER {p}_keys_removed AFTER DELETE ON {p}_messages
-	REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_removed();
+	REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_kept();
 DROP TRIGGER IF EXISTS {p}_keys_changed ON {p}_messages;
 CREATE TRIGGER {p}_keys_changed AFTER UPDATE ON {p}_messages
-	REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_changed();
+	REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION {p}_keys_kept();
 INSERT INTO {p}_message_keys (key, position)
 SELECT k, m.position FROM {p}_messages m CROSS JOIN LATERAL unnest(m.keys) AS k
 ON CONFLICT DO NOTHING;
