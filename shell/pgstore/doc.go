@@ -512,7 +512,7 @@
 // GIN index did: 51 µs a single insert against 38 (pg_stat_statements in
 // BenchmarkPostgresHandle), about 5 µs a message in batched inserts;
 // single appends 0.88-0.90 of what they were, guarded appends of 16
-// writers 0.62-0.84 of unguarded ones against 0.76-0.82, Handle 0.90-1.01.
+// writers 0.62-0.84 of unguarded ones against 0.76-0.82, Handle 0.90-1.00.
 // The statements are written so that the planner,
 // whose generic plans cannot tell how few messages a key pair has, does
 // not walk the primary key from the cursor instead.
