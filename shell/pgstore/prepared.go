@@ -17,9 +17,8 @@ import (
 // their own, and planned each afresh at its first execution, the guard's
 // check under the boundary's lock. With 16 writers appending guarded to
 // one boundary, nearly every attempt was planned again (pg_stat_statements:
-// 12,185 plans of the check for 12,750 attempts), and the planning, half
-// a millisecond of each attempt's hold, was what the boundary's lock did
-// most.
+// 12,185 plans of the check for 12,750 attempts), at 0.32 ms a plan
+// where an attempt held the lock about 1.4 ms.
 //
 // So the batches where refusals are expected (an append's pipeline, a
 // transaction's statements) run the statements of a batch that once
