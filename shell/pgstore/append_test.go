@@ -606,7 +606,34 @@ func TestRefusalsKeepStatementsPrepared(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := s.Pool().Query(ctx, `SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH w AS%'`)
+	checkUses(t, s, 2*rounds-1)
+	// The same in transactions (a decision refused at its append, as the
+	// router's are), whose batches are the transaction's own.
+	s = open(t, pgstore.Options{Registry: reg, MaxConns: 1})
+	for range rounds {
+		res, err := s.Append(ctx, core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, last := range []int64{res.Last - 1, res.Last} {
+			err := s.Update(ctx, func(tx driver.Tx) error {
+				_, err := tx.Append(core.Messages(fixtures.DeviceRegistered{DeviceID: "d1"}), driver.AppendOptions{Guard: &core.Guard{Conditions: []core.Condition{cond}, LastPosition: last}})
+				return err
+			})
+			var conflict *core.ConflictError
+			if stale := last < res.Last; stale != errors.As(err, &conflict) || !stale && err != nil {
+				t.Fatalf("guarded append at %d in a transaction (newest %d): %v", last, res.Last, err)
+			}
+		}
+	}
+	checkUses(t, s, 2*rounds-1)
+}
+
+// checkUses fails t unless s's one connection holds one prepared
+// statement of a guard's check, used at least want times.
+func checkUses(t *testing.T, s *pgstore.Store, want int64) {
+	t.Helper()
+	rows, err := s.Pool().Query(t.Context(), `SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH w AS%'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +641,7 @@ func TestRefusalsKeepStatementsPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(uses) != 1 || uses[0] < 2*rounds-1 {
-		t.Fatalf("the guard's check prepared %d times, used %v times; want once, for the %d checks after the first refusal", len(uses), uses, 2*rounds-1)
+	if len(uses) != 1 || uses[0] < want {
+		t.Fatalf("the guard's check prepared %d times, used %v times; want once, for the %d checks after the first refusal", len(uses), uses, want)
 	}
 }
