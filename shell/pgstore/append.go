@@ -450,7 +450,7 @@ func (s *Store) fillOn(ctx context.Context, c *pgxpool.Conn, positions []int64, 
 	b := &pgx.Batch{}
 	b.Queue(fill, positions)
 	b.Queue(s.q.advanceTo, int64(math.MaxInt64)) // as far as it goes
-	br := c.SendBatch(ctx, b)
+	br := s.sendBatch(ctx, c.Conn(), b)
 	_, err := br.Exec()
 	var adv advanced
 	if err == nil {

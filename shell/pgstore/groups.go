@@ -606,7 +606,7 @@ func (t *tx) discover(g *groupConf) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return t.check("discover", t.c.SendBatch(t.ctx, b).Close())
+	return t.check("discover", t.sendBatch(b).Close())
 }
 
 // parseKeys turns the keys column back into key pairs.
@@ -1280,7 +1280,7 @@ func (t *tx) AdvanceOffset(group string, partition core.Partition, position int6
 	}
 	b := &pgx.Batch{}
 	t.queueAdvance(b, g, tp, position, false)
-	return t.advanced(t.c.SendBatch(t.ctx, b), position)
+	return t.advanced(t.sendBatch(b), position)
 }
 
 // advanceLocked is AdvanceOffset for a transaction without the exclusive
@@ -1773,7 +1773,7 @@ func (s *Store) ReleaseDrainedOffsets(ctx context.Context) (n int, err error) {
 		b.Queue(q.drainIDs)
 		b.Queue(q.drainKeyed)
 		b.Queue(q.clearDrain)
-		br := t.c.SendBatch(t.ctx, b)
+		br := t.sendBatch(b)
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return t.fail("release drained offsets", err)

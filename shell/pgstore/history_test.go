@@ -134,9 +134,10 @@ func TestKeyPairsKept(t *testing.T) {
 	}
 	prefix := pgtest.Prefix()
 	s := open(t, pgstore.Options{Registry: reg, Prefix: prefix})
+	named := func(sql string) string { return strings.ReplaceAll(sql, "{p}", prefix) }
 	exec := func(sql string) {
 		t.Helper()
-		if _, err := s.Pool().Exec(ctx, strings.ReplaceAll(sql, "{p}", prefix)); err != nil {
+		if _, err := s.Pool().Exec(ctx, named(sql)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,10 +149,10 @@ func TestKeyPairsKept(t *testing.T) {
 	same := func(when string) {
 		t.Helper()
 		var n, pairs int
-		if err := s.Pool().QueryRow(ctx, strings.ReplaceAll(diff, "{p}", prefix)).Scan(&n); err != nil {
+		if err := s.Pool().QueryRow(ctx, named(diff)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Pool().QueryRow(ctx, strings.ReplaceAll(`SELECT count(*) FROM {p}_message_keys`, "{p}", prefix)).Scan(&pairs); err != nil {
+		if err := s.Pool().QueryRow(ctx, named(`SELECT count(*) FROM {p}_message_keys`)).Scan(&pairs); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 || pairs == 0 {

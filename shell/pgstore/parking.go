@@ -151,7 +151,7 @@ func (s *Store) SkipFailedMessage(ctx context.Context, group string, partition c
 		b := &pgx.Batch{}
 		b.Queue(t.s.q.g.moveTo, p.OffsetID, to)
 		b.Queue(t.s.q.g.remark, p.OffsetID)
-		if err := t.c.SendBatch(t.ctx, b).Close(); err != nil {
+		if err := t.sendBatch(b).Close(); err != nil {
 			return err
 		}
 		var status driver.Status
@@ -168,7 +168,7 @@ func (s *Store) ResetPartition(ctx context.Context, group string, partition core
 		b.Queue(t.s.q.g.foldGroup, t.gs.byName[p.Group].row)
 		b.Queue(t.s.q.g.resetOffset, p.OffsetID)
 		b.Queue(t.s.q.g.remark, p.OffsetID)
-		return t.c.SendBatch(t.ctx, b).Close()
+		return t.sendBatch(b).Close()
 	})
 }
 

@@ -20,9 +20,10 @@ import (
 // 12,185 plans of the check for 12,750 attempts), at 0.32 ms a plan
 // where an attempt held the lock about 1.4 ms.
 //
-// So the batches where refusals are expected (an append's pipeline, a
-// transaction's statements) run the statements of a batch that once
-// returned an error prepared by name on the connection (pgx.Conn.Prepare
+// So the store's batches (an append's pipeline, a transaction's
+// statements, every batch it sends on a connection of its own) run the
+// statements of a batch that once returned an error prepared by name on
+// the connection (pgx.Conn.Prepare
 // with the SQL as the name): a batch uses such a statement instead of its
 // cache's, and keeps it whatever the batch returns. Only those: preparing
 // by name costs a round trip of its own per statement and connection,
@@ -36,9 +37,13 @@ import (
 
 // sendBatch sends b on c, with the statements of batches that returned
 // an error before prepared by name (see above), and marks b's statements
-// so when it returns an error.
+// so when it returns an error. Every batch the store sends on a
+// connection of its own goes through it.
 func (s *Store) sendBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch) pgx.BatchResults {
 	for _, q := range b.QueuedQueries {
+		if !s.anyRefusable.Load() {
+			break // nothing marked yet: no statement looked up
+		}
 		if _, ok := s.refusable.Load(q.SQL); !ok {
 			continue
 		}
@@ -80,5 +85,6 @@ func (k *keptStatements) Close() error {
 	for _, q := range k.b.QueuedQueries {
 		k.s.refusable.Store(q.SQL, struct{}{})
 	}
+	k.s.anyRefusable.Store(true)
 	return err
 }

@@ -146,9 +146,9 @@ func (r keyRange) in(keys string, n int) string {
 
 // condSQL renders conditions (OR across, AND within) as a predicate on
 // the messages table. With r, the messages of a condition that names
-// attributes are found through the table of key pairs in r's range (see
-// keyRange); without, the predicate only checks rows read otherwise (the
-// guard's window).
+// attributes are those the table of key pairs gives in r's range (see
+// keyRange); without, the predicate checks the key pairs of rows read
+// otherwise (the guard's window).
 func condSQL(conds []core.Condition, args *sqlArgs, r *keyRange) string {
 	parts := make([]string, 0, len(conds))
 	for _, c := range conds {
@@ -162,11 +162,11 @@ func condSQL(conds []core.Condition, args *sqlArgs, r *keyRange) string {
 		}
 		slices.Sort(keys)
 		k := args.add(keys) + "::text[]"
-		part := "(" + typeFilter + " = " + args.add(c.Type) + " AND keys @> " + k
+		match := "keys @> " + k // on a row read otherwise
 		if r != nil {
-			part += " AND " + r.in(k, len(keys))
+			match = r.in(k, len(keys)) // carries every pair: nothing to check on the row
 		}
-		parts = append(parts, part+")")
+		parts = append(parts, "("+typeFilter+" = "+args.add(c.Type)+" AND "+match+")")
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
 }

@@ -112,7 +112,7 @@ func (t *tx) promote(now time.Time, after int64) (n, read int, last int64, aside
 	}
 	b.Queue(s.q.deleteScheduled, ids)
 	ups.queue(b, s)
-	br := t.c.SendBatch(t.ctx, b)
+	br := t.sendBatch(b)
 	var err2 error
 	for range ids { // the inserts come first: their positions are the transaction's own
 		var pos int64

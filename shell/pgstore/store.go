@@ -128,9 +128,11 @@ type Store struct {
 	appends appendGroups
 	// refusable holds the SQL of the statements of batches that returned
 	// an error, which the store's batches run prepared by name (see
-	// sendBatch).
-	refusable sync.Map
-	closeOnce sync.Once
+	// sendBatch); anyRefusable is set once it holds one, so that until
+	// then a batch looks none up.
+	refusable    sync.Map
+	anyRefusable atomic.Bool
+	closeOnce    sync.Once
 }
 
 var _ driver.Store = (*Store)(nil)

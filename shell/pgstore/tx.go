@@ -167,10 +167,14 @@ func (t *tx) batchOf(tail bool) (*pgx.Batch, int) {
 	return b, n
 }
 
+// sendBatch sends b on the transaction's connection (see
+// Store.sendBatch).
+func (t *tx) sendBatch(b *pgx.Batch) pgx.BatchResults { return t.s.sendBatch(t.ctx, t.c.Conn(), b) }
+
 // send sends b and reads the results of its first n statements (queued
 // ones, see batch); the caller reads the rest and closes the results.
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
-	br := t.s.sendBatch(t.ctx, t.c.Conn(), b)
+	br := t.sendBatch(b)
 	t.sent = true
 	sending := t.sending
 	t.sending = nil
