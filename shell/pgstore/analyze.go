@@ -51,7 +51,7 @@ import (
 // as a scan). With the old floor the first analysis came at 21 pages;
 // BenchmarkPostgresEndToEnd's workers stalled on such claims for 150-400
 // ms in about half of the runs (4 of 8: up to 243 commands over 50 ms, p99
-// up to 63 ms), and in none of 8 with the floor at two pages and the first
+// up to 63 ms), and in none of 8 with the first analysis at 5 pages and the first
 // look at position 64 (p99 8.6-33 ms, the slowest command 49 ms); the few
 // extra analyses of tiny tables cost milliseconds.
 
@@ -59,9 +59,27 @@ import (
 // its tables' sizes.
 const firstStatsLook = 64
 
-// statsFloor is the size in pages below which a table is not analysed
-// (see staleStats).
-const statsFloor = 2
+// statsFloor is the size in pages from which a table is analysed (see
+// staleStats), but for the key pairs' table (keysStatsFloor).
+const statsFloor = 5
+
+// keysStatsFloor is statsFloor for the key pairs' table: it is left to
+// the planner's estimates of a table never analysed until it is this big.
+// Every lookup by key pairs is a probe of its primary key by key and
+// position; the planner, told the table is small, plans it as a
+// sequential scan instead (a generic plan, as the store's sessions make
+// them, up to about 12 pages of pairs), and the sessions keep that plan
+// while the table grows, until its next analysis. Never analysed, the
+// table gets index probes at every size. BenchmarkPostgresEndToEnd's
+// acknowledgements so scanned the table once for each offset of their
+// batch as soon as the workers fell more than the acknowledgement's window
+// behind: 15-28 ms a statement, after which the workers fell further
+// behind (a p99 of 0.25-0.85 s in 5 of 16 runs, the analyses then at 5
+// and 10 pages, the first of the empty table by the migration that made
+// it). A table analysed while smaller (autovacuum analyses a new one
+// after its first 50 rows; a migration that filled it from a short log)
+// is analysed again when it reaches this size.
+const keysStatsFloor = 16
 
 // growing tells the advancer to look at the tables' sizes at once when
 // a commit reached position last, twice the position of the last look.
@@ -77,32 +95,39 @@ func (s *Store) growing(last int64) {
 }
 
 // statsWatch is the check of the tables whose statistics a store keeps
-// current (see above): their names, and the size at which each was last
-// analysed or tried.
+// current (see above): their names, the size in pages from which each is
+// analysed, and the size at which each was last analysed or tried.
 type statsWatch struct {
 	tables []string
+	floors []int64
 	tried  map[string]int64
 }
 
-// statsTables are the tables that grow with use: the log and its key
-// pairs, the scheduled messages, and the offsets (one per partition of
-// each group).
-func (n names) statsTables() []string {
-	return []string{n.messages, n.keys, n.scheduled, n.offsets}
+// newStatsWatch watches the tables that grow with use: the log and its
+// key pairs, the scheduled messages, and the offsets (one per partition
+// of each group).
+func newStatsWatch(n names) *statsWatch {
+	return &statsWatch{
+		tables: []string{n.messages, n.keys, n.scheduled, n.offsets},
+		floors: []int64{statsFloor, keysStatsFloor, statsFloor, statsFloor},
+		tried:  map[string]int64{},
+	}
 }
 
-// staleStats is the statement of the check: each table with its size in
-// pages, where that exceeds twice what the planner knows, and twice
-// statsFloor (a table never analysed has relpages 0).
-var staleStats = fmt.Sprintf(`SELECT c.relname::text, s.pages FROM pg_class c
+// staleStats is the statement of the check: each table ($1) with its
+// size in pages, where that reaches the table's floor ($2) and exceeds
+// twice what the planner knows (a table never analysed has relpages 0),
+// or what the planner knows is below the floor.
+const staleStats = `SELECT c.relname::text, s.pages FROM unnest($1::regclass[], $2::bigint[]) AS t(oid, floor)
+	JOIN pg_class c ON c.oid = t.oid
 	CROSS JOIN LATERAL (SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint AS pages) s
-	WHERE c.oid = ANY($1::regclass[]) AND s.pages > 2 * greatest(c.relpages, %d)`, statsFloor)
+	WHERE s.pages >= t.floor AND (s.pages > 2 * c.relpages OR c.relpages < t.floor)`
 
 // refreshStats analyses the store's tables that outgrew what the planner
 // knows of them (see above), bounded by ctx; errors are logged, as the
 // next look tries again.
 func (s *Store) refreshStats(ctx context.Context, w *statsWatch) {
-	rows, err := s.pool.Query(ctx, staleStats+" "+healMark, w.tables)
+	rows, err := s.pool.Query(ctx, staleStats+" "+healMark, w.tables, w.floors)
 	if err != nil {
 		s.log.Debug("pgstore: reading table sizes failed", "err", err)
 		return

@@ -99,3 +99,125 @@ func TestSmallTablesAnalysedEarly(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyPairsPlannedAsProbes: lookups by key pairs never scan the key
+// pairs' table. A session plans each statement once and keeps the plan
+// until the table is analysed again; the planner, told that the table is
+// small (an ANALYZE at a few pages), plans the lookups as sequential
+// scans, and the sessions keep them while it grows (see keysStatsFloor).
+// Here a new store's log grows, its own looks at the tables' sizes
+// running meanwhile, and at three sizes a worker far behind claims,
+// acknowledges (past the acknowledgement's window, where it looks the
+// partition's next message up by its key pairs) and reads, on the
+// store's one session, and the server counts no sequential scan of the
+// table: at 3 pages, at 12, and at 17 after an ANALYZE at 12 pages, as
+// autovacuum may run on a young table (the store analyses it again once
+// it reaches its floor).
+func TestKeyPairsPlannedAsProbes(t *testing.T) {
+	defer pgstore.SetHealEvery(20 * time.Millisecond)()
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg, MaxConns: 1})
+	ctx := t.Context()
+	const g = "test.devices"
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: g, PartitionBy: []string{"device_id"},
+		Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := s.Prefix() + "_message_keys"
+	size := func() (pages, relpages int64) {
+		t.Helper()
+		if err := s.Pool().QueryRow(ctx, `SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, relpages
+			FROM pg_class WHERE oid = $1::regclass`, keys).Scan(&pages, &relpages); err != nil {
+			t.Fatal(err)
+		}
+		return pages, relpages
+	}
+	devices := 0
+	grow := func(to int64) {
+		t.Helper()
+		for pages, _ := size(); pages < to; pages, _ = size() {
+			msgs := make([]core.Message, 100)
+			for j := range msgs {
+				id := fmt.Sprintf("device %d", devices)
+				devices++
+				msgs[j] = core.NewMessage(fixtures.DeviceRegistered{DeviceID: id, Name: id})
+			}
+			if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond) // the looks run beside the appends
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lookups := func(at string) {
+		t.Helper()
+		err := s.Update(ctx, func(tx driver.Tx) error {
+			conn, err := pgstore.Conn(tx)
+			if err != nil {
+				return err
+			}
+			scans := func() (n int64) {
+				t.Helper()
+				if err := conn.QueryRow(ctx, `SELECT coalesce(max(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass`, keys).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			check := func(what string, op func() error) {
+				t.Helper()
+				before := scans()
+				if err := op(); err != nil {
+					t.Fatalf("%s: %s: %v", at, what, err)
+				}
+				if n := scans() - before; n > 0 {
+					t.Errorf("%s: %s scanned the key pairs' table %d times (sequential scans), want index probes", at, what, n)
+				}
+			}
+			var c *driver.ClaimedPartition
+			check("a claim", func() error {
+				cs, err := tx.(driver.ClaimManyTx).ClaimMany(g, "w1", 100, 1)
+				if err == nil && len(cs) != 1 {
+					err = fmt.Errorf("claimed %d partitions, want 1", len(cs))
+				}
+				if err == nil {
+					c = cs[0]
+				}
+				return err
+			})
+			check("an acknowledgement past its window, and a partition read", func() error {
+				if err := tx.Ack(c, c.Last()); err != nil {
+					return err
+				}
+				_, err := tx.ReadPartition(c.Partition, []string{fixtures.TypeDeviceRegistered}, driver.ReadOptions{})
+				return err
+			})
+			check("a read of conditions", func() error {
+				_, err := tx.Read([]core.Condition{{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "device 7"}}}, driver.ReadOptions{After: 3})
+				return err
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow(3)
+	lookups("at 3 pages")
+	grow(12)
+	lookups("at 12 pages")
+	if _, err := s.Pool().Exec(ctx, "ANALYZE "+keys); err != nil {
+		t.Fatal(err)
+	}
+	grow(17)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, relpages := size(); relpages < 16; _, relpages = size() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key pairs' table, analysed at 12 pages, was not analysed again by 17 (the planner knows %d pages)", relpages)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	lookups("at 17 pages, analysed at 12")
+}

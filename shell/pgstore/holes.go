@@ -108,7 +108,7 @@ func (a *advancer) heal() {
 	defer a.done.Done()
 	t := time.NewTicker(healEvery)
 	defer t.Stop()
-	stats := &statsWatch{tables: a.s.names.statsTables(), tried: map[string]int64{}}
+	stats := newStatsWatch(a.s.names)
 	for {
 		select {
 		case <-a.ctx.Done():

@@ -658,7 +658,8 @@ DROP FUNCTION IF EXISTS {p}_advance_in(bigint);`},
 	// only the positions after the one asked for. Keys compare byte by
 	// byte (COLLATE "C": lookups are by equality, and a database's
 	// linguistic collation would compare every key through the locale).
-	// Filled from the log here (a long log takes a while: it runs once).
+	// Filled from the log here (a long log takes a while: it runs once),
+	// and analysed only when that made it big enough (see keysStatsFloor).
 	{Version: 14, SQL: `CREATE TABLE IF NOT EXISTS {p}_message_keys (
 	key      text COLLATE "C" NOT NULL,
 	position bigint           NOT NULL,
@@ -693,7 +694,14 @@ INSERT INTO {p}_message_keys (key, position)
 SELECT k, m.position FROM {p}_messages m CROSS JOIN LATERAL unnest(m.keys) AS k
 ON CONFLICT DO NOTHING;
 DROP INDEX IF EXISTS idx_{p}_messages_keys;
-ANALYZE {p}_message_keys;`},
+DO $$
+BEGIN
+	-- Analysed only when big enough to be planned as big: see keysStatsFloor.
+	IF pg_relation_size('{p}_message_keys') >= 16 * current_setting('block_size')::bigint THEN
+		ANALYZE {p}_message_keys;
+	END IF;
+END
+$$;`},
 }
 
 // expand replaces {p} with the prefix in a schema template.
