@@ -40,15 +40,14 @@ import (
 // so when it returns an error. Every batch the store sends on a
 // connection of its own goes through it.
 func (s *Store) sendBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch) pgx.BatchResults {
-	for _, q := range b.QueuedQueries {
-		if !s.anyRefusable.Load() {
-			break // nothing marked yet: no statement looked up
-		}
-		if _, ok := s.refusable.Load(q.SQL); !ok {
-			continue
-		}
-		if _, err := c.Prepare(ctx, q.SQL, q.SQL); err != nil {
-			break // the batch reports it
+	if s.anyRefusable.Load() { // else nothing is marked: no statement looked up
+		for _, q := range b.QueuedQueries {
+			if _, ok := s.refusable.Load(q.SQL); !ok {
+				continue
+			}
+			if _, err := c.Prepare(ctx, q.SQL, q.SQL); err != nil {
+				break // the batch reports it
+			}
 		}
 	}
 	return &keptStatements{BatchResults: c.SendBatch(ctx, b), ctx: ctx, c: c, b: b, s: s}

@@ -697,7 +697,7 @@ DROP INDEX IF EXISTS idx_{p}_messages_keys;
 DO $$
 BEGIN
 	-- Analysed only when big enough to be planned as big: see keysStatsFloor.
-	IF pg_relation_size('{p}_message_keys') >= 16 * current_setting('block_size')::bigint THEN
+	IF pg_relation_size('{p}_message_keys') >= ` + strconv.Itoa(keysStatsFloor) + ` * current_setting('block_size')::bigint THEN
 		ANALYZE {p}_message_keys;
 	END IF;
 END
