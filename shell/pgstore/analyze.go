@@ -123,6 +123,18 @@ const staleStats = `SELECT c.relname::text, s.pages FROM unnest($1::regclass[], 
 	CROSS JOIN LATERAL (SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint AS pages) s
 	WHERE s.pages >= t.floor AND (s.pages > 2 * c.relpages OR c.relpages < t.floor)`
 
+// bigEnough returns those of tables (with their floors, in pages) that
+// are at least as big as their floors, in order.
+func (s *Store) bigEnough(ctx context.Context, tables []string, floors []int64) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.relname::text FROM unnest($1::regclass[], $2::bigint[]) WITH ORDINALITY AS t(oid, floor, i)
+	JOIN pg_class c ON c.oid = t.oid
+	WHERE pg_relation_size(c.oid) / current_setting('block_size')::bigint >= t.floor ORDER BY t.i`, tables, floors)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // refreshStats analyses the store's tables that outgrew what the planner
 // knows of them (see above), bounded by ctx; errors are logged, as the
 // next look tries again.

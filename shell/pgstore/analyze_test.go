@@ -110,9 +110,11 @@ func TestSmallTablesAnalysedEarly(t *testing.T) {
 // acknowledges (past the acknowledgement's window, where it looks the
 // partition's next message up by its key pairs) and reads, on the
 // store's one session, and the server counts no sequential scan of the
-// table: at 3 pages, at 12, and at 17 after an ANALYZE at 12 pages, as
-// autovacuum may run on a young table (the store analyses it again once
-// it reaches its floor).
+// table: at 3 pages and at 12 after the store's Optimize of its empty
+// tables (a runtime's first housekeeping), at 17 after an ANALYZE at 12
+// pages, as autovacuum may run on a young table (the store analyses it
+// again once it reaches its floor), and at 24 pages, analysed, with
+// random page reads weighed at four times their default cost.
 func TestKeyPairsPlannedAsProbes(t *testing.T) {
 	defer pgstore.SetHealEvery(20 * time.Millisecond)()
 	reg, err := storetest.NewRegistry()
@@ -135,7 +137,7 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 		}
 		return pages, relpages
 	}
-	devices := 0
+	devices, cycle := 0, 0 // new devices, or (cycle > 0) the first cycle ones again
 	grow := func(to int64) {
 		t.Helper()
 		for pages, _ := size(); pages < to; pages, _ = size() {
@@ -143,6 +145,9 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 			for j := range msgs {
 				id := fmt.Sprintf("device %d", devices)
 				devices++
+				if cycle > 0 {
+					id = fmt.Sprintf("device %d", devices%cycle)
+				}
 				msgs[j] = core.NewMessage(fixtures.DeviceRegistered{DeviceID: id, Name: id})
 			}
 			if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
@@ -152,12 +157,17 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	lookups := func(at string) {
+	lookups := func(at string, settings ...string) {
 		t.Helper()
 		err := s.Update(ctx, func(tx driver.Tx) error {
 			conn, err := pgstore.Conn(tx)
 			if err != nil {
 				return err
+			}
+			for _, set := range settings { // before the statements are planned again (the tables were analysed)
+				if _, err := conn.Exec(ctx, set); err != nil {
+					return err
+				}
 			}
 			scans := func() (n int64) {
 				t.Helper()
@@ -204,6 +214,11 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A runtime optimises its store when it starts (shell.Config's
+	// OptimizeInterval), here while the tables are empty.
+	if err := s.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
 	grow(3)
 	lookups("at 3 pages")
 	grow(12)
@@ -220,4 +235,82 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	lookups("at 17 pages, analysed at 12")
+	// Analysed at 24 pages of a thousand partitions, a few messages
+	// each. Asked for a key pair array at once, the planner weighed ten
+	// probes against one scan of the table, nearly even at the default
+	// random_page_cost of 4 (see keyRange); on a server that weighs a
+	// random page read at 16 sequential ones, each pair's probe must
+	// still beat a scan.
+	cycle = 1000
+	grow(24)
+	if _, err := s.Pool().Exec(ctx, "ANALYZE "+keys); err != nil {
+		t.Fatal(err)
+	}
+	lookups("at 24 pages of 1000 partitions, random_page_cost 16", "SET LOCAL random_page_cost = 16")
+}
+
+// TestOptimizeLeavesSmallTables: Optimize analyses the store's tables
+// that grow with use only once they have reached their floors, and
+// leaves them to the planner's estimates for a table never analysed
+// (pg_class.reltuples -1) until then, which plan the lookups as index
+// probes (see Store.Optimize). A runtime calls it when it starts: on a
+// new store it analysed them empty. Here, on the empty store, only the
+// tables that stay small (the groups', the head) are analysed; once the
+// log holds 30 pages of messages and 16 of key pairs, both are, and the
+// growing tables still small (the schedule's, the offsets') are not.
+func TestOptimizeLeavesSmallTables(t *testing.T) {
+	defer pgstore.SetHealEvery(time.Hour)()
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	analysed := func(table string) bool {
+		t.Helper()
+		var tuples float64
+		if err := s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, s.Prefix()+table).Scan(&tuples); err != nil {
+			t.Fatal(err)
+		}
+		return tuples >= 0
+	}
+	growing := []string{"_messages", "_message_keys", "_offsets", "_scheduled_messages"}
+	if err := s.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range growing {
+		if analysed(table) {
+			t.Errorf("%s analysed empty by Optimize, want it left never analysed", table)
+		}
+	}
+	for _, table := range []string{"_consumer_groups", "_head"} {
+		if !analysed(table) {
+			t.Errorf("%s not analysed by Optimize", table)
+		}
+	}
+	pages := func(table string) (n int64) {
+		t.Helper()
+		if err := s.Pool().QueryRow(ctx, `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`, s.Prefix()+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := 0; pages("_messages") < 30 || pages("_message_keys") < 16; i++ {
+		msgs := make([]core.Message, 100)
+		for j := range msgs {
+			id := fmt.Sprintf("device %d", 100*i+j)
+			msgs[j] = core.NewMessage(fixtures.DeviceRegistered{DeviceID: id, Name: id})
+		}
+		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range growing {
+		if want := table == "_messages" || table == "_message_keys"; analysed(table) != want {
+			t.Errorf("%s (%d pages) analysed: %t, want %t", table, pages(table), !want, want)
+		}
+	}
 }

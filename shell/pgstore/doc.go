@@ -515,7 +515,14 @@
 // writers 0.62-0.84 of unguarded ones against 0.76-0.82, Handle 0.90-1.00.
 // The statements are written so that the planner,
 // whose generic plans cannot tell how few messages a key pair has, does
-// not walk the primary key from the cursor instead.
+// not walk the primary key from the cursor instead, and so that it
+// weighs each key pair's probe against a scan of the table (one lookup
+// per pair), never ten probes against one scan: that choice, by a few
+// cost units at 16-30 pages, had the benchmark's acknowledgements scan
+// the table. The table is left unanalysed below keysStatsFloor pages,
+// by the store's own looks and by Optimize (which a shell.Runtime calls
+// when it starts): statistics of a nearly empty table plan the lookups
+// as scans, and the sessions keep those plans until the next analysis.
 //
 // # Sync work
 //

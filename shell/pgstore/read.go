@@ -118,21 +118,36 @@ func positionFor(conds []core.Condition) string {
 // upto (SQL expressions). Its btree walks only the positions after the
 // one asked for, so that a claim, a read after a position or a guard's
 // check cost what follows the position, not the partition's history.
+//
+// Each key pair is looked up on its own (a subquery per pair that the
+// planner may not merge into a join: OFFSET 0), so that the planner
+// weighs one probe of the primary key against a scan of the whole table
+// for each pair, and always chooses the probe. Asked for the pairs at
+// once (key = ANY(keys)), it weighed ten probes (it assumes an array of
+// ten) against one scan, and above 16 pages it chose the scan about as
+// often as not, by a few cost units either way: a generic plan, which
+// the sessions then kept. BenchmarkPostgresEndToEnd's acknowledgements
+// and claims so scanned the table once for each offset they moved, 20-35
+// ms a statement in the run's first seconds (auto_explain), while the
+// workers fell behind. Looked up pair by pair, the lookups cost the same
+// (pg_stat_statements over BenchmarkPostgresHandle: 57-64 µs a partition
+// read either way).
 type keyRange struct {
 	table, after, upto string
 }
 
 // positions is the statement of the positions of the messages carrying
-// the key pairs keys (an SQL text[] expression) in the range: all n of
-// them when n > 1 (the pairs of one condition), else any of them (a
-// partition under conditional AND, n 0 or 1).
+// the key pairs keys (an SQL text[] expression of distinct pairs) in the
+// range: all n of them when n > 1 (the pairs of one condition), else any
+// of them (a partition under conditional AND, n 0 or 1).
 func (r keyRange) positions(keys string, n int) string {
-	sql := fmt.Sprintf(`SELECT position FROM %s WHERE key = ANY(%s) AND position > %s`, r.table, keys, r.after)
+	sql := fmt.Sprintf(`SELECT mk.position FROM unnest(%s) AS kp(key) CROSS JOIN LATERAL (SELECT position FROM %s WHERE key = kp.key AND position > %s`, keys, r.table, r.after)
 	if r.upto != "" {
 		sql += " AND position <= " + r.upto
 	}
+	sql += " OFFSET 0) mk"
 	if n > 1 {
-		sql += fmt.Sprintf(" GROUP BY position HAVING count(*) = %d", n)
+		sql += fmt.Sprintf(" GROUP BY mk.position HAVING count(*) = %d", n)
 	}
 	return sql
 }

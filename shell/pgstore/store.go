@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,14 +495,30 @@ func (s *Store) Stats(ctx context.Context) (st driver.Stats, err error) {
 }
 
 // Optimize runs ANALYZE on the store's tables. PostgreSQL's autovacuum
-// does it too; this is for right after a bulk load.
+// does it too; this is for right after a bulk load (and a shell.Runtime
+// calls it when it starts and every Config.OptimizeInterval). A table
+// that grows with use (the log, its key pairs, the schedule, the
+// offsets) is left alone while it is smaller than its floor (statsFloor
+// pages, keysStatsFloor for the key pairs'): the store analyses it once
+// it reaches that (see analyze.go), and meanwhile the planner's
+// estimates for a table never analysed keep the lookups index probes,
+// where statistics of a nearly empty table would plan them as scans for
+// as long as the sessions keep their plans. The others (the groups, the
+// head, ...) stay a page or two and are analysed whatever their size.
 func (s *Store) Optimize(ctx context.Context) error {
-	for _, t := range s.names.tables() {
-		if _, err := s.pool.Exec(ctx, "ANALYZE "+t); err != nil {
-			return s.wrap(ctx, "optimize", err)
+	w := newStatsWatch(s.names)
+	tables := s.names.tables()
+	floors := make([]int64, len(tables))
+	for i, t := range tables {
+		if j := slices.Index(w.tables, t); j >= 0 {
+			floors[i] = w.floors[j]
 		}
 	}
-	return nil
+	big, err := s.bigEnough(ctx, tables, floors)
+	if err == nil && len(big) > 0 {
+		_, err = s.pool.Exec(ctx, "ANALYZE "+strings.Join(big, ", "))
+	}
+	return s.wrap(ctx, "optimize", err)
 }
 
 // querier is what reads need of a pool, a connection or a transaction.
