@@ -170,11 +170,17 @@ func (s *Store) refuseConflictsSQL(guards []*core.Guard, own []int64) (string, [
 	window := strconv.Itoa(guardWindow) // written in: a generic plan would expect a LIMIT parameter to pass a tenth of the log
 	var near, far []string
 	for _, g := range guards {
-		if g.LastPosition == oldest {
+		if len(guards) == 1 {
 			near = append(near, condSQL(g.Conditions, &args, nil))
 			far = append(far, condSQL(g.Conditions, &args, &keyRange{table: s.names.keys, after: after}))
 			continue
 		}
+		// Each guard of several by its own position, the oldest's too:
+		// the statement's text then depends on the guards' number and
+		// conditions, not on which of them are the oldest, so that a
+		// session prepares and plans one statement for each size of
+		// group, not one for each arrangement (31 statements, 87 plans in
+		// a run of BenchmarkPostgresAppendParallel's 16 guarded writers).
 		pos := args.add(g.LastPosition)
 		near = append(near, "(r.position > "+pos+" AND "+condSQL(g.Conditions, &args, nil)+")")
 		far = append(far, "((position + 0) > "+pos+" AND "+condSQL(g.Conditions, &args, &keyRange{table: s.names.keys, after: pos})+")")

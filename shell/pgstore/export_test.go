@@ -1,6 +1,10 @@
 package pgstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/sourced-go/sourced/core"
+)
 
 // BreakPositionOrder turns s into the classic broken event store, for the
 // test that must catch it (TestPositionsVisibleInOrderCatchesASkip): its
@@ -78,3 +82,10 @@ func ParseNotification(payload string) (origin string, last int64, types []strin
 // NotifyGap is the least time between two notifications of a store while
 // its commits keep coming.
 const NotifyGap = notifyGap
+
+// GuardsCheckSQL is the statement that checks the guards of appends sent
+// together (see refuseConflictsSQL).
+func GuardsCheckSQL(s *Store, guards []*core.Guard) string {
+	sql, _ := s.refuseConflictsSQL(guards, nil)
+	return sql
+}
