@@ -256,8 +256,9 @@
 // they are busy wait, and when one is done the waiting ones go in one
 // transaction: one lock statement for all their keys and ids, one
 // statement for all their guards (each from its own position, the
-// messages after the oldest read once), one insert of all their
-// messages, one COMMIT.
+// messages after the oldest read once; its text the same whatever the
+// guards, their conditions passed as arrays, so that a session plans it
+// once), one insert of all their messages, one COMMIT.
 // What an append sees does not change:
 //
 //   - Only appends that could commit in either order go together: no key

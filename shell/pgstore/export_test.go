@@ -83,9 +83,8 @@ func ParseNotification(payload string) (origin string, last int64, types []strin
 // its commits keep coming.
 const NotifyGap = notifyGap
 
-// GuardsCheckSQL is the statement that checks the guards of appends sent
-// together (see refuseConflictsSQL).
-func GuardsCheckSQL(s *Store, guards []*core.Guard) string {
-	sql, _ := s.refuseConflictsSQL(guards, nil)
-	return sql
+// GuardsCheckSQL is the statement (and its arguments) that checks
+// guards, ignoring the positions own (see refuseConflictsSQL).
+func GuardsCheckSQL(s *Store, guards []*core.Guard, own []int64) (string, []any) {
+	return s.refuseConflictsSQL(guards, own)
 }

@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/internal/fixtures"
 	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/pgstore/internal/pgtest"
+	"github.com/sourced-go/sourced/shell/storetest"
 )
 
 // The tests of appends sent together (together.go). Each holds the one
@@ -447,12 +452,12 @@ func TestAppendsTogetherCheckEachGuardFromItsPosition(t *testing.T) {
 	}
 }
 
-// The statement that checks a group's guards is the same text whichever
-// of them are the oldest, so that a session prepares and plans one for
-// each number of guards (and shape of their conditions), not one for each
-// arrangement of their positions: it was 31 statements and 87 plans in a
-// run of BenchmarkPostgresAppendParallel's 16 guarded writers, 10 and 31
-// with this.
+// The statement that checks several guards (a group's, a transaction's
+// reads) is one text whatever their number, positions and conditions, so
+// that a session prepares and plans it once: written out guard by guard,
+// it was a statement for each number of guards and arrangement of their
+// positions (17-32 statements and 49-58 plans in a run of
+// BenchmarkPostgresAppendParallel's 16 guarded writers).
 func TestGuardsCheckedTogetherOneStatementPerShape(t *testing.T) {
 	s := openOneInFlight(t)
 	guards := func(positions ...int64) []*core.Guard {
@@ -462,14 +467,117 @@ func TestGuardsCheckedTogetherOneStatementPerShape(t *testing.T) {
 		}
 		return gs
 	}
-	want := pgstore.GuardsCheckSQL(s, guards(3, 5, 8))
-	for _, positions := range [][]int64{{5, 3, 8}, {8, 5, 3}, {4, 4, 4}, {0, 9, 0}} {
-		if got := pgstore.GuardsCheckSQL(s, guards(positions...)); got != want {
+	want, _ := pgstore.GuardsCheckSQL(s, guards(3, 5, 8), nil)
+	for _, positions := range [][]int64{{5, 3, 8}, {8, 5, 3}, {4, 4, 4}, {0, 9}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}} {
+		if got, _ := pgstore.GuardsCheckSQL(s, guards(positions...), nil); got != want {
 			t.Errorf("guards at %v checked by another statement than guards at [3 5 8]:\n%s\nwant\n%s", positions, got, want)
 		}
 	}
-	if one := pgstore.GuardsCheckSQL(s, guards(3)); one == want {
-		t.Error("one guard checked by the statement of three")
+	mixed := guards(3, 5)
+	mixed[1].Conditions = append(mixed[1].Conditions, core.Condition{Type: "other.type"}, core.Condition{Type: "x", Attrs: map[string]string{"a": "1", "b": "2"}})
+	if got, _ := pgstore.GuardsCheckSQL(s, mixed, nil); got != want {
+		t.Errorf("guards with other conditions checked by another statement:\n%s", got)
+	}
+}
+
+// Several guards checked at once refuse exactly when one of them, checked
+// alone, would, and name a message that conflicts: each condition from
+// its guard's position, every key pair of a condition required, a
+// condition without attributes by type, within the window read after the
+// oldest position and past it (through the table of key pairs, or by
+// type), the positions own ignored.
+func TestGuardsCheckedTogether(t *testing.T) {
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	appendOne := func(p any) int64 {
+		t.Helper()
+		res, err := s.Append(ctx, []core.Message{core.NewMessage(p)}, driver.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Last
+	}
+	appendOne(fixtures.UserJoinedCourse{CourseName: "c1", UserID: "u2"}) // gA's course, not its user
+	appendOne(fixtures.UserJoinedCourse{CourseName: "c2", UserID: "u1"}) // gA's user, not its course
+	d1 := appendOne(fixtures.DeviceRegistered{DeviceID: "d1"})
+	closed := appendOne(fixtures.CourseClosed{CourseName: "c9"})
+	filler := make([]core.Message, 1100) // past the window of 1,000
+	for i := range filler {
+		filler[i] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprint("filler ", i)})
+	}
+	if _, err := s.Append(ctx, filler, driver.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	appendOne(fixtures.UserJoinedCourse{CourseName: "c1", UserID: "u3"}) // gA's course again, past the window
+	joined := appendOne(fixtures.UserJoinedCourse{CourseName: "c1", UserID: "u1"})
+	closedLate := appendOne(fixtures.CourseClosed{CourseName: "c8"})
+	d1Late := appendOne(fixtures.DeviceRegistered{DeviceID: "d1"})
+
+	gA := func(pos int64) *core.Guard {
+		return &core.Guard{LastPosition: pos, Conditions: []core.Condition{{Type: fixtures.TypeUserJoinedCourse, Attrs: map[string]string{"course_name": "c1", "user_id": "u1"}}}}
+	}
+	gB := func(pos int64) *core.Guard {
+		return &core.Guard{LastPosition: pos, Conditions: []core.Condition{{Type: fixtures.TypeCourseClosed}}}
+	}
+	gC := func(pos int64) *core.Guard {
+		return &core.Guard{LastPosition: pos, Conditions: []core.Condition{{Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d1"}}}}
+	}
+	gBC := func(pos int64) *core.Guard { // two conditions, either conflicts
+		return &core.Guard{LastPosition: pos, Conditions: []core.Condition{gB(0).Conditions[0], {Type: fixtures.TypeDeviceRegistered, Attrs: map[string]string{"device_id": "d9"}}}}
+	}
+	// check returns the position a refusal names, 0 for none.
+	check := func(guards []*core.Guard, own []int64) int64 {
+		t.Helper()
+		sql, args := pgstore.GuardsCheckSQL(s, guards, own)
+		_, err := s.Pool().Exec(ctx, sql, args...)
+		var pe *pgconn.PgError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &pe) && pe.Code == "SR001":
+			pos, perr := strconv.ParseInt(pe.Detail, 10, 64)
+			if perr != nil {
+				t.Fatalf("refusal detail %q: %v", pe.Detail, perr)
+			}
+			return pos
+		default:
+			t.Fatalf("check: %v", err)
+			return 0
+		}
+	}
+	cases := []struct {
+		name   string
+		guards []*core.Guard
+		own    []int64
+		want   []int64 // the conflicts the refusal may name; none: no refusal
+	}{
+		{"past the window, both pairs required", []*core.Guard{gA(0), gB(closedLate)}, nil, []int64{joined}},
+		{"every guard after its own messages", []*core.Guard{gA(joined), gB(closedLate), gC(d1Late)}, nil, nil},
+		{"by type in the window", []*core.Guard{gB(0), gA(joined)}, nil, []int64{closed}},
+		{"by type past the window", []*core.Guard{gB(closed), gA(joined)}, nil, []int64{closedLate}},
+		{"one pair past the window", []*core.Guard{gC(d1), gA(joined)}, nil, []int64{d1Late}},
+		{"own messages ignored", []*core.Guard{gC(d1), gA(joined)}, []int64{d1Late}, nil},
+		{"a window not full", []*core.Guard{gA(joined - 1), gC(joined)}, nil, []int64{joined, d1Late}},
+		{"two conditions, either", []*core.Guard{gBC(joined), gA(joined)}, nil, []int64{closedLate}},
+		{"two conditions, neither", []*core.Guard{gBC(closedLate), gA(joined)}, nil, nil},
+		{"several conflicts", []*core.Guard{gA(0), gB(0), gC(0)}, nil, []int64{joined, closed, closedLate, d1, d1Late}},
+	}
+	for _, c := range cases {
+		got := check(c.guards, c.own)
+		if len(c.want) == 0 && got != 0 || len(c.want) > 0 && !slices.Contains(c.want, got) {
+			t.Errorf("%s: refused at %d, want one of %v", c.name, got, c.want)
+		}
+		alone := false // the guards checked one by one
+		for _, g := range c.guards {
+			alone = alone || check([]*core.Guard{g}, c.own) != 0
+		}
+		if alone != (got != 0) {
+			t.Errorf("%s: refused together %t, one by one %t", c.name, got != 0, alone)
+		}
 	}
 }
 
