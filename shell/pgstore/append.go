@@ -211,7 +211,7 @@ func (s *Store) guardsCheckSQL(guards []*core.Guard, own []int64) (string, []any
 		positions []int64
 		types     []string
 		from, to  []int32
-		keys      []string
+		keys      = []string{} // an empty array, never NULL, when no condition names attributes
 	)
 	oldest := guards[0].LastPosition
 	for _, g := range guards {

@@ -565,6 +565,8 @@ func TestGuardsCheckedTogether(t *testing.T) {
 		{"two conditions, either", []*core.Guard{gBC(joined), gA(joined)}, nil, []int64{closedLate}},
 		{"two conditions, neither", []*core.Guard{gBC(closedLate), gA(joined)}, nil, nil},
 		{"several conflicts", []*core.Guard{gA(0), gB(0), gC(0)}, nil, []int64{joined, closed, closedLate, d1, d1Late}},
+		{"no attributes at all, in the window", []*core.Guard{gB(0), gB(closedLate)}, nil, []int64{closed}},
+		{"no attributes at all, past the window", []*core.Guard{gB(closed), gB(closedLate)}, nil, []int64{closedLate}},
 	}
 	for _, c := range cases {
 		got := check(c.guards, c.own)
