@@ -107,12 +107,28 @@ type statsWatch struct {
 // key pairs, the scheduled messages, and the offsets (one per partition
 // of each group).
 func newStatsWatch(n names) *statsWatch {
-	return &statsWatch{
-		tables: []string{n.messages, n.keys, n.scheduled, n.offsets},
-		floors: []int64{statsFloor, keysStatsFloor, statsFloor, statsFloor},
-		tried:  map[string]int64{},
+	w := &statsWatch{tables: []string{n.messages, n.keys, n.scheduled, n.offsets}, tried: map[string]int64{}}
+	for _, t := range w.tables {
+		w.floors = append(w.floors, n.floorOf(t))
 	}
+	return w
 }
+
+// floorOf is the size in pages from which table is analysed: statsFloor
+// or keysStatsFloor for the tables that grow with use, 0 for the others
+// (they stay a page or two).
+func (n names) floorOf(table string) int64 {
+	switch table {
+	case n.keys:
+		return keysStatsFloor
+	case n.messages, n.scheduled, n.offsets:
+		return statsFloor
+	}
+	return 0
+}
+
+// relPages is the size in pages of the table c (pg_class) holds.
+const relPages = "pg_relation_size(c.oid) / current_setting('block_size')::bigint"
 
 // staleStats is the statement of the check: each table ($1) with its
 // size in pages, where that reaches the table's floor ($2) and exceeds
@@ -120,15 +136,18 @@ func newStatsWatch(n names) *statsWatch {
 // or what the planner knows is below the floor.
 const staleStats = `SELECT c.relname::text, s.pages FROM unnest($1::regclass[], $2::bigint[]) AS t(oid, floor)
 	JOIN pg_class c ON c.oid = t.oid
-	CROSS JOIN LATERAL (SELECT pg_relation_size(c.oid) / current_setting('block_size')::bigint AS pages) s
+	CROSS JOIN LATERAL (SELECT ` + relPages + ` AS pages) s
 	WHERE s.pages >= t.floor AND (s.pages > 2 * c.relpages OR c.relpages < t.floor)`
 
-// bigEnough returns those of tables (with their floors, in pages) that
-// are at least as big as their floors, in order.
-func (s *Store) bigEnough(ctx context.Context, tables []string, floors []int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.relname::text FROM unnest($1::regclass[], $2::bigint[]) WITH ORDINALITY AS t(oid, floor, i)
-	JOIN pg_class c ON c.oid = t.oid
-	WHERE pg_relation_size(c.oid) / current_setting('block_size')::bigint >= t.floor ORDER BY t.i`, tables, floors)
+// bigEnough returns those of tables that are at least as big as their
+// floors (names.floorOf).
+func (s *Store) bigEnough(ctx context.Context, tables []string) ([]string, error) {
+	floors := make([]int64, len(tables))
+	for i, t := range tables {
+		floors[i] = s.names.floorOf(t)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.relname::text FROM unnest($1::regclass[], $2::bigint[]) AS t(oid, floor)
+	JOIN pg_class c ON c.oid = t.oid WHERE `+relPages+` >= t.floor`, tables, floors)
 	if err != nil {
 		return nil, err
 	}

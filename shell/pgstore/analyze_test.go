@@ -12,6 +12,19 @@ import (
 	"github.com/sourced-go/sourced/shell/storetest"
 )
 
+// tableSize is what the server and its planner know of s's table (its
+// name after the prefix): its size in pages, the pages and rows of its
+// last analysis (relpages 0 and reltuples -1 for a table never analysed
+// nor vacuumed).
+func tableSize(t *testing.T, s *pgstore.Store, table string) (pages, relpages int64, tuples float64) {
+	t.Helper()
+	if err := s.Pool().QueryRow(t.Context(), `SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, relpages, reltuples
+		FROM pg_class WHERE oid = $1::regclass`, s.Prefix()+table).Scan(&pages, &relpages, &tuples); err != nil {
+		t.Fatal(err)
+	}
+	return pages, relpages, tuples
+}
+
 // A store appending to new tables has the planner's picture of them
 // brought up to date as the log doubles, not only on its once-a-second
 // tick (here an hourly one): 3,000 messages appended, the log has been
@@ -35,13 +48,10 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var pages int32
+	var pages int64
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := s.Pool().QueryRow(ctx, `SELECT relpages FROM pg_class WHERE oid = $1::regclass`, s.Prefix()+"_messages").Scan(&pages); err != nil {
-			t.Fatal(err)
-		}
-		if pages > 0 || time.Now().After(deadline) {
+		if _, pages, _ = tableSize(t, s, "_messages"); pages > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -71,7 +81,7 @@ func TestSmallTablesAnalysedEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	const most = 16
-	tables := []string{s.Prefix() + "_messages", s.Prefix() + "_offsets"}
+	tables := []string{"_messages", "_offsets"}
 	analysed := map[string]bool{}
 	for i := 0; len(analysed) < len(tables); i++ {
 		msgs := make([]core.Message, 10)
@@ -84,12 +94,7 @@ func TestSmallTablesAnalysedEarly(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond) // the look runs beside the appends
 		for _, table := range tables {
-			var relpages, pages int64
-			err := s.Pool().QueryRow(ctx, `SELECT relpages, pg_relation_size(oid) / current_setting('block_size')::bigint
-				FROM pg_class WHERE oid = $1::regclass`, table).Scan(&relpages, &pages)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pages, relpages, _ := tableSize(t, s, table)
 			switch {
 			case relpages > 0:
 				analysed[table] = true
@@ -131,10 +136,7 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 	keys := s.Prefix() + "_message_keys"
 	size := func() (pages, relpages int64) {
 		t.Helper()
-		if err := s.Pool().QueryRow(ctx, `SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, relpages
-			FROM pg_class WHERE oid = $1::regclass`, keys).Scan(&pages, &relpages); err != nil {
-			t.Fatal(err)
-		}
+		pages, relpages, _ = tableSize(t, s, "_message_keys")
 		return pages, relpages
 	}
 	devices, cycle := 0, 0 // new devices, or (cycle > 0) the first cycle ones again
@@ -268,10 +270,7 @@ func TestOptimizeLeavesSmallTables(t *testing.T) {
 	ctx := t.Context()
 	analysed := func(table string) bool {
 		t.Helper()
-		var tuples float64
-		if err := s.Pool().QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, s.Prefix()+table).Scan(&tuples); err != nil {
-			t.Fatal(err)
-		}
+		_, _, tuples := tableSize(t, s, table)
 		return tuples >= 0
 	}
 	growing := []string{"_messages", "_message_keys", "_offsets", "_scheduled_messages"}
@@ -288,11 +287,9 @@ func TestOptimizeLeavesSmallTables(t *testing.T) {
 			t.Errorf("%s not analysed by Optimize", table)
 		}
 	}
-	pages := func(table string) (n int64) {
+	pages := func(table string) int64 {
 		t.Helper()
-		if err := s.Pool().QueryRow(ctx, `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`, s.Prefix()+table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		n, _, _ := tableSize(t, s, table)
 		return n
 	}
 	for i := 0; pages("_messages") < 30 || pages("_message_keys") < 16; i++ {

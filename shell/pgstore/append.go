@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +89,9 @@ type appendQueries struct {
 	// the stored horizon as far as the committed messages go (marked by
 	// healMark, which tests that count round trips leave out).
 	settle, heal string
+	// guards checks several guards, without and with ($7) positions to
+	// ignore (guardsCheckText).
+	guards [2]string
 }
 
 func newAppendQueries(n names, q queries) appendQueries {
@@ -115,6 +117,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET next_position =
 		fill:           fmt.Sprintf(`SELECT %s_fill($1::bigint[])`, n.prefix),
 		settle:         fmt.Sprintf(`SELECT horizon, beyond, coalesce(types, '{}') FROM %s_settle($1, $2)`, n.prefix),
 		heal:           fmt.Sprintf(`SELECT horizon, beyond, '{}'::text[] FROM %s_advance(9223372036854775807, 9223372036854775807) %s`, n.prefix, healMark),
+		guards:         [2]string{guardsCheckText(n, false), guardsCheckText(n, true)},
 	}
 }
 
@@ -139,7 +142,7 @@ func windowAfter(messages, after string, n int) string {
 // lock, so its cost is every append's. It reads the next guardWindow
 // messages after the guard's position in position order (a guard's
 // position is nearly always recent: the read it comes from, so that the
-// window is a few rows of the primary key, 5-6 µs a check in
+// window is a few rows of the primary key, 4-5 µs a check in
 // BenchmarkPostgresHandle), and only when there are more does it look
 // past them through the table of key pairs (keyRange), a branch
 // PostgreSQL skips whole otherwise (a one-time filter). The window came
@@ -156,58 +159,26 @@ func (s *Store) refuseConflictSQL(g *core.Guard, own []int64) (string, []any) {
 	return s.refuseConflictsSQL([]*core.Guard{g}, own)
 }
 
-// refuseConflictsSQL is refuseConflictSQL for several guards at once (the
+// refuseConflictsSQL is refuseConflictSQL for any number of guards (the
 // appends of a group, see together.go; the reads a transaction checks,
 // see tx.queueReadChecks): one statement that reads the window after the
 // oldest of their positions once, each guard's conditions matching the
-// messages after its own position (guardsCheckSQL).
+// messages after its own position. Their conditions are given as arrays
+// (one row per condition: its guard's position, its type, and the slice
+// of a flat array of key pairs it requires), so that the text is the same
+// whatever the guards (guardsCheckText): a session prepares and plans it
+// once. Written out guard by guard, it was a statement for each number
+// of guards, arrangement of their positions and shape of their
+// conditions: in a run of BenchmarkPostgresAppendParallel's 16 guarded
+// writers, 17-32 statements and 49-58 plans of 0.7-1.3 ms, and the bind
+// of a prepared one grew with its guards (a median of 34 µs for one, 154
+// µs for 15); with one text, 10-14 plans, and 16 guarded writers at
+// 0.82-0.87 of unguarded ones (8000 appends) against 0.73-0.78 in the
+// same runs. A single guard's check costs the server 4.8 µs this way
+// against 4.1-4.2 µs written out (BenchmarkPostgresHandle, 3000 checks,
+// pg_stat_statements), its throughput even.
 func (s *Store) refuseConflictsSQL(guards []*core.Guard, own []int64) (string, []any) {
-	if len(guards) > 1 {
-		return s.guardsCheckSQL(guards, own)
-	}
-	g := guards[0]
-	var args sqlArgs
-	after := args.add(g.LastPosition)
-	window := strconv.Itoa(guardWindow) // written in: a generic plan would expect a LIMIT parameter to pass a tenth of the log
-	nearSQL := condSQL(g.Conditions, &args, nil)
-	farSQL := condSQL(g.Conditions, &args, &keyRange{table: s.names.keys, after: after})
-	if len(own) > 0 { // the transaction's own messages are no conflict
-		o := args.add(own)
-		nearSQL += " AND r.position <> ALL(" + o + "::bigint[])"
-		farSQL += " AND position <> ALL(" + o + "::bigint[])"
-	}
-	m := s.names.messages
-	// The window is read once (a CTE read twice is materialised): the
-	// conflicts among its rows, and whether it was full, when the index
-	// of keys finds the older ones.
-	sql := fmt.Sprintf(`WITH w AS (%[8]s)
-SELECT %[1]s_refuse('%[2]s', c.position::text) FROM (
-	(SELECT r.position FROM w r WHERE %[6]s LIMIT 1)
-	UNION ALL
-	(SELECT position FROM %[3]s WHERE (SELECT count(*) FROM w) = %[5]s
-		AND (position + 0) > %[4]s AND %[7]s LIMIT 1)
-) c LIMIT 1`, s.names.prefix, refuseConflict, m, after, window, nearSQL, farSQL, windowAfter(m, after, guardWindow))
-	return sql, args
-}
-
-// guardsCheckSQL is the check of several guards, their conditions given
-// as arrays (one row per condition: its guard's position, its type, and
-// the slice of a flat array of key pairs it requires), so that the text
-// is the same whatever the guards: a session prepares and plans it once.
-// Written out guard by guard, it was a statement for each number of
-// guards and arrangement of their positions: in a run of
-// BenchmarkPostgresAppendParallel's 16 guarded writers, 17-32 statements
-// and 49-58 plans of 0.7-1.3 ms, and the bind of a prepared one grew with
-// its guards (a median of 34 µs for one, 154 µs for 15); with one text,
-// 10-14 plans, and 16 guarded writers at 0.82-0.87 of unguarded ones
-// (8000 appends) against 0.73-0.78 in the same runs. Each condition
-// matches the window's rows after its position by type and key pairs,
-// and past a full window, the log's messages after its position: through
-// the table of key pairs when it names attributes (all of them carried),
-// by type otherwise.
-func (s *Store) guardsCheckSQL(guards []*core.Guard, own []int64) (string, []any) {
 	var (
-		args      sqlArgs
 		positions []int64
 		types     []string
 		from, to  []int32
@@ -227,30 +198,38 @@ func (s *Store) guardsCheckSQL(guards []*core.Guard, own []int64) (string, []any
 			to = append(to, int32(len(keys)))
 		}
 	}
-	after := args.add(oldest)
-	conds := fmt.Sprintf("unnest(%s::bigint[], %s::text[], %s::int[], %s::int[]) AS c(pos, type, f, t)",
-		args.add(positions), args.add(types), args.add(from), args.add(to))
-	pairs := "(" + args.add(keys) + "::text[])[c.f:c.t]"
-	var ownNear, ownFar string
-	if len(own) > 0 { // the transaction's own messages are no conflict
-		o := args.add(own)
-		ownNear, ownFar = " AND r.position <> ALL("+o+"::bigint[])", " AND position <> ALL("+o+"::bigint[])"
+	args := []any{oldest, positions, types, from, to, keys}
+	if len(own) > 0 {
+		return s.q.a.guards[1], append(args, own)
 	}
-	m := s.names.messages
-	sql := fmt.Sprintf(`WITH w AS (%[1]s), c AS (SELECT * FROM %[2]s)
-SELECT %[3]s_refuse('%[4]s', x.position::text) FROM (
-	(SELECT r.position FROM w r JOIN c ON r.position > c.pos AND r.message_type = c.type AND r.keys @> %[5]s%[6]s LIMIT 1)
+	return s.q.a.guards[0], args
+}
+
+// guardsCheckText is the statement of refuseConflictsSQL: the oldest
+// position ($1), one row per condition ($2-$5: its guard's position, its
+// type, and the slice of the key pairs $6 it requires), and with own the
+// positions to ignore ($7). Each condition matches the window's rows
+// after its position by type and key pairs, and past a full window, the
+// log's messages after its position: through the table of key pairs when
+// it names attributes (all of them carried), by type otherwise.
+func guardsCheckText(n names, own bool) string {
+	const pairs = "($6::text[])[c.f:c.t]"
+	var ownNear, ownFar string
+	if own { // the transaction's own messages are no conflict
+		ownNear, ownFar = " AND r.position <> ALL($7::bigint[])", " AND position <> ALL($7::bigint[])"
+	}
+	return fmt.Sprintf(`WITH w AS (%[1]s), c AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::int[]) AS c(pos, type, f, t))
+SELECT %[2]s_refuse('%[3]s', x.position::text) FROM (
+	(SELECT r.position FROM w r JOIN c ON r.position > c.pos AND r.message_type = c.type AND r.keys @> %[4]s%[5]s LIMIT 1)
 	UNION ALL
 	(SELECT y.position FROM c CROSS JOIN LATERAL (
-		(SELECT position FROM %[7]s WHERE c.f > c.t AND message_type = c.type AND (position + 0) > c.pos%[8]s LIMIT 1)
+		(SELECT position FROM %[6]s WHERE c.f > c.t AND message_type = c.type AND (position + 0) > c.pos%[7]s LIMIT 1)
 		UNION ALL
-		(SELECT position FROM %[7]s WHERE c.f <= c.t AND %[9]s = c.type AND (position + 0) > c.pos
-			AND position = ANY(ARRAY(SELECT mk.position FROM unnest(%[5]s) AS kp(key)
-				CROSS JOIN LATERAL (SELECT position FROM %[10]s WHERE key = kp.key AND position > c.pos OFFSET 0) mk
-				GROUP BY mk.position HAVING count(*) = c.t - c.f + 1))%[8]s LIMIT 1)
-	) y WHERE (SELECT count(*) FROM w) = %[11]d LIMIT 1)
-) x LIMIT 1`, windowAfter(m, after, guardWindow), conds, s.names.prefix, refuseConflict, pairs, ownNear, m, ownFar, typeFilter, s.names.keys, guardWindow)
-	return sql, args
+		(SELECT position FROM %[6]s WHERE c.f <= c.t AND %[8]s = c.type AND (position + 0) > c.pos
+			AND position = ANY(ARRAY(%[9]s))%[7]s LIMIT 1)
+	) y WHERE (SELECT count(*) FROM w) = %[10]d LIMIT 1)
+) x LIMIT 1`, windowAfter(n.messages, "$1", guardWindow), n.prefix, refuseConflict, pairs, ownNear, n.messages, ownFar, typeFilter,
+		keyRange{table: n.keys, after: "c.pos"}.carrying(pairs, "c.t - c.f + 1"), guardWindow)
 }
 
 // appendTimeout bounds a standalone append once sent. The caller's

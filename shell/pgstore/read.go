@@ -141,13 +141,24 @@ type keyRange struct {
 // range: all n of them when n > 1 (the pairs of one condition), else any
 // of them (a partition under conditional AND, n 0 or 1).
 func (r keyRange) positions(keys string, n int) string {
+	all := ""
+	if n > 1 {
+		all = strconv.Itoa(n)
+	}
+	return r.carrying(keys, all)
+}
+
+// carrying is positions with the number of pairs a message must carry
+// given as an SQL expression (all; every pair of keys, as the guards
+// checked together pass it), or "" for any of them.
+func (r keyRange) carrying(keys, all string) string {
 	sql := fmt.Sprintf(`SELECT mk.position FROM unnest(%s) AS kp(key) CROSS JOIN LATERAL (SELECT position FROM %s WHERE key = kp.key AND position > %s`, keys, r.table, r.after)
 	if r.upto != "" {
 		sql += " AND position <= " + r.upto
 	}
 	sql += " OFFSET 0) mk"
-	if n > 1 {
-		sql += fmt.Sprintf(" GROUP BY mk.position HAVING count(*) = %d", n)
+	if all != "" {
+		sql += " GROUP BY mk.position HAVING count(*) = " + all
 	}
 	return sql
 }
@@ -160,11 +171,10 @@ func (r keyRange) in(keys string, n int) string {
 }
 
 // condSQL renders conditions (OR across, AND within) as a predicate on
-// the messages table. With r, the messages of a condition that names
-// attributes are those the table of key pairs gives in r's range (see
-// keyRange); without, the predicate checks the key pairs of rows read
-// otherwise (the guard's window).
-func condSQL(conds []core.Condition, args *sqlArgs, r *keyRange) string {
+// the messages table: the messages of a condition that names attributes
+// are those the table of key pairs gives in r's range (see keyRange),
+// carrying every pair (nothing to check on the row).
+func condSQL(conds []core.Condition, args *sqlArgs, r keyRange) string {
 	parts := make([]string, 0, len(conds))
 	for _, c := range conds {
 		if len(c.Attrs) == 0 {
@@ -176,11 +186,7 @@ func condSQL(conds []core.Condition, args *sqlArgs, r *keyRange) string {
 			keys = append(keys, keyString(name, value))
 		}
 		slices.Sort(keys)
-		k := args.add(keys) + "::text[]"
-		match := "keys @> " + k // on a row read otherwise
-		if r != nil {
-			match = r.in(k, len(keys)) // carries every pair: nothing to check on the row
-		}
+		match := r.in(args.add(keys)+"::text[]", len(keys))
 		parts = append(parts, "("+typeFilter+" = "+args.add(c.Type)+" AND "+match+")")
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
@@ -403,7 +409,7 @@ func (s *Store) read(ctx context.Context, q querier, conds []core.Condition, opt
 	pos := positionFor(conds)
 	after, upto := args.add(opts.After), args.add(uptoArg(opts.Upto))
 	inner := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[3]s <= %[5]s AND %[8]s AND %[6]s ORDER BY %[3]s LIMIT %[7]s`,
-		messageColumns, s.names.messages, pos, after, upto, condSQL(conds, &args, &keyRange{table: s.names.keys, after: after, upto: upto}), limitSQL(opts.Limit), visible(pos, own, &args))
+		messageColumns, s.names.messages, pos, after, upto, condSQL(conds, &args, keyRange{table: s.names.keys, after: after, upto: upto}), limitSQL(opts.Limit), visible(pos, own, &args))
 	msgs, last, err := s.queryLast(ctx, q, s.withLast(inner, ""), args)
 	if err != nil {
 		return driver.ReadResult{}, s.wrap(ctx, "read", err)
@@ -500,7 +506,7 @@ func (s *Store) readAll(ctx context.Context, q querier, opts driver.ReadAllOptio
 	}
 	where += " AND message_type <> '' AND " + visible("position", own, &args) // no tombstone (see fill)
 	if len(opts.Conditions) > 0 {
-		where += " AND " + condSQL(opts.Conditions, &args, &r)
+		where += " AND " + condSQL(opts.Conditions, &args, r)
 	}
 	inner := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY position %s LIMIT %s`,
 		messageColumns, s.names.messages, where, order, limitSQL(limit))
@@ -516,7 +522,7 @@ func (s *Store) conflicts(ctx context.Context, q querier, g *core.Guard) ([]core
 	var args sqlArgs
 	after := args.add(g.LastPosition)
 	sql := fmt.Sprintf(`SELECT %[1]s FROM %[2]s WHERE %[3]s > %[4]s AND %[5]s ORDER BY %[3]s`,
-		messageColumns, s.names.messages, positionFor(g.Conditions), after, condSQL(g.Conditions, &args, &keyRange{table: s.names.keys, after: after}))
+		messageColumns, s.names.messages, positionFor(g.Conditions), after, condSQL(g.Conditions, &args, keyRange{table: s.names.keys, after: after}))
 	return s.queryMessages(ctx, q, sql, args...)
 }
 

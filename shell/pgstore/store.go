@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -506,15 +505,7 @@ func (s *Store) Stats(ctx context.Context) (st driver.Stats, err error) {
 // as long as the sessions keep their plans. The others (the groups, the
 // head, ...) stay a page or two and are analysed whatever their size.
 func (s *Store) Optimize(ctx context.Context) error {
-	w := newStatsWatch(s.names)
-	tables := s.names.tables()
-	floors := make([]int64, len(tables))
-	for i, t := range tables {
-		if j := slices.Index(w.tables, t); j >= 0 {
-			floors[i] = w.floors[j]
-		}
-	}
-	big, err := s.bigEnough(ctx, tables, floors)
+	big, err := s.bigEnough(ctx, s.names.tables())
 	if err == nil && len(big) > 0 {
 		_, err = s.pool.Exec(ctx, "ANALYZE "+strings.Join(big, ", "))
 	}
