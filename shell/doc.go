@@ -79,7 +79,9 @@
 //     transitions.
 //   - Runtime runs workers and the periodic tasks (catch-up poll,
 //     stale-claim reaper, scheduled-message promotion, statistics) in the
-//     background. On every heartbeat the reaper renews the claims of the
+//     background. Its Start readies a store that is a driver.Warmer (on
+//     PostgreSQL, the sessions its workers will use, their statements
+//     planned) before it returns, the statistics refreshed first. On every heartbeat the reaper renews the claims of the
 //     batches this process's workers are running (driver.ClaimRenewer), then
 //     releases the claims of workers gone silent (ClaimTTL) and the
 //     claims nobody renewed for MaxClaimAge (leaked): a batch that runs

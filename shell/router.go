@@ -1179,6 +1179,17 @@ func (rt *Router) inlineAhead() int {
 	return max(1, min(rt.opts.ClaimPartitions, rt.opts.BatchesPerHandle))
 }
 
+// warmup is the work of the router's claims for a driver.Warmer, with
+// sessions connections at work at once.
+func (rt *Router) warmup(sessions int) driver.Warmup {
+	claims := []int{1, rt.inlineAhead()}
+	for _, re := range rt.reactors {
+		claims = append(claims, rt.claimsPerTx(re))
+	}
+	slices.Sort(claims)
+	return driver.Warmup{Sessions: sessions, BatchSize: rt.opts.BatchSize, Claims: slices.Compact(claims)}
+}
+
 // positionsMaySkip reports whether store hands positions out to
 // transactions in flight at once (driver.SkippingPositions).
 func positionsMaySkip(store Store) bool {

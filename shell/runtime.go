@@ -64,8 +64,12 @@ type Runtime struct {
 	batches   atomic.Int64
 	busy      atomic.Int64
 	// started makes the catch-up poll's first tick of a run come at once.
-	started  atomic.Bool
-	schedule chan struct{}
+	started atomic.Bool
+	// optimizedAtStart is set when Start refreshed the planner
+	// statistics itself (see warm): the optimizer's first tick is then
+	// an interval later.
+	optimizedAtStart atomic.Bool
+	schedule         chan struct{}
 	// scheduledSeen is the store's ScheduledCommits at the scheduler's
 	// last wake (see notified).
 	scheduledSeen atomic.Int64
@@ -119,7 +123,12 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 	router.claimant = hookClaimant(cfg.ProcessID)
 	rt.periodic.Reaper = newTask("stale-claim reaper", cfg.HeartbeatInterval, cfg.Clock, rt.reap)
 	rt.periodic.Optimizer = newTask("planner statistics", cfg.OptimizeInterval, cfg.Clock, store.Optimize)
-	rt.periodic.Optimizer.next = firstTickNow
+	rt.periodic.Optimizer.next = func(t *periodicTask) time.Duration {
+		if rt.optimizedAtStart.Load() {
+			return t.Interval // its first tick was Start's (see warm)
+		}
+		return firstTickNow(t)
+	}
 	rt.periodic.Scheduler = newScheduler(rt)
 	for _, t := range rt.tasks() {
 		t.log = cfg.Logger
@@ -169,7 +178,10 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		}
 		// Before any claim: the reaper judges a claim stale by its
 		// worker's heartbeat, so a worker must have one from the start.
-		return rt.heartbeat(ctx)
+		if err := rt.heartbeat(ctx); err != nil {
+			return err
+		}
+		return rt.warm(ctx)
 	})
 	if err != nil {
 		return err
@@ -189,6 +201,31 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		t.Start()
 	}
 	rt.enqueueAll()
+	return nil
+}
+
+// warm readies a driver.Warmer store for the sessions of the workers, of
+// the appends beside them and of the runtime's own upkeep, before the
+// first claim. Its planner statistics are refreshed first (the optimizer's
+// first tick, taken here rather than after Start): refreshed statistics
+// make a PostgreSQL session plan its statements again, and would undo
+// the warm-up. A store that could not warm up works all the same: only
+// a done ctx fails Start.
+func (rt *Runtime) warm(ctx context.Context) error {
+	w, ok := rt.store.(driver.Warmer)
+	if !ok || len(rt.ids) == 0 {
+		return nil
+	}
+	if err := rt.store.Optimize(ctx); err != nil && ctx.Err() == nil {
+		rt.log.WarnContext(ctx, "sourced: planner statistics", "error", err)
+	}
+	rt.optimizedAtStart.Store(true)
+	if err := w.Warm(ctx, rt.router.warmup(len(rt.ids)+2)); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		rt.log.WarnContext(ctx, "sourced: warming the store up failed; its first statements will be slower", "error", err)
+	}
 	return nil
 }
 

@@ -54,7 +54,8 @@
 //     (positions that may skip, appends in flight), ClaimManyUpdater
 //     (several partitions claimed by a ClaimUpdate's first statement),
 //     ScheduleReader (listing scheduled messages), SnapshotStore
-//     (deciders' snapshots), and shell.StateCacheKeeper (a state cache
+//     (deciders' snapshots), Warmer (sessions readied before the first
+//     claim), and shell.StateCacheKeeper (a state cache
 //     kept by the store: declared in shell, because the cache is the
 //     engine's);
 //   - of its transaction: ContextProvider (the core.SyncTx sync work

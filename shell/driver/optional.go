@@ -74,3 +74,29 @@ type PartitionRead struct {
 type PartitionsReader interface {
 	ReadPartitions(reads []PartitionRead) ([]ReadResult, error)
 }
+
+// Warmer is implemented by stores whose new connections are slow at
+// their first statements (pgstore: a PostgreSQL session reads the
+// catalogs and plans each statement at its first execution, 10-30 ms a
+// statement on a busy server). A Runtime's Start warms the store for the
+// sessions its workers and appends will use before it returns, so that
+// its first commands do not wait for that. Warming is an optimisation:
+// a store that could not warm everything still works, slower at first.
+type Warmer interface {
+	// Warm readies the store for the work w describes, leaving no trace
+	// in it. It returns an error only when ctx ended or the store could
+	// not be reached at all.
+	Warm(ctx context.Context, w Warmup) error
+}
+
+// Warmup is the work a Warmer readies the store for.
+type Warmup struct {
+	// Sessions is how many connections work at once: a runtime's
+	// workers, and one for the appends beside them.
+	Sessions int
+	// BatchSize is how many messages a claim takes from a partition.
+	BatchSize int
+	// Claims are the numbers of partitions the runtime's claims take at
+	// most (one for a reactor that claims one at a time).
+	Claims []int
+}

@@ -383,6 +383,21 @@
 // which errors leave alone (prepared.go): 225-305 msgs/s in the same
 // runs, TestRefusalsKeepStatementsPrepared.
 //
+// A new session is slow at its first statements: it reads the catalog
+// entries of every table, index and function a statement touches, then
+// plans it (the claim: 5.5 ms to parse and 10 ms to plan and run in a
+// fresh session, 0.3 ms once planned). A runtime's workers open their
+// sessions at their first claims, so its first commands waited for that:
+// in BenchmarkPostgresEndToEnd the commands of the first fifth of a
+// second were decided 70-180 ms after their append, and made the whole
+// p99. So the store is a driver.Warmer: shell.Runtime's Start refreshes
+// the statistics, then calls Warm, which opens the sessions the runtime
+// will use and runs each hot statement once on each with every parameter
+// NULL (a claim of no group, an append of no message), under a savepoint
+// rolled back, with short lock and statement timeouts (warm.go;
+// TestWarmPlansTheHotStatementsOnEachSession, TestWarmLeavesNoTrace,
+// TestWarmDoesNotWaitForLocks, TestWarmCancelled).
+//
 // Alternatives measured or reasoned (bench: BenchmarkPostgresAppendParallel,
 // whose impl=floor is a bare pgx program of the same rows, positions from
 // a sequence and no lock):

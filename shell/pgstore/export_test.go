@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sourced-go/sourced/core"
+	"github.com/sourced-go/sourced/shell/driver"
 )
 
 // BreakPositionOrder turns s into the classic broken event store, for the
@@ -88,3 +89,6 @@ const NotifyGap = notifyGap
 func GuardsCheckSQL(s *Store, guards []*core.Guard, own []int64) (string, []any) {
 	return s.refuseConflictsSQL(guards, own)
 }
+
+// WarmTexts are the statements Warm rehearses on each session for w.
+func WarmTexts(s *Store, w driver.Warmup) []string { return s.warmTexts(w) }

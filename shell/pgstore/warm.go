@@ -1,0 +1,154 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sourced-go/sourced/shell/driver"
+)
+
+// Sessions that start cold. PostgreSQL plans each prepared statement in
+// each session (server process) on its first execution, and a new session
+// first reads the catalog entries of every table, index, function and
+// operator it touches. For the store's statements both are slow: the claim
+// of a fresh session took 5.5 ms to parse and 10 ms to plan and run on an
+// idle server (psql, \timing; 0.7 and 2.7 ms in a session that had run
+// other statements on the same tables, 0.3 ms once planned), and in a busy
+// run every hot statement of a new session 10-30 ms. A runtime's workers
+// and its appends each open sessions at their first commands, so the
+// first commands waited for all of them: in BenchmarkPostgresEndToEnd the
+// first 200 ms of commands were decided 70-180 ms after they were
+// appended, against a p99 of 16-20 ms for the rest of the run, and that
+// first fifth of a second was the whole of the run's p99 (22-160 ms run to
+// run).
+//
+// So Warm (which shell.Runtime calls at its Start, see driver.Warmer) opens
+// the sessions the runtime will use and runs each hot statement once on
+// each of them, every parameter NULL, before the first command: a claim
+// of no group, an append of no message, a guard of no condition. The
+// statements plan as they would for real values (the sessions plan
+// generically, see plan.go), and leave nothing: each runs under a
+// savepoint rolled back after it (its row and advisory locks released
+// with it), in a transaction rolled back at the end, with short lock and
+// statement timeouts, and an error of one (a NULL the function refuses)
+// only ends that one's rehearsal. The runtime refreshes the statistics
+// (Optimize) just before: an ANALYZE makes every session plan the
+// statements on the tables it analysed again, and the runtime's first
+// refresh, which came at once after Start, undid the warm-up. The reads by condition are not among
+// them: their statements are as many as the deciders' queries, and plan
+// at first use, in sessions whose catalogs are warm.
+
+// warmLockTimeout and warmStatementTimeout bound a warm-up statement's
+// waits: a rehearsal never makes the store's work wait long.
+const (
+	warmLockTimeout      = "20ms"
+	warmStatementTimeout = "1s"
+)
+
+// Warm readies up to w.Sessions of the store's sessions (at most the
+// pool's size) for the statements of its hot paths, as shell.Runtime's
+// Start does before its workers claim (see driver.Warmer). It is an
+// optimisation: the statements it could not rehearse plan at their first
+// use, and it returns an error only when ctx ended or no session could
+// be opened.
+func (s *Store) Warm(ctx context.Context, w driver.Warmup) error {
+	n := max(1, min(w.Sessions, int(s.pool.Config().MaxConns)))
+	texts := s.warmTexts(w)
+	// The sessions are held together, so that each is a different one:
+	// the pool opens those it lacks.
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			if len(conns) == 0 || ctx.Err() != nil {
+				return s.wrap(ctx, "warm", err)
+			}
+			break
+		}
+		conns = append(conns, c)
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { s.warmSession(ctx, c, texts) })
+	}
+	wg.Wait()
+	return s.wrap(ctx, "warm", ctx.Err())
+}
+
+// warmTexts are the statements Warm rehearses: those of a claim with the
+// warm-up's limits, an acknowledgement, an append and its guards' check.
+// Not the single message's insert (insert): its position is drawn from
+// the sequence before the NULL is refused, a hole the horizon would have
+// to fill (TestWarmLeavesNoTrace fails with it); insertMany of no rows
+// plans the same table and draws none.
+func (s *Store) warmTexts(w driver.Warmup) []string {
+	q := s.q
+	batch := max(w.BatchSize, 1)
+	texts := []string{q.g.probe, q.g.groupRow}
+	var bounds []int
+	for _, k := range append([]int{1}, w.Claims...) {
+		if b := claimBound(max(k, 1)); !slices.Contains(bounds, b) {
+			bounds = append(bounds, b)
+		}
+	}
+	for _, b := range bounds {
+		for _, stmt := range []string{q.g.claimMany, q.g.claimManyOwn} {
+			texts = append(texts, s.limited(stmt, b, batch))
+		}
+		for _, stmt := range []string{q.g.claimQueue, q.g.claimQueueOwn} {
+			texts = append(texts, s.limited(stmt, b, 0))
+		}
+	}
+	return append(texts, q.g.ackMany, q.g.ack,
+		q.a.lock, q.a.guards[0], q.a.guards[1], q.a.insertMany, q.a.upsert, q.a.raise, q.a.settle)
+}
+
+// warmSession rehearses texts on c (see above). The failures of single
+// statements are the rehearsal's business only: c is given back clean
+// whatever happened (a connection whose rollback failed is closed).
+func (s *Store) warmSession(ctx context.Context, c *pgxpool.Conn, texts []string) {
+	conn := c.Conn()
+	if _, err := conn.Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = '%s'; SET LOCAL statement_timeout = '%s'", warmLockTimeout, warmStatementTimeout)); err != nil {
+		s.warmDone(ctx, c)
+		return
+	}
+	for _, text := range texts {
+		if ctx.Err() != nil || !s.rehearse(ctx, conn, text) {
+			break
+		}
+	}
+	s.warmDone(ctx, c)
+}
+
+// rehearse prepares text on conn and runs it once with every parameter
+// NULL, under a savepoint rolled back after it. A statement refused (a
+// NULL a function rejects, a lock not had in time) is planned all the
+// same; false means conn can rehearse nothing more.
+func (s *Store) rehearse(ctx context.Context, conn *pgx.Conn, text string) bool {
+	if _, err := conn.Exec(ctx, "SAVEPOINT warm"); err != nil {
+		return false
+	}
+	if sd, err := conn.Prepare(ctx, text, text); err == nil {
+		conn.Exec(ctx, text, make([]any, len(sd.ParamOIDs))...)
+	}
+	_, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT warm")
+	return err == nil
+}
+
+// warmDone ends c's rehearsal: rolled back, or closed when that fails.
+func (s *Store) warmDone(ctx context.Context, c *pgxpool.Conn) {
+	if _, err := c.Conn().Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil && !errors.Is(err, context.Canceled) {
+		c.Conn().Close(context.WithoutCancel(ctx))
+	}
+}
