@@ -481,7 +481,9 @@ func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error 
 		return err
 	}
 	handled, partitionBy, label := spec.Handled, spec.PartitionBy, spec.Label
+	var registered *groupSet // the configuration the transaction wrote
 	err = s.update(ctx, lockExclusive, func(t *tx) error {
+		registered = nil
 		for _, o := range t.gs.list {
 			if err := driver.CheckGroupConflict(spec, o.name, o.exclusive, o.handles); err != nil {
 				return err
@@ -516,6 +518,7 @@ func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error 
 			return t.fail("register", err)
 		}
 		t.gs = gs
+		registered = gs
 		if err := t.setHooks(gs.byName[spec.ID].row, spec.Hooks); err != nil {
 			return err
 		}
@@ -524,7 +527,21 @@ func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error 
 	if err != nil {
 		return fmt.Errorf("pgstore: register consumer group %s: %w", spec.ID, err)
 	}
+	s.publishGroups(registered)
 	return nil
+}
+
+// publishGroups caches gs, a configuration a transaction of this store
+// committed (nil: none), unless the cache holds a newer one: the next
+// append checks the version it wrote, where the one cached before would
+// be refused, the configuration read again and the append sent again.
+func (s *Store) publishGroups(gs *groupSet) {
+	for gs != nil {
+		old := s.groups.Load()
+		if old != nil && old.version >= gs.version || s.groups.CompareAndSwap(old, gs) {
+			return
+		}
+	}
 }
 
 // loadGroupsLocal loads the configuration a transaction changed: it is

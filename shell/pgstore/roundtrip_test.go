@@ -260,3 +260,37 @@ func TestHandleRoundTrips(t *testing.T) {
 		t.Errorf("after the Handles a worker claimed %+v (%v), want nothing: every offset moved past its command", c, err)
 	}
 }
+
+// The first append after this store registered a group is one round trip,
+// as every other: the configuration the registration committed is the
+// one the store checks appends against. It kept the version cached
+// before, so that the append was refused for a changed configuration,
+// the configuration read again and the append sent again (four round
+// trips where one does; the first command after every runtime's start).
+func TestAppendAfterRegistrationIsOneRoundTrip(t *testing.T) {
+	reg := codec.NewRegistry()
+	codec.MustRegister[rtJob](reg, "rt.job")
+	rts := &roundTrips{}
+	s := open(t, pgstore.Options{Registry: reg, Tracer: rts, MaxConns: 2})
+	ctx := t.Context()
+	appendJob := func() int64 {
+		t.Helper()
+		before := rts.n.Load()
+		if _, err := s.Append(ctx, []core.Message{{Payload: rtJob{}}}, driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return rts.n.Load() - before
+	}
+	appendJob() // the configuration read, then cached
+	for _, spec := range []driver.GroupSpec{
+		{ID: "rt.queue", Exclusive: true, Handled: []string{"rt.job"}},
+		{ID: "rt.queue", Exclusive: true, Handled: []string{"rt.job"}, Label: "relabelled"}, // no new version
+	} {
+		if err := s.RegisterGroup(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if n := appendJob(); n != 1 {
+			t.Fatalf("the first append after registering %+v: %d round trips, want 1", spec, n)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +52,10 @@ const (
 	warmStatementTimeout = "1s"
 )
 
+// warmAcquireTimeout is how long Warm waits for each session it asks
+// the pool for.
+const warmAcquireTimeout = time.Second
+
 // Warm readies up to w.Sessions of the store's sessions (at most the
 // pool's size) for the statements of its hot paths, as shell.Runtime's
 // Start does before its workers claim (see driver.Warmer). It is an
@@ -61,7 +66,10 @@ func (s *Store) Warm(ctx context.Context, w driver.Warmup) error {
 	n := max(1, min(w.Sessions, int(s.pool.Config().MaxConns)))
 	texts := s.warmTexts(w)
 	// The sessions are held together, so that each is a different one:
-	// the pool opens those it lacks.
+	// the pool opens those it lacks. Each is waited for a short while
+	// only: a pool whose connections are all in use (another runtime's,
+	// the application's) is warmed as far as it gives them, and the work
+	// holding them, which may need one more, never waits long for ours.
 	conns := make([]*pgxpool.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -69,7 +77,9 @@ func (s *Store) Warm(ctx context.Context, w driver.Warmup) error {
 		}
 	}()
 	for range n {
-		c, err := s.pool.Acquire(ctx)
+		actx, cancel := context.WithTimeout(ctx, warmAcquireTimeout)
+		c, err := s.pool.Acquire(actx)
+		cancel()
 		if err != nil {
 			if len(conns) == 0 || ctx.Err() != nil {
 				return s.wrap(ctx, "warm", err)

@@ -226,3 +226,42 @@ func TestWarmCancelled(t *testing.T) {
 		t.Fatalf("Warm with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// A warm-up never waits long for the pool: with every connection held
+// by other work (which might need one more to finish), Warm gives up
+// within seconds instead of holding what it got and waiting for theirs;
+// with some free, it warms those.
+func TestWarmDoesNotWaitForTheWholePool(t *testing.T) {
+	s := warmStore(t, pgstore.Options{})
+	ctx := t.Context()
+	size := int(s.Pool().Config().MaxConns)
+	var held []*pgxpool.Conn
+	for range size - 1 {
+		c, err := s.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	start := time.Now()
+	if err := s.Warm(ctx, driver.Warmup{Sessions: size, BatchSize: 10}); err != nil {
+		t.Fatalf("Warm with one connection free: %v", err)
+	}
+	last, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Warm(ctx, driver.Warmup{Sessions: size, BatchSize: 10}); err == nil {
+		t.Fatal("Warm with every connection held: nil, want an error (no session to warm)")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Warm beside a busy pool took %v", took)
+	}
+	last.Release()
+	for _, c := range held {
+		c.Release()
+	}
+	if err := s.Warm(ctx, warmup); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -216,6 +216,10 @@
 //     a claim another worker holds, or released, is not renewed; a worker removed by RemoveWorkers is
 //     stale by its claim's age; GroupTx.Release commits or rolls back with
 //     its transaction and only the claimant may release.
+//   - Warm: a driver.Warmer's warm-up, twice, changes nothing anyone sees
+//     (the log, a claim held and those claimable, a queue's claim, the
+//     next append's position), and a cancelled one returns
+//     context.Canceled. Skipped for a store that is no Warmer.
 //   - GroupConcurrency: four goroutine workers and an appender, 200
 //     partitions of commands that emit events and a group projecting the
 //     events: everything drains, each message is processed once per group

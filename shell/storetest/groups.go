@@ -44,6 +44,7 @@ func RunGroups(t *testing.T, open Factory) {
 	t.Run("ReadParked", s.testReadParked)
 	t.Run("ResumeWakes", s.testResumeWakes)
 	t.Run("ClaimAge", s.testClaimAge)
+	t.Run("Warm", s.testWarm)
 	t.Run("GroupConcurrency", s.testGroupConcurrency)
 	t.Run("GroupModel", s.testGroupModel)
 }
