@@ -92,7 +92,7 @@ type Warmer interface {
 // Warmup is the work a Warmer readies the store for.
 type Warmup struct {
 	// Sessions is how many connections work at once: a runtime's
-	// workers, and one for the appends beside them.
+	// workers, one for the appends beside them and one for its upkeep.
 	Sessions int
 	// BatchSize is how many messages a claim takes from a partition.
 	BatchSize int

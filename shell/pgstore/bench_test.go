@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
@@ -75,4 +76,32 @@ func BenchmarkClaimIdle(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkWarm measures a runtime's warm-up at its start (Store.Warm)
+// of four new sessions for a group by key pairs claimed one partition or
+// up to 32 at a time (BenchmarkPostgresEndToEnd's), each iteration on
+// fresh sessions (the pool's connections closed before it, untimed), in
+// ms/warm-up: what Start spends so that its first commands do not (see
+// warm.go).
+func BenchmarkWarm(b *testing.B) {
+	reg, _ := storetest.NewRegistry()
+	s := benchStore(b, reg)
+	ctx := context.Background()
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "bench.keyed", PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+		b.Fatal(err)
+	}
+	w := driver.Warmup{Sessions: 4, BatchSize: 50, Claims: []int{1, 32}}
+	var took time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s.Pool().Reset()
+		b.StartTimer()
+		start := time.Now()
+		if err := s.Warm(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+		took += time.Since(start)
+	}
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(b.N), "ms/warm-up")
 }

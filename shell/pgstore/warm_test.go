@@ -265,3 +265,32 @@ func TestWarmDoesNotWaitForTheWholePool(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The claims warmed are those of the kinds of group registered: none
+// without groups, a keyed group's, then a queue's too.
+func TestWarmClaimsOfTheGroupsRegistered(t *testing.T) {
+	reg, _ := storetest.NewRegistry()
+	s := open(t, pgstore.Options{Registry: reg})
+	ctx := t.Context()
+	count := func() int {
+		t.Helper()
+		if err := s.Warm(ctx, warmup); err != nil { // loads the configuration
+			t.Fatal(err)
+		}
+		return len(pgstore.WarmTexts(s, warmup))
+	}
+	none := count()
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "test.keyed", PartitionBy: []string{"device_id"}, Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
+		t.Fatal(err)
+	}
+	keyed := count()
+	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "test.queue", Exclusive: true, Handled: []string{fixtures.TypeAssetRegistered}}); err != nil {
+		t.Fatal(err)
+	}
+	both := count()
+	// Two claim sizes (1, and 20 claimed as up to 32), each claimed
+	// before and after the transaction's appends.
+	if keyed-none != 4 || both-keyed != 4 {
+		t.Fatalf("statements warmed: %d without groups, %d with a keyed group, %d with a queue too; want 4 more each time", none, keyed, both)
+	}
+}
