@@ -8,6 +8,7 @@ import (
 	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/core"
 	"github.com/sourced-go/sourced/shell"
+	"github.com/sourced-go/sourced/shell/driver"
 	"github.com/sourced-go/sourced/shell/pgstore"
 	"github.com/sourced-go/sourced/shell/sqlitestore"
 )
@@ -70,4 +71,23 @@ func ExampleOptions_concurrentAppends() {
 		}()
 	}
 	wg.Wait()
+}
+
+// A shell.Runtime warms the store's sessions at its Start. An application
+// server that only handles commands (shell.Handle, no runtime) warms its
+// own at boot, before it takes requests: each new PostgreSQL session
+// plans the store's statements at their first use, tens of milliseconds
+// the first requests would otherwise wait.
+func ExampleStore_Warm() {
+	ctx := context.Background()
+	reg := codec.NewRegistry() // the app's registry, its types registered
+	pg, err := pgstore.Open(ctx, "postgres://app@db.internal/app", pgstore.Options{Registry: reg, MaxConns: 16})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pg.Close()
+	// The request handlers at work at once, each claiming nothing.
+	if err := pg.Warm(ctx, driver.Warmup{Sessions: 16}); err != nil {
+		log.Printf("warm-up: %v", err) // an optimisation: serve all the same
+	}
 }
