@@ -20,8 +20,8 @@ import (
 
 var warmup = driver.Warmup{Sessions: 3, BatchSize: 50, Claims: []int{1, 20}}
 
-// warmStore is a store with a keyed group, a queue and a few messages
-// each of them has claimed and acknowledged: what a runtime warms.
+// warmStore is a store with a keyed group and a queue, a few messages
+// for each, and one claim of each acknowledged: what a runtime warms.
 func warmStore(t *testing.T, opts pgstore.Options) *pgstore.Store {
 	t.Helper()
 	ctx := t.Context()
