@@ -25,6 +25,22 @@ func tableSize(t *testing.T, s *pgstore.Store, table string) (pages, relpages in
 	return pages, relpages, tuples
 }
 
+// unhealedStore opens a store of the fixtures' types whose heal tick is
+// an hour away for the test's length: only the test (and the store's
+// looks as its log doubles) analyses its tables.
+func unhealedStore(t *testing.T) *pgstore.Store {
+	t.Helper()
+	restore := pgstore.SetHealEvery(time.Hour)
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		restore()
+		t.Fatal(err)
+	}
+	s := open(t, pgstore.Options{Registry: reg})
+	t.Cleanup(restore)
+	return s
+}
+
 // A store appending to new tables has the planner's picture of them
 // brought up to date as the log doubles, not only on its once-a-second
 // tick (here an hourly one): 3,000 messages appended, the log has been
@@ -32,12 +48,7 @@ func tableSize(t *testing.T, s *pgstore.Store, table string) (pages, relpages in
 // vacuumed) within a couple of seconds. Without the early looks only the
 // tick analyses it.
 func TestNewLogAnalysedAsItGrows(t *testing.T) {
-	defer pgstore.SetHealEvery(time.Hour)()
-	reg, err := storetest.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := open(t, pgstore.Options{Registry: reg})
+	s := unhealedStore(t)
 	ctx := t.Context()
 	for i := range 30 {
 		msgs := make([]core.Message, 100)
@@ -69,12 +80,7 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 // until the first analysis, which the old threshold (more than twice ten
 // pages for a table never analysed) put at 21 pages.
 func TestSmallTablesAnalysedEarly(t *testing.T) {
-	defer pgstore.SetHealEvery(time.Hour)()
-	reg, err := storetest.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := open(t, pgstore.Options{Registry: reg})
+	s := unhealedStore(t)
 	ctx := t.Context()
 	if err := s.RegisterGroup(ctx, driver.GroupSpec{ID: "test.devices", PartitionBy: []string{"device_id"},
 		Handled: []string{fixtures.TypeDeviceRegistered}}); err != nil {
@@ -261,12 +267,7 @@ func TestKeyPairsPlannedAsProbes(t *testing.T) {
 // log holds 30 pages of messages and 16 of key pairs, both are, and the
 // growing tables still small (the schedule's, the offsets') are not.
 func TestOptimizeLeavesSmallTables(t *testing.T) {
-	defer pgstore.SetHealEvery(time.Hour)()
-	reg, err := storetest.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := open(t, pgstore.Options{Registry: reg})
+	s := unhealedStore(t)
 	ctx := t.Context()
 	analysed := func(table string) bool {
 		t.Helper()

@@ -91,4 +91,4 @@ func GuardsCheckSQL(s *Store, guards []*core.Guard, own []int64) (string, []any)
 }
 
 // WarmTexts are the statements Warm rehearses on each session for w.
-func WarmTexts(s *Store, w driver.Warmup) []string { return s.warmTexts(w) }
+func WarmTexts(s *Store, w driver.Warmup) []string { return s.warmTexts(w, s.groups.Load()) }

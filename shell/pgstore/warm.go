@@ -3,8 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,20 +37,19 @@ import (
 // generically, see plan.go), and leave nothing: each runs under a
 // savepoint rolled back after it (its row and advisory locks released
 // with it), in a transaction rolled back at the end, with short lock and
-// statement timeouts, and an error of one (a NULL the function refuses)
-// only ends that one's rehearsal. The runtime refreshes the statistics
+// statement timeouts. None of the store's statements fails so (the
+// functions take a NULL for nothing to do); one that fails all the same
+// (a lock not had in time) is dropped from the session's statement cache
+// by pgx, and plans at its first use. The runtime refreshes the statistics
 // (Optimize) just before: an ANALYZE makes every session plan the
 // statements on the tables it analysed again, and the runtime's first
-// refresh, which came at once after Start, undid the warm-up. The reads by condition are not among
-// them: their statements are as many as the deciders' queries, and plan
+// refresh, which came at once after Start, undid the warm-up. The reads
+// by condition are not among them: their statements are as many as the deciders' queries, and plan
 // at first use, in sessions whose catalogs are warm.
 
-// warmLockTimeout and warmStatementTimeout bound a warm-up statement's
-// waits: a rehearsal never makes the store's work wait long.
-const (
-	warmLockTimeout      = "20ms"
-	warmStatementTimeout = "1s"
-)
+// warmBegin opens a session's rehearsal, its waits bounded: a
+// rehearsal never makes the store's work wait long.
+const warmBegin = "BEGIN; SET LOCAL lock_timeout = '20ms'; SET LOCAL statement_timeout = '1s'"
 
 // warmAcquireTimeout is how long Warm waits for each session it asks
 // the pool for.
@@ -64,8 +63,8 @@ const warmAcquireTimeout = time.Second
 // be opened.
 func (s *Store) Warm(ctx context.Context, w driver.Warmup) error {
 	n := max(1, min(w.Sessions, int(s.pool.Config().MaxConns)))
-	s.currentGroups(ctx, false) // the groups' kinds choose the claims (a failure: all of them)
-	texts := s.warmTexts(w)
+	gs, _ := s.currentGroups(ctx, false) // the groups' kinds choose the claims (nil: all of them)
+	texts := s.warmTexts(w, gs)
 	// The sessions are asked for at once and held together, so that each
 	// is a different one: the pool opens those it lacks side by side.
 	// Each is waited for a short while only: a pool whose connections are
@@ -111,11 +110,11 @@ func (s *Store) Warm(ctx context.Context, w driver.Warmup) error {
 // warm-up's cost (7 ms to plan each in a fresh session): 230-270 ms for
 // four sessions with both kinds' at three sizes, 200-230 ms with one
 // kind's at two (BenchmarkWarm, the sessions opened side by side).
-func (s *Store) warmTexts(w driver.Warmup) []string {
+func (s *Store) warmTexts(w driver.Warmup, gs *groupSet) []string {
 	q := s.q
 	batch := max(w.BatchSize, 1)
 	keyed, queues := true, true
-	if gs := s.groups.Load(); gs != nil {
+	if gs != nil {
 		keyed = slices.ContainsFunc(gs.list, func(g *groupConf) bool { return !g.byID() })
 		queues = slices.ContainsFunc(gs.list, (*groupConf).byID)
 	}
@@ -143,7 +142,7 @@ func (s *Store) warmTexts(w driver.Warmup) []string {
 // whatever happened (a connection whose rollback failed is closed).
 func (s *Store) warmSession(ctx context.Context, c *pgxpool.Conn, texts []string) {
 	conn := c.Conn()
-	if _, err := conn.Exec(ctx, fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = '%s'; SET LOCAL statement_timeout = '%s'", warmLockTimeout, warmStatementTimeout)); err != nil {
+	if _, err := conn.Exec(ctx, warmBegin); err != nil {
 		s.warmDone(ctx, c)
 		return
 	}
@@ -156,20 +155,39 @@ func (s *Store) warmSession(ctx context.Context, c *pgxpool.Conn, texts []string
 }
 
 // rehearse runs text once on conn with every parameter NULL, under a
-// savepoint rolled back after it, prepared and planned in the session's
-// statement cache, where the store's own calls of it find it (the
-// unnamed statement tells how many parameters it takes). A statement
-// refused (a NULL a function rejects, a lock not had in time) is planned
-// all the same; false means conn can rehearse nothing more.
+// savepoint rolled back after it, in one batch: prepared and planned in
+// the session's statement cache, where the store's own calls of it find
+// it. false means conn can rehearse nothing more.
 func (s *Store) rehearse(ctx context.Context, conn *pgx.Conn, text string) bool {
-	if _, err := conn.Exec(ctx, "SAVEPOINT warm"); err != nil {
-		return false
-	}
-	if sd, err := conn.PgConn().Prepare(ctx, "", text, nil); err == nil && len(sd.ParamOIDs) > 0 {
-		conn.Exec(ctx, text, make([]any, len(sd.ParamOIDs))...)
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT warm")
+	b.Queue(text, make([]any, params(text))...)
+	b.Queue("ROLLBACK TO SAVEPOINT warm")
+	if err := conn.SendBatch(ctx, b).Close(); err == nil {
+		return true
 	}
 	_, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT warm")
 	return err == nil
+}
+
+// params is the number of parameters of text, one of the store's
+// statements: the highest $n it names (each names $1 to $n).
+func params(text string) int {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+			j++
+		}
+		if k, err := strconv.Atoi(text[i+1 : j]); err == nil {
+			n = max(n, k)
+		}
+		i = j - 1
+	}
+	return n
 }
 
 // warmDone ends c's rehearsal: rolled back, or closed when that fails.

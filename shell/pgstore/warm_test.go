@@ -190,21 +190,33 @@ func TestWarmDoesNotWaitForLocks(t *testing.T) {
 	eachSession(t, s, warmup.Sessions, func(i int, c *pgxpool.Conn) { clean(t, i, c) })
 }
 
-// cancelAt cancels a context at the n-th savepoint a session sends:
-// halfway through a warm-up.
+// cancelAt cancels a context at the n-th savepoint a session sends
+// (alone or in a batch): halfway through a warm-up.
 type cancelAt struct {
 	n      atomic.Int64
 	at     int64
 	cancel context.CancelFunc
 }
 
-func (c *cancelAt) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if d.SQL == "SAVEPOINT warm" && c.n.Add(1) == c.at {
+func (c *cancelAt) saw(sql string) {
+	if sql == "SAVEPOINT warm" && c.n.Add(1) == c.at {
 		c.cancel()
 	}
+}
+
+func (c *cancelAt) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.saw(d.SQL)
 	return ctx
 }
 func (c *cancelAt) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *cancelAt) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	for _, q := range d.Batch.QueuedQueries {
+		c.saw(q.SQL)
+	}
+	return ctx
+}
+func (c *cancelAt) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *cancelAt) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // A warm-up cancelled halfway returns context.Canceled and leaves every
 // session clean; one cancelled before it starts opens none.
