@@ -79,15 +79,21 @@ func handleStore(b *testing.B) (*sqlitestore.Store, int) {
 // handleSeed registers the decider's group in s and appends b.N accounts
 // of 10 deposits each; it returns b.N.
 func handleSeed(b *testing.B, s shell.Store) int {
+	seedAccounts(b, s, b.N)
+	return b.N
+}
+
+// seedAccounts registers the decider's group in s and appends n accounts
+// of 10 deposits each.
+func seedAccounts(tb testing.TB, s shell.Store, n int) {
 	ctx := context.Background()
 	rt, err := shell.NewRouter(s, shell.RouterOptions{}, benchAccounts)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := rt.Setup(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	n := b.N
 	for from := 0; from < n; from += 1000 {
 		var seed []core.Message
 		for i := from; i < min(from+1000, n); i++ {
@@ -96,10 +102,9 @@ func handleSeed(b *testing.B, s shell.Store) int {
 			}
 		}
 		if _, err := s.Append(ctx, seed, shell.AppendOptions{}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return n
 }
 
 // BenchmarkHandle handles commands synchronously (Handle: read the
