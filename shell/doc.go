@@ -79,7 +79,11 @@
 //     transitions.
 //   - Runtime runs workers and the periodic tasks (catch-up poll,
 //     stale-claim reaper, scheduled-message promotion, statistics) in the
-//     background. Its Start readies a store that is a driver.Warmer (on
+//     background. Appends wake the workers of the reactors handling their
+//     types; under a steady stream a reactor's claims come at most every
+//     Config.WakeCooldown (5 ms), each taking what came meanwhile, while
+//     the first append after a quiet spell and a backlog are claimed at
+//     once. Its Start readies a store that is a driver.Warmer (on
 //     PostgreSQL, the sessions its workers will use, their statements
 //     planned) before it returns, the statistics refreshed first. On every heartbeat the reaper renews the claims of the
 //     batches this process's workers are running (driver.ClaimRenewer), then

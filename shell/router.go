@@ -487,13 +487,33 @@ func (rt *Router) HandleNext(ctx context.Context, target any, workerID string) (
 // handleNext is HandleNext for a reactor; failed describes a failure that
 // went to the error strategy.
 func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) (did bool, failed *GroupFailedError, err error) {
+	end, failed, err := rt.handleRound(ctx, re, workerID)
+	return end != roundIdle, failed, err
+}
+
+// roundEnd is how a round of a reactor (handleRound) ended.
+type roundEnd int
+
+const (
+	roundIdle     roundEnd = iota // nothing was claimed
+	roundCaughtUp                 // what there was to claim was handled
+	// roundFull: the round stopped at a cap (BatchesPerHandle,
+	// InlineBudget, a claim released) with more work likely waiting.
+	roundFull
+)
+
+// handleRound is handleNext, telling how the round ended: the runtime's
+// workers start the next round of a reactor that caught up no sooner than
+// its cooldown allows (Config.WakeCooldown), and that of a full one at
+// once.
+func (rt *Router) handleRound(ctx context.Context, re *reactor, workerID string) (end roundEnd, failed *GroupFailedError, err error) {
 	if err := rt.releasePending(ctx, workerID); err != nil {
-		return false, nil, cancelled(ctx, err) // still busy: claim nothing meanwhile
+		return roundIdle, nil, cancelled(ctx, err) // still busy: claim nothing meanwhile
 	}
 	if re.info.Pure {
-		did, err := rt.handleInline(ctx, re, workerID)
+		end, err := rt.handleInline(ctx, re, workerID)
 		if err == nil || transient(ctx, err) {
-			return did, nil, cancelled(ctx, err)
+			return end, nil, cancelled(ctx, err)
 		}
 		// Rolled back, nothing claimed: the failure is met again on the
 		// one-claim path below, which commits the pairs before it and
@@ -505,10 +525,10 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 	}
 	claims, err := rt.claimFirst(ctx, re, workerID, k)
 	if failed, ok, ferr := rt.undecodable(ctx, re, err); ok {
-		return true, failed, ferr
+		return roundCaughtUp, failed, ferr
 	}
 	if err != nil || len(claims) == 0 {
-		return false, nil, cancelled(ctx, err)
+		return roundIdle, nil, cancelled(ctx, err)
 	}
 	defer rt.holding.hold(workerID, nil)
 	for round := 1; ; round++ {
@@ -520,7 +540,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			if ctx.Err() != nil {
 				// The worker stops: every claim held goes back, handled or
 				// not (nothing of them is committed).
-				return true, nil, errors.Join(cancelled(ctx, ctx.Err()), rt.releaseAll(ctx, claims))
+				return roundCaughtUp, nil, errors.Join(cancelled(ctx, ctx.Err()), rt.releaseAll(ctx, claims))
 			}
 			if rt.opts.Observer != nil { // no observation built when nobody listens
 				observe(ctx, rt.opts.Observer, Claimed{Group: claim.Group, Partition: claim.Partition, WorkerID: claim.WorkerID, Messages: len(claim.Messages)})
@@ -536,9 +556,13 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 		if last.err == nil && last.handleErr == nil {
 			// All handled: commit them in the transaction that claims the
 			// next ones.
-			next, failed, err := rt.commitClaims(ctx, re, workerID, items, k, round < rt.opts.BatchesPerHandle)
+			more := round < rt.opts.BatchesPerHandle
+			next, failed, err := rt.commitClaims(ctx, re, workerID, items, k, more)
 			if err != nil || failed != nil || len(next) == 0 {
-				return true, failed, err
+				if !more && err == nil && failed == nil {
+					return roundFull, nil, nil
+				}
+				return roundCaughtUp, failed, err
 			}
 			claims = next
 			continue
@@ -551,7 +575,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			if err == nil {
 				err = last.handleErr
 			}
-			return true, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claims))
+			return roundCaughtUp, nil, errors.Join(cancelled(ctx, err), rt.releaseAll(ctx, claims))
 		}
 		// The claims before the failing one commit (together, or each on
 		// its own), then the failing one is settled as a claim of its own
@@ -577,7 +601,7 @@ func (rt *Router) handleNext(ctx context.Context, re *reactor, workerID string) 
 			}
 			return failed, err
 		}()
-		return true, failed, errors.Join(err, rt.releaseAll(ctx, rest))
+		return roundCaughtUp, failed, errors.Join(err, rt.releaseAll(ctx, rest))
 	}
 }
 
@@ -983,13 +1007,15 @@ func (b *batchFailure) Unwrap() error { return b.err }
 // executes any: their history reads go before the first append, so that
 // the positions its appends draw, holes no reader passes until the
 // commit, are held for no further round trip.
-func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (bool, error) {
+func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string) (roundEnd, error) {
+	full := false // the transaction stopped at a cap, not for want of work
 	var afters []func(context.Context) error
 	var handled []BatchHandled // observed once committed
 	states := rt.txStates(re)
 	ahead := rt.inlineAhead()
 	did, err := rt.claimUpdate(ctx, re, workerID, ahead, func(tx Tx, first []*driver.ClaimedPartition, others bool) error {
 		start := time.Now() // real time: the lock is held for real
+		full = false
 		handled = handled[:0]
 		afters = afters[:0]
 		states.reset()
@@ -1060,11 +1086,14 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			}
 			n += len(claims)
 			if released || n >= rt.opts.BatchesPerHandle || time.Since(start) >= rt.opts.InlineBudget {
+				full = true
 				return nil // a released batch ends the chain: its partition would come back
 			}
 			if appended && holdsBack(rt.store) {
 				// Its messages hold back appends that wait for them (see
-				// holdsBack): commit now.
+				// holdsBack): commit now. As many claims as it asked for
+				// leave more to claim.
+				full = len(claims) >= ahead
 				return nil
 			}
 			claims = claims[:0]
@@ -1077,8 +1106,15 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 			}
 		}
 	})
+	end := roundIdle
+	switch {
+	case did && full:
+		end = roundFull
+	case did:
+		end = roundCaughtUp
+	}
 	if err != nil {
-		return did, err // rolled back: the states folded in it are not kept
+		return end, err // rolled back: the states folded in it are not kept
 	}
 	states.commit()
 	for _, b := range handled {
@@ -1086,7 +1122,7 @@ func (rt *Router) handleInline(ctx context.Context, re *reactor, workerID string
 		observe(ctx, rt.opts.Observer, b)
 	}
 	rt.afterSync(ctx, re, afters)
-	return did, nil
+	return end, nil
 }
 
 // inlineBatch is a claim of the pure path handled, not yet executed;

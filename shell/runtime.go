@@ -109,7 +109,7 @@ func NewRuntime(store Store, cfg Config, reactors ...any) (*Runtime, error) {
 			rt.byType[t] = append(rt.byType[t], re)
 		}
 	}
-	rt.queue = newWorkQueue(len(router.reactors))
+	rt.queue = newWorkQueue(len(router.reactors), cfg.WakeCooldown)
 	for i := range cfg.Workers {
 		rt.ids = append(rt.ids, fmt.Sprintf("%s-worker-%d", cfg.ProcessID, i+1))
 	}
@@ -263,6 +263,7 @@ func (rt *Runtime) stop(ctx context.Context, grace time.Duration) error {
 		rt.unsub()
 		rt.unsub = nil
 	}
+	rt.queue.stopWaking()
 	close(rt.quit)
 	ctx, cancel := context.WithTimeout(ctx, rt.cfg.StopTimeout)
 	defer cancel()
@@ -421,7 +422,13 @@ func (rt *Runtime) work(id string, quit <-chan struct{}, ctx context.Context) {
 				return
 			default:
 			}
-			did, failed, err := rt.router.handleNext(ctx, re, id)
+			if !rt.queue.start(re) {
+				more = false // queued again when its cooldown ends
+				break
+			}
+			end, failed, err := rt.router.handleRound(ctx, re, id)
+			rt.queue.ended(re, end)
+			did := end != roundIdle
 			rt.failed(failed)
 			if errors.Is(err, ErrBusy) {
 				// Another process holds the write lock: back off, then
@@ -564,9 +571,18 @@ func (rt *Runtime) reap(ctx context.Context) error {
 }
 
 // Idle reports whether no worker is processing a batch and no reactor is
-// queued for one (a runtime without workers is always idle).
+// queued for one, nor waiting out its cooldown (Config.WakeCooldown) to be
+// (a runtime without workers is always idle).
 func (rt *Runtime) Idle() bool {
-	return rt.busy.Load() == 0 && (rt.queue.len() == 0 || len(rt.ids) == 0)
+	queued, waking := rt.queue.len()
+	return rt.busy.Load() == 0 && (queued+waking == 0 || len(rt.ids) == 0)
+}
+
+// quiet is Idle but for the reactors waiting out their cooldown, which
+// WaitIdle polls itself rather than wait for.
+func (rt *Runtime) quiet() bool {
+	queued, _ := rt.queue.len()
+	return rt.busy.Load() == 0 && (queued == 0 || len(rt.ids) == 0)
 }
 
 // failed records a failure that went to the error strategy, for WaitIdle.
@@ -618,7 +634,7 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if rt.Idle() {
+		if rt.quiet() {
 			next, ok, err := rt.store.NextScheduled(ctx)
 			if err != nil {
 				return err
@@ -627,7 +643,7 @@ func (rt *Runtime) WaitIdle(ctx context.Context, horizon time.Duration) error {
 				before := rt.batches.Load()
 				if did, err := rt.drainOnce(ctx); err != nil {
 					return err
-				} else if !did && rt.batches.Load() == before && rt.Idle() {
+				} else if !did && rt.batches.Load() == before && rt.quiet() {
 					return rt.reportFailures()
 				}
 			}
@@ -661,20 +677,88 @@ type workQueue struct {
 	ch     chan *reactor
 	mu     sync.Mutex
 	queued map[*reactor]bool
+	// cooldown is Config.WakeCooldown (none when not positive); rounds
+	// are the reactors' last rounds, and waking holds the timers of the
+	// reactors waiting out their cooldown.
+	cooldown time.Duration
+	rounds   map[*reactor]lastRound
+	waking   map[*reactor]*time.Timer
 }
 
-func newWorkQueue(n int) *workQueue {
-	return &workQueue{ch: make(chan *reactor, max(n, 1)), queued: map[*reactor]bool{}}
+func newWorkQueue(n int, cooldown time.Duration) *workQueue {
+	return &workQueue{ch: make(chan *reactor, max(n, 1)), queued: map[*reactor]bool{},
+		cooldown: cooldown, rounds: map[*reactor]lastRound{}, waking: map[*reactor]*time.Timer{}}
 }
 
+// push queues re (once however often it is pushed; the channel holds
+// every reactor, so push never blocks).
 func (q *workQueue) push(re *reactor) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.queued[re] {
+	q.pushLocked(re)
+}
+
+func (q *workQueue) pushLocked(re *reactor) {
+	if q.queued[re] || q.waking[re] != nil {
 		return
 	}
 	q.queued[re] = true
 	q.ch <- re
+}
+
+// start reports whether a round of re may start now, and records that it
+// does: a round after one that handled work starts at least the cooldown
+// after it, but for one after a full round (one that stopped at a cap
+// with more work waiting), which starts at once. A round that may not
+// start yet is queued again when the cooldown ends (real time: the
+// appends it waits for come in real time), and the worker goes on to
+// other reactors meanwhile.
+func (q *workQueue) start(re *reactor) bool {
+	if q.cooldown <= 0 {
+		return true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now, last := time.Now(), q.rounds[re]
+	if wait := q.cooldown - now.Sub(last.started); wait > 0 && !last.full {
+		if !q.queued[re] && q.waking[re] == nil {
+			q.waking[re] = time.AfterFunc(wait, func() {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				if q.waking[re] != nil {
+					delete(q.waking, re)
+					q.pushLocked(re)
+				}
+			})
+		}
+		return false
+	}
+	q.rounds[re] = lastRound{started: now}
+	return true
+}
+
+// ended records how re's round ended: a full one lets the next start at
+// once, and so does one that found nothing (only the claims that found
+// work are spaced: a catch-up poll's empty round delays no append).
+func (q *workQueue) ended(re *reactor, end roundEnd) {
+	if q.cooldown <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch end {
+	case roundIdle:
+		delete(q.rounds, re)
+	case roundFull:
+		q.rounds[re] = lastRound{started: q.rounds[re].started, full: true}
+	}
+}
+
+// lastRound is when a reactor's last round started, and whether it ended
+// full.
+type lastRound struct {
+	started time.Time
+	full    bool
 }
 
 func (q *workQueue) taken(re *reactor) {
@@ -683,10 +767,23 @@ func (q *workQueue) taken(re *reactor) {
 	delete(q.queued, re)
 }
 
-func (q *workQueue) len() int {
+// len is how many reactors are queued, and of the others how many wait
+// out their cooldown.
+func (q *workQueue) len() (queued, waking int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.queued)
+	return len(q.queued), len(q.waking)
+}
+
+// stopWaking stops the cooldowns' timers, the runtime stopping (a restart
+// queues every reactor anyway).
+func (q *workQueue) stopWaking() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for re, t := range q.waking {
+		t.Stop()
+		delete(q.waking, re)
+	}
 }
 
 // periodicTasks are a runtime's periodic tasks; the repository's tests
