@@ -232,7 +232,9 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // command's append to the commit of the batch that decided it (p50-us,
 // p99-us), and the write transactions committed per command
 // (commits/cmd, on a store that counts them: appends, decisions and
-// projections together, however group commit shared them).
+// projections together, however group commit shared them). The runtime
+// takes its settings from the environment over the defaults
+// (SOURCED_WAKE_COOLDOWN=-1ms: without the wake cooldown).
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, partitions := range []int{10, 1000, 100_000} {
 		b.Run("partitions="+strconv.Itoa(partitions), func(b *testing.B) {
@@ -263,7 +265,12 @@ func endToEndLoop(b *testing.B, open func() shell.Store, partitions int) {
 			}
 			return nil
 		}))
-		cfg := shell.DefaultConfig()
+		// The environment tunes the runtime (shell.Config.FromEnv):
+		// SOURCED_WAKE_COOLDOWN=-1ms measures it without the wake cooldown.
+		cfg, err := shell.DefaultConfig().FromEnv(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
 		cfg.Logger = quiet()
 		rt, err := shell.NewRuntime(s, cfg, timed, benchCounter)
 		if err != nil {

@@ -157,8 +157,9 @@ func (c Config) withDefaults() Config {
 // DefaultWakeCooldown is Config.WakeCooldown's default. Under a stream
 // of commands appended from one goroutine while two workers decide and
 // project them (BenchmarkEndToEnd), it raised the commands handled per
-// second 1.1-2.5x on SQLite (six alternated pairs) and about 1.2x on
-// PostgreSQL (0.94-1.23, five pairs), for 4-7 ms more at the median.
+// second 1.3-2.0x on SQLite (two alternated rounds of the three
+// partition counts) and 1.2x at the median on PostgreSQL (0.84-1.27,
+// eight pairs on a noisy machine), for 4-7 ms more at the median.
 const DefaultWakeCooldown = 5 * time.Millisecond
 
 // Environment variables read by FromEnv, and the settings they override.
