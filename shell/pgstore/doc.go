@@ -490,7 +490,14 @@
 // COMMIT and the advance, all deferred to one batch:
 // driver.DeferredCommandAppender, TestHandleRoundTrips; five when sent
 // one by one, three with the command's append in a round trip of its
-// own, its position a hole to every reader while the decision ran);
+// own, its position a hole to every reader while the decision ran; its
+// floor, BenchmarkPostgresHandleFloor, writes the same rows in the same
+// two round trips from bare pgx, with no lock, no guard and no horizon:
+// 1.7k commands a second where Handle gives 0.9k in the same run, the
+// difference the boundary locks, the guard's check, the horizon's advance
+// and the offset's move, five statements more (0.23 ms of server time
+// more, pg_stat_statements), and the client's own work (0.24 ms of CPU a
+// command against the floor's 0.09, -cpuprofile));
 // a claim three (the idle probe;
 // BEGIN, the shared lock, the group row and the claim statement in one
 // batch; COMMIT): one statement picks the claimable offsets with FOR
