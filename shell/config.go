@@ -106,10 +106,10 @@ type Config struct {
 
 // DefaultConfig returns the defaults: 2 workers, batches of 50, up to 32
 // batches per round (a pure reactor's in one transaction of at most 20 ms),
-// 10 rounds per reactor, a 5 s catch-up poll, a 5 ms wake cooldown, heartbeats every 30 s with a
-// 2 min claim TTL, claims released at 10 min old whoever holds them, hourly
-// statistics, a 30 s stop timeout, and no Clock: the store's, else the
-// system clock (see Config.Clock).
+// 10 rounds per reactor, a 5 s catch-up poll, a 5 ms wake cooldown,
+// heartbeats every 30 s with a 2 min claim TTL, claims released at 10 min
+// old whoever holds them, hourly statistics, a 30 s stop timeout, and no
+// Clock: the store's, else the system clock (see Config.Clock).
 func DefaultConfig() Config {
 	return Config{
 		Workers:           2,
@@ -159,7 +159,7 @@ func (c Config) withDefaults() Config {
 // project them (BenchmarkEndToEnd), it raised the commands handled per
 // second 1.3-2.0x on SQLite (two alternated rounds of the three
 // partition counts) and 1.2x at the median on PostgreSQL (0.84-1.27,
-// eight pairs on a noisy machine), for 4-7 ms more at the median.
+// eight pairs on a noisy machine), for 2-6 ms more at the median.
 const DefaultWakeCooldown = 5 * time.Millisecond
 
 // Environment variables read by FromEnv, and the settings they override.
