@@ -56,13 +56,18 @@ func BenchmarkPostgresHandleFloor(b *testing.B) {
 // handleFloor is the bare connection of BenchmarkPostgresHandleFloor and
 // its statements on the store under prefix.
 type handleFloor struct {
-	conn                      *pgx.Conn
-	group                     int64
-	read, insert, offset, up  string
-	head                      string
-	decidedBy                 string
-	commandType, depositedTyp string
+	conn                           *pgx.Conn
+	group                          int64
+	read, insert, offset, up, head string
 }
+
+// The floor's constant values: the decider's mark on its command, and
+// the two message types.
+const (
+	floorDecidedBy    = `{"sourced_decided_by":"bench.accounts"}`
+	floorCommandType  = "bench.deposit"
+	floorDepositedTyp = "bench.deposited"
+)
 
 // openHandleFloor opens the floor's connection to the store installed
 // under prefix, whose decider group bench.accounts is registered.
@@ -85,11 +90,8 @@ VALUES ($1, $2, 1, $3, $3, $4::json, $5::json, $6, $7, $8) RETURNING position`, 
 		offset: fmt.Sprintf(`INSERT INTO %[1]s_offsets AS o (consumer_group_id, partition_key, keys, last_position)
 SELECT $1, $2, $3, position FROM %[1]s_messages WHERE message_id = $4
 ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET last_position = excluded.last_position`, prefix),
-		up:           fmt.Sprintf(`UPDATE %[1]s_consumer_groups SET highest_position = greatest(highest_position, currval('%[1]s_positions')) WHERE id = $1`, prefix),
-		head:         fmt.Sprintf(`UPDATE %[1]s_head SET last_position = greatest(last_position, currval('%[1]s_positions')) WHERE id = 1`, prefix),
-		decidedBy:    `{"sourced_decided_by":"bench.accounts"}`,
-		commandType:  "bench.deposit",
-		depositedTyp: "bench.deposited",
+		up:   fmt.Sprintf(`UPDATE %[1]s_consumer_groups SET highest_position = greatest(highest_position, currval('%[1]s_positions')) WHERE id = $1`, prefix),
+		head: fmt.Sprintf(`UPDATE %[1]s_head SET last_position = greatest(last_position, currval('%[1]s_positions')) WHERE id = 1`, prefix),
 	}
 	if err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT id FROM %s_consumer_groups WHERE group_id = 'bench.accounts'`, prefix)).Scan(&f.group); err != nil {
 		tb.Fatal("the decider's group row: ", err)
@@ -101,7 +103,7 @@ ON CONFLICT (consumer_group_id, partition_key) DO UPDATE SET last_position = exc
 func (f *handleFloor) command(ctx context.Context, i int) error {
 	acct := account(i)
 	key := "account\x1f" + acct
-	rows, err := f.conn.Query(ctx, f.read, key, f.depositedTyp)
+	rows, err := f.conn.Query(ctx, f.read, key, floorDepositedTyp)
 	if err != nil {
 		return err
 	}
@@ -135,10 +137,10 @@ func (f *handleFloor) command(ctx context.Context, i int) error {
 	keys := []string{key, "amount\x1f5"}
 	names := []string{"account", "amount"}
 	var batch pgx.Batch
-	batch.Queue(f.insert, cmdID, f.commandType, cmdID, string(cmdPayload), f.decidedBy, at, keys, names)
+	batch.Queue(f.insert, cmdID, floorCommandType, cmdID, string(cmdPayload), floorDecidedBy, at, keys, names)
 	batch.Queue(f.offset, f.group, `[["account","`+acct+`"]]`, []string{key}, cmdID)
 	batch.Queue(f.up, f.group) // to the command, as the store does
-	batch.Queue(f.insert, evID, f.depositedTyp, cmdID, string(evPayload), nil, at, keys, names)
+	batch.Queue(f.insert, evID, floorDepositedTyp, cmdID, string(evPayload), nil, at, keys, names)
 	batch.Queue(f.head)
 	if err := f.conn.SendBatch(ctx, &batch).Close(); err != nil {
 		return err

@@ -382,9 +382,7 @@ func (s *Store) loadGroups(ctx context.Context, q querier, version int64) (*grou
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if old := s.groups.Load(); old == nil || old.version < version {
-		s.groups.Store(gs)
-	}
+	s.publishGroups(gs)
 	return gs, nil
 }
 
@@ -531,10 +529,11 @@ func (s *Store) RegisterGroup(ctx context.Context, spec driver.GroupSpec) error 
 	return nil
 }
 
-// publishGroups caches gs, a configuration a transaction of this store
-// committed (nil: none), unless the cache holds a newer one: the next
-// append checks the version it wrote, where the one cached before would
-// be refused, the configuration read again and the append sent again.
+// publishGroups caches gs, a committed configuration (nil: none), unless
+// the cache holds one as new: one read from the server, or one a
+// registration of this store wrote (the next append checks the version
+// it wrote, where the one cached before would be refused, the
+// configuration read again and the append sent again).
 func (s *Store) publishGroups(gs *groupSet) {
 	for gs != nil {
 		old := s.groups.Load()

@@ -3,16 +3,10 @@ package workflow_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sourced-go/sourced/codec"
 	"github.com/sourced-go/sourced/shell"
-	"github.com/sourced-go/sourced/shell/memstore"
-	"github.com/sourced-go/sourced/shell/sqlitestore"
 	"github.com/sourced-go/sourced/shell/workflow"
 )
 
@@ -24,20 +18,7 @@ import (
 // round wait out one cooldown, the steps none.
 func TestRunStepsDoNotWaitOutTheWakeCooldown(t *testing.T) {
 	const runs, steps, cooldown = 20, 10, time.Second
-	for _, s := range []struct {
-		name string
-		open func(t *testing.T) shell.Store
-	}{
-		{"memstore", func(t *testing.T) shell.Store { return memstore.New(codec.NewRegistry()) }},
-		{"sqlitestore", func(t *testing.T) shell.Store {
-			store, err := sqlitestore.Install(context.Background(), filepath.Join(t.TempDir(), "wf.db"), sqlitestore.Options{Registry: codec.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { store.Close() })
-			return store
-		}},
-	} {
+	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := s.open(t)
