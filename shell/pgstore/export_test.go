@@ -92,3 +92,7 @@ func GuardsCheckSQL(s *Store, guards []*core.Guard, own []int64) (string, []any)
 
 // WarmTexts are the statements Warm rehearses on each session for w.
 func WarmTexts(s *Store, w driver.Warmup) []string { return s.warmTexts(w, s.groups.Load()) }
+
+// Appending is how many of s's appends and transactions are counted as in
+// flight, drawing positions (see Store.appending).
+func Appending(s *Store) int64 { return s.appending.Load() }

@@ -117,8 +117,8 @@ type Store struct {
 	groups atomic.Pointer[groupSet]
 	wakes  *wakes
 	// adv advances the stored horizon for the appends whose commit did
-	// not (holes.go); appending counts this store's transactions that
-	// drew positions and have not ended.
+	// not (holes.go); appending counts this store's appends and
+	// transactions that sent positions to draw and have not ended.
 	adv       *advancer
 	appending atomic.Int64
 	// busy holds, per group (a *atomic.Bool), whether this store's last
@@ -401,7 +401,7 @@ func (s *Store) updateOnce(ctx context.Context, mode lockMode, fn func(t *tx) er
 	}()
 	defer func() {
 		t.done = true
-		if t.drew {
+		if t.counted {
 			s.appending.Add(-1)
 		}
 		if !committed {

@@ -54,6 +54,10 @@ type tx struct {
 	own     []int64
 	drew    bool
 	horizon int64
+	// counted is set once the transaction counts in Store.appending: from
+	// the moment it sends a batch that draws positions (countAppending)
+	// until it ends.
+	counted bool
 	// tail holds the statements of deferred appends and offset moves
 	// (see deferLocked): they go after pre in the next batch, but for a
 	// claim's, which needs none of them, unless they take the store's
@@ -174,10 +178,16 @@ func (t *tx) sendBatch(b *pgx.Batch) pgx.BatchResults { return t.s.sendBatch(t.c
 // send sends b and reads the results of its first n statements (queued
 // ones, see batch); the caller reads the rest and closes the results.
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
-	br := t.sendBatch(b)
-	t.sent = true
 	sending := t.sending
 	t.sending = nil
+	for _, q := range sending {
+		if q.read != nil { // a deferred insert: it draws positions
+			t.countAppending()
+			break
+		}
+	}
+	br := t.sendBatch(b)
+	t.sent = true
 	for i := range n {
 		var err error
 		if i < len(sending) && sending[i].read != nil {
@@ -410,6 +420,19 @@ func (t *tx) ownLast() int64 {
 		return 0
 	}
 	return slices.Max(t.own)
+}
+
+// countAppending counts the transaction among the store's appends in
+// flight (Store.appending), once, before it sends a batch that draws
+// positions: from then on its positions may be holes below others', and
+// an append waiting for the horizon to pass them lets the transaction's
+// own advance after its commit cover it rather than settle (see
+// advancer.run). Update uncounts it when it ends.
+func (t *tx) countAppending() {
+	if !t.counted {
+		t.counted = true
+		t.s.appending.Add(1)
+	}
 }
 
 // usable reports why the transaction cannot be used, if it cannot.
@@ -821,6 +844,9 @@ func (t *tx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.Appe
 		b.Queue("RELEASE SAVEPOINT sourced_append")
 	}
 	s.queueWrites(b, gs, plan, preps, now)
+	if plan.n > 0 {
+		t.countAppending()
+	}
 	br, err := t.send(b, pre)
 	if err != nil {
 		return driver.AppendResult{}, t.fail("append", err)
@@ -845,9 +871,8 @@ func (t *tx) Append(msgs []core.Message, opts driver.AppendOptions) (driver.Appe
 		}
 		_, err = br.Exec() // RELEASE
 	}
-	if err == nil && !t.drew && plan.n > 0 {
+	if err == nil && plan.n > 0 {
 		t.drew = true
-		s.appending.Add(1)
 	}
 	positions := make([]int64, 0, plan.n)
 	start := plan.commitAt - plan.writes // the batch index of the first write
@@ -999,10 +1024,7 @@ func (t *tx) deferredCheck(br pgx.BatchResults) error {
 // given into own; from then on the transaction drew positions (filled
 // with tombstones if it rolls back, the one a failed insert drew too).
 func (t *tx) deferredInsert(br pgx.BatchResults) error {
-	if !t.drew {
-		t.drew = true
-		t.s.appending.Add(1)
-	}
+	t.drew = true
 	positions, err := readPositions(br, nil)
 	t.own = append(t.own, positions...)
 	if err == nil {
@@ -1103,6 +1125,7 @@ func (t *tx) queueInsert(b *pgx.Batch, ups *upserts, m *core.Message, p *prepare
 	b.Queue(s.q.a.insert, m.ID, m.Type, p.version, m.CausationID, m.CorrelationID,
 		string(p.payload), jsonArg(p.metadata), m.CreatedAt, keys, keyNames)
 	t.drew = true
+	t.countAppending()
 	t.types = appendDistinct(t.types, m.Type)
 	for _, g := range t.gs.byType[m.Type] {
 		for _, tp := range g.tuples(p.keys, m.ID) {
