@@ -12,4 +12,13 @@
 // this machine (ProxyPostgres), so that the benchmarks measure what
 // application servers on other hosts would see (rtt=500us in
 // BenchmarkPostgresAppendParallel); nothing else imports this package.
+//
+// Floors: BenchmarkPostgresAppendParallel's impl=floor,
+// BenchmarkPostgresHandleFloor and BenchmarkPostgresEndToEndFloor do the
+// work of the benchmark they bound as bare pgx programs on tables the
+// library installed (tests hold them to the store's rows), so that run
+// beside it in the same minutes they tell the store's overhead from what
+// this machine and this server allow:
+//
+//	go test -run '^$' -bench 'PostgresEndToEnd$|PostgresEndToEndFloor' -benchtime 1x
 package bench
