@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -468,34 +467,19 @@ func TestPostgresEndToEndFloorWritesTheStoresRows(t *testing.T) {
 	}
 	const commands, accounts = 120, 12
 	ctx := context.Background()
-	counts := func(prefix string) map[string]string {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		out := map[string]string{}
-		for _, q := range []string{
-			"SELECT count(*) FROM {p}_messages WHERE message_type <> ''",
-			"SELECT string_agg(DISTINCT message_type || ' ' || payload_version || ' ' || coalesce(metadata::text, '-') || ' ' || array_to_string(key_names, ','), '; ') FROM {p}_messages WHERE message_type <> ''",
-			"SELECT string_agg(message_type || ' ' || (payload->>'account') || ' ' || array_to_string(keys, ','), '; ' ORDER BY message_type, payload->>'account', position) FROM {p}_messages WHERE message_type <> ''",
-			"SELECT count(*) FROM {p}_messages e JOIN {p}_messages c ON c.message_id = e.causation_id AND c.correlation_id = e.correlation_id AND c.payload::text = e.payload::text WHERE e.message_type = 'bench.deposited' AND c.message_type = 'bench.deposit'",
-			"SELECT count(*) FROM {p}_messages WHERE message_type = 'bench.deposit' AND causation_id = message_id AND correlation_id = message_id",
-			"SELECT count(*) FROM {p}_message_keys",
-			"SELECT count(*) FROM {p}_offsets",
-			"SELECT string_agg(g.group_id || ' ' || o.partition_key || ' ' || array_to_string(o.keys, ',') || ' ' || coalesce(o.message_id::text, '-') || ' ' || coalesce(o.next_position::text, '-') || ' ' || o.claimed || ' ' || o.replay_until || ' ' || coalesce(o.parked, '-'), '; ' ORDER BY g.group_id, o.partition_key) FROM {p}_offsets o JOIN {p}_consumer_groups g ON g.id = o.consumer_group_id",
-			// Each offset at its partition's last message of its type.
-			"SELECT count(*) FROM {p}_offsets o JOIN {p}_consumer_groups g ON g.id = o.consumer_group_id WHERE o.last_position = (SELECT max(m.position) FROM {p}_messages m WHERE m.keys[1] = o.keys[1] AND m.message_type = CASE g.group_id WHEN 'bench.accounts' THEN 'bench.deposit' ELSE 'bench.deposited' END)",
-			"SELECT count(*) FROM {p}_scheduled_messages",
-			"SELECT count(*) FROM {p}_snapshots",
-		} {
-			var v any
-			if err := conn.QueryRow(ctx, strings.ReplaceAll(q, "{p}", prefix)).Scan(&v); err != nil {
-				t.Fatal(q, err)
-			}
-			out[q] = fmt.Sprint(v)
-		}
-		return out
+	queries := []string{
+		"SELECT count(*) FROM {p}_messages WHERE message_type <> ''",
+		"SELECT string_agg(DISTINCT message_type || ' ' || payload_version || ' ' || coalesce(metadata::text, '-') || ' ' || array_to_string(key_names, ','), '; ') FROM {p}_messages WHERE message_type <> ''",
+		"SELECT string_agg(message_type || ' ' || (payload->>'account') || ' ' || array_to_string(keys, ','), '; ' ORDER BY message_type, payload->>'account', position) FROM {p}_messages WHERE message_type <> ''",
+		"SELECT count(*) FROM {p}_messages e JOIN {p}_messages c ON c.message_id = e.causation_id AND c.correlation_id = e.correlation_id AND c.payload::text = e.payload::text WHERE e.message_type = 'bench.deposited' AND c.message_type = 'bench.deposit'",
+		"SELECT count(*) FROM {p}_messages WHERE message_type = 'bench.deposit' AND causation_id = message_id AND correlation_id = message_id",
+		"SELECT count(*) FROM {p}_message_keys",
+		"SELECT count(*) FROM {p}_offsets",
+		"SELECT string_agg(g.group_id || ' ' || o.partition_key || ' ' || array_to_string(o.keys, ',') || ' ' || coalesce(o.message_id::text, '-') || ' ' || coalesce(o.next_position::text, '-') || ' ' || o.claimed || ' ' || o.replay_until || ' ' || coalesce(o.parked, '-'), '; ' ORDER BY g.group_id, o.partition_key) FROM {p}_offsets o JOIN {p}_consumer_groups g ON g.id = o.consumer_group_id",
+		// Each offset at its partition's last message of its type.
+		"SELECT count(*) FROM {p}_offsets o JOIN {p}_consumer_groups g ON g.id = o.consumer_group_id WHERE o.last_position = (SELECT max(m.position) FROM {p}_messages m WHERE m.keys[1] = o.keys[1] AND m.message_type = CASE g.group_id WHEN 'bench.accounts' THEN 'bench.deposit' ELSE 'bench.deposited' END)",
+		"SELECT count(*) FROM {p}_scheduled_messages",
+		"SELECT count(*) FROM {p}_snapshots",
 	}
 	open := func() *pgstore.Store {
 		s := OpenPostgres(t, url, routerRegistry(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -511,7 +495,7 @@ func TestPostgresEndToEndFloorWritesTheStoresRows(t *testing.T) {
 	if res.commands != commands || res.p99 < res.p50 {
 		t.Fatalf("the floor measured %+v", res)
 	}
-	floor := counts(floorStore.Prefix())
+	floor := tableRows(t, url, floorStore.Prefix(), queries)
 
 	s := open()
 	cfg := shell.DefaultConfig()
@@ -534,10 +518,5 @@ func TestPostgresEndToEndFloorWritesTheStoresRows(t *testing.T) {
 	if err := rt.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	store := counts(s.Prefix())
-	for q, v := range store {
-		if floor[q] != v {
-			t.Errorf("%s\nfloor %s\nstore %s", q, floor[q], v)
-		}
-	}
+	sameRows(t, floor, tableRows(t, url, s.Prefix(), queries))
 }

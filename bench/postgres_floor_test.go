@@ -164,33 +164,18 @@ func TestPostgresHandleFloorWritesTheStoresRows(t *testing.T) {
 	}
 	const n = 5
 	ctx := context.Background()
-	counts := func(prefix string) map[string]string {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		out := map[string]string{}
-		for _, q := range []string{
-			"SELECT count(*) FROM {p}_messages",
-			"SELECT string_agg(message_type || ' ' || coalesce(metadata::text, '-') || ' ' || array_to_string(keys, ',') || ' ' || array_to_string(key_names, ','), '; ' ORDER BY position) FROM {p}_messages",
-			"SELECT count(*) FROM {p}_message_keys",
-			"SELECT count(*) FROM {p}_offsets",
-			"SELECT string_agg(partition_key || ' ' || array_to_string(keys, ',') || ' ' || coalesce(message_id::text, '-') || ' ' || coalesce(next_position::text, '-') || ' ' || claimed || ' ' || drain_check || ' ' || replay_until, '; ' ORDER BY partition_key) FROM {p}_offsets",
-			"SELECT sum(o.last_position - m.position) FROM {p}_offsets o JOIN {p}_messages m ON m.position = o.last_position WHERE m.message_type <> 'bench.deposit'",
-			"SELECT count(*) FROM {p}_offsets o JOIN {p}_messages m ON m.position = o.last_position AND m.message_type = 'bench.deposit' AND o.partition_key = '[[\"account\",\"' || (m.payload->>'account') || '\"]]'",
-			"SELECT highest_position = (SELECT max(position) FROM {p}_messages WHERE message_type = 'bench.deposit') FROM {p}_consumer_groups WHERE group_id = 'bench.accounts'",
-			"SELECT last_position = (SELECT max(position) FROM {p}_messages) FROM {p}_head",
-			"SELECT count(*) FROM {p}_scheduled_messages",
-			"SELECT count(*) FROM {p}_snapshots",
-		} {
-			var v any
-			if err := conn.QueryRow(ctx, strings.ReplaceAll(q, "{p}", prefix)).Scan(&v); err != nil {
-				t.Fatal(q, err)
-			}
-			out[q] = fmt.Sprint(v)
-		}
-		return out
+	queries := []string{
+		"SELECT count(*) FROM {p}_messages",
+		"SELECT string_agg(message_type || ' ' || coalesce(metadata::text, '-') || ' ' || array_to_string(keys, ',') || ' ' || array_to_string(key_names, ','), '; ' ORDER BY position) FROM {p}_messages",
+		"SELECT count(*) FROM {p}_message_keys",
+		"SELECT count(*) FROM {p}_offsets",
+		"SELECT string_agg(partition_key || ' ' || array_to_string(keys, ',') || ' ' || coalesce(message_id::text, '-') || ' ' || coalesce(next_position::text, '-') || ' ' || claimed || ' ' || drain_check || ' ' || replay_until, '; ' ORDER BY partition_key) FROM {p}_offsets",
+		"SELECT sum(o.last_position - m.position) FROM {p}_offsets o JOIN {p}_messages m ON m.position = o.last_position WHERE m.message_type <> 'bench.deposit'",
+		"SELECT count(*) FROM {p}_offsets o JOIN {p}_messages m ON m.position = o.last_position AND m.message_type = 'bench.deposit' AND o.partition_key = '[[\"account\",\"' || (m.payload->>'account') || '\"]]'",
+		"SELECT highest_position = (SELECT max(position) FROM {p}_messages WHERE message_type = 'bench.deposit') FROM {p}_consumer_groups WHERE group_id = 'bench.accounts'",
+		"SELECT last_position = (SELECT max(position) FROM {p}_messages) FROM {p}_head",
+		"SELECT count(*) FROM {p}_scheduled_messages",
+		"SELECT count(*) FROM {p}_snapshots",
 	}
 	seeded := func() *pgstore.Store {
 		s := OpenPostgres(t, url, routerRegistry(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -206,7 +191,7 @@ func TestPostgresHandleFloorWritesTheStoresRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	floor := counts(floorStore.Prefix())
+	floor := tableRows(t, url, floorStore.Prefix(), queries)
 
 	s := seeded()
 	for i := range n {
@@ -214,7 +199,36 @@ func TestPostgresHandleFloorWritesTheStoresRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store := counts(s.Prefix())
+	sameRows(t, floor, tableRows(t, url, s.Prefix(), queries))
+}
+
+// tableRows runs each of queries (one value each; {p} stands for the
+// prefix) on the tables of the store installed under prefix and returns
+// the values, printed, by query: what a floor's test compares with the
+// store's.
+func tableRows(t *testing.T, url, prefix string, queries []string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	out := make(map[string]string, len(queries))
+	for _, q := range queries {
+		var v any
+		if err := conn.QueryRow(ctx, strings.ReplaceAll(q, "{p}", prefix)).Scan(&v); err != nil {
+			t.Fatal(q, err)
+		}
+		out[q] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// sameRows fails t for each query whose value on the floor's tables
+// differs from the one on the store's.
+func sameRows(t *testing.T, floor, store map[string]string) {
+	t.Helper()
 	for q, v := range store {
 		if floor[q] != v {
 			t.Errorf("%s\nfloor %s\nstore %s", q, floor[q], v)
