@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -481,13 +479,7 @@ func TestPostgresEndToEndFloorWritesTheStoresRows(t *testing.T) {
 		"SELECT count(*) FROM {p}_scheduled_messages",
 		"SELECT count(*) FROM {p}_snapshots",
 	}
-	open := func() *pgstore.Store {
-		s := OpenPostgres(t, url, routerRegistry(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
-		t.Cleanup(func() { s.Uninstall(context.Background()); s.Close() })
-		return s
-	}
-
-	floorStore := open()
+	floorStore := pgOpen(t, url, routerRegistry(t))
 	res, err := openEndToEndFloor(t, floorStore, url).run(ctx, commands, accounts)
 	if err != nil {
 		t.Fatal(err)
@@ -497,9 +489,9 @@ func TestPostgresEndToEndFloorWritesTheStoresRows(t *testing.T) {
 	}
 	floor := tableRows(t, url, floorStore.Prefix(), queries)
 
-	s := open()
+	s := pgOpen(t, url, routerRegistry(t))
 	cfg := shell.DefaultConfig()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = quiet()
 	rt, err := shell.NewRuntime(s, cfg, benchAccounts, benchCounter)
 	if err != nil {
 		t.Fatal(err)

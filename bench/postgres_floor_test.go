@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -178,8 +176,7 @@ func TestPostgresHandleFloorWritesTheStoresRows(t *testing.T) {
 		"SELECT count(*) FROM {p}_snapshots",
 	}
 	seeded := func() *pgstore.Store {
-		s := OpenPostgres(t, url, routerRegistry(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
-		t.Cleanup(func() { s.Uninstall(context.Background()); s.Close() })
+		s := pgOpen(t, url, routerRegistry(t))
 		seedAccounts(t, s, n)
 		return s
 	}

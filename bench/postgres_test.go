@@ -48,11 +48,11 @@ func postgresOnly(b *testing.B, f func(b *testing.B, url string)) {
 	onPostgres(b, "", f)
 }
 
-// pgOpen installs a pgstore under a fresh prefix, dropped when b ends.
-func pgOpen(b *testing.B, url string, reg *codec.Registry) *pgstore.Store {
-	b.Helper()
-	s := OpenPostgres(b, url, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	b.Cleanup(func() {
+// pgOpen installs a pgstore under a fresh prefix, dropped when tb ends.
+func pgOpen(tb testing.TB, url string, reg *codec.Registry) *pgstore.Store {
+	tb.Helper()
+	s := OpenPostgres(tb, url, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tb.Cleanup(func() {
 		s.Uninstall(context.Background())
 		s.Close()
 	})
