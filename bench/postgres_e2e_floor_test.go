@@ -397,11 +397,6 @@ func (r *floorRun) round(ctx context.Context, conn *pgx.Conn, g int64) (int, err
 			if err != nil {
 				return 0, err
 			}
-			if _, ok := balances[p.pk]; !ok {
-				r.mu.Lock()
-				balances[p.pk] = r.balances[p.pk]
-				r.mu.Unlock()
-			}
 			balances[p.pk] += c.Amount
 			evIDs, causes, corrs = append(evIDs, uuid.Must(uuid.NewV7())), append(causes, p.id), append(corrs, p.corr)
 			payloads = append(payloads, string(ev))
@@ -421,7 +416,9 @@ func (r *floorRun) round(ctx context.Context, conn *pgx.Conn, g int64) (int, err
 			}
 		}
 		for pk, b := range balances {
-			r.balances[pk] = b
+			// Added, not stored: another worker may have decided the
+			// partition's next commands between this commit and now.
+			r.balances[pk] += b
 		}
 		r.mu.Unlock()
 		r.decided.Add(int64(len(picked)))
