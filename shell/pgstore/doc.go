@@ -536,8 +536,8 @@
 // append is one statement in an implicit transaction (the command and
 // its offset's wake-up), a worker's round two round trips, no advisory
 // lock, no guard, no id check, no read horizon, states kept in memory.
-// It runs 1.8-2.3k commands a second where the store runs 0.61-0.69k in
-// the same runs (0.29-0.37; 1.65 statements a command against 12).
+// It runs 1.7-2.1k commands a second where the store runs 0.65-0.76k in
+// the same runs (0.30-0.44; 1.65 statements a command against 12).
 // Transactions of the floor's workers are larger for it: at its rate a
 // 5 ms cooldown gathers ten commands a round where the store's gather
 // two or three. Where the difference goes, measured by taking one piece
