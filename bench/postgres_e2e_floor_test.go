@@ -246,6 +246,12 @@ func (f *endToEndFloor) run(ctx context.Context, commands, accounts int) (floorR
 		case r.wake <- struct{}{}:
 		default:
 		}
+		select {
+		case err := <-errs: // a worker failed: no use appending on
+			stop()
+			return floorResult{}, err
+		default:
+		}
 	}
 	for r.decided.Load() < int64(commands) || r.projected.Load() < int64(commands) {
 		select {
