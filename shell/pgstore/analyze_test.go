@@ -72,6 +72,43 @@ func TestNewLogAnalysedAsItGrows(t *testing.T) {
 	}
 }
 
+// The analyses a store runs as its tables grow are for their sizes, and
+// sample few rows (statistics target 10, see analyze.go): the log's
+// position histogram has at most 11 bounds, where the default target
+// (100) gives 101 for 3,000 distinct positions. Autovacuum is off on the
+// log, so that only the store analyses it during the test.
+func TestGrowthAnalysesSampleFewRows(t *testing.T) {
+	s := unhealedStore(t)
+	ctx := t.Context()
+	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`ALTER TABLE %s_messages SET (autovacuum_enabled = false)`, s.Prefix())); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		msgs := make([]core.Message, 100)
+		for j := range msgs {
+			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
+		}
+		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bounds := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for bounds == 0 && time.Now().Before(deadline) {
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(max(array_length(histogram_bounds::text::bigint[], 1)), 0) FROM pg_stats
+			WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'position'`, s.Prefix()+"_messages").Scan(&bounds); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if bounds == 0 {
+		t.Fatal("the log of 3,000 messages was never analysed")
+	}
+	if bounds > 11 {
+		t.Fatalf("the store's analysis of its growing log kept a histogram of %d bounds: it sampled as many rows as a full ANALYZE (want at most 11)", bounds)
+	}
+}
+
 // A store appending to new tables analyses each of them while it is still
 // small, before it passes 16 pages: a claim planned (and its plan cached
 // by every session) while the offsets were a page or two read them whole
