@@ -41,6 +41,21 @@ func unhealedStore(t *testing.T) *pgstore.Store {
 	return s
 }
 
+// appendCourses appends n courses to s, 100 an append, with names long
+// enough that the log fills pages.
+func appendCourses(t *testing.T, s *pgstore.Store, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 100 {
+		msgs := make([]core.Message, min(100, n-i))
+		for j := range msgs {
+			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", i+j)})
+		}
+		if _, err := s.Append(t.Context(), msgs, driver.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A store appending to new tables has the planner's picture of them
 // brought up to date as the log doubles, not only on its once-a-second
 // tick (here an hourly one): 3,000 messages appended, the log has been
@@ -49,16 +64,7 @@ func unhealedStore(t *testing.T) *pgstore.Store {
 // tick analyses it.
 func TestNewLogAnalysedAsItGrows(t *testing.T) {
 	s := unhealedStore(t)
-	ctx := t.Context()
-	for i := range 30 {
-		msgs := make([]core.Message, 100)
-		for j := range msgs {
-			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
-		}
-		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendCourses(t, s, 3000)
 	var pages int64
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -83,15 +89,7 @@ func TestGrowthAnalysesSampleFewRows(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`ALTER TABLE %s_messages SET (autovacuum_enabled = false)`, s.Prefix())); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 30 {
-		msgs := make([]core.Message, 100)
-		for j := range msgs {
-			msgs[j] = core.NewMessage(fixtures.CourseCreated{CourseName: fmt.Sprintf("course %d of a name long enough to fill pages", 100*i+j)})
-		}
-		if _, err := s.Append(ctx, msgs, driver.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendCourses(t, s, 3000)
 	bounds := 0
 	deadline := time.Now().Add(10 * time.Second)
 	for bounds == 0 && time.Now().Before(deadline) {
