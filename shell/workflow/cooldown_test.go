@@ -35,14 +35,7 @@ func TestRunStepsDoNotWaitOutTheWakeCooldown(t *testing.T) {
 			})
 			cfg := shell.DefaultConfig()
 			cfg.WakeCooldown = cooldown
-			rt, err := shell.NewRuntime(store, cfg, wf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rt.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Stop(ctx)
+			runtimeWith(t, store, cfg, wf)
 			start := time.Now()
 			var started []*workflow.Run[int, int]
 			for i := range runs {

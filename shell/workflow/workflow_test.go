@@ -17,11 +17,19 @@ import (
 	"github.com/sourced-go/sourced/shell/workflow"
 )
 
-// runtime starts a runtime with two workers driving reactors on store.
+// runtime starts a runtime with two workers driving reactors on store,
+// polling every 20 ms.
 func runtime(t *testing.T, store shell.Store, reactors ...any) *shell.Runtime {
 	t.Helper()
 	cfg := shell.DefaultConfig()
 	cfg.CatchUpInterval = 20 * time.Millisecond
+	return runtimeWith(t, store, cfg, reactors...)
+}
+
+// runtimeWith starts a runtime of cfg driving reactors on store, stopped
+// when the test ends.
+func runtimeWith(t *testing.T, store shell.Store, cfg shell.Config, reactors ...any) *shell.Runtime {
+	t.Helper()
 	rt, err := shell.NewRuntime(store, cfg, reactors...)
 	if err != nil {
 		t.Fatal(err)
