@@ -552,11 +552,36 @@
 // claim's update (the inline path's claim is never seen by another
 // session: it commits cleared by its ack) 1.04-1.09x. The rest is the
 // workers' statements: 12 a command against the floor's 1.65, each
-// cheap, on two cores the appender shares with them. Counting a transaction among the appends in flight from
-// the batch that draws its positions (not once that batch is back) lets
-// an append held back by it wait for its own advance, not settle: 703
-// settles a run where there were 971 (TestTransactionCountsAsAppendingWhileItsInsertRuns),
-// the rate 1.06x at the median of six alternated pairs, within the noise.
+// cheap, on two cores the appender shares with them. Counting a
+// transaction among the appends in flight from the batch that draws its
+// positions (not once that batch is back) lets an append held back by it
+// wait for its own advance, not settle: 703 settles a run where there
+// were 971 (TestTransactionCountsAsAppendingWhileItsInsertRuns), the rate
+// 1.06x at the median of six alternated pairs, within the noise.
+//
+// The run is bound by the machine's CPU, not by round trips or locks:
+// the two cores are 80-85% busy in both programs. Per command the store
+// costs the server 1.7-2.0 ms of CPU and the client 0.67-0.73 ms, the
+// floor 0.61-0.82 and 0.24-0.28 (user and system time of each process,
+// three alternated pairs of runs of 10,000 commands); the totals differ
+// about as the rates do, 2.5 times. Of the server's samples (perf over
+// the whole machine; the parts overlap): 40-43% run plans, 16-17% start
+// them (each execution initialises its plan's nodes and subplans, the
+// largest statements' most: an ack that updates nothing takes 0.07 ms
+// more than a bare SELECT sent the same way), 15% run the
+// store's functions (the locks, the horizon's advance, the key pairs'
+// trigger), and 43% are the kernel's, half of them the VM's interrupt
+// handling: system calls, signals and context switches are dear on this
+// VM. Fewer statements do not buy it back: an insert that also wrote
+// the offsets it wakes, one statement where there are two, cost
+// what the two cost (0.124 ms of execution against 0.127; the server's
+// CPU an append even within its noise), and changed neither how many
+// appends wait for the horizon (14-16%) nor how long (2.6-2.9 ms): the
+// positions a worker's transaction holds are held by two busy cores, not
+// by its statements after the insert. Those waits end with a settle
+// (about 830 a run, 2.2-2.4 ms each, nearly all of it waiting in the
+// server for the transactions below) or with the advance of the
+// transaction that held the hole.
 //
 // Lookups by key pairs go through <prefix>_message_keys (schema version
 // 14): its primary key (key, position) gives the positions of a key
