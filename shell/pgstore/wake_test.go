@@ -43,8 +43,7 @@ func TestAppendWakesTheOffsetsItsMessagesWake(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	created := core.NewMessage(fixtures.CourseCreated{CourseName: "c1"})
-	one, err := s.Append(ctx, []core.Message{created}, driver.AppendOptions{})
+	one, err := s.Append(ctx, core.Messages(fixtures.CourseCreated{CourseName: "c1"}), driver.AppendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +67,7 @@ FROM `+prefix+`_offsets o JOIN `+prefix+`_consumer_groups g ON g.id = o.consumer
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	var got []storedOffset
 	for rows.Next() {
 		var o storedOffset
