@@ -559,8 +559,8 @@
 // were 971 (TestTransactionCountsAsAppendingWhileItsInsertRuns), the rate
 // 1.06x at the median of six alternated pairs, within the noise.
 //
-// The run is bound by the machine's CPU, not by round trips or locks:
-// the two cores are 80-85% busy in both programs. Per command the store
+// Both runs are bound mostly by the machine's CPU, not by round trips or
+// locks: the two cores are 80-85% busy in each. Per command the store
 // costs the server 1.7-2.0 ms of CPU and the client 0.67-0.73 ms, the
 // floor 0.61-0.82 and 0.24-0.28 (user and system time of each process,
 // three alternated pairs of runs of 10,000 commands); the totals differ
