@@ -567,22 +567,21 @@
 // about as the rates do, 2.5 times. Of the server's samples (perf over
 // the whole machine; the parts overlap): 40-43% run plans, 16-17% start
 // them (each execution initialises its plan's nodes and subplans, the
-// largest statements' most: an ack that updates nothing still takes
-// 0.07 ms more than a bare SELECT sent the same way, psql's \timing
-// over 3,000 of each), 15% run the
-// store's functions (the locks, the horizon's advance, the key pairs'
-// trigger), and 43% are the kernel's, half of them the VM's interrupt
-// handling: system calls, signals and context switches are dear on this
-// VM. Fewer statements do not buy it back: an insert that also wrote
-// the offsets it wakes, one statement where there are two, cost
-// what the two cost (0.124 ms of execution against 0.127; the server's
-// CPU an append even within its noise), and changed neither how many
-// appends wait for the horizon (14-16%) nor how long (2.6-2.9 ms): the
-// positions a worker's transaction holds are held by two busy cores, not
-// by its statements after the insert. Those waits end with a settle
-// (about 830 a run, 2.2-2.4 ms each, nearly all of it waiting in the
-// server for the transactions below) or with the advance of the
-// transaction that held the hole.
+// largest statements' most: an ack that updates nothing still takes 0.07
+// ms more than a bare SELECT sent the same way, psql's \timing over
+// 3,000 of each), 15% run the store's functions (the locks, the
+// horizon's advance, the key pairs' trigger), and 43% are the kernel's,
+// half of them the VM's interrupt handling: system calls, signals and
+// context switches are dear on this VM. Fewer statements do not buy it
+// back: an insert that also wrote the offsets it wakes, one statement
+// where there are two, cost what the two cost (0.124 ms of execution
+// against 0.127; the server's CPU per append the same within its noise),
+// and changed neither how many appends wait for the horizon (14-16%) nor
+// how long (2.6-2.9 ms): the positions a worker's transaction holds are
+// held by two busy cores, not by its statements after the insert. Those
+// waits end with a settle (about 830 a run, 2.2-2.4 ms each, nearly all
+// of it waiting in the server for the transactions below) or with the
+// advance of the transaction that held the hole.
 //
 // Lookups by key pairs go through <prefix>_message_keys (schema version
 // 14): its primary key (key, position) gives the positions of a key
