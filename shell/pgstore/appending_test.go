@@ -41,18 +41,7 @@ func TestTransactionCountsAsAppendingWhileItsInsertRuns(t *testing.T) {
 			s := open(t, pgstore.Options{Registry: reg})
 			m := core.NewMessage(fixtures.CourseCreated{CourseName: "Algebra"})
 			m.ID = uuid.Must(uuid.NewV7())
-			blocker, err := pgx.Connect(ctx, pgtest.URL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer blocker.Close(context.Background())
-			btx, err := blocker.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := btx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s_messages (message_id, message_type, payload, created_at) VALUES ($1, 'blocker', 'null', now())`, s.Prefix()), m.ID); err != nil {
-				t.Fatal(err)
-			}
+			btx := holdID(t, fmt.Sprintf(`INSERT INTO %s_messages (message_id, message_type, payload, created_at) VALUES ($1, 'blocker', 'null', now())`, s.Prefix()), m.ID)
 			done := make(chan error, 1)
 			go func() {
 				done <- s.Update(ctx, func(tx driver.Tx) error {
@@ -90,6 +79,90 @@ func TestTransactionCountsAsAppendingWhileItsInsertRuns(t *testing.T) {
 				t.Fatalf("read %v, %v; want the one message", got.Messages, err)
 			}
 		})
+	}
+}
+
+// holdID runs insert, which writes a row with the message id id, in a
+// transaction of its own that it leaves open (the caller rolls it back):
+// until then the server holds any other insert of that id.
+func holdID(t *testing.T, insert string, id uuid.UUID) pgx.Tx {
+	t.Helper()
+	ctx := t.Context()
+	blocker, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blocker.Close(context.Background()) })
+	btx, err := blocker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := btx.Exec(ctx, insert, id); err != nil {
+		t.Fatal(err)
+	}
+	return btx
+}
+
+// TestTransactionWithoutInsertsIsNotCountedAsAppending: a transaction
+// whose deferred batch draws no position (here an append of a scheduled
+// message alone: its lock and check, then the schedule's insert) is not
+// counted among the appends in flight while that batch runs. Before, a
+// transaction was counted as soon as it sent any deferred statement whose
+// result it reads, the lock's among them: an offset's move or a
+// scheduled append counted as an append in flight, so the store's other
+// appends advanced the horizon after their commits rather than in them
+// and the advancer waited out its grace for positions none of them held.
+// The schedule's insert is held in the server by an uncommitted row with
+// the same message id.
+func TestTransactionWithoutInsertsIsNotCountedAsAppending(t *testing.T) {
+	ctx := t.Context()
+	reg, err := storetest.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s := open(t, pgstore.Options{Registry: reg})
+	m := core.NewMessage(fixtures.CourseCreated{CourseName: "Geometry"}).At(now.Add(time.Hour))
+	m.ID = uuid.Must(uuid.NewV7())
+	btx := holdID(t, fmt.Sprintf(`INSERT INTO %s_scheduled_messages (message_id, message_type, payload, available_at, scheduled_at) VALUES ($1, 'blocker', 'null', now(), now())`, s.Prefix()), m.ID)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx driver.Tx) error {
+			_, err := tx.Append([]core.Message{m}, driver.AppendOptions{Deferred: true})
+			return err
+		})
+	}()
+	// Wait until the schedule's insert waits on the blocker's row.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var waiting bool
+		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO `+s.Prefix()+`_scheduled_messages%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			btx.Rollback(ctx)
+			t.Fatal("the scheduled append's insert never waited on the blocker")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := pgstore.Appending(s); n != 0 {
+		btx.Rollback(ctx)
+		t.Fatalf("%d appending while a transaction that draws no position runs, want 0", n)
+	}
+	if err := btx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := pgstore.Appending(s); n != 0 {
+		t.Fatalf("%d appending after the transaction ended, want 0", n)
+	}
+	if got, err := s.ReadScheduled(ctx, 0); err != nil || len(got) != 1 || got[0].ID != m.ID {
+		t.Fatalf("scheduled %v, %v; want the one message", got, err)
 	}
 }
 

@@ -158,6 +158,9 @@ func (t *tx) batch() (*pgx.Batch, int) { return t.batchOf(true) }
 func (t *tx) batchOf(tail bool) (*pgx.Batch, int) {
 	t.settle()
 	if tail || t.tailLocks {
+		if t.drawing { // a deferred insert goes in this batch: it draws positions
+			t.countAppending()
+		}
 		t.pre = append(t.pre, t.tail...)
 		t.tail, t.tailLocks, t.drawing = nil, false, false
 	}
@@ -180,12 +183,6 @@ func (t *tx) sendBatch(b *pgx.Batch) pgx.BatchResults { return t.s.sendBatch(t.c
 func (t *tx) send(b *pgx.Batch, n int) (pgx.BatchResults, error) {
 	sending := t.sending
 	t.sending = nil
-	for _, q := range sending {
-		if q.read != nil { // a deferred insert: it draws positions
-			t.countAppending()
-			break
-		}
-	}
 	br := t.sendBatch(b)
 	t.sent = true
 	for i := range n {
