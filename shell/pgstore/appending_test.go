@@ -66,15 +66,7 @@ func TestTransactionCountsAsAppendingWhileItsInsertRuns(t *testing.T) {
 			if n := pgstore.Appending(s); n != 1 {
 				t.Fatalf("%d appending while the insert waits, want 1", n)
 			}
-			if err := btx.Rollback(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			if n := pgstore.Appending(s); n != 0 {
-				t.Fatalf("%d appending after the transaction ended, want 0", n)
-			}
+			releaseHeld(t, s, btx, done)
 			if got, err := s.ReadAll(ctx, driver.ReadAllOptions{}); err != nil || len(got.Messages) != 1 || got.Messages[0].ID != m.ID {
 				t.Fatalf("read %v, %v; want the one message", got.Messages, err)
 			}
@@ -101,6 +93,22 @@ func holdID(t *testing.T, insert string, id uuid.UUID) pgx.Tx {
 		t.Fatal(err)
 	}
 	return btx
+}
+
+// releaseHeld rolls back the row holdID left open, then checks that the
+// transaction it held ends without error (its result on done) and that
+// s counts no append in flight afterwards.
+func releaseHeld(t *testing.T, s *pgstore.Store, btx pgx.Tx, done <-chan error) {
+	t.Helper()
+	if err := btx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := pgstore.Appending(s); n != 0 {
+		t.Fatalf("%d appending after the transaction ended, want 0", n)
+	}
 }
 
 // TestTransactionWithoutInsertsIsNotCountedAsAppending: a transaction
@@ -152,15 +160,7 @@ func TestTransactionWithoutInsertsIsNotCountedAsAppending(t *testing.T) {
 		btx.Rollback(ctx)
 		t.Fatalf("%d appending while a transaction that draws no position runs, want 0", n)
 	}
-	if err := btx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := pgstore.Appending(s); n != 0 {
-		t.Fatalf("%d appending after the transaction ended, want 0", n)
-	}
+	releaseHeld(t, s, btx, done)
 	if got, err := s.ReadScheduled(ctx, 0); err != nil || len(got) != 1 || got[0].ID != m.ID {
 		t.Fatalf("scheduled %v, %v; want the one message", got, err)
 	}
